@@ -1,0 +1,120 @@
+# strobe: one non-recursive GNU Makefile.
+#   make            build build/strobe
+#   make test       bootstrap, build, run every test; ends with "N passed, N failed"
+#   make demo       bootstrap, build, profile examples/train.py, print the summary
+#   make bench      run the benchmarks in bench/ (results go to docs/benchmarks.md by hand)
+#   make format-check / format
+# Knobs: DEBUG=1, SAN=address,undefined | SAN=thread, WERROR=0, BUILD=dir
+
+BUILD   ?= build
+CC      ?= cc
+PYTHON  ?= /usr/bin/python3
+WERROR  ?= 1
+
+WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Wvla \
+        -Wimplicit-fallthrough -Wconversion -Wno-sign-conversion
+ifeq ($(WERROR),1)
+WARN += -Werror
+endif
+
+ifeq ($(DEBUG),1)
+OPT := -O0 -g3
+else
+OPT := -O2 -g
+endif
+
+comma := ,
+ifneq ($(SAN),)
+OPT     := -O1 -g -fno-omit-frame-pointer -fsanitize=$(SAN)
+SANLD   := -fsanitize=$(SAN)
+ifneq ($(findstring undefined,$(SAN)),)
+OPT     += -fno-sanitize-recover=undefined
+endif
+BUILD   := $(BUILD)-san-$(subst $(comma),-,$(SAN))
+endif
+CPPFLAGS += -D_GNU_SOURCE -Iinclude -Isrc
+CFLAGS   += -std=c11 $(OPT) $(WARN) -MMD -MP -pthread
+LDFLAGS  += $(SANLD) -pthread
+LDLIBS   += -lsqlite3 -lm
+
+CORE_SRC := $(wildcard src/common/*.c src/codec/*.c src/sample/*.c src/store/*.c src/record/*.c)
+CLI_SRC  := $(wildcard src/cli/*.c)
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+BENCH_SRC := $(wildcard bench/*.c)
+
+CORE_OBJ := $(CORE_SRC:%.c=$(BUILD)/%.o)
+CLI_OBJ  := $(CLI_SRC:%.c=$(BUILD)/%.o)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+CORE_LIB := $(BUILD)/libstrobe-core.a
+
+.PHONY: all test demo bench format format-check clean bootstrap unit fuzz
+all: $(BUILD)/strobe $(UNIT_BIN) $(BENCH_BIN)
+
+Q := @
+ifeq ($(V),1)
+Q :=
+endif
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(@D)
+	@echo "  CC  $<"
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(CORE_LIB): $(CORE_OBJ)
+	@rm -f $@
+	$(Q)$(AR) rcs $@ $^
+
+$(BUILD)/strobe: $(CLI_OBJ) $(CORE_LIB)
+	@echo "  LD  $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(CORE_LIB)
+	@mkdir -p $(@D)
+	@echo "  LD  $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/bench/%: $(BUILD)/bench/%.o $(CORE_LIB)
+	@mkdir -p $(@D)
+	@echo "  LD  $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+bootstrap:
+	@scripts/bootstrap
+
+unit: all
+	@tests/run --build $(BUILD) --only unit
+
+test: bootstrap
+	@$(MAKE) --no-print-directory all
+	@tests/run --build $(BUILD)
+
+demo: bootstrap
+	@$(MAKE) --no-print-directory $(BUILD)/strobe
+	@scripts/demo $(BUILD)/strobe
+
+bench: bootstrap
+	@$(MAKE) --no-print-directory all
+	@bench/run --build $(BUILD)
+
+FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+fuzz:
+	@mkdir -p $(BUILD)/fuzz
+	@for f in $(FUZZ_SRC); do \
+	  n=$$(basename $$f .c); \
+	  clang $(CPPFLAGS) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
+	    -o $(BUILD)/fuzz/$$n $$f $(CORE_SRC) -lsqlite3 -lm -pthread || exit 1; \
+	  echo "built $(BUILD)/fuzz/$$n"; \
+	done
+
+FORMAT_FILES = $(shell git ls-files '*.c' '*.h')
+format:
+	clang-format -i $(FORMAT_FILES)
+
+format-check:
+	@clang-format --dry-run --Werror $(FORMAT_FILES) && echo "format-check: clean"
+
+clean:
+	rm -rf build build-san-*
+
+-include $(CORE_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d)

@@ -1,0 +1,31 @@
+/* The strobe command line: one file per command, one table in main.c. */
+#ifndef STROBE_CLI_CLI_H
+#define STROBE_CLI_CLI_H
+
+#include "store/store.h"
+
+/* Each command gets argv after its own name (argv[0] is the command). It
+ * returns the process exit status. */
+typedef int cmd_fn(int argc, char **argv);
+
+int cmd_run(int argc, char **argv);
+int cmd_ls(int argc, char **argv);
+int cmd_show(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_rm(int argc, char **argv);
+
+/* Exit statuses of the read-side commands. */
+#define CLI_EXIT_OK    0
+#define CLI_EXIT_ERROR 1
+#define CLI_EXIT_USAGE 2
+
+/* Open the store for reading (it must exist); prints the error. */
+int cli_open_store(const char *flag, int readonly, struct store **out);
+/* Resolve RUN or print why not. */
+int cli_resolve(struct store *s, const char *ref, struct run_record *out);
+/* The status to show: "lost" for a run whose recorder died on this host. */
+const char *cli_run_status(const struct run_record *r);
+/* Parse "K=V" into key and value (pointers into a copy the caller frees). */
+int cli_split_kv(const char *arg, char **key, char **value);
+
+#endif

@@ -1,0 +1,214 @@
+#include <errno.h>
+#include <fnmatch.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "common/log.h"
+#include "common/strbuf.h"
+#include "store/points.h"
+
+static const char export_usage[] =
+    "usage: strobe export [--store S] --format csv|jsonl [--metric GLOB]... [-o FILE] RUN\n"
+    "  csv:   time_ns,metric,value   (metric as name{labels})\n"
+    "  jsonl: {\"time_ns\":...,\"metric\":\"cpu.util\",\"labels\":{\"core\":\"0\"},\"value\":...}\n";
+
+struct export_ctx {
+    struct store *s;
+    FILE *out;
+    int jsonl;
+    char **globs;
+    int nglobs;
+    int failed;
+    struct strbuf line;
+};
+
+static int wanted(const struct export_ctx *c, const char *name, const char *key)
+{
+    if (!c->nglobs)
+        return 1;
+    for (int i = 0; i < c->nglobs; i++)
+        if (fnmatch(c->globs[i], key, 0) == 0 || fnmatch(c->globs[i], name, 0) == 0)
+            return 1;
+    return 0;
+}
+
+/* CSV field: quoted when it holds a comma, quote or newline (RFC 4180). */
+static void csv_field(struct strbuf *o, const char *s)
+{
+    if (!strpbrk(s, ",\"\n\r")) {
+        strbuf_adds(o, s);
+        return;
+    }
+    strbuf_addch(o, '"');
+    for (; *s; s++) {
+        if (*s == '"')
+            strbuf_addch(o, '"');
+        strbuf_addch(o, *s);
+    }
+    strbuf_addch(o, '"');
+}
+
+/* labels "a=1,b=2" as a JSON object */
+static void labels_json(struct strbuf *o, const char *labels)
+{
+    strbuf_addch(o, '{');
+    int first = 1;
+    for (const char *p = labels; p && *p;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        const char *eq = memchr(p, '=', len);
+        if (eq) {
+            char *k = strndup(p, (size_t)(eq - p));
+            char *v = strndup(eq + 1, len - (size_t)(eq - p) - 1);
+            if (k && v) {
+                if (!first)
+                    strbuf_addch(o, ',');
+                strbuf_add_json_str(o, k);
+                strbuf_addch(o, ':');
+                strbuf_add_json_str(o, v);
+                first = 0;
+            }
+            free(k);
+            free(v);
+        }
+        p = comma ? comma + 1 : NULL;
+    }
+    strbuf_addch(o, '}');
+}
+
+static void csv_value(struct strbuf *o, double v)
+{
+    if (isnan(v))
+        strbuf_adds(o, "nan");
+    else if (isinf(v))
+        strbuf_adds(o, v > 0 ? "inf" : "-inf");
+    else
+        strbuf_add_json_num(o, v);
+}
+
+static int export_series(const struct series_record *sr, void *arg)
+{
+    struct export_ctx *c = arg;
+    struct strbuf key;
+    strbuf_init(&key);
+    strbuf_adds(&key, sr->name);
+    if (sr->labels[0])
+        strbuf_addf(&key, "{%s}", sr->labels);
+    if (!wanted(c, sr->name, key.buf)) {
+        strbuf_release(&key);
+        return 0;
+    }
+    struct point_buf pb;
+    point_buf_init(&pb);
+    if (store_read_points(c->s, sr->id, &pb) < 0)
+        c->failed = 1;
+    if (pb.corrupt_blocks)
+        log_warn("series %s: %llu damaged blocks skipped", key.buf,
+                 (unsigned long long)pb.corrupt_blocks);
+    for (size_t i = 0; i < pb.n; i++) {
+        struct strbuf *o = &c->line;
+        strbuf_reset(o);
+        if (c->jsonl) {
+            strbuf_addf(o, "{\"time_ns\":%lld,\"metric\":", (long long)pb.p[i].ts_ns);
+            strbuf_add_json_str(o, sr->name);
+            strbuf_adds(o, ",\"labels\":");
+            labels_json(o, sr->labels);
+            strbuf_adds(o, ",\"value\":");
+            strbuf_add_json_num(o, pb.p[i].value);
+            strbuf_adds(o, "}\n");
+        } else {
+            strbuf_addf(o, "%lld,", (long long)pb.p[i].ts_ns);
+            csv_field(o, key.buf);
+            strbuf_addch(o, ',');
+            csv_value(o, pb.p[i].value);
+            strbuf_addch(o, '\n');
+        }
+        if (fwrite(o->buf, 1, o->len, c->out) != o->len) {
+            c->failed = 1;
+            break;
+        }
+    }
+    point_buf_release(&pb);
+    strbuf_release(&key);
+    return c->failed ? 1 : 0;
+}
+
+int cmd_export(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"store", required_argument, NULL, 's'},
+        {"format", required_argument, NULL, 'f'},
+        {"metric", required_argument, NULL, 'm'},
+        {"output", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *store_flag = NULL, *format = NULL, *path = NULL;
+    struct export_ctx c;
+    memset(&c, 0, sizeof(c));
+    char *globs[64];
+    c.globs = globs;
+    int ch;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "f:m:o:h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 's':
+            store_flag = optarg;
+            break;
+        case 'f':
+            format = optarg;
+            break;
+        case 'm':
+            if (c.nglobs < 64)
+                globs[c.nglobs++] = optarg;
+            break;
+        case 'o':
+            path = optarg;
+            break;
+        case 'h':
+            fputs(export_usage, stdout);
+            return CLI_EXIT_OK;
+        default:
+            fputs(export_usage, stderr);
+            return CLI_EXIT_USAGE;
+        }
+    }
+    if (!format || (strcmp(format, "csv") != 0 && strcmp(format, "jsonl") != 0) ||
+        optind != argc - 1) {
+        if (format && strcmp(format, "csv") != 0 && strcmp(format, "jsonl") != 0)
+            log_error("unknown export format '%s' (csv or jsonl)", format);
+        fputs(export_usage, stderr);
+        return CLI_EXIT_USAGE;
+    }
+    c.jsonl = strcmp(format, "jsonl") == 0;
+    if (cli_open_store(store_flag, 1, &c.s) < 0)
+        return CLI_EXIT_ERROR;
+    struct run_record r;
+    int status = CLI_EXIT_ERROR;
+    if (cli_resolve(c.s, argv[optind], &r) == 0) {
+        c.out = path ? fopen(path, "w") : stdout;
+        if (!c.out) {
+            log_error("cannot write '%s': %s", path, strerror(errno));
+        } else {
+            strbuf_init(&c.line);
+            if (!c.jsonl)
+                fputs("time_ns,metric,value\n", c.out);
+            int rc = c.s->ops->series_query(c.s, r.id, export_series, &c);
+            if (fflush(c.out) != 0 || (path && fclose(c.out) != 0))
+                c.failed = 1;
+            if (rc < 0 || c.failed)
+                log_error("export of run %s failed: %s", r.id,
+                          rc < 0 ? c.s->err.buf : strerror(errno));
+            else
+                status = CLI_EXIT_OK;
+            strbuf_release(&c.line);
+        }
+        run_record_release(&r);
+    }
+    store_close(c.s);
+    return status;
+}

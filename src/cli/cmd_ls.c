@@ -1,0 +1,121 @@
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "common/fmt.h"
+#include "common/strbuf.h"
+
+static const char ls_usage[] = "usage: strobe ls [--store S] [--experiment E] [--json]\n";
+
+struct ls_ctx {
+    int json;
+    int count;
+    struct strbuf out;
+};
+
+static double run_duration_s(const struct run_record *r)
+{
+    int64_t end = r->end_ns ? r->end_ns : r->last_ns;
+    return end > r->start_ns ? (double)(end - r->start_ns) / 1e9 : 0.0;
+}
+
+static void ls_json_run(struct strbuf *o, const struct run_record *r)
+{
+    strbuf_adds(o, "{\"id\":");
+    strbuf_add_json_str(o, r->id);
+    strbuf_adds(o, ",\"name\":");
+    strbuf_add_json_str(o, r->name ? r->name : "");
+    strbuf_adds(o, ",\"experiment\":");
+    if (r->experiment)
+        strbuf_add_json_str(o, r->experiment);
+    else
+        strbuf_adds(o, "null");
+    strbuf_adds(o, ",\"status\":");
+    strbuf_add_json_str(o, cli_run_status(r));
+    if (r->exit_code >= 0)
+        strbuf_addf(o, ",\"exit_code\":%d", r->exit_code);
+    else
+        strbuf_adds(o, ",\"exit_code\":null");
+    strbuf_addf(o, ",\"signal\":%d,\"start_ns\":%lld,\"end_ns\":", r->signal,
+                (long long)r->start_ns);
+    if (r->end_ns)
+        strbuf_addf(o, "%lld", (long long)r->end_ns);
+    else
+        strbuf_adds(o, "null");
+    strbuf_adds(o, ",\"duration_s\":");
+    strbuf_add_json_num(o, run_duration_s(r));
+    strbuf_addf(o, ",\"samples\":%lld,\"command\":%s}", (long long)r->samples,
+                r->command_json ? r->command_json : "[]");
+}
+
+static int ls_visit(const struct run_record *r, void *arg)
+{
+    struct ls_ctx *c = arg;
+    if (c->json) {
+        strbuf_adds(&c->out, c->count ? ",\n " : "\n ");
+        ls_json_run(&c->out, r);
+    } else {
+        char start[32], dur[32], code[16];
+        if (r->signal)
+            snprintf(code, sizeof(code), "sig %d", r->signal);
+        else if (r->exit_code >= 0)
+            snprintf(code, sizeof(code), "%d", r->exit_code);
+        else
+            snprintf(code, sizeof(code), "-");
+        printf("%-16s  %-24.24s  %-9s  %-19s  %8s  %6s  %8lld\n", r->id, r->name ? r->name : "",
+               cli_run_status(r), fmt_time_utc(r->start_ns, start, sizeof(start)),
+               fmt_duration(run_duration_s(r), dur, sizeof(dur)), code, (long long)r->samples);
+    }
+    c->count++;
+    return 0;
+}
+
+int cmd_ls(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"store", required_argument, NULL, 's'},
+        {"experiment", required_argument, NULL, 'e'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *store_flag = NULL, *experiment = NULL;
+    struct ls_ctx c = {0};
+    int ch;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "e:jh", opts, NULL)) != -1) {
+        switch (ch) {
+        case 's':
+            store_flag = optarg;
+            break;
+        case 'e':
+            experiment = optarg;
+            break;
+        case 'j':
+            c.json = 1;
+            break;
+        case 'h':
+            fputs(ls_usage, stdout);
+            return CLI_EXIT_OK;
+        default:
+            fputs(ls_usage, stderr);
+            return CLI_EXIT_USAGE;
+        }
+    }
+    struct store *s;
+    if (cli_open_store(store_flag, 1, &s) < 0)
+        return CLI_EXIT_ERROR;
+    strbuf_init(&c.out);
+    if (!c.json)
+        printf("%-16s  %-24s  %-9s  %-19s  %8s  %6s  %8s\n", "ID", "NAME", "STATUS",
+               "START (UTC)", "DURATION", "EXIT", "SAMPLES");
+    int rc = s->ops->runs_query(s, experiment, ls_visit, &c);
+    if (rc < 0)
+        fprintf(stderr, "strobe: cannot list runs in '%s': %s\n", s->uri, s->err.buf);
+    else if (c.json)
+        printf("[%s%s]\n", c.out.buf, c.count ? "\n" : "");
+    strbuf_release(&c.out);
+    store_close(s);
+    return rc < 0 ? CLI_EXIT_ERROR : CLI_EXIT_OK;
+}

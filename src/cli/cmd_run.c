@@ -1,0 +1,146 @@
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/strbuf.h"
+#include "record/recorder.h"
+#include "record/runinfo.h"
+
+#define INTERVAL_MIN_NS NS_PER_MS
+#define INTERVAL_MAX_NS (60 * NS_PER_S)
+
+static const char run_usage[] =
+    "usage: strobe run [--store S] [--name N] [--experiment E] [--tag K=V]... [--param K=V]...\n"
+    "                  [--interval DUR] [--quiet] -- CMD [ARG...]\n"
+    "\n"
+    "  --interval DUR   sampling period, 1ms to 60s (default 100ms); units ns us ms s m\n"
+    "  --quiet          no live status line, no closing summary\n"
+    "  --proc-root DIR, --sys-root DIR   read another /proc and /sys (tests)\n"
+    "  --collectors LIST                 only these collectors (cpu,mem,psi,disk,net,cgroup,proc)\n"
+    "\n"
+    "Exits with the command's status (128+N for signal N), 127 when it cannot be started,\n"
+    "125 when strobe itself cannot start (bad options, unusable store).\n";
+
+enum { OPT_STORE = 256, OPT_PROC_ROOT, OPT_SYS_ROOT, OPT_COLLECTORS };
+
+static const struct option run_options[] = {
+    {"store", required_argument, NULL, OPT_STORE},
+    {"name", required_argument, NULL, 'n'},
+    {"experiment", required_argument, NULL, 'e'},
+    {"tag", required_argument, NULL, 't'},
+    {"param", required_argument, NULL, 'p'},
+    {"interval", required_argument, NULL, 'i'},
+    {"quiet", no_argument, NULL, 'q'},
+    {"proc-root", required_argument, NULL, OPT_PROC_ROOT},
+    {"sys-root", required_argument, NULL, OPT_SYS_ROOT},
+    {"collectors", required_argument, NULL, OPT_COLLECTORS},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+static int check_text(const char *what, const char *text)
+{
+    struct strbuf why;
+    strbuf_init(&why);
+    int rc = runinfo_check_name(what, text, &why);
+    if (rc < 0)
+        log_error("invalid %s", why.buf);
+    strbuf_release(&why);
+    return rc;
+}
+
+static int add_kv(struct kv_list *l, const char *flag, const char *arg)
+{
+    char *k, *v;
+    if (cli_split_kv(arg, &k, &v) < 0) {
+        log_error("%s wants KEY=VALUE, got '%s'", flag, arg);
+        return -1;
+    }
+    int rc = check_text(flag, k) < 0 || (v[0] && check_text(flag, v) < 0) ? -1
+                                                                          : kv_list_add(l, k, v);
+    free(k);
+    free(v);
+    return rc;
+}
+
+static int parse_interval(const char *arg, int64_t *out)
+{
+    if (duration_parse(arg, out) < 0 || *out < INTERVAL_MIN_NS || *out > INTERVAL_MAX_NS) {
+        log_error("--interval wants a duration from 1ms to 60s, such as 100ms or 2s (got '%s')",
+                  arg);
+        return -1;
+    }
+    return 0;
+}
+
+int cmd_run(int argc, char **argv)
+{
+    struct recorder_opts o;
+    memset(&o, 0, sizeof(o));
+    o.interval_ns = 100 * NS_PER_MS;
+    const char *store_flag = NULL;
+    int c, bad = 0;
+    optind = 1;
+    /* "+": stop at the first non-option, the job's command */
+    while (!bad && (c = getopt_long(argc, argv, "+n:e:t:p:i:qh", run_options, NULL)) != -1) {
+        switch (c) {
+        case OPT_STORE:
+            store_flag = optarg;
+            break;
+        case 'n':
+            o.name = optarg;
+            bad = check_text("run name", optarg) < 0;
+            break;
+        case 'e':
+            o.experiment = optarg;
+            bad = check_text("experiment name", optarg) < 0;
+            break;
+        case 't':
+            bad = add_kv(&o.tags, "--tag", optarg) < 0;
+            break;
+        case 'p':
+            bad = add_kv(&o.params, "--param", optarg) < 0;
+            break;
+        case 'i':
+            bad = parse_interval(optarg, &o.interval_ns) < 0;
+            break;
+        case 'q':
+            o.quiet = 1;
+            break;
+        case OPT_PROC_ROOT:
+            o.proc_root = optarg;
+            break;
+        case OPT_SYS_ROOT:
+            o.sys_root = optarg;
+            break;
+        case OPT_COLLECTORS:
+            o.collectors = optarg;
+            break;
+        case 'h':
+            fputs(run_usage, stdout);
+            kv_list_release(&o.tags);
+            kv_list_release(&o.params);
+            return CLI_EXIT_OK;
+        default:
+            bad = 1;
+        }
+    }
+    if (!bad && optind >= argc) {
+        log_error("no command to run; usage: strobe run [options] -- CMD [ARG...]");
+        bad = 1;
+    }
+    int status = RECORDER_EXIT_SELF;
+    if (!bad) {
+        o.store_uri = store_default_uri(store_flag);
+        o.argv = argv + optind;
+        log_set_quiet(o.quiet);
+        status = recorder_run(&o);
+    }
+    kv_list_release(&o.tags);
+    kv_list_release(&o.params);
+    return status;
+}

@@ -1,0 +1,382 @@
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "common/fmt.h"
+#include "common/log.h"
+#include "common/strbuf.h"
+#include "store/points.h"
+
+static const char show_usage[] = "usage: strobe show [--store S] [--json] RUN\n";
+
+#define TOP_PROCESSES 10
+
+struct metric_row {
+    char *key; /* name, or name{labels} */
+    char *name;
+    char *labels;
+    char *unit;
+    char *meta;
+    int64_t bytes;
+    struct point_stats st;
+};
+
+struct show_ctx {
+    struct store *s;
+    struct metric_row *rows;
+    size_t n, cap;
+    int64_t bytes; /* encoded bytes of all blocks */
+    int64_t points;
+    int failed;
+};
+
+static int collect_series(const struct series_record *sr, void *arg)
+{
+    struct show_ctx *c = arg;
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 64;
+        struct metric_row *rows = realloc(c->rows, cap * sizeof(*rows));
+        if (!rows)
+            return -1;
+        c->rows = rows;
+        c->cap = cap;
+    }
+    struct metric_row *m = &c->rows[c->n];
+    memset(m, 0, sizeof(*m));
+    struct strbuf key;
+    strbuf_init(&key);
+    strbuf_adds(&key, sr->name);
+    if (sr->labels[0])
+        strbuf_addf(&key, "{%s}", sr->labels);
+    m->key = strbuf_detach(&key);
+    m->name = strdup(sr->name);
+    m->labels = strdup(sr->labels);
+    m->unit = strdup(sr->unit);
+    m->meta = sr->meta ? strdup(sr->meta) : NULL;
+    m->bytes = sr->bytes;
+    c->bytes += sr->bytes;
+    struct point_buf pb;
+    point_buf_init(&pb);
+    /* a second query while the series query steps: SQLite allows it */
+    if (store_read_points(c->s, sr->id, &pb) < 0 || points_stats(&pb, &m->st) < 0)
+        c->failed = 1;
+    c->points += (int64_t)pb.n;
+    point_buf_release(&pb);
+    c->n++;
+    return 0;
+}
+
+static void rows_release(struct show_ctx *c)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        free(c->rows[i].key);
+        free(c->rows[i].name);
+        free(c->rows[i].labels);
+        free(c->rows[i].unit);
+        free(c->rows[i].meta);
+    }
+    free(c->rows);
+}
+
+static double duration_s(const struct run_record *r)
+{
+    int64_t end = r->end_ns ? r->end_ns : r->last_ns;
+    return end > r->start_ns ? (double)(end - r->start_ns) / 1e9 : 0.0;
+}
+
+static int is_rate(const char *unit)
+{
+    size_t n = strlen(unit);
+    return n >= 2 && strcmp(unit + n - 2, "/s") == 0;
+}
+
+/* ---- JSON ----------------------------------------------------------------- */
+
+static void json_str_or_null(struct strbuf *o, const char *key, const char *v)
+{
+    strbuf_addf(o, ",\"%s\":", key);
+    if (v)
+        strbuf_add_json_str(o, v);
+    else
+        strbuf_adds(o, "null");
+}
+
+static void json_kv_object(struct strbuf *o, const char *key, const struct kv_list *l)
+{
+    strbuf_addf(o, ",\"%s\":{", key);
+    for (size_t i = 0; i < l->n; i++) {
+        if (i)
+            strbuf_addch(o, ',');
+        strbuf_add_json_str(o, l->items[i].key);
+        strbuf_addch(o, ':');
+        strbuf_add_json_str(o, l->items[i].value);
+    }
+    strbuf_addch(o, '}');
+}
+
+static void json_num(struct strbuf *o, const char *key, double v)
+{
+    strbuf_addf(o, ",\"%s\":", key);
+    strbuf_add_json_num(o, v);
+}
+
+static void json_metric(struct strbuf *o, const struct metric_row *m, int first)
+{
+    strbuf_adds(o, first ? "\n  " : ",\n  ");
+    strbuf_add_json_str(o, m->key);
+    strbuf_adds(o, ":{\"unit\":");
+    strbuf_add_json_str(o, m->unit);
+    strbuf_addf(o, ",\"count\":%zu", m->st.count);
+    json_num(o, "mean", m->st.mean);
+    json_num(o, "p50", m->st.p50);
+    json_num(o, "p95", m->st.p95);
+    json_num(o, "max", m->st.max);
+    json_num(o, "min", m->st.min);
+    if (is_rate(m->unit))
+        json_num(o, "total", m->st.integral);
+    if (m->meta)
+        strbuf_addf(o, ",\"meta\":%s", m->meta);
+    strbuf_addch(o, '}');
+}
+
+static void show_json(const struct run_record *r, const struct show_ctx *c)
+{
+    struct strbuf o;
+    strbuf_init(&o);
+    strbuf_adds(&o, "{\"id\":");
+    strbuf_add_json_str(&o, r->id);
+    json_str_or_null(&o, "name", r->name);
+    json_str_or_null(&o, "experiment", r->experiment);
+    json_str_or_null(&o, "status", cli_run_status(r));
+    if (r->exit_code >= 0)
+        strbuf_addf(&o, ",\"exit_code\":%d", r->exit_code);
+    else
+        strbuf_adds(&o, ",\"exit_code\":null");
+    strbuf_addf(&o, ",\"signal\":%d,\"start_ns\":%lld", r->signal, (long long)r->start_ns);
+    if (r->end_ns)
+        strbuf_addf(&o, ",\"end_ns\":%lld", (long long)r->end_ns);
+    else
+        strbuf_adds(&o, ",\"end_ns\":null");
+    json_num(&o, "duration_s", duration_s(r));
+    strbuf_addf(&o, ",\"samples\":%lld,\"points\":%lld,\"missed\":%lld,\"dropped\":%lld",
+                (long long)r->samples, (long long)c->points, (long long)r->missed,
+                (long long)r->dropped);
+    json_num(&o, "bytes_per_sample", c->points ? (double)c->bytes / (double)c->points : 0.0);
+    strbuf_addf(&o, ",\"stored_bytes\":%lld,\"interval_ns\":%lld", (long long)c->bytes,
+                (long long)r->interval_ns);
+    strbuf_addf(&o, ",\"command\":%s", r->command_json ? r->command_json : "[]");
+    json_str_or_null(&o, "cwd", r->cwd);
+    json_str_or_null(&o, "user", r->user);
+    json_str_or_null(&o, "host", r->host);
+    json_str_or_null(&o, "kernel", r->kernel);
+    json_str_or_null(&o, "cpu_model", r->cpu_model);
+    strbuf_addf(&o, ",\"cpu_count\":%d,\"mem_total_bytes\":%lld", r->cpu_count,
+                (long long)r->mem_total_bytes);
+    json_str_or_null(&o, "git_commit", r->git_commit);
+    if (r->git_dirty >= 0)
+        strbuf_addf(&o, ",\"git_dirty\":%s", r->git_dirty ? "true" : "false");
+    else
+        strbuf_adds(&o, ",\"git_dirty\":null");
+    json_str_or_null(&o, "python_version", r->python_version);
+    json_str_or_null(&o, "torch_version", r->torch_version);
+    json_str_or_null(&o, "strobe_version", r->strobe_version);
+    json_str_or_null(&o, "error", r->error);
+    json_kv_object(&o, "tags", &r->tags);
+    json_kv_object(&o, "params", &r->params);
+    json_kv_object(&o, "env", &r->env);
+    strbuf_adds(&o, ",\"metrics\":{");
+    for (size_t i = 0; i < c->n; i++)
+        json_metric(&o, &c->rows[i], i == 0);
+    strbuf_adds(&o, "\n}}\n");
+    fputs(o.buf, stdout);
+    strbuf_release(&o);
+}
+
+/* ---- text ----------------------------------------------------------------- */
+
+static const char *fmt_value(double v, const char *unit, char *buf, size_t cap)
+{
+    if (isnan(v))
+        return "-";
+    if (strcmp(unit, "bytes") == 0)
+        return fmt_bytes(v, buf, cap);
+    if (strcmp(unit, "bytes/s") == 0) {
+        char tmp[32];
+        snprintf(buf, cap, "%s/s", fmt_bytes(v, tmp, sizeof(tmp)));
+        return buf;
+    }
+    if (strcmp(unit, "pct") == 0)
+        snprintf(buf, cap, "%.1f%%", v);
+    else
+        snprintf(buf, cap, "%.3g", v);
+    return buf;
+}
+
+static void print_metric(const struct metric_row *m)
+{
+    char a[32], b[32], c[32], d[32];
+    printf("  %-28s %12s %12s %12s %12s\n", m->key, fmt_value(m->st.mean, m->unit, a, sizeof(a)),
+           fmt_value(m->st.p50, m->unit, b, sizeof(b)), fmt_value(m->st.p95, m->unit, c, sizeof(c)),
+           fmt_value(m->st.max, m->unit, d, sizeof(d)));
+}
+
+static const struct metric_row *find_row(const struct show_ctx *c, const char *name,
+                                         const char *labels)
+{
+    for (size_t i = 0; i < c->n; i++)
+        if (strcmp(c->rows[i].name, name) == 0 && strcmp(c->rows[i].labels, labels) == 0)
+            return &c->rows[i];
+    return NULL;
+}
+
+static int cmp_cpu_desc(const void *a, const void *b)
+{
+    const struct metric_row *x = *(const struct metric_row *const *)a;
+    const struct metric_row *y = *(const struct metric_row *const *)b;
+    return (x->st.integral < y->st.integral) - (x->st.integral > y->st.integral);
+}
+
+/* A string field out of the series meta JSON we wrote ourselves. */
+static void meta_field(const char *meta, const char *key, char *out, size_t cap)
+{
+    char pat[32];
+    snprintf(pat, sizeof(pat), "\"%s\":", key);
+    const char *p = meta ? strstr(meta, pat) : NULL;
+    out[0] = '\0';
+    if (!p)
+        return;
+    p += strlen(pat);
+    size_t n = 0;
+    if (*p == '"') {
+        for (p++; *p && *p != '"' && n + 1 < cap; p++)
+            out[n++] = *p == '\\' && p[1] ? *++p : *p;
+    } else {
+        while (*p && *p != ',' && *p != '}' && n + 1 < cap)
+            out[n++] = *p++;
+    }
+    out[n] = '\0';
+}
+
+static void print_processes(const struct show_ctx *c)
+{
+    const struct metric_row *procs[4096];
+    size_t n = 0;
+    for (size_t i = 0; i < c->n && n < 4096; i++)
+        if (strcmp(c->rows[i].name, "proc.cpu") == 0 && c->rows[i].labels[0])
+            procs[n++] = &c->rows[i];
+    if (!n)
+        return;
+    qsort(procs, n, sizeof(procs[0]), cmp_cpu_desc);
+    printf("\nbusiest processes (%zu seen)\n  %7s %7s  %-16s %10s %9s %9s %11s\n", n, "PID", "PPID",
+           "COMM", "CPU TIME", "CPU MEAN", "CPU MAX", "RSS MAX");
+    for (size_t i = 0; i < n && i < TOP_PROCESSES; i++) {
+        char pid[16], ppid[16], comm[64], rss[32], t[32];
+        meta_field(procs[i]->meta, "pid", pid, sizeof(pid));
+        meta_field(procs[i]->meta, "ppid", ppid, sizeof(ppid));
+        meta_field(procs[i]->meta, "comm", comm, sizeof(comm));
+        const struct metric_row *r = find_row(c, "proc.rss_bytes", procs[i]->labels);
+        printf("  %7s %7s  %-16.16s %10s %8.1f%% %8.1f%% %11s\n", pid, ppid, comm,
+               fmt_duration(procs[i]->st.integral / 100.0, t, sizeof(t)),
+               isnan(procs[i]->st.mean) ? 0.0 : procs[i]->st.mean,
+               isnan(procs[i]->st.max) ? 0.0 : procs[i]->st.max,
+               r ? fmt_bytes(r->st.max, rss, sizeof(rss)) : "-");
+    }
+}
+
+static void show_text(const struct run_record *r, const struct show_ctx *c)
+{
+    char start[32], dur[32], mem[32], iv[32];
+    printf("run       %s  %s\n", r->id, r->name ? r->name : "");
+    if (r->experiment)
+        printf("experiment %s\n", r->experiment);
+    printf("status    %s", cli_run_status(r));
+    if (r->signal)
+        printf(" (signal %d)", r->signal);
+    else if (r->exit_code >= 0)
+        printf(" (exit %d)", r->exit_code);
+    if (r->error)
+        printf(": %s", r->error);
+    printf("\ncommand   %s\n", r->command_json ? r->command_json : "");
+    printf("started   %s UTC, duration %s\n", fmt_time_utc(r->start_ns, start, sizeof(start)),
+           fmt_duration(duration_s(r), dur, sizeof(dur)));
+    printf("host      %s, Linux %s, %d x %s, %s\n", r->host ? r->host : "?",
+           r->kernel ? r->kernel : "?", r->cpu_count, r->cpu_model ? r->cpu_model : "?",
+           fmt_bytes((double)r->mem_total_bytes, mem, sizeof(mem)));
+    if (r->git_commit)
+        printf("git       %.12s%s\n", r->git_commit, r->git_dirty > 0 ? " (dirty)" : "");
+    if (r->python_version)
+        printf("python    %s%s%s\n", r->python_version, r->torch_version ? ", torch " : "",
+               r->torch_version ? r->torch_version : "");
+    printf("samples   %lld every %s, %lld missed; %lld points in %lld bytes (%.2f B/point)\n",
+           (long long)r->samples, fmt_duration((double)r->interval_ns / 1e9, iv, sizeof(iv)),
+           (long long)r->missed, (long long)c->points, (long long)c->bytes,
+           c->points ? (double)c->bytes / (double)c->points : 0.0);
+    for (size_t i = 0; i < r->params.n; i++)
+        printf("param     %s=%s\n", r->params.items[i].key, r->params.items[i].value);
+    for (size_t i = 0; i < r->tags.n; i++)
+        printf("tag       %s=%s\n", r->tags.items[i].key, r->tags.items[i].value);
+    printf("\n  %-28s %12s %12s %12s %12s\n", "METRIC", "MEAN", "P50", "P95", "MAX");
+    size_t labelled = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        if (c->rows[i].labels[0])
+            labelled++;
+        else
+            print_metric(&c->rows[i]);
+    }
+    print_processes(c);
+    if (labelled)
+        printf("\n%zu more series per core, device and process: 'strobe show --json' or "
+               "'strobe export'\n",
+               labelled);
+}
+
+int cmd_show(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"store", required_argument, NULL, 's'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *store_flag = NULL;
+    int json = 0, ch;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
+        if (ch == 's')
+            store_flag = optarg;
+        else if (ch == 'j')
+            json = 1;
+        else {
+            fputs(show_usage, ch == 'h' ? stdout : stderr);
+            return ch == 'h' ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+        }
+    }
+    if (optind != argc - 1) {
+        fputs(show_usage, stderr);
+        return CLI_EXIT_USAGE;
+    }
+    struct store *s;
+    if (cli_open_store(store_flag, 1, &s) < 0)
+        return CLI_EXIT_ERROR;
+    struct run_record r;
+    int status = CLI_EXIT_ERROR;
+    if (cli_resolve(s, argv[optind], &r) == 0) {
+        struct show_ctx c = {.s = s};
+        if (s->ops->series_query(s, r.id, collect_series, &c) < 0 || c.failed)
+            log_error("cannot read run %s: %s", r.id, s->err.buf);
+        else {
+            if (json)
+                show_json(&r, &c);
+            else
+                show_text(&r, &c);
+            status = CLI_EXIT_OK;
+        }
+        rows_release(&c);
+        run_record_release(&r);
+    }
+    store_close(s);
+    return status;
+}

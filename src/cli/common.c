@@ -1,0 +1,58 @@
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+
+#include "cli/cli.h"
+#include "common/err.h"
+#include "common/log.h"
+
+int cli_open_store(const char *flag, int readonly, struct store **out)
+{
+    struct strbuf err;
+    strbuf_init(&err);
+    int rc = store_open(store_default_uri(flag), readonly, out, &err);
+    if (rc < 0)
+        log_error("%s", err.buf);
+    strbuf_release(&err);
+    return rc;
+}
+
+int cli_resolve(struct store *s, const char *ref, struct run_record *out)
+{
+    int rc = store_resolve_run(s, ref, out);
+    if (rc == -STROBE_ENOTFOUND)
+        log_error("no run '%s' in store '%s' (see 'strobe ls')", ref, s->uri);
+    else if (rc == -STROBE_EAMBIGUOUS)
+        log_error("run prefix '%s' matches several runs; give more of the id", ref);
+    else if (rc < 0)
+        log_error("cannot read store '%s': %s", s->uri, s->err.buf);
+    return rc;
+}
+
+const char *cli_run_status(const struct run_record *r)
+{
+    if (strcmp(r->status, RUN_RUNNING) != 0 || r->recorder_pid <= 0 || !r->host)
+        return r->status;
+    struct utsname u;
+    if (uname(&u) == 0 && strcmp(u.nodename, r->host) == 0 &&
+        kill((pid_t)r->recorder_pid, 0) < 0 && errno == ESRCH)
+        return "lost"; /* the recorder died without finishing the run */
+    return r->status;
+}
+
+int cli_split_kv(const char *arg, char **key, char **value)
+{
+    const char *eq = strchr(arg, '=');
+    if (!eq || eq == arg)
+        return -EINVAL;
+    *key = strndup(arg, (size_t)(eq - arg));
+    *value = strdup(eq + 1);
+    if (!*key || !*value) {
+        free(*key);
+        free(*value);
+        return -ENOMEM;
+    }
+    return 0;
+}

@@ -1,0 +1,80 @@
+/*
+ * Gorilla-style compression of one time series block (Pelkonen et al., VLDB
+ * 2015): delta-of-delta timestamps and XOR'ed IEEE-754 doubles, bit-packed.
+ *
+ * A block carries its summary (count, min, max, sum, first, last, time range)
+ * outside the bit stream, so summaries and downsampled views read the summary
+ * and never decode. The stream layout is documented in docs/store-format.md.
+ *
+ * Ownership: the encoder writes into a caller-owned buffer of fixed capacity;
+ * it never allocates. A block can be snapshot at any point: the first
+ * block_enc_size() bytes of the buffer plus stats.count decode to exactly the
+ * points appended so far.
+ */
+#ifndef STROBE_CODEC_GORILLA_H
+#define STROBE_CODEC_GORILLA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Upper bound of the bits one appended point can take; append refuses a point
+ * (-ENOSPC) unless this much room is left, so a block never overflows. */
+#define GORILLA_MAX_POINT_BITS 160
+
+struct block_stats {
+    uint32_t count;   /* points in the block */
+    int64_t start_ns; /* time of the first point */
+    int64_t end_ns;   /* time of the last point */
+    double min;       /* smallest non-NaN value; NaN when all are NaN */
+    double max;       /* largest non-NaN value; NaN when all are NaN */
+    double sum;       /* sum of non-NaN values (may be ±Inf) */
+    double first;     /* first value, bit-exact */
+    double last;      /* last value, bit-exact */
+};
+
+struct block_enc {
+    uint8_t *buf;          /* caller-owned output buffer */
+    size_t cap;            /* its capacity in bytes */
+    size_t bits;           /* bits written so far */
+    int64_t prev_ts;       /* timestamp of the previous point */
+    int64_t prev_delta;    /* previous timestamp delta */
+    uint64_t prev_value;   /* bits of the previous value */
+    unsigned prev_lead;    /* leading zeros of the previous XOR window */
+    unsigned prev_trail;   /* trailing zeros of the previous XOR window */
+    struct block_stats st; /* summary of what was appended */
+};
+
+/* Start an empty block writing into buf[0..cap). buf is zeroed as needed. */
+void block_enc_init(struct block_enc *e, uint8_t *buf, size_t cap);
+
+/*
+ * Append one point. Returns 0, -EINVAL when ts_ns is not strictly greater than
+ * the previous point's (out-of-order or duplicate; the block is unchanged), or
+ * -ENOSPC when the block is full (unchanged; seal it and start another).
+ */
+int block_enc_append(struct block_enc *e, int64_t ts_ns, double value);
+
+/* Bytes of buf in use: what a snapshot or a sealed block must keep. */
+size_t block_enc_size(const struct block_enc *e);
+
+struct block_dec {
+    const uint8_t *buf; /* encoded stream (not owned) */
+    size_t len_bits;    /* its length in bits */
+    size_t pos;         /* read position in bits */
+    uint32_t left;      /* points still to decode */
+    uint32_t done;      /* points decoded so far */
+    int64_t prev_ts;
+    int64_t prev_delta;
+    uint64_t prev_value;
+    unsigned prev_lead;
+    unsigned prev_trail;
+};
+
+/* Prepare to decode count points from buf[0..len). buf must outlive d. */
+void block_dec_init(struct block_dec *d, const uint8_t *buf, size_t len, uint32_t count);
+
+/* Next point: 1 and the point, 0 at the end, -EBADMSG when the stream is
+ * truncated or corrupt (never reads past len). */
+int block_dec_next(struct block_dec *d, int64_t *ts_ns, double *value);
+
+#endif

@@ -1,0 +1,60 @@
+#include "common/clock.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int64_t read_clock(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+}
+
+int64_t clock_realtime_ns(void)
+{
+    return read_clock(CLOCK_REALTIME);
+}
+
+int64_t clock_monotonic_ns(void)
+{
+    return read_clock(CLOCK_MONOTONIC);
+}
+
+int64_t clock_thread_cpu_ns(void)
+{
+    return read_clock(CLOCK_THREAD_CPUTIME_ID);
+}
+
+int64_t clock_process_cpu_ns(void)
+{
+    return read_clock(CLOCK_PROCESS_CPUTIME_ID);
+}
+
+static const struct {
+    const char *suffix;
+    double ns;
+} duration_units[] = {
+    {"ns", 1.0}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"m", 60e9}, {"", 1e6},
+};
+
+int duration_parse(const char *text, int64_t *out_ns)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (end == text || errno || !isfinite(v) || v < 0)
+        return -EINVAL;
+    for (size_t i = 0; i < sizeof(duration_units) / sizeof(duration_units[0]); i++) {
+        if (strcmp(end, duration_units[i].suffix) != 0)
+            continue;
+        double ns = v * duration_units[i].ns;
+        if (ns > 9.2e18)
+            return -EINVAL;
+        *out_ns = (int64_t)llround(ns);
+        return 0;
+    }
+    return -EINVAL;
+}

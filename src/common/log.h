@@ -1,0 +1,13 @@
+/* Messages to the user, in git's voice: "strobe: cannot open store 'x': ...".
+ * One line each, on stderr. Nothing here is used on the sampling hot path. */
+#ifndef STROBE_COMMON_LOG_H
+#define STROBE_COMMON_LOG_H
+
+__attribute__((format(printf, 1, 2))) void log_error(const char *fmt, ...);
+__attribute__((format(printf, 1, 2))) void log_warn(const char *fmt, ...);
+__attribute__((format(printf, 1, 2))) void log_note(const char *fmt, ...);
+
+/* Quiet mode silences notes (not warnings or errors). */
+void log_set_quiet(int quiet);
+
+#endif

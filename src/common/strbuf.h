@@ -1,0 +1,35 @@
+/*
+ * A growable, always NUL-terminated byte buffer (after git's strbuf.h).
+ * Embedded by value: strbuf_init() before use, strbuf_release() frees the
+ * memory. Allocation failure is fatal to strbuf users only through the return
+ * value: each appender returns 0 or -ENOMEM and leaves the buffer valid.
+ */
+#ifndef STROBE_COMMON_STRBUF_H
+#define STROBE_COMMON_STRBUF_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+struct strbuf {
+    char *buf;  /* NUL-terminated contents; never NULL after init */
+    size_t len; /* bytes used, not counting the NUL */
+    size_t cap; /* bytes allocated; 0 while buf points at a static "" */
+};
+
+void strbuf_init(struct strbuf *sb);
+void strbuf_release(struct strbuf *sb);
+void strbuf_reset(struct strbuf *sb);
+int strbuf_grow(struct strbuf *sb, size_t extra);
+int strbuf_add(struct strbuf *sb, const void *data, size_t len);
+int strbuf_adds(struct strbuf *sb, const char *s);
+int strbuf_addch(struct strbuf *sb, char c);
+__attribute__((format(printf, 2, 3))) int strbuf_addf(struct strbuf *sb, const char *fmt, ...);
+int strbuf_vaddf(struct strbuf *sb, const char *fmt, va_list ap);
+/* Append s as a JSON string literal, quotes included. */
+int strbuf_add_json_str(struct strbuf *sb, const char *s);
+/* Append a double as JSON: shortest round-trip form, null for NaN/Inf. */
+int strbuf_add_json_num(struct strbuf *sb, double v);
+/* Take ownership of the contents (caller frees); the strbuf is reset. */
+char *strbuf_detach(struct strbuf *sb);
+
+#endif

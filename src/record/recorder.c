@@ -1,0 +1,576 @@
+#include "record/recorder.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/err.h"
+#include "common/fmt.h"
+#include "common/log.h"
+#include "record/runinfo.h"
+#include "record/writer.h"
+#include "sample/collector.h"
+#include "sample/proctree.h"
+
+#define FLUSH_INTERVAL_NS    NS_PER_S
+#define LIVE_INTERVAL_NS     NS_PER_S
+#define FINAL_RETRIES        10
+#define FINAL_RETRY_SLEEP_US 300000
+
+/* Signals strobe forwards to the job. */
+static const int forwarded_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+
+struct recorder {
+    const struct recorder_opts *o;
+    struct store *store;
+    struct run_record run;
+    struct series_table series;
+    struct sample_env env;
+    struct proc_tree tree;
+    struct sampler sampler;
+    struct writer writer;
+    struct batch batch;
+    int in_flight;
+    int sigfd, timerfd, epfd;
+    sigset_t old_mask;
+    pid_t child;
+    int child_status;
+    int child_done;
+    int64_t start_mono_ns, start_real_ns;
+    int64_t deadline_index; /* frames are due at start + index * interval */
+    int64_t last_flush_ns, last_live_ns;
+    int64_t prev_self_cpu_ns, prev_self_mono_ns;
+    uint32_t s_self_cpu;
+    int64_t frames, missed;
+    int store_failing; /* the last commit failed; warned once */
+    int live;
+    char name_buf[256];
+};
+
+/* ---- setup ---------------------------------------------------------------- */
+
+static int open_roots(struct recorder *r)
+{
+    const struct recorder_opts *o = r->o;
+    r->env.proc_root = o->proc_root ? o->proc_root : "/proc";
+    r->env.sys_root = o->sys_root ? o->sys_root : "/sys";
+    r->env.proc_fd = open(r->env.proc_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    r->env.sys_fd = open(r->env.sys_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (r->env.proc_fd < 0) {
+        log_error("cannot open '%s': %s", r->env.proc_root, strerror(errno));
+        return -errno;
+    }
+    r->env.ticks_per_s = sysconf(_SC_CLK_TCK);
+    r->env.page_bytes = sysconf(_SC_PAGESIZE);
+    r->env.self_pid = getpid();
+    r->env.self_tid = (pid_t)gettid();
+    r->env.tree = &r->tree;
+    return 0;
+}
+
+static const char *default_name(const struct recorder_opts *o, char *buf, size_t cap)
+{
+    /* "python train.py" is better named after the script than the interpreter */
+    const char *pick = o->argv[0];
+    if (o->argv[1] && strncmp(strrchr(pick, '/') ? strrchr(pick, '/') + 1 : pick, "python", 6) == 0 &&
+        o->argv[1][0] != '-')
+        pick = o->argv[1];
+    const char *base = strrchr(pick, '/');
+    snprintf(buf, cap, "%s", base ? base + 1 : pick);
+    for (char *p = buf; *p; p++)
+        if ((unsigned char)*p < 0x20)
+            *p = '_';
+    return buf;
+}
+
+static int open_store_and_run(struct recorder *r)
+{
+    struct strbuf err;
+    strbuf_init(&err);
+    int rc = store_open(r->o->store_uri, 0, &r->store, &err);
+    if (rc < 0) {
+        log_error("%s", err.buf);
+        strbuf_release(&err);
+        return rc;
+    }
+    strbuf_release(&err);
+    run_record_init(&r->run);
+    runinfo_new_id(r->run.id);
+    r->run.name = strdup(r->o->name ? r->o->name
+                                    : default_name(r->o, r->name_buf, sizeof(r->name_buf)));
+    r->run.experiment = r->o->experiment ? strdup(r->o->experiment) : NULL;
+    for (size_t i = 0; i < r->o->tags.n; i++)
+        kv_list_add(&r->run.tags, r->o->tags.items[i].key, r->o->tags.items[i].value);
+    for (size_t i = 0; i < r->o->params.n; i++)
+        kv_list_add(&r->run.params, r->o->params.items[i].key, r->o->params.items[i].value);
+    runinfo_collect(&r->run, r->o->argv, r->env.proc_root);
+    r->run.interval_ns = r->o->interval_ns;
+    snprintf(r->run.status, sizeof(r->run.status), "%s", RUN_RUNNING);
+    r->run.start_ns = clock_realtime_ns();
+    struct store *s = r->store;
+    rc = s->ops->begin(s);
+    if (rc == 0)
+        rc = s->ops->run_insert(s, &r->run);
+    if (rc == 0)
+        rc = s->ops->commit(s);
+    if (rc < 0) {
+        s->ops->rollback(s);
+        log_error("cannot record run in store '%s': %s", r->o->store_uri, s->err.buf);
+    }
+    return rc;
+}
+
+static int setup_signals(struct recorder *r)
+{
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGCHLD);
+    for (size_t i = 0; i < sizeof(forwarded_signals) / sizeof(forwarded_signals[0]); i++)
+        sigaddset(&mask, forwarded_signals[i]);
+    /* blocked before the writer thread starts, so it inherits the mask and
+     * every signal arrives at the signalfd */
+    if (pthread_sigmask(SIG_BLOCK, &mask, &r->old_mask) != 0)
+        return -EINVAL;
+    signal(SIGPIPE, SIG_IGN);
+    r->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (r->sigfd < 0)
+        return -errno;
+    /* orphans of the job re-parent to us, so the tree keeps them */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    return 0;
+}
+
+static int setup_timer(struct recorder *r)
+{
+    r->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    r->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (r->timerfd < 0 || r->epfd < 0)
+        return -errno;
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = r->timerfd};
+    epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->timerfd, &ev);
+    ev.data.fd = r->sigfd;
+    epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->sigfd, &ev);
+    return 0;
+}
+
+static void arm_timer(struct recorder *r)
+{
+    /* absolute and periodic: the kernel keeps the grid, so the period does
+     * not drift with the time each sample takes */
+    int64_t first = r->start_mono_ns + r->o->interval_ns;
+    struct itimerspec its = {
+        .it_interval = {(time_t)(r->o->interval_ns / NS_PER_S), r->o->interval_ns % NS_PER_S},
+        .it_value = {(time_t)(first / NS_PER_S), first % NS_PER_S},
+    };
+    timerfd_settime(r->timerfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+/* ---- the job -------------------------------------------------------------- */
+
+static void exec_child(struct recorder *r, int report_fd)
+{
+    for (size_t i = 0; i < sizeof(forwarded_signals) / sizeof(forwarded_signals[0]); i++)
+        signal(forwarded_signals[i], SIG_DFL);
+    signal(SIGPIPE, SIG_DFL); /* an ignored disposition would survive exec */
+    signal(SIGCHLD, SIG_DFL);
+    sigprocmask(SIG_SETMASK, &r->old_mask, NULL);
+    execvp(r->o->argv[0], r->o->argv);
+    int err = errno;
+    ssize_t w = write(report_fd, &err, sizeof(err));
+    (void)w;
+    _exit(RECORDER_EXIT_NOEXEC);
+}
+
+/* Fork and exec the job. Returns 0, or the errno of a failed exec (the
+ * child has then been reaped). */
+static int start_child(struct recorder *r)
+{
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) < 0)
+        return errno;
+    pid_t pid = fork();
+    if (pid < 0) {
+        int err = errno;
+        close(fds[0]);
+        close(fds[1]);
+        return err;
+    }
+    if (pid == 0)
+        exec_child(r, fds[1]);
+    close(fds[1]);
+    int err = 0;
+    ssize_t n;
+    while ((n = read(fds[0], &err, sizeof(err))) < 0 && errno == EINTR)
+        ;
+    close(fds[0]);
+    r->child = pid;
+    if (n == (ssize_t)sizeof(err)) {
+        waitpid(pid, &r->child_status, 0);
+        r->child_done = 1;
+        return err ? err : ENOEXEC;
+    }
+    return 0;
+}
+
+static void forward_signal(struct recorder *r, const struct signalfd_siginfo *si)
+{
+    /* A signal from the terminal (SI_KERNEL) went to the whole foreground
+     * process group, the job included: sending it again would deliver it
+     * twice (a second Ctrl-C would abort a graceful shutdown). */
+    if (si->ssi_code == SI_KERNEL || r->child_done)
+        return;
+    kill(r->child, (int)si->ssi_signo);
+}
+
+/* Reap every child that has exited, reading each one last time first. */
+static void reap_children(struct recorder *r)
+{
+    for (;;) {
+        siginfo_t info;
+        memset(&info, 0, sizeof(info));
+        if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) < 0 || info.si_pid == 0)
+            return;
+        pid_t pid = info.si_pid;
+        proc_tree_reap_prepare(&r->tree, pid);
+        int status;
+        if (waitpid(pid, &status, 0) < 0)
+            return;
+        if (pid == r->child) {
+            r->child_status = status;
+            r->child_done = 1;
+        }
+    }
+}
+
+/* ---- sampling ------------------------------------------------------------- */
+
+static void sample_frame(struct recorder *r, int64_t ts_ns)
+{
+    struct sample_ctx ctx = {&r->series, &r->env, clock_monotonic_ns()};
+    r->series.now_ns = ts_ns;
+    sampler_sample(&r->sampler, &ctx);
+    /* the recorder's own CPU, so its cost is on the record of every run */
+    int64_t cpu = clock_process_cpu_ns();
+    if (r->prev_self_mono_ns)
+        series_put(&r->series, r->s_self_cpu,
+                   100.0 * (double)(cpu - r->prev_self_cpu_ns) /
+                       (double)(ctx.mono_ns - r->prev_self_mono_ns));
+    r->prev_self_cpu_ns = cpu;
+    r->prev_self_mono_ns = ctx.mono_ns;
+    r->frames++;
+    r->run.last_ns = ts_ns;
+}
+
+static void fill_counters(struct recorder *r, struct run_record *dst)
+{
+    snprintf(dst->id, sizeof(dst->id), "%s", r->run.id);
+    snprintf(dst->status, sizeof(dst->status), "%s", r->run.status);
+    dst->samples = r->frames;
+    dst->points = (int64_t)r->series.points;
+    dst->missed = r->missed;
+    dst->dropped = (int64_t)r->series.dropped;
+    dst->last_ns = r->run.last_ns;
+    dst->end_ns = r->run.end_ns;
+    dst->exit_code = r->run.exit_code;
+    dst->signal = r->run.signal;
+    dst->error = r->run.error; /* borrowed: the batch's run record is never released */
+}
+
+static size_t pending_bytes(const struct recorder *r)
+{
+    size_t open = 0;
+    for (uint32_t i = 0; i < r->series.count; i++)
+        open += block_enc_size(&r->series.items[i].enc);
+    return r->series.pending_bytes + open;
+}
+
+/* Take the writer's verdict on the batch in flight. */
+static void settle(struct recorder *r)
+{
+    if (!r->in_flight || writer_busy(&r->writer))
+        return;
+    batch_settle(&r->batch, &r->series);
+    r->in_flight = 0;
+    int rc = r->batch.result;
+    if (rc < 0 && !r->store_failing) {
+        char size[32];
+        log_warn("cannot write to store '%s': %s; keeping %s in memory and retrying",
+                 r->o->store_uri, r->store->err.buf,
+                 fmt_bytes((double)pending_bytes(r), size, sizeof(size)));
+        r->store_failing = 1;
+    } else if (rc == 0 && r->store_failing) {
+        log_note("store '%s' is writable again", r->o->store_uri);
+        r->store_failing = 0;
+    }
+}
+
+static void flush(struct recorder *r, int final)
+{
+    settle(r);
+    if (r->in_flight)
+        return; /* the writer is still on the last batch: this data waits */
+    if (batch_collect(&r->batch, &r->series) < 0) {
+        r->series.frozen = 0;
+        return;
+    }
+    fill_counters(r, &r->batch.run);
+    r->batch.final = final;
+    r->in_flight = writer_submit(&r->writer, &r->batch);
+    if (!r->in_flight)
+        r->series.frozen = 0;
+}
+
+static void live_line(struct recorder *r, int64_t now)
+{
+    char rss[32], el[32], line[160];
+    const struct series *cpu = &r->series.items[r->tree.s_cpu];
+    const struct series *mem = &r->series.items[r->tree.s_rss];
+    int n = snprintf(line, sizeof(line), "\r\033[Kstrobe: %s  cpu %.0f%%  rss %s  %lld samples",
+                     fmt_duration((double)(now - r->start_mono_ns) / 1e9, el, sizeof(el)),
+                     cpu->enc.st.count ? cpu->enc.st.last : 0.0,
+                     fmt_bytes(mem->enc.st.count ? mem->enc.st.last : 0.0, rss, sizeof(rss)),
+                     (long long)r->frames);
+    if (n > 0) {
+        ssize_t w = write(STDERR_FILENO, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+        (void)w;
+    }
+}
+
+static void on_timer(struct recorder *r)
+{
+    uint64_t expirations = 0;
+    if (read(r->timerfd, &expirations, sizeof(expirations)) != sizeof(expirations) ||
+        !expirations)
+        return;
+    /* a late wake-up covers several deadlines: sample once, count the rest */
+    r->missed += (int64_t)expirations - 1;
+    r->deadline_index += (int64_t)expirations;
+    int64_t offset = r->deadline_index * r->o->interval_ns;
+    sample_frame(r, r->start_real_ns + offset);
+    int64_t now = clock_monotonic_ns();
+    if (now - r->last_flush_ns >= FLUSH_INTERVAL_NS) {
+        flush(r, 0);
+        r->last_flush_ns = now;
+    }
+    if (r->live && now - r->last_live_ns >= LIVE_INTERVAL_NS) {
+        live_line(r, now);
+        r->last_live_ns = now;
+    }
+}
+
+static void on_signal(struct recorder *r)
+{
+    struct signalfd_siginfo si;
+    while (read(r->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
+        if (si.ssi_signo == SIGCHLD)
+            reap_children(r);
+        else
+            forward_signal(r, &si);
+    }
+    reap_children(r); /* SIGCHLDs coalesce: check once more */
+}
+
+static void loop(struct recorder *r)
+{
+    while (!r->child_done) {
+        struct epoll_event ev[4];
+        int n = epoll_wait(r->epfd, ev, 4, -1);
+        if (n < 0 && errno != EINTR)
+            break;
+        for (int i = 0; i < n; i++) {
+            if (ev[i].data.fd == r->timerfd)
+                on_timer(r);
+            else
+                on_signal(r);
+        }
+    }
+}
+
+/* ---- the end -------------------------------------------------------------- */
+
+/*
+ * One last frame after the job exits, so its final stretch (folded into the
+ * reaped totals) is on the record. It is taken at the next deadline when that
+ * is near: a frame a millisecond after the last one would turn a single clock
+ * tick of CPU time into a spike of hundreds of percent.
+ */
+static void final_frame(struct recorder *r)
+{
+    int64_t interval = r->o->interval_ns;
+    if (interval <= NS_PER_S) {
+        int64_t offset = (r->deadline_index + 1) * interval;
+        int64_t due = r->start_mono_ns + offset;
+        struct timespec ts = {(time_t)(due / NS_PER_S), due % NS_PER_S};
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+            ;
+        r->deadline_index++;
+        sample_frame(r, r->start_real_ns + offset);
+        return;
+    }
+    int64_t end_ts = r->start_real_ns + (clock_monotonic_ns() - r->start_mono_ns);
+    sample_frame(r, end_ts > r->run.last_ns ? end_ts : r->run.last_ns + 1);
+}
+
+static int is_fault_signal(int sig)
+{
+    static const int faults[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS};
+    for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++)
+        if (faults[i] == sig)
+            return 1;
+    return 0;
+}
+
+static int set_outcome(struct recorder *r)
+{
+    int st = r->child_status;
+    r->run.end_ns = clock_realtime_ns();
+    if (WIFEXITED(st)) {
+        r->run.exit_code = WEXITSTATUS(st);
+        snprintf(r->run.status, sizeof(r->run.status), "%s",
+                 r->run.exit_code == 0 ? RUN_FINISHED : RUN_FAILED);
+        return r->run.exit_code;
+    }
+    int sig = WIFSIGNALED(st) ? WTERMSIG(st) : SIGKILL;
+    r->run.signal = sig;
+    snprintf(r->run.status, sizeof(r->run.status), "%s",
+             is_fault_signal(sig) ? RUN_CRASHED : RUN_KILLED);
+    return 128 + sig;
+}
+
+/* Commit everything left; retry a while if the store is full or busy. */
+static int final_flush(struct recorder *r)
+{
+    series_seal_all(&r->series);
+    for (int attempt = 0; attempt < FINAL_RETRIES; attempt++) {
+        writer_wait(&r->writer);
+        settle(r);
+        flush(r, 1);
+        writer_wait(&r->writer);
+        settle(r);
+        if (r->batch.result == 0 && r->series.pending_bytes == 0)
+            return 0;
+        usleep(FINAL_RETRY_SLEEP_US);
+    }
+    return r->batch.result < 0 ? r->batch.result : -STROBE_ESTORE;
+}
+
+static void summary(struct recorder *r, int final_rc)
+{
+    if (r->live) {
+        ssize_t w = write(STDERR_FILENO, "\r\033[K", 4);
+        (void)w;
+    }
+    if (final_rc < 0) {
+        log_error("could not save the last %lld points of run %s to store '%s': %s",
+                  (long long)r->series.points, r->run.id, r->o->store_uri, err_str(final_rc));
+        return;
+    }
+    if (r->o->quiet)
+        return;
+    char dur[32];
+    const char *how = r->run.signal ? "signal" : "exit";
+    int code = r->run.signal ? r->run.signal : r->run.exit_code;
+    log_note("run %s '%s' %s after %s (%s %d), %lld samples in %s; see 'strobe show %.8s'",
+             r->run.id, r->run.name, r->run.status,
+             fmt_duration((double)(r->run.end_ns - r->run.start_ns) / 1e9, dur, sizeof(dur)),
+             how, code, (long long)r->frames, r->o->store_uri, r->run.id);
+    if (r->series.dropped)
+        log_warn("%llu points were dropped: the store could not keep up",
+                 (unsigned long long)r->series.dropped);
+    if (r->missed)
+        log_note("%lld sampling deadlines were missed (the machine was too busy)",
+                 (long long)r->missed);
+}
+
+static void record_start_failure(struct recorder *r, int err)
+{
+    struct strbuf msg;
+    strbuf_init(&msg);
+    strbuf_addf(&msg, "cannot run '%s': %s", r->o->argv[0], strerror(err));
+    log_error("%s", msg.buf);
+    r->run.error = strbuf_detach(&msg);
+    r->run.exit_code = RECORDER_EXIT_NOEXEC;
+    r->run.end_ns = clock_realtime_ns();
+    snprintf(r->run.status, sizeof(r->run.status), "%s", RUN_FAILED);
+}
+
+static void cleanup(struct recorder *r)
+{
+    writer_stop(&r->writer);
+    batch_release(&r->batch);
+    sampler_release(&r->sampler);
+    proc_tree_release(&r->tree);
+    series_table_release(&r->series);
+    store_close(r->store);
+    run_record_release(&r->run);
+    if (r->sigfd >= 0)
+        close(r->sigfd);
+    if (r->timerfd >= 0)
+        close(r->timerfd);
+    if (r->epfd >= 0)
+        close(r->epfd);
+    if (r->env.proc_fd >= 0)
+        close(r->env.proc_fd);
+    if (r->env.sys_fd >= 0)
+        close(r->env.sys_fd);
+}
+
+int recorder_run(const struct recorder_opts *o)
+{
+    struct recorder r;
+    memset(&r, 0, sizeof(r));
+    r.o = o;
+    r.sigfd = r.timerfd = r.epfd = r.env.proc_fd = r.env.sys_fd = -1;
+    batch_init(&r.batch);
+    run_record_init(&r.run);
+    int exit_status = RECORDER_EXIT_SELF;
+    if (series_table_init(&r.series) < 0 || open_roots(&r) < 0 || open_store_and_run(&r) < 0)
+        goto out;
+    if (setup_signals(&r) < 0 || setup_timer(&r) < 0) {
+        log_error("cannot set up signals and timers: %s", strerror(errno));
+        goto out;
+    }
+    proc_tree_init(&r.tree, &r.env);
+    if (sampler_init(&r.sampler, &r.env, &r.series, o->collectors) < 0 ||
+        series_get(&r.series, "strobe.cpu", "", "pct", &r.s_self_cpu) < 0 ||
+        writer_start(&r.writer, r.store) < 0) {
+        log_error("out of memory");
+        goto out;
+    }
+    r.live = !o->quiet && isatty(STDERR_FILENO);
+    int err = start_child(&r);
+    if (err) {
+        record_start_failure(&r, err);
+        flush(&r, 1);
+        writer_wait(&r.writer);
+        exit_status = RECORDER_EXIT_NOEXEC;
+        goto out;
+    }
+    r.start_mono_ns = clock_monotonic_ns();
+    r.start_real_ns = clock_realtime_ns();
+    r.last_flush_ns = r.last_live_ns = r.start_mono_ns;
+    proc_tree_set_root(&r.tree, r.child);
+    sample_frame(&r, r.start_real_ns); /* the baseline every rate starts from */
+    arm_timer(&r);
+    loop(&r);
+    final_frame(&r);
+    exit_status = set_outcome(&r);
+    int rc = final_flush(&r);
+    summary(&r, rc);
+    if (r.tree.n)
+        log_note("%u processes of the job are still running", r.tree.n);
+out:
+    cleanup(&r);
+    return exit_status;
+}

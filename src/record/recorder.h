@@ -1,0 +1,35 @@
+/*
+ * strobe run: start the job, follow its process tree, sample on absolute
+ * deadlines, and keep everything in the store.
+ */
+#ifndef STROBE_RECORD_RECORDER_H
+#define STROBE_RECORD_RECORDER_H
+
+#include <stdint.h>
+
+#include "store/store.h"
+
+/* strobe's own failure (bad usage, store unusable): the job never started. */
+#define RECORDER_EXIT_SELF 125
+#define RECORDER_EXIT_NOEXEC 127
+
+struct recorder_opts {
+    const char *store_uri;
+    const char *name;       /* NULL: the command's base name */
+    const char *experiment; /* may be NULL */
+    struct kv_list tags;
+    struct kv_list params;
+    int64_t interval_ns;
+    int quiet;
+    const char *proc_root; /* "/proc" unless testing */
+    const char *sys_root;  /* "/sys" unless testing */
+    const char *collectors; /* comma list, or NULL for all */
+    char **argv;            /* the job's command, NULL-terminated */
+};
+
+/* Run the job under the recorder. Returns the exit status strobe should
+ * exit with: the job's, 128+N for signal N, 127 if it could not start, 125
+ * if strobe itself could not start. */
+int recorder_run(const struct recorder_opts *o);
+
+#endif

@@ -1,0 +1,279 @@
+#include "record/runinfo.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/version.h"
+#include "sample/pfile.h"
+
+#define PROBE_TIMEOUT_MS 3000
+#define CAPTURE_MAX      (64 * 1024)
+#define NAME_MAX_BYTES   200
+
+extern char **environ;
+
+void runinfo_new_id(char id[RUN_ID_LEN + 1])
+{
+    static const char hex[] = "0123456789abcdef";
+    unsigned char raw[RUN_ID_LEN / 2];
+    if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw)) {
+        /* no entropy source: time and pid still make a collision unlikely */
+        uint64_t x = (uint64_t)clock_realtime_ns() ^ ((uint64_t)getpid() << 40);
+        for (size_t i = 0; i < sizeof(raw); i++, x >>= 8)
+            raw[i] = (unsigned char)x;
+    }
+    for (size_t i = 0; i < sizeof(raw); i++) {
+        id[2 * i] = hex[raw[i] >> 4];
+        id[2 * i + 1] = hex[raw[i] & 15];
+    }
+    id[RUN_ID_LEN] = '\0';
+}
+
+int runinfo_check_name(const char *what, const char *name, struct strbuf *why)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n > NAME_MAX_BYTES) {
+        strbuf_addf(why, "%s must be 1 to %d bytes long (got %zu)", what, NAME_MAX_BYTES, n);
+        return -EINVAL;
+    }
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        if (*p < 0x20 || *p == 0x7f) {
+            strbuf_addf(why, "%s must not contain control characters (byte 0x%02x at %zu)",
+                        what, *p, (size_t)((const char *)p - name));
+            return -EINVAL;
+        }
+    return 0;
+}
+
+static void child_exec(char *const argv[], const char *cwd, int out_fd)
+{
+    int devnull = open("/dev/null", O_RDWR);
+    if (devnull >= 0) {
+        dup2(devnull, STDIN_FILENO);
+        dup2(devnull, STDERR_FILENO);
+    }
+    dup2(out_fd, STDOUT_FILENO);
+    if (cwd && chdir(cwd) < 0)
+        _exit(127);
+    execvp(argv[0], argv);
+    _exit(127);
+}
+
+int run_capture(char *const argv[], const char *cwd, int timeout_ms, struct strbuf *out)
+{
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) < 0)
+        return -errno;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return -errno;
+    }
+    if (pid == 0)
+        child_exec(argv, cwd, fds[1]);
+    close(fds[1]);
+    int64_t deadline = clock_monotonic_ns() + timeout_ms * NS_PER_MS;
+    int timed_out = 0;
+    for (;;) {
+        int64_t left_ms = (deadline - clock_monotonic_ns()) / NS_PER_MS;
+        if (left_ms <= 0) {
+            timed_out = 1;
+            break;
+        }
+        struct pollfd p = {fds[0], POLLIN, 0};
+        int r = poll(&p, 1, (int)left_ms);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            timed_out = 1;
+            break;
+        }
+        char buf[4096];
+        ssize_t n = read(fds[0], buf, sizeof(buf));
+        if (n <= 0)
+            break;
+        if (out->len + (size_t)n <= CAPTURE_MAX)
+            strbuf_add(out, buf, (size_t)n);
+    }
+    close(fds[0]);
+    if (timed_out)
+        kill(pid, SIGKILL);
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (timed_out)
+        return -ETIMEDOUT;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -ECHILD;
+}
+
+static void chomp(struct strbuf *sb)
+{
+    while (sb->len && (sb->buf[sb->len - 1] == '\n' || sb->buf[sb->len - 1] == ' '))
+        sb->buf[--sb->len] = '\0';
+}
+
+static char *first_line(const char *s)
+{
+    size_t n = strcspn(s, "\n");
+    return n ? strndup(s, n) : NULL;
+}
+
+static void collect_git(struct run_record *r)
+{
+    struct strbuf out;
+    strbuf_init(&out);
+    char *head[] = {"git", "rev-parse", "--verify", "-q", "HEAD", NULL};
+    if (run_capture(head, r->cwd, PROBE_TIMEOUT_MS, &out) == 0) {
+        chomp(&out);
+        if (out.len)
+            r->git_commit = strdup(out.buf);
+        strbuf_reset(&out);
+        /* tracked files only: untracked ones (outputs, checkpoints) would
+         * make every training directory dirty */
+        char *status[] = {"git", "status", "--porcelain", "--untracked-files=no", NULL};
+        int rc = run_capture(status, r->cwd, PROBE_TIMEOUT_MS, &out);
+        r->git_dirty = rc == 0 ? out.len > 0 : -1;
+    }
+    strbuf_release(&out);
+}
+
+static int is_python(const char *argv0)
+{
+    const char *base = strrchr(argv0, '/');
+    base = base ? base + 1 : argv0;
+    return strncmp(base, "python", 6) == 0;
+}
+
+/* Ask the job's interpreter for its version and torch's, without importing
+ * torch (seconds): package metadata is enough. */
+static void collect_python(struct run_record *r, const char *python)
+{
+    static const char probe[] =
+        "import platform, importlib.metadata as m\n"
+        "print(platform.python_version())\n"
+        "try: print(m.version('torch'))\n"
+        "except Exception: print('')\n";
+    char *argv[] = {(char *)python, "-c", (char *)probe, NULL};
+    struct strbuf out;
+    strbuf_init(&out);
+    if (run_capture(argv, r->cwd, PROBE_TIMEOUT_MS, &out) == 0) {
+        r->python_version = first_line(out.buf);
+        const char *nl = strchr(out.buf, '\n');
+        if (nl)
+            r->torch_version = first_line(nl + 1);
+    }
+    strbuf_release(&out);
+}
+
+/* Environment that changes what a training job does; secrets excluded. */
+static int env_wanted(const char *name, size_t len)
+{
+    static const char *const exact[] = {
+        "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "RANK", "LOCAL_RANK",
+        "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "NODE_RANK", "MASTER_ADDR",
+        "MASTER_PORT", "SLURM_JOB_ID", "SLURM_PROCID", "PYTHONHASHSEED", "VIRTUAL_ENV",
+    };
+    static const char *const prefixes[] = {"NCCL_", "PYTORCH_", "TORCH_", "CUDA_", "OMP_",
+                                           "KMP_", "MKL_", "HF_", "STROBE_"};
+    static const char *const secret[] = {"TOKEN", "SECRET", "PASSWORD", "KEY", "CREDENTIAL"};
+    char buf[128];
+    if (len >= sizeof(buf))
+        return 0;
+    memcpy(buf, name, len);
+    buf[len] = '\0';
+    for (size_t i = 0; i < sizeof(secret) / sizeof(secret[0]); i++)
+        if (strstr(buf, secret[i]))
+            return 0;
+    for (size_t i = 0; i < sizeof(exact) / sizeof(exact[0]); i++)
+        if (strcmp(buf, exact[i]) == 0)
+            return 1;
+    for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+        if (strncmp(buf, prefixes[i], strlen(prefixes[i])) == 0)
+            return 1;
+    return 0;
+}
+
+static void collect_env(struct run_record *r)
+{
+    for (char **e = environ; e && *e; e++) {
+        const char *eq = strchr(*e, '=');
+        if (!eq || !env_wanted(*e, (size_t)(eq - *e)))
+            continue;
+        char *key = strndup(*e, (size_t)(eq - *e));
+        if (key)
+            kv_list_add(&r->env, key, eq + 1);
+        free(key);
+    }
+}
+
+static void collect_machine(struct run_record *r, const char *proc_root)
+{
+    struct utsname u;
+    if (uname(&u) == 0) {
+        r->host = strdup(u.nodename);
+        r->kernel = strdup(u.release);
+    }
+    r->cpu_count = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    r->mem_total_bytes = pages > 0 && page > 0 ? (int64_t)pages * page : 0;
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/cpuinfo", proc_root);
+    struct pfile f = PFILE_INIT;
+    if (pfile_read_once(&f, AT_FDCWD, path) == 0) {
+        const char *m = strstr(f.buf, "model name");
+        const char *colon = m ? strchr(m, ':') : NULL;
+        if (colon) {
+            colon++;
+            while (*colon == ' ' || *colon == '\t')
+                colon++;
+            r->cpu_model = first_line(colon);
+        }
+    }
+    pfile_release(&f);
+    struct passwd *pw = getpwuid(getuid());
+    r->user = strdup(pw ? pw->pw_name : "unknown");
+}
+
+static void collect_command(struct run_record *r, char *const argv[])
+{
+    struct strbuf sb;
+    strbuf_init(&sb);
+    strbuf_addch(&sb, '[');
+    for (int i = 0; argv[i]; i++) {
+        if (i)
+            strbuf_addch(&sb, ',');
+        strbuf_add_json_str(&sb, argv[i]);
+    }
+    strbuf_addch(&sb, ']');
+    r->command_json = strbuf_detach(&sb);
+}
+
+int runinfo_collect(struct run_record *r, char *const argv[], const char *proc_root)
+{
+    char cwd[PATH_MAX];
+    if (getcwd(cwd, sizeof(cwd)))
+        r->cwd = strdup(cwd);
+    collect_machine(r, proc_root);
+    collect_command(r, argv);
+    collect_env(r);
+    collect_git(r);
+    if (is_python(argv[0]))
+        collect_python(r, argv[0]);
+    r->strobe_version = strdup(STROBE_VERSION);
+    r->recorder_pid = getpid();
+    return 0;
+}

@@ -1,0 +1,79 @@
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/err.h"
+#include "common/log.h"
+#include "sample/collector.h"
+
+extern const struct collector_ops collector_cpu, collector_mem, collector_psi, collector_disk,
+    collector_net, collector_cgroup, collector_proc;
+
+/* Order matters only for reading: host first, then the job's tree. */
+const struct collector_ops *const collector_table[] = {
+    &collector_cpu, &collector_mem,    &collector_psi,  &collector_disk,
+    &collector_net, &collector_cgroup, &collector_proc, NULL,
+};
+
+static int name_in_list(const char *name, const char *list)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; p && *p;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (len == n && memcmp(p, name, n) == 0)
+            return 1;
+        p = comma ? comma + 1 : NULL;
+    }
+    return 0;
+}
+
+int sampler_init(struct sampler *s, const struct sample_env *env, struct series_table *series,
+                 const char *only)
+{
+    size_t n = 0;
+    while (collector_table[n])
+        n++;
+    s->slots = calloc(n, sizeof(*s->slots));
+    if (!s->slots)
+        return -ENOMEM;
+    s->count = n;
+    for (size_t i = 0; i < n; i++) {
+        struct sampler_slot *slot = &s->slots[i];
+        slot->ops = collector_table[i];
+        if (only && !name_in_list(slot->ops->name, only))
+            continue;
+        slot->state = calloc(1, slot->ops->state_size);
+        if (!slot->state)
+            return -ENOMEM;
+        int rc = slot->ops->init(slot->state, env, series);
+        if (rc == 0) {
+            slot->enabled = 1;
+        } else {
+            log_note("collector '%s' is off: %s", slot->ops->name, err_str(rc));
+            slot->ops->fini(slot->state);
+        }
+    }
+    return 0;
+}
+
+void sampler_sample(struct sampler *s, struct sample_ctx *ctx)
+{
+    for (size_t i = 0; i < s->count; i++) {
+        struct sampler_slot *slot = &s->slots[i];
+        if (slot->enabled && slot->ops->sample(slot->state, ctx) < 0)
+            slot->errors++;
+    }
+}
+
+void sampler_release(struct sampler *s)
+{
+    for (size_t i = 0; i < s->count; i++) {
+        if (s->slots[i].enabled)
+            s->slots[i].ops->fini(s->slots[i].state);
+        free(s->slots[i].state);
+    }
+    free(s->slots);
+    s->slots = NULL;
+    s->count = 0;
+}

@@ -1,0 +1,456 @@
+/*
+ * Host collectors: CPU per core and total, memory and swap, pressure stall
+ * information, block devices and network interfaces. Metric names follow the
+ * architecture brief; utilisations are percent 0-100, sizes bytes, rates per
+ * second.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sample/collector.h"
+#include "sample/parse.h"
+#include "sample/pfile.h"
+
+#define MAX_CORES 1024
+
+/* ---- cpu: /proc/stat ---------------------------------------------------- */
+
+struct cpu_state {
+    struct pfile stat;
+    struct cpu_ticks prev_total;
+    struct cpu_ticks prev_core[MAX_CORES];
+    struct cpu_ticks core[MAX_CORES];
+    uint8_t seen[MAX_CORES];
+    uint8_t prev_seen[MAX_CORES];
+    uint32_t s_core[MAX_CORES]; /* series index + 1; 0 until first seen */
+    uint32_t s_util, s_user, s_system, s_iowait, s_steal;
+    int have_prev;
+};
+
+static uint64_t ticks_sum(const struct cpu_ticks *t)
+{
+    /* guest time is already inside user (proc(5)), so it is not added */
+    return t->user + t->nice + t->system + t->idle + t->iowait + t->irq + t->softirq + t->steal;
+}
+
+static double share_pct(uint64_t part, uint64_t whole)
+{
+    return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+/* Differences of two tick sets; a counter that went back (CPU hot-plug)
+ * reads as zero rather than wrapping. */
+static uint64_t tick_delta(uint64_t now, uint64_t before)
+{
+    return now >= before ? now - before : 0;
+}
+
+static int cpu_init(void *state, const struct sample_env *env, struct series_table *t)
+{
+    struct cpu_state *s = state;
+    s->stat = (struct pfile)PFILE_INIT;
+    int rc = pfile_open(&s->stat, env->proc_fd, "stat");
+    if (rc < 0)
+        return rc;
+    if ((rc = series_get(t, "cpu.util", "", "pct", &s->s_util)) < 0 ||
+        (rc = series_get(t, "cpu.user", "", "pct", &s->s_user)) < 0 ||
+        (rc = series_get(t, "cpu.system", "", "pct", &s->s_system)) < 0 ||
+        (rc = series_get(t, "cpu.iowait", "", "pct", &s->s_iowait)) < 0 ||
+        (rc = series_get(t, "cpu.steal", "", "pct", &s->s_steal)) < 0)
+        return rc;
+    return 0;
+}
+
+static void cpu_put_core(struct cpu_state *s, struct series_table *t, int i)
+{
+    if (!s->s_core[i]) {
+        char labels[32];
+        uint32_t idx;
+        snprintf(labels, sizeof(labels), "core=%d", i);
+        if (series_get(t, "cpu.util", labels, "pct", &idx) < 0)
+            return;
+        s->s_core[i] = idx + 1;
+    }
+    uint64_t idle = tick_delta(s->core[i].idle, s->prev_core[i].idle) +
+                    tick_delta(s->core[i].iowait, s->prev_core[i].iowait);
+    uint64_t all = tick_delta(ticks_sum(&s->core[i]), ticks_sum(&s->prev_core[i]));
+    series_put(t, s->s_core[i] - 1, all ? share_pct(all - (idle < all ? idle : all), all) : 0.0);
+}
+
+static int cpu_sample(void *state, struct sample_ctx *ctx)
+{
+    struct cpu_state *s = state;
+    struct series_table *t = ctx->series;
+    struct cpu_ticks total;
+    int rc = pfile_read(&s->stat);
+    if (rc < 0)
+        return rc;
+    if (parse_proc_stat(s->stat.buf, s->stat.len, &total, s->core, s->seen, MAX_CORES) < 0)
+        return -EINVAL;
+    if (s->have_prev) {
+        const struct cpu_ticks *p = &s->prev_total;
+        uint64_t all = tick_delta(ticks_sum(&total), ticks_sum(p));
+        uint64_t idle = tick_delta(total.idle, p->idle) + tick_delta(total.iowait, p->iowait);
+        uint64_t busy = all > idle ? all - idle : 0;
+        series_put(t, s->s_util, share_pct(busy, all));
+        series_put(t, s->s_user,
+                   share_pct(tick_delta(total.user + total.nice, p->user + p->nice), all));
+        series_put(t, s->s_system,
+                   share_pct(tick_delta(total.system + total.irq + total.softirq,
+                                        p->system + p->irq + p->softirq),
+                             all));
+        series_put(t, s->s_iowait, share_pct(tick_delta(total.iowait, p->iowait), all));
+        series_put(t, s->s_steal, share_pct(tick_delta(total.steal, p->steal), all));
+        for (int i = 0; i < MAX_CORES; i++)
+            if (s->seen[i] && s->prev_seen[i])
+                cpu_put_core(s, t, i);
+    }
+    s->prev_total = total;
+    memcpy(s->prev_core, s->core, sizeof(s->core));
+    memcpy(s->prev_seen, s->seen, sizeof(s->seen));
+    s->have_prev = 1;
+    return 0;
+}
+
+static void cpu_fini(void *state)
+{
+    struct cpu_state *s = state;
+    pfile_release(&s->stat);
+}
+
+const struct collector_ops collector_cpu = {
+    "cpu", sizeof(struct cpu_state), cpu_init, cpu_sample, cpu_fini,
+};
+
+/* ---- mem: /proc/meminfo and /proc/vmstat -------------------------------- */
+
+struct mem_state {
+    struct pfile meminfo, vmstat;
+    uint64_t prev_pswpin, prev_pswpout;
+    int64_t prev_mono_ns;
+    long page_bytes;
+    uint32_t s_total, s_used, s_avail, s_swap_used, s_swapin, s_swapout;
+};
+
+static int mem_init(void *state, const struct sample_env *env, struct series_table *t)
+{
+    struct mem_state *s = state;
+    s->meminfo = (struct pfile)PFILE_INIT;
+    s->vmstat = (struct pfile)PFILE_INIT;
+    s->page_bytes = env->page_bytes;
+    int rc = pfile_open(&s->meminfo, env->proc_fd, "meminfo");
+    if (rc < 0)
+        return rc;
+    if (pfile_open(&s->vmstat, env->proc_fd, "vmstat") < 0)
+        s->vmstat.fd = -1; /* swap rates are then not recorded */
+    if ((rc = series_get(t, "mem.total_bytes", "", "bytes", &s->s_total)) < 0 ||
+        (rc = series_get(t, "mem.used_bytes", "", "bytes", &s->s_used)) < 0 ||
+        (rc = series_get(t, "mem.available_bytes", "", "bytes", &s->s_avail)) < 0 ||
+        (rc = series_get(t, "mem.swap_used_bytes", "", "bytes", &s->s_swap_used)) < 0)
+        return rc;
+    if (s->vmstat.fd >= 0 &&
+        ((rc = series_get(t, "mem.swapin_per_s", "", "pages/s", &s->s_swapin)) < 0 ||
+         (rc = series_get(t, "mem.swapout_per_s", "", "pages/s", &s->s_swapout)) < 0))
+        return rc;
+    return 0;
+}
+
+static int mem_sample(void *state, struct sample_ctx *ctx)
+{
+    struct mem_state *s = state;
+    struct series_table *t = ctx->series;
+    struct meminfo mi;
+    int rc = pfile_read(&s->meminfo);
+    if (rc < 0)
+        return rc;
+    if (parse_meminfo(s->meminfo.buf, s->meminfo.len, &mi) < 0)
+        return -EINVAL;
+    /* used = total - available, as free(1) of procps 4 and psutil's "used"
+     * intent: memory that cannot be handed to a new process without swapping. */
+    series_put(t, s->s_total, (double)mi.total_bytes);
+    series_put(t, s->s_used,
+               (double)(mi.total_bytes > mi.available_bytes ? mi.total_bytes - mi.available_bytes
+                                                            : 0));
+    series_put(t, s->s_avail, (double)mi.available_bytes);
+    series_put(t, s->s_swap_used,
+               (double)(mi.swap_total_bytes > mi.swap_free_bytes
+                            ? mi.swap_total_bytes - mi.swap_free_bytes
+                            : 0));
+    uint64_t in, out;
+    if (s->vmstat.fd >= 0 && pfile_read(&s->vmstat) == 0 &&
+        parse_vmstat_swap(s->vmstat.buf, s->vmstat.len, &in, &out) == 0) {
+        if (s->prev_mono_ns) {
+            int64_t dt = ctx->mono_ns - s->prev_mono_ns;
+            series_put(t, s->s_swapin, rate_per_s(in, s->prev_pswpin, dt));
+            series_put(t, s->s_swapout, rate_per_s(out, s->prev_pswpout, dt));
+        }
+        s->prev_pswpin = in;
+        s->prev_pswpout = out;
+        s->prev_mono_ns = ctx->mono_ns;
+    }
+    return 0;
+}
+
+static void mem_fini(void *state)
+{
+    struct mem_state *s = state;
+    pfile_release(&s->meminfo);
+    pfile_release(&s->vmstat);
+}
+
+const struct collector_ops collector_mem = {
+    "mem", sizeof(struct mem_state), mem_init, mem_sample, mem_fini,
+};
+
+/* ---- psi: /proc/pressure ------------------------------------------------- */
+
+enum { PSI_CPU, PSI_MEM, PSI_IO, PSI_COUNT };
+
+struct psi_state {
+    struct pfile file[PSI_COUNT];
+    uint64_t prev_some[PSI_COUNT], prev_full[PSI_COUNT];
+    uint32_t s_some[PSI_COUNT], s_full[PSI_COUNT];
+    int64_t prev_mono_ns;
+};
+
+static const struct {
+    const char *path;
+    const char *some;
+    const char *full; /* NULL: full is not meaningful (cpu at system level) */
+} psi_files[PSI_COUNT] = {
+    {"pressure/cpu", "psi.cpu_some", NULL},
+    {"pressure/memory", "psi.mem_some", "psi.mem_full"},
+    {"pressure/io", "psi.io_some", "psi.io_full"},
+};
+
+static int psi_init(void *state, const struct sample_env *env, struct series_table *t)
+{
+    struct psi_state *s = state;
+    int opened = 0, rc;
+    for (int i = 0; i < PSI_COUNT; i++) {
+        s->file[i] = (struct pfile)PFILE_INIT;
+        if (pfile_open(&s->file[i], env->proc_fd, psi_files[i].path) < 0)
+            continue;
+        opened++;
+        if ((rc = series_get(t, psi_files[i].some, "", "pct", &s->s_some[i])) < 0)
+            return rc;
+        if (psi_files[i].full &&
+            (rc = series_get(t, psi_files[i].full, "", "pct", &s->s_full[i])) < 0)
+            return rc;
+    }
+    return opened ? 0 : -ENOENT;
+}
+
+static int psi_sample(void *state, struct sample_ctx *ctx)
+{
+    struct psi_state *s = state;
+    int64_t dt = ctx->mono_ns - s->prev_mono_ns;
+    for (int i = 0; i < PSI_COUNT; i++) {
+        uint64_t some, full;
+        if (s->file[i].fd < 0 || pfile_read(&s->file[i]) < 0 ||
+            parse_psi(s->file[i].buf, s->file[i].len, &some, &full) < 0)
+            continue;
+        if (s->prev_mono_ns) {
+            /* total= is stall time in µs: its rate over wall time is the
+             * stalled share, exact, where avg10 is a 10 s moving average. */
+            series_put(ctx->series, s->s_some[i], rate_per_s(some, s->prev_some[i], dt) / 1e4);
+            if (psi_files[i].full)
+                series_put(ctx->series, s->s_full[i],
+                           rate_per_s(full, s->prev_full[i], dt) / 1e4);
+        }
+        s->prev_some[i] = some;
+        s->prev_full[i] = full;
+    }
+    s->prev_mono_ns = ctx->mono_ns;
+    return 0;
+}
+
+static void psi_fini(void *state)
+{
+    struct psi_state *s = state;
+    for (int i = 0; i < PSI_COUNT; i++)
+        pfile_release(&s->file[i]);
+}
+
+const struct collector_ops collector_psi = {
+    "psi", sizeof(struct psi_state), psi_init, psi_sample, psi_fini,
+};
+
+/* ---- disk: /proc/diskstats ------------------------------------------------ */
+
+#define MAX_DEVS 64
+
+struct dev_slot {
+    char name[32];
+    uint64_t a, b, c;       /* previous counters (meaning per collector) */
+    uint32_t s_a, s_b, s_c; /* series */
+    uint8_t used;
+    uint8_t admitted; /* looked at: series made, or skip set */
+    uint8_t skip;     /* not a whole disk, or an idle loop/ram device */
+    uint8_t have_prev;
+};
+
+struct dev_state {
+    struct pfile file;
+    int sys_fd;
+    struct dev_slot dev[MAX_DEVS];
+    int64_t prev_mono_ns;
+};
+
+static struct dev_slot *dev_find(struct dev_state *s, const char *name)
+{
+    struct dev_slot *free_slot = NULL;
+    for (int i = 0; i < MAX_DEVS; i++) {
+        if (s->dev[i].used && strcmp(s->dev[i].name, name) == 0)
+            return &s->dev[i];
+        if (!s->dev[i].used && !free_slot)
+            free_slot = &s->dev[i];
+    }
+    if (free_slot) {
+        memset(free_slot, 0, sizeof(*free_slot));
+        snprintf(free_slot->name, sizeof(free_slot->name), "%s", name);
+        free_slot->used = 1;
+    }
+    return free_slot;
+}
+
+/* Whole disks have a directory in /sys/block; partitions do not. */
+static int is_whole_disk(int sys_fd, const char *name)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "block/%s", name);
+    return faccessat(sys_fd, path, F_OK, 0) == 0;
+}
+
+static int dev_labels(const char *key, const char *name, char *out, size_t cap)
+{
+    return snprintf(out, cap, "%s=%s", key, name) < (int)cap ? 0 : -ENAMETOOLONG;
+}
+
+static int disk_init(void *state, const struct sample_env *env, struct series_table *t)
+{
+    struct dev_state *s = state;
+    (void)t;
+    s->file = (struct pfile)PFILE_INIT;
+    s->sys_fd = env->sys_fd;
+    return pfile_open(&s->file, env->proc_fd, "diskstats");
+}
+
+static int disk_admit(struct dev_state *s, struct dev_slot *d, const struct diskstat *ds,
+                      struct series_table *t)
+{
+    int virtual_idle = (strncmp(ds->name, "loop", 4) == 0 || strncmp(ds->name, "ram", 3) == 0) &&
+                       ds->reads == 0 && ds->writes == 0;
+    if (!is_whole_disk(s->sys_fd, ds->name) || virtual_idle) {
+        d->skip = 1;
+        return 0;
+    }
+    char labels[48];
+    int rc;
+    if ((rc = dev_labels("dev", ds->name, labels, sizeof(labels))) < 0 ||
+        (rc = series_get(t, "disk.read_bytes_per_s", labels, "bytes/s", &d->s_a)) < 0 ||
+        (rc = series_get(t, "disk.write_bytes_per_s", labels, "bytes/s", &d->s_b)) < 0 ||
+        (rc = series_get(t, "disk.util", labels, "pct", &d->s_c)) < 0)
+        return rc;
+    return 0;
+}
+
+static int disk_sample(void *state, struct sample_ctx *ctx)
+{
+    struct dev_state *s = state;
+    int rc = pfile_read(&s->file);
+    if (rc < 0)
+        return rc;
+    int64_t dt = ctx->mono_ns - s->prev_mono_ns;
+    size_t pos = 0;
+    struct diskstat ds;
+    while ((rc = parse_diskstats_next(s->file.buf, s->file.len, &pos, &ds)) != 0) {
+        if (rc < 0)
+            continue;
+        struct dev_slot *d = dev_find(s, ds.name);
+        if (!d)
+            continue;
+        if (!d->admitted) {
+            if (disk_admit(s, d, &ds, ctx->series) < 0)
+                continue;
+            d->admitted = 1;
+        }
+        if (d->skip)
+            continue;
+        if (d->have_prev) {
+            /* diskstats counts 512-byte sectors whatever the device's own size */
+            series_put(ctx->series, d->s_a, rate_per_s(ds.sectors_read, d->a, dt) * 512.0);
+            series_put(ctx->series, d->s_b, rate_per_s(ds.sectors_written, d->b, dt) * 512.0);
+            double util = rate_per_s(ds.io_ticks_ms, d->c, dt) / 10.0;
+            series_put(ctx->series, d->s_c, util > 100.0 ? 100.0 : util);
+        }
+        d->a = ds.sectors_read;
+        d->b = ds.sectors_written;
+        d->c = ds.io_ticks_ms;
+        d->have_prev = 1;
+    }
+    s->prev_mono_ns = ctx->mono_ns;
+    return 0;
+}
+
+static void dev_fini(void *state)
+{
+    struct dev_state *s = state;
+    pfile_release(&s->file);
+}
+
+const struct collector_ops collector_disk = {
+    "disk", sizeof(struct dev_state), disk_init, disk_sample, dev_fini,
+};
+
+/* ---- net: /proc/net/dev --------------------------------------------------- */
+
+static int net_init(void *state, const struct sample_env *env, struct series_table *t)
+{
+    struct dev_state *s = state;
+    (void)t;
+    s->file = (struct pfile)PFILE_INIT;
+    return pfile_open(&s->file, env->proc_fd, "net/dev");
+}
+
+static int net_sample(void *state, struct sample_ctx *ctx)
+{
+    struct dev_state *s = state;
+    int rc = pfile_read(&s->file);
+    if (rc < 0)
+        return rc;
+    int64_t dt = ctx->mono_ns - s->prev_mono_ns;
+    size_t pos = 0;
+    struct netdev nd;
+    while ((rc = parse_netdev_next(s->file.buf, s->file.len, &pos, &nd)) != 0) {
+        if (rc < 0)
+            continue;
+        struct dev_slot *d = dev_find(s, nd.name);
+        if (!d)
+            continue;
+        if (!d->admitted) {
+            char labels[48];
+            if (dev_labels("iface", nd.name, labels, sizeof(labels)) < 0 ||
+                series_get(ctx->series, "net.rx_bytes_per_s", labels, "bytes/s", &d->s_a) < 0 ||
+                series_get(ctx->series, "net.tx_bytes_per_s", labels, "bytes/s", &d->s_b) < 0)
+                continue;
+            d->admitted = 1;
+        }
+        if (d->have_prev) {
+            series_put(ctx->series, d->s_a, rate_per_s(nd.rx_bytes, d->a, dt));
+            series_put(ctx->series, d->s_b, rate_per_s(nd.tx_bytes, d->b, dt));
+        }
+        d->a = nd.rx_bytes;
+        d->b = nd.tx_bytes;
+        d->have_prev = 1;
+    }
+    s->prev_mono_ns = ctx->mono_ns;
+    return 0;
+}
+
+const struct collector_ops collector_net = {
+    "net", sizeof(struct dev_state), net_init, net_sample, dev_fini,
+};

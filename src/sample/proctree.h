@@ -1,0 +1,82 @@
+/*
+ * The job's process tree: the command strobe started and every process it
+ * forks or spawns later, including those that re-parent (the recorder is a
+ * child subreaper, so orphans come back to it).
+ *
+ * Discovery: each sample reads the children file of every tracked process's
+ * main thread and of the recorder's own thread (orphans), and once a second
+ * the children files of every thread (for processes forked off other threads).
+ *
+ * Totals stay continuous when processes exit: CPU time and I/O of a process
+ * that is reaped move into its parent's cutime/cstime and io counters (proc(5)),
+ * and a process the recorder reaps itself is read one last time as a zombie
+ * (proc_tree_reap_prepare) and folded into the tree's reaped totals.
+ */
+#ifndef STROBE_SAMPLE_PROCTREE_H
+#define STROBE_SAMPLE_PROCTREE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "sample/parse.h"
+#include "sample/pfile.h"
+
+struct sample_env;
+struct series_table;
+
+struct proc_entry {
+    pid_t pid;
+    pid_t ppid;
+    int dirfd;                          /* /proc/PID, kept: it also pins the identity */
+    struct pfile stat, io, status, children;
+    char comm[64];
+    struct pid_stat st;                 /* last read */
+    struct pid_io iov;                  /* last read (zero if unreadable) */
+    uint64_t vol_ctxt, invol_ctxt;      /* last read, main thread (status) */
+    uint64_t prev_cpu_ticks;            /* utime+stime at the previous sample */
+    struct pid_io prev_io;
+    uint64_t prev_ctxt;
+    int64_t prev_mono_ns;
+    uint32_t s_cpu, s_rss, s_threads, s_read, s_write, s_ctxt; /* series */
+    uint8_t have_series;
+    uint8_t have_prev;
+    uint8_t io_ok;
+    uint8_t status_ok;
+};
+
+/* Totals that only grow: tree CPU ticks and I/O bytes. */
+struct tree_totals {
+    uint64_t ticks;      /* utime+stime+cutime+cstime */
+    uint64_t read_bytes; /* storage reads */
+    uint64_t write_bytes;
+    uint64_t rchar; /* read(2)-family bytes */
+    uint64_t wchar;
+};
+
+struct proc_tree {
+    struct proc_entry *e; /* live tracked processes */
+    uint32_t n;
+    uint32_t cap;
+    pid_t root_pid;         /* the job; 0 before it starts */
+    struct pfile self_children; /* the recorder's own children: the job, orphans */
+    struct tree_totals reaped;  /* final totals of processes the recorder reaped */
+    struct tree_totals emitted; /* running maximum of the totals, the base of rates */
+    uint64_t ctxt_sum;          /* sum of per-process context-switch deltas */
+    int64_t prev_mono_ns;
+    int64_t last_thread_scan_ns;
+    uint64_t seen_total;        /* processes ever tracked */
+    uint32_t s_cpu, s_rss, s_threads, s_count, s_read, s_write, s_rchar, s_wchar, s_ctxt;
+    const struct sample_env *env;
+};
+
+int proc_tree_init(struct proc_tree *t, const struct sample_env *env);
+void proc_tree_release(struct proc_tree *t);
+/* Start following pid (the job, just forked). */
+int proc_tree_set_root(struct proc_tree *t, pid_t pid);
+/* pid, a child of the recorder, is a zombie not yet reaped: read it one last
+ * time and fold it into the reaped totals. Call before waitpid() reaps it. */
+void proc_tree_reap_prepare(struct proc_tree *t, pid_t pid);
+/* Find a tracked process; NULL if not tracked. */
+struct proc_entry *proc_tree_find(struct proc_tree *t, pid_t pid);
+
+#endif

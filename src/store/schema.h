@@ -1,0 +1,53 @@
+/*
+ * The store schema, as a list of migrations: migration i brings a store from
+ * user_version i to i+1. Never edit a released migration; add one.
+ * docs/store-format.md explains every table and column.
+ */
+#ifndef STROBE_STORE_SCHEMA_H
+#define STROBE_STORE_SCHEMA_H
+
+#define SCHEMA_VERSION 1
+
+static const char *const schema_migrations[SCHEMA_VERSION] = {
+    /* 1: catalog, attributes, series, blocks */
+    "CREATE TABLE runs("
+    " id TEXT PRIMARY KEY,"          /* 16 hex digits, random */
+    " name TEXT NOT NULL,"
+    " experiment TEXT,"
+    " command TEXT NOT NULL,"        /* JSON array of argv */
+    " cwd TEXT, user TEXT, host TEXT, kernel TEXT, cpu_model TEXT,"
+    " cpu_count INTEGER, mem_total_bytes INTEGER,"
+    " start_ns INTEGER NOT NULL,"    /* ns since the Unix epoch, UTC */
+    " end_ns INTEGER, last_ns INTEGER,"
+    " exit_code INTEGER, signal INTEGER,"
+    " status TEXT NOT NULL,"         /* running|finished|failed|crashed|killed */
+    " git_commit TEXT, git_dirty INTEGER,"
+    " python_version TEXT, torch_version TEXT,"
+    " interval_ns INTEGER,"
+    " samples INTEGER NOT NULL DEFAULT 0, points INTEGER NOT NULL DEFAULT 0,"
+    " missed INTEGER NOT NULL DEFAULT 0, dropped INTEGER NOT NULL DEFAULT 0,"
+    " recorder_pid INTEGER, strobe_version TEXT, error TEXT);"
+    "CREATE INDEX runs_by_start ON runs(start_ns);"
+    "CREATE INDEX runs_by_name ON runs(name);"
+    "CREATE INDEX runs_by_experiment ON runs(experiment, start_ns);"
+    "CREATE TABLE run_attrs("
+    " run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    " kind TEXT NOT NULL,"           /* tag|param|env */
+    " key TEXT NOT NULL, value TEXT NOT NULL,"
+    " PRIMARY KEY(run_id, kind, key)) WITHOUT ROWID;"
+    "CREATE TABLE series("
+    " id INTEGER PRIMARY KEY,"
+    " run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    " name TEXT NOT NULL, labels TEXT NOT NULL, unit TEXT, meta TEXT,"
+    " UNIQUE(run_id, name, labels));"
+    "CREATE TABLE blocks("
+    " id INTEGER PRIMARY KEY,"
+    " series_id INTEGER NOT NULL REFERENCES series(id) ON DELETE CASCADE,"
+    " start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,"
+    " count INTEGER NOT NULL,"
+    " min REAL, max REAL, sum REAL, first REAL, last REAL," /* NULL is NaN */
+    " data BLOB NOT NULL,"           /* codec/gorilla.h stream */
+    " UNIQUE(series_id, start_ns));",
+};
+
+#endif

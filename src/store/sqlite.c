@@ -1,0 +1,615 @@
+/*
+ * SQLite backend. WAL mode so readers never block the recorder and several
+ * recorders can share one file (each commit takes the write lock briefly;
+ * busy_timeout waits for it). synchronous=NORMAL: a commit survives a crash
+ * of the recorder; only a power loss can take the last commits back.
+ */
+#include <errno.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/err.h"
+#include "store/backend.h"
+#include "store/schema.h"
+#include "store/store.h"
+
+#define BUSY_TIMEOUT_MS 5000
+
+enum {
+    ST_RUN_INSERT,
+    ST_ATTR_INSERT,
+    ST_RUN_UPDATE,
+    ST_SERIES_INSERT,
+    ST_SERIES_META,
+    ST_BLOCK_UPSERT,
+    ST_RUNS_ALL,
+    ST_RUNS_EXPERIMENT,
+    ST_ATTRS_OF_RUN,
+    ST_SERIES_OF_RUN,
+    ST_BLOCKS_OF_SERIES,
+    ST_COUNT
+};
+
+static const char *const statements[ST_COUNT] = {
+    [ST_RUN_INSERT] =
+        "INSERT INTO runs(id, name, experiment, command, cwd, user, host, kernel, cpu_model,"
+        " cpu_count, mem_total_bytes, start_ns, status, git_commit, git_dirty, python_version,"
+        " torch_version, interval_ns, recorder_pid, strobe_version, exit_code, signal, end_ns,"
+        " last_ns, error)"
+        " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,"
+        " ?22,?23,?24,?25)",
+    [ST_ATTR_INSERT] = "INSERT OR REPLACE INTO run_attrs(run_id, kind, key, value)"
+                       " VALUES(?1,?2,?3,?4)",
+    [ST_RUN_UPDATE] = "UPDATE runs SET end_ns=?2, last_ns=?3, exit_code=?4, signal=?5, status=?6,"
+                      " samples=?7, points=?8, missed=?9, dropped=?10, error=?11 WHERE id=?1",
+    [ST_SERIES_INSERT] = "INSERT INTO series(run_id, name, labels, unit, meta)"
+                         " VALUES(?1,?2,?3,?4,?5)",
+    [ST_SERIES_META] = "UPDATE series SET meta=?2 WHERE id=?1",
+    [ST_BLOCK_UPSERT] =
+        "INSERT INTO blocks(series_id, start_ns, end_ns, count, min, max, sum, first, last, data)"
+        " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)"
+        " ON CONFLICT(series_id, start_ns) DO UPDATE SET end_ns=excluded.end_ns,"
+        " count=excluded.count, min=excluded.min, max=excluded.max, sum=excluded.sum,"
+        " first=excluded.first, last=excluded.last, data=excluded.data",
+#define RUN_COLUMNS                                                                                \
+    "id, name, experiment, command, cwd, user, host, kernel, cpu_model, cpu_count,"                \
+    " mem_total_bytes, start_ns, end_ns, last_ns, exit_code, signal, status, git_commit,"          \
+    " git_dirty, python_version, torch_version, interval_ns, samples, points, missed, dropped,"    \
+    " recorder_pid, strobe_version, error"
+    [ST_RUNS_ALL] = "SELECT " RUN_COLUMNS " FROM runs ORDER BY start_ns DESC, id",
+    [ST_RUNS_EXPERIMENT] =
+        "SELECT " RUN_COLUMNS " FROM runs WHERE experiment=?1 ORDER BY start_ns DESC, id",
+    [ST_ATTRS_OF_RUN] = "SELECT kind, key, value FROM run_attrs WHERE run_id=?1 ORDER BY kind, key",
+    [ST_SERIES_OF_RUN] =
+        "SELECT s.id, s.name, s.labels, s.unit, s.meta, COALESCE(SUM(b.count),0), MIN(b.min),"
+        " MAX(b.max), SUM(b.sum), MIN(b.start_ns), MAX(b.end_ns),"
+        " COALESCE(SUM(length(b.data)),0)"
+        " FROM series s LEFT JOIN blocks b ON b.series_id = s.id"
+        " WHERE s.run_id=?1 GROUP BY s.id ORDER BY s.name, s.labels",
+    [ST_BLOCKS_OF_SERIES] =
+        "SELECT start_ns, end_ns, count, min, max, sum, first, last, data FROM blocks"
+        " WHERE series_id=?1 ORDER BY start_ns",
+};
+
+struct sqlite_store {
+    struct store base;
+    sqlite3 *db;
+    sqlite3_stmt *st[ST_COUNT];
+};
+
+static int map_rc(struct sqlite_store *s, int rc, const char *what)
+{
+    strbuf_reset(&s->base.err);
+    strbuf_addf(&s->base.err, "%s: %s", what, s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+    switch (rc & 0xff) {
+    case SQLITE_FULL:
+        return -STROBE_EFULL;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+        return -STROBE_EBUSY;
+    case SQLITE_NOTADB:
+    case SQLITE_CORRUPT:
+        return -STROBE_ECORRUPT;
+    default:
+        return -STROBE_ESTORE;
+    }
+}
+
+static int exec_sql(struct sqlite_store *s, const char *sql)
+{
+    int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
+    return rc == SQLITE_OK ? 0 : map_rc(s, rc, "cannot update store");
+}
+
+static sqlite3_stmt *stmt(struct sqlite_store *s, int which)
+{
+    if (!s->st[which] &&
+        sqlite3_prepare_v3(s->db, statements[which], -1, SQLITE_PREPARE_PERSISTENT, &s->st[which],
+                           NULL) != SQLITE_OK)
+        return NULL;
+    sqlite3_reset(s->st[which]);
+    sqlite3_clear_bindings(s->st[which]);
+    return s->st[which];
+}
+
+static void bind_text(sqlite3_stmt *q, int i, const char *v)
+{
+    if (v)
+        sqlite3_bind_text(q, i, v, -1, SQLITE_STATIC);
+    else
+        sqlite3_bind_null(q, i);
+}
+
+/* Step a statement that returns no rows. */
+static int step_done(struct sqlite_store *s, sqlite3_stmt *q, const char *what)
+{
+    if (!q)
+        return map_rc(s, sqlite3_errcode(s->db), what);
+    int rc = sqlite3_step(q);
+    sqlite3_reset(q);
+    return rc == SQLITE_DONE ? 0 : map_rc(s, rc, what);
+}
+
+static void sqlite_close(struct store *base)
+{
+    struct sqlite_store *s = (struct sqlite_store *)base;
+    for (int i = 0; i < ST_COUNT; i++)
+        sqlite3_finalize(s->st[i]);
+    sqlite3_close(s->db);
+    strbuf_release(&s->base.err);
+    free(s->base.uri);
+    free(s);
+}
+
+static int sqlite_begin(struct store *base)
+{
+    /* IMMEDIATE takes the write lock now, so a busy store is seen here and
+     * not half-way through a batch */
+    return exec_sql((struct sqlite_store *)base, "BEGIN IMMEDIATE");
+}
+
+static int sqlite_commit(struct store *base)
+{
+    return exec_sql((struct sqlite_store *)base, "COMMIT");
+}
+
+static int sqlite_rollback(struct store *base)
+{
+    struct sqlite_store *s = (struct sqlite_store *)base;
+    if (sqlite3_get_autocommit(s->db))
+        return 0;
+    return exec_sql(s, "ROLLBACK");
+}
+
+static int insert_attrs(struct sqlite_store *s, const char *run_id, const char *kind,
+                        const struct kv_list *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        sqlite3_stmt *q = stmt(s, ST_ATTR_INSERT);
+        if (q) {
+            bind_text(q, 1, run_id);
+            bind_text(q, 2, kind);
+            bind_text(q, 3, l->items[i].key);
+            bind_text(q, 4, l->items[i].value);
+        }
+        int rc = step_done(s, q, "cannot record run attributes");
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+static void bind_int_or_null(sqlite3_stmt *q, int i, int64_t v, int is_null)
+{
+    if (is_null)
+        sqlite3_bind_null(q, i);
+    else
+        sqlite3_bind_int64(q, i, v);
+}
+
+static int sqlite_run_insert(struct store *base, const struct run_record *r)
+{
+    struct sqlite_store *s = (struct sqlite_store *)base;
+    sqlite3_stmt *q = stmt(s, ST_RUN_INSERT);
+    if (q) {
+        bind_text(q, 1, r->id);
+        bind_text(q, 2, r->name);
+        bind_text(q, 3, r->experiment);
+        bind_text(q, 4, r->command_json);
+        bind_text(q, 5, r->cwd);
+        bind_text(q, 6, r->user);
+        bind_text(q, 7, r->host);
+        bind_text(q, 8, r->kernel);
+        bind_text(q, 9, r->cpu_model);
+        sqlite3_bind_int(q, 10, r->cpu_count);
+        sqlite3_bind_int64(q, 11, r->mem_total_bytes);
+        sqlite3_bind_int64(q, 12, r->start_ns);
+        bind_text(q, 13, r->status);
+        bind_text(q, 14, r->git_commit);
+        bind_int_or_null(q, 15, r->git_dirty, r->git_dirty < 0);
+        bind_text(q, 16, r->python_version);
+        bind_text(q, 17, r->torch_version);
+        sqlite3_bind_int64(q, 18, r->interval_ns);
+        sqlite3_bind_int64(q, 19, r->recorder_pid);
+        bind_text(q, 20, r->strobe_version);
+        bind_int_or_null(q, 21, r->exit_code, r->exit_code < 0);
+        bind_int_or_null(q, 22, r->signal, r->signal == 0);
+        bind_int_or_null(q, 23, r->end_ns, r->end_ns == 0);
+        bind_int_or_null(q, 24, r->last_ns, r->last_ns == 0);
+        bind_text(q, 25, r->error);
+    }
+    int rc = step_done(s, q, "cannot record run");
+    if (rc == 0)
+        rc = insert_attrs(s, r->id, "tag", &r->tags);
+    if (rc == 0)
+        rc = insert_attrs(s, r->id, "param", &r->params);
+    if (rc == 0)
+        rc = insert_attrs(s, r->id, "env", &r->env);
+    return rc;
+}
+
+static int sqlite_run_update(struct store *base, const struct run_record *r)
+{
+    struct sqlite_store *s = (struct sqlite_store *)base;
+    sqlite3_stmt *q = stmt(s, ST_RUN_UPDATE);
+    if (q) {
+        bind_text(q, 1, r->id);
+        bind_int_or_null(q, 2, r->end_ns, r->end_ns == 0);
+        bind_int_or_null(q, 3, r->last_ns, r->last_ns == 0);
+        bind_int_or_null(q, 4, r->exit_code, r->exit_code < 0);
+        bind_int_or_null(q, 5, r->signal, r->signal == 0);
+        bind_text(q, 6, r->status);
+        sqlite3_bind_int64(q, 7, r->samples);
+        sqlite3_bind_int64(q, 8, r->points);
+        sqlite3_bind_int64(q, 9, r->missed);
+        sqlite3_bind_int64(q, 10, r->dropped);
+        bind_text(q, 11, r->error);
+    }
+    return step_done(s, q, "cannot update run");
+}
+
+static int sqlite_series_insert(struct store *base, const char *run_id, const char *name,
+                                const char *labels, const char *unit, const char *meta,
+                                int64_t *out_id)
+{
+    struct sqlite_store *s = (struct sqlite_store *)base;
+    sqlite3_stmt *q = stmt(s, ST_SERIES_INSERT);
+    if (q) {
+        bind_text(q, 1, run_id);
+        bind_text(q, 2, name);
+        bind_text(q, 3, labels);
+        bind_text(q, 4, unit);
+        bind_text(q, 5, meta);
+    }
+    int rc = step_done(s, q, "cannot define series");
+    if (rc == 0)
+        *out_id = sqlite3_last_insert_rowid(s->db);
+    return rc;
+}
+
+static int sqlite_series_update_meta(struct store *base, int64_t id, const char *meta)
+{
+    struct sqlite_store *s = (struct sqlite_store *)base;
+    sqlite3_stmt *q = stmt(s, ST_SERIES_META);
+    if (q) {
+        sqlite3_bind_int64(q, 1, id);
+        bind_text(q, 2, meta);
+    }
+    return step_done(s, q, "cannot update series");
+}
+
+/* NaN is stored as NULL by SQLite's REAL binding; keep it NULL explicitly
+ * so it reads back as NaN, not 0. */
+static void bind_real(sqlite3_stmt *q, int i, double v)
+{
+    if (v != v)
+        sqlite3_bind_null(q, i);
+    else
+        sqlite3_bind_double(q, i, v);
+}
+
+static int sqlite_block_upsert(struct store *base, int64_t series_id, const struct block_stats *st,
+                               const void *data, size_t len)
+{
+    struct sqlite_store *s = (struct sqlite_store *)base;
+    sqlite3_stmt *q = stmt(s, ST_BLOCK_UPSERT);
+    if (q) {
+        sqlite3_bind_int64(q, 1, series_id);
+        sqlite3_bind_int64(q, 2, st->start_ns);
+        sqlite3_bind_int64(q, 3, st->end_ns);
+        sqlite3_bind_int64(q, 4, st->count);
+        bind_real(q, 5, st->min);
+        bind_real(q, 6, st->max);
+        bind_real(q, 7, st->sum);
+        bind_real(q, 8, st->first);
+        bind_real(q, 9, st->last);
+        sqlite3_bind_blob(q, 10, data, (int)len, SQLITE_STATIC);
+    }
+    return step_done(s, q, "cannot write block");
+}
+
+static char *col_dup(sqlite3_stmt *q, int i)
+{
+    const unsigned char *t = sqlite3_column_text(q, i);
+    return t ? strdup((const char *)t) : NULL;
+}
+
+static double col_real(sqlite3_stmt *q, int i)
+{
+    return sqlite3_column_type(q, i) == SQLITE_NULL ? __builtin_nan("") : sqlite3_column_double(q, i);
+}
+
+static void read_run_row(sqlite3_stmt *q, struct run_record *r)
+{
+    const unsigned char *id = sqlite3_column_text(q, 0);
+    snprintf(r->id, sizeof(r->id), "%s", id ? (const char *)id : "");
+    r->name = col_dup(q, 1);
+    r->experiment = col_dup(q, 2);
+    r->command_json = col_dup(q, 3);
+    r->cwd = col_dup(q, 4);
+    r->user = col_dup(q, 5);
+    r->host = col_dup(q, 6);
+    r->kernel = col_dup(q, 7);
+    r->cpu_model = col_dup(q, 8);
+    r->cpu_count = sqlite3_column_int(q, 9);
+    r->mem_total_bytes = sqlite3_column_int64(q, 10);
+    r->start_ns = sqlite3_column_int64(q, 11);
+    r->end_ns = sqlite3_column_int64(q, 12);
+    r->last_ns = sqlite3_column_int64(q, 13);
+    r->exit_code = sqlite3_column_type(q, 14) == SQLITE_NULL ? -1 : sqlite3_column_int(q, 14);
+    r->signal = sqlite3_column_int(q, 15);
+    const unsigned char *status = sqlite3_column_text(q, 16);
+    snprintf(r->status, sizeof(r->status), "%s", status ? (const char *)status : "");
+    r->git_commit = col_dup(q, 17);
+    r->git_dirty = sqlite3_column_type(q, 18) == SQLITE_NULL ? -1 : sqlite3_column_int(q, 18);
+    r->python_version = col_dup(q, 19);
+    r->torch_version = col_dup(q, 20);
+    r->interval_ns = sqlite3_column_int64(q, 21);
+    r->samples = sqlite3_column_int64(q, 22);
+    r->points = sqlite3_column_int64(q, 23);
+    r->missed = sqlite3_column_int64(q, 24);
+    r->dropped = sqlite3_column_int64(q, 25);
+    r->recorder_pid = sqlite3_column_int64(q, 26);
+    r->strobe_version = col_dup(q, 27);
+    r->error = col_dup(q, 28);
+}
+
+static int read_attrs(struct sqlite_store *s, struct run_record *r)
+{
+    /* a second statement object: the runs query is still stepping */
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(s->db, statements[ST_ATTRS_OF_RUN], -1, &q, NULL) != SQLITE_OK)
+        return map_rc(s, sqlite3_errcode(s->db), "cannot read run attributes");
+    bind_text(q, 1, r->id);
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        const char *kind = (const char *)sqlite3_column_text(q, 0);
+        const char *key = (const char *)sqlite3_column_text(q, 1);
+        const char *value = (const char *)sqlite3_column_text(q, 2);
+        if (!kind || !key || !value)
+            continue;
+        struct kv_list *l = strcmp(kind, "tag") == 0     ? &r->tags
+                            : strcmp(kind, "param") == 0 ? &r->params
+                                                         : &r->env;
+        kv_list_add(l, key, value);
+    }
+    sqlite3_finalize(q);
+    return rc == SQLITE_DONE ? 0 : map_rc(s, rc, "cannot read run attributes");
+}
+
+static int sqlite_runs_query(struct store *base, const char *experiment, run_fn *fn, void *arg)
+{
+    struct sqlite_store *s = (struct sqlite_store *)base;
+    sqlite3_stmt *q = NULL;
+    int which = experiment ? ST_RUNS_EXPERIMENT : ST_RUNS_ALL;
+    if (sqlite3_prepare_v2(s->db, statements[which], -1, &q, NULL) != SQLITE_OK)
+        return map_rc(s, sqlite3_errcode(s->db), "cannot list runs");
+    if (experiment)
+        bind_text(q, 1, experiment);
+    int rc, stop = 0;
+    while (!stop && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        struct run_record r;
+        run_record_init(&r);
+        read_run_row(q, &r);
+        read_attrs(s, &r);
+        stop = fn(&r, arg);
+        run_record_release(&r);
+    }
+    if (!stop && rc != SQLITE_DONE)
+        stop = map_rc(s, rc, "cannot list runs");
+    sqlite3_finalize(q);
+    return stop < 0 ? stop : 0;
+}
+
+static int sqlite_series_query(struct store *base, const char *run_id, series_fn *fn, void *arg)
+{
+    struct sqlite_store *s = (struct sqlite_store *)base;
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(s->db, statements[ST_SERIES_OF_RUN], -1, &q, NULL) != SQLITE_OK)
+        return map_rc(s, sqlite3_errcode(s->db), "cannot list series");
+    bind_text(q, 1, run_id);
+    int rc, stop = 0;
+    while (!stop && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        struct series_record r = {
+            .id = sqlite3_column_int64(q, 0),
+            .run_id = run_id,
+            .name = (const char *)sqlite3_column_text(q, 1),
+            .labels = (const char *)sqlite3_column_text(q, 2),
+            .unit = (const char *)sqlite3_column_text(q, 3),
+            .meta = (const char *)sqlite3_column_text(q, 4),
+            .count = sqlite3_column_int64(q, 5),
+            .min = col_real(q, 6),
+            .max = col_real(q, 7),
+            .sum = col_real(q, 8),
+            .start_ns = sqlite3_column_int64(q, 9),
+            .end_ns = sqlite3_column_int64(q, 10),
+            .bytes = sqlite3_column_int64(q, 11),
+        };
+        if (!r.labels)
+            r.labels = "";
+        if (!r.unit)
+            r.unit = "";
+        stop = fn(&r, arg);
+    }
+    if (!stop && rc != SQLITE_DONE)
+        stop = map_rc(s, rc, "cannot list series");
+    sqlite3_finalize(q);
+    return stop < 0 ? stop : 0;
+}
+
+static int sqlite_blocks_query(struct store *base, int64_t series_id, block_fn *fn, void *arg)
+{
+    struct sqlite_store *s = (struct sqlite_store *)base;
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(s->db, statements[ST_BLOCKS_OF_SERIES], -1, &q, NULL) != SQLITE_OK)
+        return map_rc(s, sqlite3_errcode(s->db), "cannot read blocks");
+    sqlite3_bind_int64(q, 1, series_id);
+    int rc, stop = 0;
+    while (!stop && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        int64_t count = sqlite3_column_int64(q, 2);
+        struct block_record b = {
+            .series_id = series_id,
+            .st =
+                {
+                    .count = count > 0 && count <= UINT32_MAX ? (uint32_t)count : 0,
+                    .start_ns = sqlite3_column_int64(q, 0),
+                    .end_ns = sqlite3_column_int64(q, 1),
+                    .min = col_real(q, 3),
+                    .max = col_real(q, 4),
+                    .sum = col_real(q, 5),
+                    .first = col_real(q, 6),
+                    .last = col_real(q, 7),
+                },
+            .data = sqlite3_column_blob(q, 8),
+            .len = (size_t)sqlite3_column_bytes(q, 8),
+        };
+        stop = fn(&b, arg);
+    }
+    if (!stop && rc != SQLITE_DONE)
+        stop = map_rc(s, rc, "cannot read blocks");
+    sqlite3_finalize(q);
+    return stop < 0 ? stop : 0;
+}
+
+static int sqlite_run_delete(struct store *base, const char *run_id)
+{
+    struct sqlite_store *s = (struct sqlite_store *)base;
+    static const char *const sql[] = {
+        "DELETE FROM blocks WHERE series_id IN (SELECT id FROM series WHERE run_id=?1)",
+        "DELETE FROM series WHERE run_id=?1",
+        "DELETE FROM run_attrs WHERE run_id=?1",
+        "DELETE FROM runs WHERE id=?1",
+    };
+    int rc = sqlite_begin(base);
+    for (size_t i = 0; rc == 0 && i < sizeof(sql) / sizeof(sql[0]); i++) {
+        sqlite3_stmt *q = NULL;
+        if (sqlite3_prepare_v2(s->db, sql[i], -1, &q, NULL) != SQLITE_OK) {
+            rc = map_rc(s, sqlite3_errcode(s->db), "cannot delete run");
+            break;
+        }
+        bind_text(q, 1, run_id);
+        rc = step_done(s, q, "cannot delete run");
+        sqlite3_finalize(q);
+    }
+    if (rc == 0)
+        return sqlite_commit(base);
+    sqlite_rollback(base);
+    return rc;
+}
+
+static const struct store_ops sqlite_ops = {
+    .name = "sqlite",
+    .close = sqlite_close,
+    .begin = sqlite_begin,
+    .commit = sqlite_commit,
+    .rollback = sqlite_rollback,
+    .run_insert = sqlite_run_insert,
+    .run_update = sqlite_run_update,
+    .series_insert = sqlite_series_insert,
+    .series_update_meta = sqlite_series_update_meta,
+    .block_upsert = sqlite_block_upsert,
+    .runs_query = sqlite_runs_query,
+    .series_query = sqlite_series_query,
+    .blocks_query = sqlite_blocks_query,
+    .run_delete = sqlite_run_delete,
+};
+
+static int query_int(struct sqlite_store *s, const char *sql, int64_t *out)
+{
+    sqlite3_stmt *q = NULL;
+    int rc = sqlite3_prepare_v2(s->db, sql, -1, &q, NULL);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        *out = sqlite3_column_int64(q, 0);
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(q);
+    return rc == SQLITE_OK ? 0 : map_rc(s, rc, "cannot read store");
+}
+
+/* Bring the schema up to date: each migration runs in its own transaction
+ * and bumps user_version, so an interrupted upgrade resumes where it was. */
+static int migrate(struct sqlite_store *s, int readonly)
+{
+    int64_t version = 0, tables = 0;
+    int rc = query_int(s, "PRAGMA user_version", &version);
+    if (rc < 0)
+        return rc;
+    if (version > SCHEMA_VERSION) {
+        strbuf_reset(&s->base.err);
+        strbuf_addf(&s->base.err, "store schema version %lld is newer than this strobe's (%d)",
+                    (long long)version, SCHEMA_VERSION);
+        return -STROBE_ESCHEMA;
+    }
+    if (version == 0) {
+        rc = query_int(s, "SELECT count(*) FROM sqlite_schema WHERE type='table'", &tables);
+        if (rc < 0)
+            return rc;
+        if (tables > 0) {
+            strbuf_reset(&s->base.err);
+            strbuf_adds(&s->base.err, "not a strobe store (it holds other tables)");
+            return -STROBE_ECORRUPT;
+        }
+    }
+    if (readonly)
+        return version == SCHEMA_VERSION ? 0 : (version == 0 ? -STROBE_ENOTFOUND : 0);
+    for (int64_t v = version; v < SCHEMA_VERSION; v++) {
+        if ((rc = sqlite_begin(&s->base)) < 0)
+            return rc;
+        char bump[64];
+        snprintf(bump, sizeof(bump), "PRAGMA user_version = %lld", (long long)(v + 1));
+        if ((rc = exec_sql(s, schema_migrations[v])) < 0 || (rc = exec_sql(s, bump)) < 0 ||
+            (rc = sqlite_commit(&s->base)) < 0) {
+            sqlite_rollback(&s->base);
+            return rc;
+        }
+    }
+    return 0;
+}
+
+int store_sqlite_open(const char *uri, int readonly, struct store **out, struct strbuf *err)
+{
+    struct sqlite_store *s = calloc(1, sizeof(*s));
+    if (!s)
+        return -ENOMEM;
+    s->base.ops = &sqlite_ops;
+    s->base.uri = strdup(uri);
+    strbuf_init(&s->base.err);
+    struct stat sb;
+    int rc;
+    if (readonly && stat(uri, &sb) < 0) {
+        strbuf_addf(&s->base.err, "no store at '%s' (run 'strobe run' first, or pass --store)",
+                    uri);
+        rc = -STROBE_ENOTFOUND;
+        goto fail;
+    }
+    int flags = SQLITE_OPEN_READWRITE | (readonly ? 0 : SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX;
+    rc = sqlite3_open_v2(uri, &s->db, flags, NULL);
+    if (rc != SQLITE_OK && readonly) {
+        sqlite3_close(s->db);
+        s->db = NULL;
+        rc = sqlite3_open_v2(uri, &s->db, SQLITE_OPEN_READONLY, NULL);
+    }
+    if (rc != SQLITE_OK) {
+        rc = map_rc(s, rc, "cannot open");
+        goto fail;
+    }
+    sqlite3_extended_result_codes(s->db, 1);
+    sqlite3_busy_timeout(s->db, BUSY_TIMEOUT_MS);
+    if (!readonly && (rc = exec_sql(s, "PRAGMA journal_mode=WAL")) < 0)
+        goto fail;
+    if ((rc = exec_sql(s, "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON")) < 0)
+        goto fail;
+    if ((rc = migrate(s, readonly)) < 0)
+        goto fail;
+    *out = &s->base;
+    return 0;
+fail:
+    if (err)
+        strbuf_addf(err, "cannot open store '%s': %s", uri, s->base.err.buf);
+    sqlite_close(&s->base);
+    return rc;
+}

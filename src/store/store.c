@@ -1,0 +1,196 @@
+#include "store/store.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/err.h"
+
+#include "store/backend.h"
+
+int kv_list_add(struct kv_list *l, const char *key, const char *value)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 8;
+        struct kv *items = realloc(l->items, cap * sizeof(*items));
+        if (!items)
+            return -ENOMEM;
+        l->items = items;
+        l->cap = cap;
+    }
+    char *k = strdup(key), *v = strdup(value);
+    if (!k || !v) {
+        free(k);
+        free(v);
+        return -ENOMEM;
+    }
+    l->items[l->n].key = k;
+    l->items[l->n].value = v;
+    l->n++;
+    return 0;
+}
+
+const char *kv_list_get(const struct kv_list *l, const char *key)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (strcmp(l->items[i].key, key) == 0)
+            return l->items[i].value;
+    return NULL;
+}
+
+void kv_list_release(struct kv_list *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        free(l->items[i].key);
+        free(l->items[i].value);
+    }
+    free(l->items);
+    memset(l, 0, sizeof(*l));
+}
+
+void run_record_init(struct run_record *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->exit_code = -1;
+    r->git_dirty = -1;
+}
+
+void run_record_release(struct run_record *r)
+{
+    char **strings[] = {&r->name,         &r->experiment,    &r->command_json, &r->cwd,
+                        &r->user,         &r->host,          &r->kernel,       &r->cpu_model,
+                        &r->git_commit,   &r->python_version, &r->torch_version,
+                        &r->strobe_version, &r->error};
+    for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++)
+        free(*strings[i]);
+    kv_list_release(&r->tags);
+    kv_list_release(&r->params);
+    kv_list_release(&r->env);
+    run_record_init(r);
+}
+
+static int dup_or_null(char **dst, const char *src)
+{
+    *dst = src ? strdup(src) : NULL;
+    return src && !*dst ? -ENOMEM : 0;
+}
+
+static int kv_copy(struct kv_list *dst, const struct kv_list *src)
+{
+    for (size_t i = 0; i < src->n; i++)
+        if (kv_list_add(dst, src->items[i].key, src->items[i].value) < 0)
+            return -ENOMEM;
+    return 0;
+}
+
+int run_record_copy(struct run_record *dst, const struct run_record *src)
+{
+    *dst = *src;
+    memset(&dst->tags, 0, sizeof(dst->tags));
+    memset(&dst->params, 0, sizeof(dst->params));
+    memset(&dst->env, 0, sizeof(dst->env));
+    int rc = 0;
+    rc |= dup_or_null(&dst->name, src->name);
+    rc |= dup_or_null(&dst->experiment, src->experiment);
+    rc |= dup_or_null(&dst->command_json, src->command_json);
+    rc |= dup_or_null(&dst->cwd, src->cwd);
+    rc |= dup_or_null(&dst->user, src->user);
+    rc |= dup_or_null(&dst->host, src->host);
+    rc |= dup_or_null(&dst->kernel, src->kernel);
+    rc |= dup_or_null(&dst->cpu_model, src->cpu_model);
+    rc |= dup_or_null(&dst->git_commit, src->git_commit);
+    rc |= dup_or_null(&dst->python_version, src->python_version);
+    rc |= dup_or_null(&dst->torch_version, src->torch_version);
+    rc |= dup_or_null(&dst->strobe_version, src->strobe_version);
+    rc |= dup_or_null(&dst->error, src->error);
+    rc |= kv_copy(&dst->tags, &src->tags);
+    rc |= kv_copy(&dst->params, &src->params);
+    rc |= kv_copy(&dst->env, &src->env);
+    return rc ? -ENOMEM : 0;
+}
+
+const char *store_default_uri(const char *flag)
+{
+    if (flag && *flag)
+        return flag;
+    const char *env = getenv("STROBE_STORE");
+    return env && *env ? env : "strobe.db";
+}
+
+int store_open(const char *uri, int readonly, struct store **out, struct strbuf *err)
+{
+    if (strncmp(uri, "postgresql://", 13) == 0 || strncmp(uri, "postgres://", 11) == 0) {
+        if (err)
+            strbuf_addf(err, "cannot open store '%s': the PostgreSQL backend is not built yet",
+                        uri);
+        return -STROBE_ESTORE;
+    }
+    return store_sqlite_open(uri, readonly, out, err);
+}
+
+void store_close(struct store *s)
+{
+    if (s)
+        s->ops->close(s);
+}
+
+struct resolve_ctx {
+    const char *ref;
+    size_t ref_len;
+    struct run_record *out;
+    int by_id;     /* matches by exact id */
+    int by_prefix; /* matches by id prefix */
+    int by_name;   /* newest run with this name found */
+    struct run_record prefix_match;
+};
+
+static int resolve_visit(const struct run_record *r, void *arg)
+{
+    struct resolve_ctx *c = arg;
+    if (strcmp(c->ref, "last") == 0) {
+        c->by_name = 1;
+        run_record_copy(c->out, r);
+        return 1; /* newest first: the first one is the last run */
+    }
+    if (strcmp(r->id, c->ref) == 0) {
+        run_record_release(c->out);
+        run_record_copy(c->out, r);
+        c->by_id = 1;
+        return 1;
+    }
+    if (!c->by_name && r->name && strcmp(r->name, c->ref) == 0) {
+        run_record_copy(c->out, r);
+        c->by_name = 1;
+    }
+    if (c->ref_len >= 4 && strncmp(r->id, c->ref, c->ref_len) == 0) {
+        if (c->by_prefix++ == 0)
+            run_record_copy(&c->prefix_match, r);
+    }
+    return 0;
+}
+
+int store_resolve_run(struct store *s, const char *ref, struct run_record *out)
+{
+    struct resolve_ctx c;
+    memset(&c, 0, sizeof(c));
+    c.ref = ref;
+    c.ref_len = strlen(ref);
+    c.out = out;
+    run_record_init(out);
+    run_record_init(&c.prefix_match);
+    int rc = s->ops->runs_query(s, NULL, resolve_visit, &c);
+    if (rc < 0) {
+        run_record_release(&c.prefix_match);
+        return rc;
+    }
+    if (c.by_id || c.by_name) {
+        run_record_release(&c.prefix_match);
+        return 0;
+    }
+    if (c.by_prefix == 1) {
+        *out = c.prefix_match;
+        return 0;
+    }
+    run_record_release(&c.prefix_match);
+    return c.by_prefix > 1 ? -STROBE_EAMBIGUOUS : -STROBE_ENOTFOUND;
+}

@@ -1,0 +1,158 @@
+/*
+ * The store: a catalog of runs, their series, and the series' compressed
+ * blocks. One interface, chosen by URI: a file path selects SQLite (the
+ * default), postgresql:// will select PostgreSQL with the same schema.
+ * The schema and block format are in docs/store-format.md.
+ *
+ * Threading: a struct store is used by one thread at a time. The recorder's
+ * writer thread owns its own; readers (ls, show) open their own.
+ */
+#ifndef STROBE_STORE_STORE_H
+#define STROBE_STORE_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "codec/gorilla.h"
+#include "common/strbuf.h"
+
+#define RUN_ID_LEN 16
+
+struct kv {
+    char *key;
+    char *value;
+};
+
+struct kv_list {
+    struct kv *items;
+    size_t n;
+    size_t cap;
+};
+
+int kv_list_add(struct kv_list *l, const char *key, const char *value);
+/* Value for key, or NULL. */
+const char *kv_list_get(const struct kv_list *l, const char *key);
+void kv_list_release(struct kv_list *l);
+
+/* Run status values, as stored. */
+#define RUN_RUNNING  "running"
+#define RUN_FINISHED "finished" /* exit code 0 */
+#define RUN_FAILED   "failed"   /* non-zero exit, or could not start */
+#define RUN_CRASHED  "crashed"  /* killed by a fault signal (SEGV, ABRT, BUS, ...) */
+#define RUN_KILLED   "killed"   /* killed by another signal (KILL, TERM, INT, ...) */
+
+/* One run's catalog row. Strings are owned (run_record_release frees). */
+struct run_record {
+    char id[RUN_ID_LEN + 1];
+    char *name;
+    char *experiment;   /* may be NULL */
+    char *command_json; /* JSON array of argv */
+    char *cwd, *user, *host, *kernel, *cpu_model;
+    int cpu_count;
+    int64_t mem_total_bytes;
+    int64_t start_ns; /* UTC */
+    int64_t end_ns;   /* 0 while running */
+    int64_t last_ns;  /* time of the last committed sample */
+    int exit_code;    /* -1 when none (killed by a signal, or running) */
+    int signal;       /* 0 when none */
+    char status[16];
+    char *git_commit; /* NULL outside a git work tree */
+    int git_dirty;    /* -1 unknown */
+    char *python_version, *torch_version; /* NULL when not a Python command */
+    int64_t interval_ns;
+    int64_t samples; /* frames sampled */
+    int64_t points;  /* points stored, all series */
+    int64_t missed;  /* frames missed (late deadlines) */
+    int64_t dropped; /* points dropped (store could not keep up) */
+    int64_t recorder_pid;
+    char *strobe_version;
+    char *error; /* why a run failed to start, or NULL */
+    struct kv_list tags, params, env;
+};
+
+void run_record_init(struct run_record *r);
+void run_record_release(struct run_record *r);
+
+struct series_record {
+    int64_t id;
+    const char *run_id;
+    const char *name;
+    const char *labels;
+    const char *unit;
+    const char *meta;   /* JSON or NULL */
+    /* summary over all blocks, from block headers only */
+    int64_t count;
+    double min, max, sum;
+    int64_t start_ns, end_ns;
+    int64_t bytes; /* encoded bytes of its blocks */
+};
+
+struct block_record {
+    int64_t series_id;
+    struct block_stats st;
+    const uint8_t *data; /* valid during the callback */
+    size_t len;
+};
+
+/* Callbacks return 0 to go on, non-zero to stop (passed back to the caller). */
+typedef int run_fn(const struct run_record *r, void *arg);
+typedef int series_fn(const struct series_record *s, void *arg);
+typedef int block_fn(const struct block_record *b, void *arg);
+
+struct store;
+
+struct store_ops {
+    const char *name;
+    void (*close)(struct store *s);
+    int (*begin)(struct store *s);
+    int (*commit)(struct store *s);
+    int (*rollback)(struct store *s);
+    int (*run_insert)(struct store *s, const struct run_record *r);
+    /* Updates the fields that change during a run: end, last, exit, signal,
+     * status, counters, error. */
+    int (*run_update)(struct store *s, const struct run_record *r);
+    int (*series_insert)(struct store *s, const char *run_id, const char *name,
+                         const char *labels, const char *unit, const char *meta,
+                         int64_t *out_id);
+    int (*series_update_meta)(struct store *s, int64_t series_id, const char *meta);
+    /* Insert a block, or replace the one of that series with the same start
+     * (an open block grows in place until sealed). */
+    int (*block_upsert)(struct store *s, int64_t series_id, const struct block_stats *st,
+                        const void *data, size_t len);
+    /* Runs newest first; experiment NULL for all. */
+    int (*runs_query)(struct store *s, const char *experiment, run_fn *fn, void *arg);
+    /* Series of a run in name order, with summaries. */
+    int (*series_query)(struct store *s, const char *run_id, series_fn *fn, void *arg);
+    /* Blocks of a series in time order. */
+    int (*blocks_query)(struct store *s, int64_t series_id, block_fn *fn, void *arg);
+    int (*run_delete)(struct store *s, const char *run_id);
+};
+
+struct store {
+    const struct store_ops *ops;
+    char *uri;
+    struct strbuf err; /* detail of the last error */
+};
+
+/*
+ * Open (creating and migrating as needed) the store at uri. On failure
+ * returns negative and, if err is not NULL, a one-line reason in *err.
+ * readonly: do not create or migrate (ls, show on a missing store fail).
+ */
+int store_open(const char *uri, int readonly, struct store **out, struct strbuf *err);
+void store_close(struct store *s);
+
+/* The store URI from --store, else $STROBE_STORE, else ./strobe.db. */
+const char *store_default_uri(const char *flag);
+
+/*
+ * Resolve RUN: an id, a unique id prefix, a run name (newest run of that name),
+ * or "last". Fills out (caller releases). -STROBE_ENOTFOUND or
+ * -STROBE_EAMBIGUOUS on failure.
+ */
+int store_resolve_run(struct store *s, const char *ref, struct run_record *out);
+
+/* Deep copy of a run record. */
+int run_record_copy(struct run_record *dst, const struct run_record *src);
+
+#endif
