@@ -26,6 +26,7 @@ struct metric_row {
 
 struct show_ctx {
     struct store *s;
+    int64_t interval_ns; /* the run's: what a rate's first point covers */
     struct metric_row *rows;
     size_t n, cap;
     int64_t bytes; /* encoded bytes of all blocks */
@@ -61,7 +62,7 @@ static int collect_series(const struct series_record *sr, void *arg)
     struct point_buf pb;
     point_buf_init(&pb);
     /* a second query while the series query steps: SQLite allows it */
-    if (store_read_points(c->s, sr->id, &pb) < 0 || points_stats(&pb, &m->st) < 0)
+    if (store_read_points(c->s, sr->id, &pb) < 0 || points_stats(&pb, c->interval_ns, &m->st) < 0)
         c->failed = 1;
     c->points += (int64_t)pb.n;
     point_buf_release(&pb);
@@ -364,7 +365,7 @@ int cmd_show(int argc, char **argv)
     struct run_record r;
     int status = CLI_EXIT_ERROR;
     if (cli_resolve(s, argv[optind], &r) == 0) {
-        struct show_ctx c = {.s = s};
+        struct show_ctx c = {.s = s, .interval_ns = r.interval_ns};
         if (s->ops->series_query(s, r.id, collect_series, &c) < 0 || c.failed)
             log_error("cannot read run %s: %s", r.id, s->err.buf);
         else {

@@ -264,6 +264,19 @@ int parse_pid_status_ctxt(const char *buf, size_t len, uint64_t *vol, uint64_t *
     return 0;
 }
 
+int parse_pid_status_rss(const char *buf, size_t len, uint64_t *rss_bytes)
+{
+    struct cursor c;
+    cursor_init(&c, buf, len);
+    uint64_t kib;
+    if (cursor_find_key(&c, "VmRSS:") < 0)
+        return -ENOENT;
+    if (cursor_u64(&c, &kib) < 0)
+        return -EINVAL;
+    *rss_bytes = kib * 1024;
+    return 0;
+}
+
 int parse_pid_list(const char *buf, size_t len, pid_list_fn *fn, void *arg)
 {
     struct cursor c;

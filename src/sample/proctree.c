@@ -66,7 +66,7 @@ struct proc_entry *proc_tree_find(struct proc_tree *t, pid_t pid)
 
 /* Read stat (required), io and status (best effort) of one process. Returns
  * 0, or -ESRCH/-ENOENT once the process has been reaped. */
-static int entry_read(struct proc_entry *e)
+static int entry_read(struct proc_entry *e, long page_bytes)
 {
     int rc = pfile_read(&e->stat);
     if (rc < 0)
@@ -78,6 +78,8 @@ static int entry_read(struct proc_entry *e)
     e->status_ok = e->status.fd >= 0 && pfile_read(&e->status) == 0 &&
                    parse_pid_status_ctxt(e->status.buf, e->status.len, &e->vol_ctxt,
                                          &e->invol_ctxt) == 0;
+    if (!e->status_ok || parse_pid_status_rss(e->status.buf, e->status.len, &e->rss_bytes) < 0)
+        e->rss_bytes = e->st.rss_pages * (uint64_t)page_bytes;
     e->ppid = e->st.ppid;
     return 0;
 }
@@ -126,7 +128,7 @@ static struct proc_entry *tree_add(struct proc_tree *t, pid_t pid)
     e->status = keep[2];
     e->children = keep[3];
     e->dirfd = -1;
-    if (entry_open(t, e, pid) < 0 || entry_read(e) < 0) {
+    if (entry_open(t, e, pid) < 0 || entry_read(e, t->env->page_bytes) < 0) {
         entry_close(e);
         return NULL;
     }
@@ -176,7 +178,7 @@ void proc_tree_reap_prepare(struct proc_tree *t, pid_t pid)
         e = tree_add(t, pid); /* an orphan that came and went between samples */
     if (!e)
         return;
-    entry_read(e); /* a zombie still shows its whole group's final totals */
+    entry_read(e, t->env->page_bytes); /* a zombie still shows its whole group's final totals */
     totals_add_entry(&t->reaped, e);
     if (e->status_ok && e->have_prev) {
         uint64_t c = e->vol_ctxt + e->invol_ctxt;
@@ -308,15 +310,17 @@ static int entry_series(struct proc_tree *t, struct proc_entry *e, struct series
 static void entry_emit(struct proc_tree *t, struct proc_entry *e, struct sample_ctx *ctx)
 {
     struct series_table *st = ctx->series;
-    if (!e->have_series || strcmp(e->comm, e->st.comm) != 0) {
-        /* a comm change (exec after fork) updates the series metadata */
+    if (!e->have_series || strcmp(e->comm, e->st.comm) != 0 || e->meta_ppid != e->ppid) {
+        /* exec after fork changes comm, re-parenting changes ppid: the
+         * series metadata follows */
         snprintf(e->comm, sizeof(e->comm), "%s", e->st.comm);
+        e->meta_ppid = e->ppid;
         if (entry_series(t, e, st) < 0)
             return;
     }
     uint64_t cpu = e->st.utime + e->st.stime;
     uint64_t ctxt = e->vol_ctxt + e->invol_ctxt;
-    series_put(st, e->s_rss, (double)(e->st.rss_pages * (uint64_t)t->env->page_bytes));
+    series_put(st, e->s_rss, (double)e->rss_bytes);
     series_put(st, e->s_threads, (double)e->st.num_threads);
     if (e->have_prev) {
         int64_t dt = ctx->mono_ns - e->prev_mono_ns;
@@ -383,12 +387,12 @@ static int proc_sample(void *state, struct sample_ctx *ctx)
     int64_t threads = 0;
     for (uint32_t i = 0; i < t->n;) {
         struct proc_entry *e = &t->e[i];
-        if (entry_read(e) < 0) { /* reaped by its parent: its totals are the parent's now */
+        if (entry_read(e, t->env->page_bytes) < 0) { /* reaped by its parent: its totals are the parent's now */
             tree_remove(t, i);
             continue;
         }
         entry_emit(t, e, ctx);
-        rss += e->st.rss_pages * (uint64_t)t->env->page_bytes;
+        rss += e->rss_bytes;
         threads += e->st.num_threads;
         i++;
     }

@@ -27,12 +27,14 @@ struct series_table;
 struct proc_entry {
     pid_t pid;
     pid_t ppid;
+    pid_t meta_ppid;                    /* ppid as last written to the series meta */
     int dirfd;                          /* /proc/PID, kept: it also pins the identity */
     struct pfile stat, io, status, children;
     char comm[64];
     struct pid_stat st;                 /* last read */
     struct pid_io iov;                  /* last read (zero if unreadable) */
     uint64_t vol_ctxt, invol_ctxt;      /* last read, main thread (status) */
+    uint64_t rss_bytes;                 /* last read: status VmRSS, else stat rss */
     uint64_t prev_cpu_ticks;            /* utime+stime at the previous sample */
     struct pid_io prev_io;
     uint64_t prev_ctxt;

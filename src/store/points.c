@@ -72,7 +72,7 @@ static double percentile(const double *v, size_t n, double pct)
     return v[rank ? rank - 1 : 0];
 }
 
-int points_stats(const struct point_buf *b, struct point_stats *out)
+int points_stats(const struct point_buf *b, int64_t first_dt_ns, struct point_stats *out)
 {
     memset(out, 0, sizeof(*out));
     out->min = out->max = out->mean = out->p50 = out->p95 = NAN;
@@ -87,8 +87,8 @@ int points_stats(const struct point_buf *b, struct point_stats *out)
             continue;
         v[n++] = x;
         sum += x;
-        if (i > 0)
-            out->integral += x * (double)(b->p[i].ts_ns - b->p[i - 1].ts_ns) / 1e9;
+        int64_t dt = i > 0 ? b->p[i].ts_ns - b->p[i - 1].ts_ns : first_dt_ns;
+        out->integral += x * (double)dt / 1e9;
     }
     out->count = n;
     if (n) {

@@ -32,7 +32,9 @@ struct point_stats {
     double integral; /* sum of value x time since the previous point, in value-seconds */
 };
 
-/* Computes stats; sorts a scratch copy for the percentiles (nearest rank). */
-int points_stats(const struct point_buf *b, struct point_stats *out);
+/* Computes stats; sorts a scratch copy for the percentiles (nearest rank).
+ * first_dt_ns is the time the first point covers: a rate's first point is
+ * the change since the run's baseline frame, one interval before it. */
+int points_stats(const struct point_buf *b, int64_t first_dt_ns, struct point_stats *out);
 
 #endif

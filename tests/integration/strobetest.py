@@ -1,0 +1,99 @@
+"""Helpers for strobe's integration tests: run the binary, read results back,
+and print one TAP-like line per check ("ok - name" / "not ok - name"), which
+tests/run counts."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+STROBE = os.environ.get("STROBE", "build/strobe")
+PYTHON = os.environ.get("PYTHON", "/usr/bin/python3")
+TMP = os.environ.get("TEST_TMP") or "/tmp"
+failures = 0
+
+
+def check(name, cond, detail=""):
+    """Report one check; detail is printed when it fails (both operands)."""
+    global failures
+    if cond:
+        print(f"ok - {name}", flush=True)
+    else:
+        failures += 1
+        print(f"not ok - {name}" + (f": {detail}" if detail else ""), flush=True)
+    return cond
+
+
+def near(name, got, want, tol, what=""):
+    return check(name, got is not None and abs(got - want) <= tol,
+                 f"got {got}, want {want} ± {tol} {what}")
+
+
+def skip(name, why):
+    print(f"ok - {name} # skip {why}", flush=True)
+
+
+def done():
+    sys.exit(1 if failures else 0)
+
+
+def store_path(name="t.db"):
+    return os.path.join(TMP, name)
+
+
+def strobe(*args, store=None, timeout=120, input=None, env=None, **kw):
+    """Run strobe; returns CompletedProcess with text stdout/stderr."""
+    cmd = [STROBE] + list(args)
+    if store:
+        cmd.insert(2, f"--store={store}")  # after the subcommand
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                          input=input, env=env, **kw)
+
+
+def run(store, *cmd, opts=(), **kw):
+    """strobe run --quiet [opts] -- cmd..."""
+    return strobe("run", "--quiet", *opts, "--", *cmd, store=store, **kw)
+
+
+def show(store, ref="last"):
+    p = strobe("show", "--json", ref, store=store)
+    if p.returncode != 0:
+        raise RuntimeError(f"strobe show failed: {p.stderr.strip()}")
+    return json.loads(p.stdout)
+
+
+def points(store, metric, ref="last"):
+    """{series_key: [(time_s, value), ...]} for series matching metric (a glob)."""
+    p = strobe("export", "--format", "jsonl", "--metric", metric, ref, store=store)
+    if p.returncode != 0:
+        raise RuntimeError(f"strobe export failed: {p.stderr.strip()}")
+    out = {}
+    for line in p.stdout.splitlines():
+        r = json.loads(line)
+        labels = ",".join(f"{k}={v}" for k, v in r["labels"].items())
+        key = r["metric"] + (f"{{{labels}}}" if labels else "")
+        out.setdefault(key, []).append((r["time_ns"] / 1e9, r["value"]))
+    return out
+
+
+def integral(series, interval_s=0.1):
+    """Sum of value x time since the previous point: a rate's total. The first
+    point covers one interval (since the run's baseline frame)."""
+    return sum(v * (t - series[i - 1][0] if i else interval_s) for i, (t, v) in enumerate(series))
+
+
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    if not n:
+        return None
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
+def wait_for(pred, timeout=10.0, step=0.05):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(step)
+    return pred()

@@ -1,0 +1,120 @@
+#!/usr/bin/python3
+"""strobe run: exit codes, statuses, signals, bad options, and the read commands."""
+import json
+import os
+import signal
+import subprocess
+import time
+
+from strobetest import *
+
+db = store_path()
+
+# exit codes and statuses
+p = run(db, "sh", "-c", "exit 3")
+check("exit code passes through", p.returncode == 3, f"rc={p.returncode} {p.stderr}")
+r = show(db)
+check("non-zero exit is 'failed'", r["status"] == "failed" and r["exit_code"] == 3, r["status"])
+
+p = run(db, "true", opts=("--name", "ok-run"))
+check("exit 0 passes through", p.returncode == 0)
+r = show(db, "ok-run")
+check("exit 0 is 'finished'", r["status"] == "finished" and r["exit_code"] == 0, r["status"])
+check("show --json has stable keys",
+      all(k in r for k in ("id", "name", "status", "exit_code", "start_ns", "end_ns", "duration_s",
+                           "samples", "bytes_per_sample", "metrics")), sorted(r))
+check("start and end are ns UTC", abs(r["start_ns"] / 1e9 - time.time()) < 60 and r["end_ns"] >= r["start_ns"])
+
+p = run(db, PYTHON, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)")
+check("SIGSEGV gives 128+11", p.returncode == 139, f"rc={p.returncode}")
+r = show(db)
+check("SIGSEGV is 'crashed' with its signal", r["status"] == "crashed" and r["signal"] == 11,
+      f"{r['status']} {r['signal']}")
+
+p = run(db, "sh", "-c", "kill -KILL $$")
+check("SIGKILL is 'killed', exit 137", p.returncode == 137 and show(db)["status"] == "killed")
+
+# a command that does not exist
+p = run(db, "no-such-command-xyz")
+check("missing command exits 127", p.returncode == 127, f"rc={p.returncode}")
+lines = [l for l in p.stderr.splitlines() if l.strip()]
+check("missing command: one-line error", len(lines) == 1 and "cannot run 'no-such-command-xyz'" in lines[0],
+      repr(p.stderr))
+r = show(db)
+check("missing command: run recorded as failed", r["status"] == "failed" and r["exit_code"] == 127
+      and "No such file" in (r["error"] or ""), json.dumps({k: r[k] for k in ("status", "exit_code", "error")}))
+
+# signals sent to strobe reach the job
+proc = subprocess.Popen([STROBE, "run", "--quiet", f"--store={db}", "--name", "sig", "--",
+                         PYTHON, "-c",
+                         "import signal, sys, time\n"
+                         "signal.signal(signal.SIGTERM, lambda *a: sys.exit(42))\n"
+                         "print('ready', flush=True)\n"
+                         "time.sleep(30)\n"], stdout=subprocess.PIPE, text=True)
+proc.stdout.readline()
+proc.send_signal(signal.SIGTERM)
+rc = proc.wait(timeout=20)
+check("SIGTERM is forwarded to the job (its handler exits 42)", rc == 42, f"rc={rc}")
+
+proc = subprocess.Popen([STROBE, "run", "--quiet", f"--store={db}", "--", "sleep", "30"])
+time.sleep(0.5)
+proc.send_signal(signal.SIGINT)
+rc = proc.wait(timeout=20)
+check("SIGINT from kill(1) is forwarded: exit 130, killed", rc == 130 and show(db)["status"] == "killed",
+      f"rc={rc}")
+proc = subprocess.Popen([STROBE, "run", "--quiet", f"--store={db}", "--", "sleep", "30"])
+time.sleep(0.5)
+proc.send_signal(signal.SIGHUP)
+rc = proc.wait(timeout=20)
+check("SIGHUP is forwarded: exit 129", rc == 129, f"rc={rc}")
+
+# options
+for bad in ("0.5ms", "61s", "abc", "-1s", "10xs"):
+    p = strobe("run", "--interval", bad, "--", "true", store=db)
+    check(f"--interval {bad} is refused with one line", p.returncode == 125 and
+          len(p.stderr.strip().splitlines()) == 1, f"rc={p.returncode} {p.stderr!r}")
+for good, n in (("1ms", None), ("50ms", None), ("1s", None), ("60s", None)):
+    p = strobe("run", "--quiet", "--interval", good, "--", "true", store=db)
+    check(f"--interval {good} is accepted", p.returncode == 0, p.stderr)
+p = strobe("run", "--name", "bad\nname", "--", "true", store=db)
+check("a run name with a newline is refused with one line", p.returncode == 125 and
+      len(p.stderr.strip().splitlines()) == 1, repr(p.stderr))
+p = strobe("run", "--name", "x" * 201, "--", "true", store=db)
+check("a 201-byte run name is refused", p.returncode == 125)
+hostile = "r'; DROP TABLE runs; -- \"é\""
+p = run(db, "true", opts=("--name", hostile, "--tag", "k=v 1", "--param", "lr=0.1", "--experiment", "exp 1"))
+r = show(db, hostile)
+check("a hostile name is stored verbatim", r["name"] == hostile and r["params"] == {"lr": "0.1"}
+      and r["tags"] == {"k": "v 1"} and r["experiment"] == "exp 1", json.dumps(r)[:300])
+p = strobe("run", "--", store=db)
+check("no command: usage error", p.returncode == 125)
+
+# ls, show by prefix, rm
+p = strobe("ls", "--json", store=db)
+runs = json.loads(p.stdout)
+check("ls --json lists every run", p.returncode == 0 and len(runs) >= 10, f"{len(runs)}")
+check("ls is newest first", all(runs[i]["start_ns"] >= runs[i + 1]["start_ns"] for i in range(len(runs) - 1)))
+rid = runs[0]["id"]
+check("show accepts an id prefix", show(db, rid[:6])["id"] == rid)
+p = strobe("show", "nope-never", store=db)
+check("show of an unknown run: one line, exit 1", p.returncode == 1 and len(p.stderr.strip().splitlines()) == 1,
+      p.stderr)
+p = strobe("ls", "--json", "--experiment", "exp 1", store=db)
+check("ls --experiment filters", [x["name"] for x in json.loads(p.stdout)] == [hostile], p.stdout[:200])
+p = strobe("rm", "ok-run", store=db)
+check("rm removes a run", p.returncode == 0 and strobe("show", "ok-run", store=db).returncode == 1, p.stderr)
+p = strobe("ls", store=os.path.join(TMP, "missing.db"))
+check("ls of a missing store: one line, exit 1, no file created",
+      p.returncode == 1 and not os.path.exists(os.path.join(TMP, "missing.db")), p.stderr)
+env = dict(os.environ, STROBE_STORE=db)
+p = subprocess.run([STROBE, "ls", "--json"], capture_output=True, text=True, env=env)
+check("STROBE_STORE selects the store", p.returncode == 0 and len(json.loads(p.stdout)) == len(runs) - 1)
+
+# export formats
+p = strobe("export", "--format", "csv", "--metric", "cpu.util", "sig", store=db)
+rows = p.stdout.splitlines()
+check("export csv has a header and rows", p.returncode == 0 and rows[0] == "time_ns,metric,value" and len(rows) > 3,
+      p.stdout[:200])
+p = strobe("export", "--format", "xml", "sig", store=db)
+check("export of an unknown format is refused", p.returncode == 2)
+done()

@@ -1,0 +1,79 @@
+#!/usr/bin/python3
+"""Truth checks for CPU: a child that burns one core for 3 s must read
+proc.cpu ~ 100 % and cpu.util ~ 50 % on a 2-core machine, and the CPU time
+strobe integrates must match the child's own getrusage() reading.
+
+Tolerances: /proc accounts CPU in 10 ms ticks, so one 100 ms sample of a
+busy process reads 90-110 %; the median over the busy window is exact to a
+tick. cpu.util also carries whatever else the host runs, so it is checked
+against psutil.cpu_percent() measured over the same window as well."""
+import os
+import subprocess
+import threading
+import time
+
+import psutil
+
+from strobetest import *
+
+db = store_path()
+ncpu = os.cpu_count()
+report = os.path.join(TMP, "rusage.txt")
+burn = f"""
+import resource, time
+end = time.monotonic() + 3.0
+x = 0
+while time.monotonic() < end:
+    x += 1
+ru = resource.getrusage(resource.RUSAGE_SELF)
+open({report!r}, "w").write(f"{{ru.ru_utime + ru.ru_stime}}")
+"""
+
+host = []
+def watch_host(stop):
+    psutil.cpu_percent(None)
+    while not stop.is_set():
+        time.sleep(0.5)
+        host.append((time.time(), psutil.cpu_percent(None)))
+
+stop = threading.Event()
+t = threading.Thread(target=watch_host, args=(stop,))
+t.start()
+p = run(db, PYTHON, "-c", burn)
+stop.set()
+t.join()
+check("burn job finished", p.returncode == 0, p.stderr)
+
+cpu = points(db, "proc.cpu")["proc.cpu"]
+util = points(db, "cpu.util")["cpu.util"]
+t0 = cpu[0][0]
+busy = [v for (ts, v) in cpu if t0 + 0.5 <= ts <= t0 + 2.8]
+near("proc.cpu median while burning ~ 100 %", median(busy), 100.0, 10.0)
+near("proc.cpu mean while burning ~ 100 %", sum(busy) / len(busy), 100.0, 5.0)
+
+used = float(open(report).read())
+strobe_s = integral(cpu) / 100.0
+near("CPU seconds: strobe's integral vs the child's getrusage", strobe_s, used, 0.05 * used + 0.05, "s")
+
+busy_util = [v for (ts, v) in util if t0 + 0.5 <= ts <= t0 + 2.8]
+host_busy = [v for (ts, v) in host if t0 + 1.0 <= ts <= t0 + 2.8]
+want = 100.0 / ncpu
+near("cpu.util agrees with psutil.cpu_percent over the same window", median(busy_util),
+     median(host_busy) if host_busy else want, 10.0)
+if host_busy and abs(median(host_busy) - want) <= 10:
+    near(f"cpu.util ~ {want:.0f} % (one of {ncpu} cores busy)", median(busy_util), want, 10.0)
+else:
+    skip("cpu.util ~ one core", f"the host is busy with other work ({host_busy})")
+
+# per-core: the busy core reads ~100 %, and the mean over cores is cpu.util
+cores = points(db, "cpu.util{core=*}")
+check("one series per core", len(cores) == ncpu, sorted(cores))
+mean_cores = [sum(cores[k][i][1] for k in cores) / len(cores) for i in range(len(util))]
+diff = max(abs(a - b[1]) for a, b in zip(mean_cores, util))
+check("mean of per-core util equals cpu.util (within rounding of ticks)", diff < 5.5, f"max diff {diff}")
+
+# the recorder's own cost is on the record
+r = show(db)
+self_cpu = r["metrics"]["strobe.cpu"]["mean"]
+check("strobe.cpu is recorded and small (< 5 % of a core at 100 ms)", 0 < self_cpu < 5, self_cpu)
+done()
