@@ -530,21 +530,20 @@ static int query_int(struct sqlite_store *s, const char *sql, int64_t *out)
     return rc == SQLITE_OK ? 0 : map_rc(s, rc, "cannot read store");
 }
 
-/* Bring the schema up to date: each migration runs in its own transaction
- * and bumps user_version, so an interrupted upgrade resumes where it was. */
-static int migrate(struct sqlite_store *s, int readonly)
+/* Check the version and refuse stores that are not ours or are newer. */
+static int check_version(struct sqlite_store *s, int64_t *version)
 {
-    int64_t version = 0, tables = 0;
-    int rc = query_int(s, "PRAGMA user_version", &version);
+    int64_t tables = 0;
+    int rc = query_int(s, "PRAGMA user_version", version);
     if (rc < 0)
         return rc;
-    if (version > SCHEMA_VERSION) {
+    if (*version > SCHEMA_VERSION) {
         strbuf_reset(&s->base.err);
         strbuf_addf(&s->base.err, "store schema version %lld is newer than this strobe's (%d)",
-                    (long long)version, SCHEMA_VERSION);
+                    (long long)*version, SCHEMA_VERSION);
         return -STROBE_ESCHEMA;
     }
-    if (version == 0) {
+    if (*version == 0) {
         rc = query_int(s, "SELECT count(*) FROM sqlite_schema WHERE type='table'", &tables);
         if (rc < 0)
             return rc;
@@ -554,20 +553,36 @@ static int migrate(struct sqlite_store *s, int readonly)
             return -STROBE_ECORRUPT;
         }
     }
-    if (readonly)
-        return version == SCHEMA_VERSION ? 0 : (version == 0 ? -STROBE_ENOTFOUND : 0);
-    for (int64_t v = version; v < SCHEMA_VERSION; v++) {
+    return 0;
+}
+
+/*
+ * Bring the schema up to date: each migration runs in its own write
+ * transaction and bumps user_version, so an interrupted upgrade resumes where
+ * it stopped. The version is read again under the write lock: recorders that
+ * start together on a new store must not both create it.
+ */
+static int migrate(struct sqlite_store *s, int readonly)
+{
+    int64_t version = 0;
+    int rc = check_version(s, &version);
+    if (rc < 0 || readonly || version == SCHEMA_VERSION)
+        return rc;
+    for (;;) {
         if ((rc = sqlite_begin(&s->base)) < 0)
             return rc;
+        if ((rc = check_version(s, &version)) < 0 || version == SCHEMA_VERSION) {
+            sqlite_rollback(&s->base);
+            return rc;
+        }
         char bump[64];
-        snprintf(bump, sizeof(bump), "PRAGMA user_version = %lld", (long long)(v + 1));
-        if ((rc = exec_sql(s, schema_migrations[v])) < 0 || (rc = exec_sql(s, bump)) < 0 ||
+        snprintf(bump, sizeof(bump), "PRAGMA user_version = %lld", (long long)(version + 1));
+        if ((rc = exec_sql(s, schema_migrations[version])) < 0 || (rc = exec_sql(s, bump)) < 0 ||
             (rc = sqlite_commit(&s->base)) < 0) {
             sqlite_rollback(&s->base);
             return rc;
         }
     }
-    return 0;
 }
 
 int store_sqlite_open(const char *uri, int readonly, struct store **out, struct strbuf *err)

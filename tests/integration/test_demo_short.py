@@ -1,0 +1,35 @@
+#!/usr/bin/python3
+"""A real PyTorch training (examples/train.py, a short one) under strobe:
+the data-loader workers are in the tree, Python and torch versions and the
+environment are in the catalog, and the summary is readable."""
+import os
+import subprocess
+
+from strobetest import *
+
+db = store_path()
+env = dict(os.environ, OMP_NUM_THREADS="1", MY_API_TOKEN="secret")
+p = subprocess.run([STROBE, "run", "--quiet", f"--store={db}", "--name", "short", "--param", "batch=32",
+                    "--", PYTHON, "examples/train.py", "--seconds", "6", "--workers", "2", "--batch-size", "32"],
+                   capture_output=True, text=True, timeout=120, env=env)
+check("training finished", p.returncode == 0, p.stderr[-500:])
+check("training output passes through", "done:" in p.stdout, p.stdout[-300:])
+r = show(db, "short")
+check("python version recorded", (r["python_version"] or "").startswith("3."), r["python_version"])
+check("torch version recorded", (r["torch_version"] or "").startswith(("1.", "2.")), r["torch_version"])
+check("chosen environment recorded", r["env"].get("OMP_NUM_THREADS") == "1", r["env"])
+check("secrets are not recorded", "MY_API_TOKEN" not in r["env"])
+check("params recorded", r["params"] == {"batch": "32"})
+procs = [m["meta"] for k, m in r["metrics"].items() if k.startswith("proc.cpu{")]
+root = [m for m in procs if m["root"]]
+check("one root process", len(root) == 1, procs)
+workers = [m for m in procs if root and m["ppid"] == root[0]["pid"]]
+check("the two data-loader workers are seen as children of the trainer", len(workers) >= 2, procs)
+check("proc.count peaked at 3 or more", r["metrics"]["proc.count"]["max"] >= 3, r["metrics"]["proc.count"])
+check("the trainer used CPU", r["metrics"]["proc.cpu"]["mean"] > 30, r["metrics"]["proc.cpu"])
+check("cwd and command recorded", r["cwd"] == os.getcwd() and r["command"][1] == "examples/train.py", r["command"])
+txt = strobe("show", "short", store=db)
+check("text summary names the busiest processes", txt.returncode == 0 and "busiest processes" in txt.stdout
+      and "cpu.util" in txt.stdout, txt.stdout[-400:])
+check("stored size is reported", 0 < r["bytes_per_sample"] < 8, r["bytes_per_sample"])
+done()
