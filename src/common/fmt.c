@@ -28,6 +28,8 @@ const char *fmt_duration(double s, char *buf, size_t cap)
 {
     if (!isfinite(s) || s < 0)
         snprintf(buf, cap, "-");
+    else if (s < 1)
+        snprintf(buf, cap, "%.0fms", s * 1e3);
     else if (s < 60)
         snprintf(buf, cap, "%.1fs", s);
     else if (s < 3600)

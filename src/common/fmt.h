@@ -8,7 +8,7 @@
 
 /* 1536 -> "1.5 KiB" */
 const char *fmt_bytes(double bytes, char *buf, size_t cap);
-/* 75.2 s -> "1m15s"; 3.25 -> "3.2s" */
+/* 75.2 s -> "1m15s"; 3.25 -> "3.2s"; 0.1 -> "100ms" */
 const char *fmt_duration(double seconds, char *buf, size_t cap);
 /* ns since the epoch -> "2026-12-01 07:15:02" UTC */
 const char *fmt_time_utc(int64_t ns, char *buf, size_t cap);

@@ -54,6 +54,7 @@ struct recorder {
     uint32_t s_self_cpu;
     int64_t frames, missed;
     int store_failing; /* the last commit failed; warned once */
+    int64_t committed_ns; /* time of the last sample the store has */
     int live;
     char name_buf[256];
 };
@@ -313,6 +314,8 @@ static void settle(struct recorder *r)
         log_note("store '%s' is writable again", r->o->store_uri);
         r->store_failing = 0;
     }
+    if (rc == 0)
+        r->committed_ns = r->batch.run.last_ns;
 }
 
 static void flush(struct recorder *r, int final)
@@ -472,8 +475,11 @@ static void summary(struct recorder *r, int final_rc)
         (void)w;
     }
     if (final_rc < 0) {
-        log_error("could not save the last %lld points of run %s to store '%s': %s",
-                  (long long)r->series.points, r->run.id, r->o->store_uri, err_str(final_rc));
+        char lost[32];
+        int64_t from = r->committed_ns ? r->committed_ns : r->run.start_ns;
+        log_error("could not save the last %s of run %s to store '%s': %s",
+                  fmt_duration((double)(r->run.last_ns - from) / 1e9, lost, sizeof(lost)), r->run.id,
+                  r->o->store_uri, err_str(final_rc));
         return;
     }
     if (r->o->quiet)
