@@ -133,6 +133,22 @@ static void copy_word(char *dst, size_t cap, const char *src, size_t len)
     dst[len] = '\0';
 }
 
+/* Documentation/admin-guide/iostats.rst: fields 1-11, the same in
+ * /proc/diskstats (after major, minor, name) and /sys/block/DEV/stat. */
+static int parse_disk_fields(struct cursor *c, struct diskstat *out)
+{
+    uint64_t v[11];
+    for (int i = 0; i < 11; i++)
+        if (cursor_u64(c, &v[i]) < 0)
+            return -EINVAL;
+    out->reads = v[0];
+    out->sectors_read = v[2];
+    out->writes = v[4];
+    out->sectors_written = v[6];
+    out->io_ticks_ms = v[9];
+    return 0;
+}
+
 int parse_diskstats_next(const char *buf, size_t len, size_t *pos, struct diskstat *out)
 {
     if (*pos >= len)
@@ -144,20 +160,21 @@ int parse_diskstats_next(const char *buf, size_t len, size_t *pos, struct diskst
     *pos = (size_t)(c.p - buf);
     const char *name;
     size_t nlen;
-    uint64_t v[11];
     if (cursor_skip_fields(&line, 2) < 0 || cursor_word(&line, &name, &nlen) < 0)
         return -EINVAL;
-    /* proc(5) / Documentation/admin-guide/iostats.rst: fields 1-11 after the name. */
-    for (int i = 0; i < 11; i++)
-        if (cursor_u64(&line, &v[i]) < 0)
-            return -EINVAL;
-    copy_word(out->name, sizeof(out->name), name, nlen);
-    out->reads = v[0];
-    out->sectors_read = v[2];
-    out->writes = v[4];
-    out->sectors_written = v[6];
-    out->io_ticks_ms = v[9];
+    struct diskstat ds;
+    if (parse_disk_fields(&line, &ds) < 0)
+        return -EINVAL;
+    copy_word(ds.name, sizeof(ds.name), name, nlen);
+    *out = ds;
     return 1;
+}
+
+int parse_block_stat(const char *buf, size_t len, struct diskstat *out)
+{
+    struct cursor c;
+    cursor_init(&c, buf, len);
+    return parse_disk_fields(&c, out);
 }
 
 int parse_netdev_next(const char *buf, size_t len, size_t *pos, struct netdev *out)
@@ -177,7 +194,8 @@ int parse_netdev_next(const char *buf, size_t len, size_t *pos, struct netdev *o
     *pos = (size_t)(c.p - buf);
     cursor_skip_blanks(&line);
     const char *name = line.p;
-    const char *colon = memchr(line.p, ':', (size_t)(line.end - line.p));
+    /* the name's colon must be on this line, not borrowed from the next */
+    const char *colon = memchr(line.p, ':', (size_t)(c.p - line.p));
     if (!colon)
         return -EINVAL;
     copy_word(out->name, sizeof(out->name), name, (size_t)(colon - name));
@@ -274,6 +292,27 @@ int parse_pid_status_rss(const char *buf, size_t len, uint64_t *rss_bytes)
     if (cursor_u64(&c, &kib) < 0)
         return -EINVAL;
     *rss_bytes = kib * 1024;
+    return 0;
+}
+
+int parse_pid_statm(const char *buf, size_t len, uint64_t *resident_pages)
+{
+    struct cursor c;
+    cursor_init(&c, buf, len);
+    uint64_t size;
+    if (cursor_u64(&c, &size) < 0 || cursor_u64(&c, resident_pages) < 0)
+        return -EINVAL;
+    return 0;
+}
+
+int parse_pid_schedstat(const char *buf, size_t len, uint64_t *switches)
+{
+    struct cursor c;
+    cursor_init(&c, buf, len);
+    uint64_t run_ns, wait_ns;
+    if (cursor_u64(&c, &run_ns) < 0 || cursor_u64(&c, &wait_ns) < 0 ||
+        cursor_u64(&c, switches) < 0)
+        return -EINVAL;
     return 0;
 }
 

@@ -81,6 +81,18 @@ int parse_pid_status_ctxt(const char *buf, size_t len, uint64_t *vol, uint64_t *
  * hundreds of KiB; -ENOENT when absent (a zombie). */
 int parse_pid_status_rss(const char *buf, size_t len, uint64_t *rss_bytes);
 
+/* /proc/PID/statm: the second field, resident pages. */
+int parse_pid_statm(const char *buf, size_t len, uint64_t *resident_pages);
+
+/* /proc/PID/schedstat: "run_ns wait_ns timeslices"; the third field counts
+ * the times the task was switched in, that is its context switches
+ * (voluntary + involuntary of status, to one, for the main thread). */
+int parse_pid_schedstat(const char *buf, size_t len, uint64_t *switches);
+
+/* /sys/block/DEV/stat: the /proc/diskstats fields after the name. name is
+ * left as it was. */
+int parse_block_stat(const char *buf, size_t len, struct diskstat *out);
+
 /* A list of decimal pids separated by blanks (/proc/PID/task/TID/children,
  * cgroup.procs). Calls fn for each; returns how many, or -EINVAL. */
 typedef void pid_list_fn(pid_t pid, void *arg);

@@ -25,10 +25,8 @@ int proc_tree_init(struct proc_tree *t, const struct sample_env *env)
 
 static void entry_close(struct proc_entry *e)
 {
-    pfile_close(&e->stat);
-    pfile_close(&e->io);
-    pfile_close(&e->status);
-    pfile_close(&e->children);
+    for (int i = 0; i < PF_COUNT; i++)
+        pfile_close(&e->f[i]);
     if (e->dirfd >= 0)
         close(e->dirfd);
     e->dirfd = -1;
@@ -36,10 +34,8 @@ static void entry_close(struct proc_entry *e)
 
 static void entry_free_buffers(struct proc_entry *e)
 {
-    pfile_release(&e->stat);
-    pfile_release(&e->io);
-    pfile_release(&e->status);
-    pfile_release(&e->children);
+    for (int i = 0; i < PF_COUNT; i++)
+        pfile_release(&e->f[i]);
 }
 
 void proc_tree_release(struct proc_tree *t)
@@ -64,21 +60,27 @@ struct proc_entry *proc_tree_find(struct proc_tree *t, pid_t pid)
     return NULL;
 }
 
-/* Read stat (required), io and status (best effort) of one process. Returns
- * 0, or -ESRCH/-ENOENT once the process has been reaped. */
+/* Read stat (required), then io, statm and schedstat (best effort) of one
+ * process. Returns 0, or -ESRCH/-ENOENT once the process has been reaped.
+ * status would give RSS and context switches in one file, but the kernel
+ * takes three times as long to write it as statm and schedstat together. */
 static int entry_read(struct proc_entry *e, long page_bytes)
 {
-    int rc = pfile_read(&e->stat);
+    struct pfile *f = e->f;
+    int rc = pfile_read(&f[PF_STAT]);
     if (rc < 0)
         return rc;
-    if (e->stat.len == 0 || parse_pid_stat(e->stat.buf, e->stat.len, &e->st) < 0)
+    if (f[PF_STAT].len == 0 || parse_pid_stat(f[PF_STAT].buf, f[PF_STAT].len, &e->st) < 0)
         return -ESRCH;
-    e->io_ok = e->io.fd >= 0 && pfile_read(&e->io) == 0 &&
-               parse_pid_io(e->io.buf, e->io.len, &e->iov) == 0;
-    e->status_ok = e->status.fd >= 0 && pfile_read(&e->status) == 0 &&
-                   parse_pid_status_ctxt(e->status.buf, e->status.len, &e->vol_ctxt,
-                                         &e->invol_ctxt) == 0;
-    if (!e->status_ok || parse_pid_status_rss(e->status.buf, e->status.len, &e->rss_bytes) < 0)
+    e->io_ok = f[PF_IO].fd >= 0 && pfile_read(&f[PF_IO]) == 0 &&
+               parse_pid_io(f[PF_IO].buf, f[PF_IO].len, &e->iov) == 0;
+    e->ctxt_ok = f[PF_SCHEDSTAT].fd >= 0 && pfile_read(&f[PF_SCHEDSTAT]) == 0 &&
+                 parse_pid_schedstat(f[PF_SCHEDSTAT].buf, f[PF_SCHEDSTAT].len, &e->ctxt) == 0;
+    uint64_t pages;
+    if (f[PF_STATM].fd >= 0 && pfile_read(&f[PF_STATM]) == 0 &&
+        parse_pid_statm(f[PF_STATM].buf, f[PF_STATM].len, &pages) == 0)
+        e->rss_bytes = pages * (uint64_t)page_bytes;
+    else
         e->rss_bytes = e->st.rss_pages * (uint64_t)page_bytes;
     e->ppid = e->st.ppid;
     return 0;
@@ -92,15 +94,17 @@ static int entry_open(struct proc_tree *t, struct proc_entry *e, pid_t pid)
     if (e->dirfd < 0)
         return -errno;
     e->pid = pid;
-    int rc = pfile_open(&e->stat, e->dirfd, "stat");
+    int rc = pfile_open(&e->f[PF_STAT], e->dirfd, "stat");
     if (rc < 0) {
         entry_close(e);
         return rc;
     }
-    pfile_open(&e->io, e->dirfd, "io"); /* needs ptrace access: may fail */
-    pfile_open(&e->status, e->dirfd, "status");
+    /* the rest may fail (io needs ptrace access): those series stay empty */
+    pfile_open(&e->f[PF_IO], e->dirfd, "io");
+    pfile_open(&e->f[PF_STATM], e->dirfd, "statm");
+    pfile_open(&e->f[PF_SCHEDSTAT], e->dirfd, "schedstat");
     snprintf(path, sizeof(path), "task/%d/children", (int)pid);
-    pfile_open(&e->children, e->dirfd, path);
+    pfile_open(&e->f[PF_CHILDREN], e->dirfd, path);
     return 0;
 }
 
@@ -114,19 +118,18 @@ static struct proc_entry *tree_add(struct proc_tree *t, pid_t pid)
         for (uint32_t i = t->cap; i < cap; i++) {
             memset(&e[i], 0, sizeof(e[i]));
             e[i].dirfd = -1;
-            e[i].stat = e[i].io = e[i].status = e[i].children = (struct pfile)PFILE_INIT;
+            for (int k = 0; k < PF_COUNT; k++)
+                e[i].f[k] = (struct pfile)PFILE_INIT;
         }
         t->e = e;
         t->cap = cap;
     }
     struct proc_entry *e = &t->e[t->n];
     /* keep the slot's buffers, reset the rest */
-    struct pfile keep[4] = {e->stat, e->io, e->status, e->children};
+    struct pfile keep[PF_COUNT];
+    memcpy(keep, e->f, sizeof(keep));
     memset(e, 0, sizeof(*e));
-    e->stat = keep[0];
-    e->io = keep[1];
-    e->status = keep[2];
-    e->children = keep[3];
+    memcpy(e->f, keep, sizeof(keep));
     e->dirfd = -1;
     if (entry_open(t, e, pid) < 0 || entry_read(e, t->env->page_bytes) < 0) {
         entry_close(e);
@@ -180,10 +183,8 @@ void proc_tree_reap_prepare(struct proc_tree *t, pid_t pid)
         return;
     entry_read(e, t->env->page_bytes); /* a zombie still shows its whole group's final totals */
     totals_add_entry(&t->reaped, e);
-    if (e->status_ok && e->have_prev) {
-        uint64_t c = e->vol_ctxt + e->invol_ctxt;
-        t->ctxt_sum += c > e->prev_ctxt ? c - e->prev_ctxt : 0;
-    }
+    if (e->ctxt_ok && e->have_prev)
+        t->ctxt_sum += e->ctxt > e->prev_ctxt ? e->ctxt - e->prev_ctxt : 0;
     tree_remove(t, (uint32_t)(e - t->e));
 }
 
@@ -247,7 +248,7 @@ static void discover(struct proc_tree *t, int64_t mono_ns, struct pfile *scratch
     /* entries appended during the walk are walked too: a new child's own
      * children are found in the same sample */
     for (uint32_t i = 0; i < t->n; i++) {
-        read_children(t, &t->e[i].children, t->e[i].pid);
+        read_children(t, &t->e[i].f[PF_CHILDREN], t->e[i].pid);
         if (full)
             scan_thread_children(t, i, scratch);
     }
@@ -319,7 +320,7 @@ static void entry_emit(struct proc_tree *t, struct proc_entry *e, struct sample_
             return;
     }
     uint64_t cpu = e->st.utime + e->st.stime;
-    uint64_t ctxt = e->vol_ctxt + e->invol_ctxt;
+    uint64_t ctxt = e->ctxt;
     series_put(st, e->s_rss, (double)e->rss_bytes);
     series_put(st, e->s_threads, (double)e->st.num_threads);
     if (e->have_prev) {
@@ -328,8 +329,10 @@ static void entry_emit(struct proc_tree *t, struct proc_entry *e, struct sample_
                    rate_per_s(cpu, e->prev_cpu_ticks, dt) * 100.0 / (double)t->env->ticks_per_s);
         series_put(st, e->s_read, rate_per_s(e->iov.read_bytes, e->prev_io.read_bytes, dt));
         series_put(st, e->s_write, rate_per_s(e->iov.write_bytes, e->prev_io.write_bytes, dt));
-        series_put(st, e->s_ctxt, rate_per_s(ctxt, e->prev_ctxt, dt));
-        t->ctxt_sum += ctxt > e->prev_ctxt ? ctxt - e->prev_ctxt : 0;
+        if (e->ctxt_ok) {
+            series_put(st, e->s_ctxt, rate_per_s(ctxt, e->prev_ctxt, dt));
+            t->ctxt_sum += ctxt > e->prev_ctxt ? ctxt - e->prev_ctxt : 0;
+        }
     }
     e->prev_cpu_ticks = cpu;
     e->prev_io = e->iov;

@@ -24,17 +24,27 @@
 struct sample_env;
 struct series_table;
 
+/* The files kept open per process, relative to its /proc/PID fd. */
+enum proc_file {
+    PF_STAT,      /* stat: CPU ticks, threads, ppid, comm */
+    PF_IO,        /* io: bytes read and written (needs ptrace access) */
+    PF_STATM,     /* statm: resident pages (exact; stat's rss can lag) */
+    PF_SCHEDSTAT, /* schedstat: times switched in, i.e. context switches */
+    PF_CHILDREN,  /* task/PID/children: the main thread's children */
+    PF_COUNT
+};
+
 struct proc_entry {
     pid_t pid;
     pid_t ppid;
     pid_t meta_ppid;                    /* ppid as last written to the series meta */
     int dirfd;                          /* /proc/PID, kept: it also pins the identity */
-    struct pfile stat, io, status, children;
+    struct pfile f[PF_COUNT];
     char comm[64];
     struct pid_stat st;                 /* last read */
     struct pid_io iov;                  /* last read (zero if unreadable) */
-    uint64_t vol_ctxt, invol_ctxt;      /* last read, main thread (status) */
-    uint64_t rss_bytes;                 /* last read: status VmRSS, else stat rss */
+    uint64_t ctxt;                      /* last read: context switches (main thread) */
+    uint64_t rss_bytes;                 /* last read: statm resident, else stat rss */
     uint64_t prev_cpu_ticks;            /* utime+stime at the previous sample */
     struct pid_io prev_io;
     uint64_t prev_ctxt;
@@ -43,7 +53,7 @@ struct proc_entry {
     uint8_t have_series;
     uint8_t have_prev;
     uint8_t io_ok;
-    uint8_t status_ok;
+    uint8_t ctxt_ok;
 };
 
 /* Totals that only grow: tree CPU ticks and I/O bytes. */

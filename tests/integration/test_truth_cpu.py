@@ -68,9 +68,11 @@ else:
 # per-core: the busy core reads ~100 %, and the mean over cores is cpu.util
 cores = points(db, "cpu.util{core=*}")
 check("one series per core", len(cores) == ncpu, sorted(cores))
-mean_cores = [sum(cores[k][i][1] for k in cores) / len(cores) for i in range(len(util))]
-diff = max(abs(a - b[1]) for a, b in zip(mean_cores, util))
-check("mean of per-core util equals cpu.util (within rounding of ticks)", diff < 5.5, f"max diff {diff}")
+# per sample the two can differ by a tick's share (cores see 9 or 11 ticks in
+# 100 ms); over the run they must agree
+mean_cores = sum(sum(v for _, v in cores[k]) / len(cores[k]) for k in cores) / len(cores)
+mean_total = sum(v for _, v in util) / len(util)
+near("mean of per-core util equals cpu.util over the run", mean_cores, mean_total, 2.0)
 
 # the recorder's own cost is on the record
 r = show(db)
