@@ -256,14 +256,24 @@ static void reap_children(struct recorder *r)
 
 /* ---- sampling ------------------------------------------------------------- */
 
-static void sample_frame(struct recorder *r, int64_t ts_ns)
+/*
+ * Sample one frame stamped offset_ns after the start. Rates use the same
+ * scheduled times as the timestamps (not the instant each file was read), so
+ * integrating a stored rate over the stored timestamps gives back the
+ * counter's change exactly; the reads themselves happen within the wake-up
+ * latency after the deadline.
+ */
+static void sample_frame(struct recorder *r, int64_t offset_ns)
 {
-    struct sample_ctx ctx = {&r->series, &r->env, clock_monotonic_ns()};
+    struct sample_ctx ctx = {&r->series, &r->env, r->start_mono_ns + offset_ns};
+    int64_t ts_ns = r->start_real_ns + offset_ns;
+    if (r->frames && ts_ns <= r->run.last_ns)
+        ts_ns = r->run.last_ns + 1;
     r->series.now_ns = ts_ns;
     sampler_sample(&r->sampler, &ctx);
     /* the recorder's own CPU, so its cost is on the record of every run */
     int64_t cpu = clock_process_cpu_ns();
-    if (r->prev_self_mono_ns)
+    if (r->frames)
         series_put(&r->series, r->s_self_cpu,
                    100.0 * (double)(cpu - r->prev_self_cpu_ns) /
                        (double)(ctx.mono_ns - r->prev_self_mono_ns));
@@ -359,8 +369,7 @@ static void on_timer(struct recorder *r)
     /* a late wake-up covers several deadlines: sample once, count the rest */
     r->missed += (int64_t)expirations - 1;
     r->deadline_index += (int64_t)expirations;
-    int64_t offset = r->deadline_index * r->o->interval_ns;
-    sample_frame(r, r->start_real_ns + offset);
+    sample_frame(r, r->deadline_index * r->o->interval_ns);
     int64_t now = clock_monotonic_ns();
     if (now - r->last_flush_ns >= FLUSH_INTERVAL_NS) {
         flush(r, 0);
@@ -418,11 +427,10 @@ static void final_frame(struct recorder *r)
         while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
             ;
         r->deadline_index++;
-        sample_frame(r, r->start_real_ns + offset);
+        sample_frame(r, offset);
         return;
     }
-    int64_t end_ts = r->start_real_ns + (clock_monotonic_ns() - r->start_mono_ns);
-    sample_frame(r, end_ts > r->run.last_ns ? end_ts : r->run.last_ns + 1);
+    sample_frame(r, clock_monotonic_ns() - r->start_mono_ns);
 }
 
 static int is_fault_signal(int sig)
@@ -567,7 +575,7 @@ int recorder_run(const struct recorder_opts *o)
     r.start_real_ns = clock_realtime_ns();
     r.last_flush_ns = r.last_live_ns = r.start_mono_ns;
     proc_tree_set_root(&r.tree, r.child);
-    sample_frame(&r, r.start_real_ns); /* the baseline every rate starts from */
+    sample_frame(&r, 0); /* the baseline every rate starts from */
     arm_timer(&r);
     loop(&r);
     final_frame(&r);

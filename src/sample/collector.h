@@ -34,7 +34,7 @@ struct sample_env {
 struct sample_ctx {
     struct series_table *series; /* where values go, at series->now_ns */
     const struct sample_env *env;
-    int64_t mono_ns; /* when this sample's reads began: the base of rates */
+    int64_t mono_ns; /* the frame's scheduled time (CLOCK_MONOTONIC): the base of rates */
 };
 
 struct collector_ops {
@@ -67,7 +67,9 @@ void sampler_sample(struct sampler *s, struct sample_ctx *ctx);
 void sampler_release(struct sampler *s);
 
 /* Turn a counter delta into a per-second rate; 0 when the counter went back
- * (a device reset or a wrapped counter reads as no activity, not a spike). */
+ * (a device reset or a wrapped counter reads as no activity, not a spike).
+ * Computed as delta * 1e9 / dt_ns, which is exact whenever the rate is a
+ * whole number (a delta over 100 ms): such values compress to a few bits. */
 static inline double rate_per_s(uint64_t now, uint64_t before, int64_t dt_ns)
 {
     if (now < before || dt_ns <= 0)

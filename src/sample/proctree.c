@@ -367,13 +367,13 @@ static void tree_emit(struct proc_tree *t, struct sample_ctx *ctx, uint64_t rss,
     uint64_t d_rchar = grow(&t->emitted.rchar, now.rchar);
     uint64_t d_wchar = grow(&t->emitted.wchar, now.wchar);
     if (t->prev_mono_ns) {
-        double dt_s = (double)(ctx->mono_ns - t->prev_mono_ns) / 1e9;
-        series_put(st, t->s_cpu, (double)d_ticks / (double)t->env->ticks_per_s / dt_s * 100.0);
-        series_put(st, t->s_read, (double)d_read / dt_s);
-        series_put(st, t->s_write, (double)d_write / dt_s);
-        series_put(st, t->s_rchar, (double)d_rchar / dt_s);
-        series_put(st, t->s_wchar, (double)d_wchar / dt_s);
-        series_put(st, t->s_ctxt, (double)(t->ctxt_sum - prev_ctxt_sum) / dt_s);
+        int64_t dt = ctx->mono_ns - t->prev_mono_ns;
+        series_put(st, t->s_cpu, rate_per_s(d_ticks, 0, dt) * 100.0 / (double)t->env->ticks_per_s);
+        series_put(st, t->s_read, rate_per_s(d_read, 0, dt));
+        series_put(st, t->s_write, rate_per_s(d_write, 0, dt));
+        series_put(st, t->s_rchar, rate_per_s(d_rchar, 0, dt));
+        series_put(st, t->s_wchar, rate_per_s(d_wchar, 0, dt));
+        series_put(st, t->s_ctxt, rate_per_s(t->ctxt_sum, prev_ctxt_sum, dt));
     }
     t->prev_mono_ns = ctx->mono_ns;
 }

@@ -105,6 +105,23 @@ static int exec_sql(struct sqlite_store *s, const char *sql)
     return rc == SQLITE_OK ? 0 : map_rc(s, rc, "cannot update store");
 }
 
+/* Switching a new file to WAL needs an exclusive lock, and SQLite does not
+ * wait for it through the busy handler when another connection is switching
+ * the same file at that moment (it answers SQLITE_BUSY at once rather than
+ * risk a deadlock): two recorders creating one store would see "database is
+ * locked". Retry for as long as the busy timeout would have waited. */
+static int set_wal(struct sqlite_store *s)
+{
+    int rc;
+    for (int waited_ms = 0;; waited_ms += 10) {
+        rc = sqlite3_exec(s->db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
+        if ((rc & 0xff) != SQLITE_BUSY || waited_ms >= BUSY_TIMEOUT_MS)
+            break;
+        sqlite3_sleep(10);
+    }
+    return rc == SQLITE_OK ? 0 : map_rc(s, rc, "cannot update store");
+}
+
 static sqlite3_stmt *stmt(struct sqlite_store *s, int which)
 {
     if (!s->st[which] &&
@@ -614,7 +631,7 @@ int store_sqlite_open(const char *uri, int readonly, struct store **out, struct 
     }
     sqlite3_extended_result_codes(s->db, 1);
     sqlite3_busy_timeout(s->db, BUSY_TIMEOUT_MS);
-    if (!readonly && (rc = exec_sql(s, "PRAGMA journal_mode=WAL")) < 0)
+    if (!readonly && (rc = set_wal(s)) < 0)
         goto fail;
     if ((rc = exec_sql(s, "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON")) < 0)
         goto fail;
