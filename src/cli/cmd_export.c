@@ -14,7 +14,8 @@
 static const char export_usage[] =
     "usage: strobe export [--store S] --format csv|jsonl [--metric GLOB]... [-o FILE] RUN\n"
     "  csv:   time_ns,metric,value   (metric as name{labels})\n"
-    "  jsonl: {\"time_ns\":...,\"metric\":\"cpu.util\",\"labels\":{\"core\":\"0\"},\"value\":...}\n";
+    "  jsonl: "
+    "{\"time_ns\":...,\"metric\":\"cpu.util\",\"labels\":{\"core\":\"0\"},\"value\":...}\n";
 
 struct export_ctx {
     struct store *s;
@@ -140,12 +141,9 @@ static int export_series(const struct series_record *sr, void *arg)
 int cmd_export(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"store", required_argument, NULL, 's'},
-        {"format", required_argument, NULL, 'f'},
-        {"metric", required_argument, NULL, 'm'},
-        {"output", required_argument, NULL, 'o'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"store", required_argument, NULL, 's'},  {"format", required_argument, NULL, 'f'},
+        {"metric", required_argument, NULL, 'm'}, {"output", required_argument, NULL, 'o'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
     const char *store_flag = NULL, *format = NULL, *path = NULL;
     struct export_ctx c;

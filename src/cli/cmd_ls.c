@@ -108,8 +108,8 @@ int cmd_ls(int argc, char **argv)
         return CLI_EXIT_ERROR;
     strbuf_init(&c.out);
     if (!c.json)
-        printf("%-16s  %-24s  %-9s  %-19s  %8s  %6s  %8s\n", "ID", "NAME", "STATUS",
-               "START (UTC)", "DURATION", "EXIT", "SAMPLES");
+        printf("%-16s  %-24s  %-9s  %-19s  %8s  %6s  %8s\n", "ID", "NAME", "STATUS", "START (UTC)",
+               "DURATION", "EXIT", "SAMPLES");
     int rc = s->ops->runs_query(s, experiment, ls_visit, &c);
     if (rc < 0)
         fprintf(stderr, "strobe: cannot list runs in '%s': %s\n", s->uri, s->err.buf);

@@ -60,8 +60,8 @@ static int add_kv(struct kv_list *l, const char *flag, const char *arg)
         log_error("%s wants KEY=VALUE, got '%s'", flag, arg);
         return -1;
     }
-    int rc = check_text(flag, k) < 0 || (v[0] && check_text(flag, v) < 0) ? -1
-                                                                          : kv_list_add(l, k, v);
+    int rc =
+        check_text(flag, k) < 0 || (v[0] && check_text(flag, v) < 0) ? -1 : kv_list_add(l, k, v);
     free(k);
     free(v);
     return rc;

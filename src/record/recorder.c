@@ -53,7 +53,7 @@ struct recorder {
     int64_t prev_self_cpu_ns, prev_self_mono_ns;
     uint32_t s_self_cpu;
     int64_t frames, missed;
-    int store_failing; /* the last commit failed; warned once */
+    int store_failing;    /* the last commit failed; warned once */
     int64_t committed_ns; /* time of the last sample the store has */
     int live;
     char name_buf[256];
@@ -84,7 +84,8 @@ static const char *default_name(const struct recorder_opts *o, char *buf, size_t
 {
     /* "python train.py" is better named after the script than the interpreter */
     const char *pick = o->argv[0];
-    if (o->argv[1] && strncmp(strrchr(pick, '/') ? strrchr(pick, '/') + 1 : pick, "python", 6) == 0 &&
+    if (o->argv[1] &&
+        strncmp(strrchr(pick, '/') ? strrchr(pick, '/') + 1 : pick, "python", 6) == 0 &&
         o->argv[1][0] != '-')
         pick = o->argv[1];
     const char *base = strrchr(pick, '/');
@@ -108,8 +109,8 @@ static int open_store_and_run(struct recorder *r)
     strbuf_release(&err);
     run_record_init(&r->run);
     runinfo_new_id(r->run.id);
-    r->run.name = strdup(r->o->name ? r->o->name
-                                    : default_name(r->o, r->name_buf, sizeof(r->name_buf)));
+    r->run.name =
+        strdup(r->o->name ? r->o->name : default_name(r->o, r->name_buf, sizeof(r->name_buf)));
     r->run.experiment = r->o->experiment ? strdup(r->o->experiment) : NULL;
     for (size_t i = 0; i < r->o->tags.n; i++)
         kv_list_add(&r->run.tags, r->o->tags.items[i].key, r->o->tags.items[i].value);
@@ -355,7 +356,8 @@ static void live_line(struct recorder *r, int64_t now)
                      fmt_bytes(mem->enc.st.count ? mem->enc.st.last : 0.0, rss, sizeof(rss)),
                      (long long)r->frames);
     if (n > 0) {
-        ssize_t w = write(STDERR_FILENO, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+        ssize_t w =
+            write(STDERR_FILENO, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
         (void)w;
     }
 }
@@ -363,8 +365,7 @@ static void live_line(struct recorder *r, int64_t now)
 static void on_timer(struct recorder *r)
 {
     uint64_t expirations = 0;
-    if (read(r->timerfd, &expirations, sizeof(expirations)) != sizeof(expirations) ||
-        !expirations)
+    if (read(r->timerfd, &expirations, sizeof(expirations)) != sizeof(expirations) || !expirations)
         return;
     /* a late wake-up covers several deadlines: sample once, count the rest */
     r->missed += (int64_t)expirations - 1;
@@ -486,8 +487,8 @@ static void summary(struct recorder *r, int final_rc)
         char lost[32];
         int64_t from = r->committed_ns ? r->committed_ns : r->run.start_ns;
         log_error("could not save the last %s of run %s to store '%s': %s",
-                  fmt_duration((double)(r->run.last_ns - from) / 1e9, lost, sizeof(lost)), r->run.id,
-                  r->o->store_uri, err_str(final_rc));
+                  fmt_duration((double)(r->run.last_ns - from) / 1e9, lost, sizeof(lost)),
+                  r->run.id, r->o->store_uri, err_str(final_rc));
         return;
     }
     if (r->o->quiet)
@@ -497,8 +498,8 @@ static void summary(struct recorder *r, int final_rc)
     int code = r->run.signal ? r->run.signal : r->run.exit_code;
     log_note("run %s '%s' %s after %s (%s %d), %lld samples in %s; see 'strobe show %.8s'",
              r->run.id, r->run.name, r->run.status,
-             fmt_duration((double)(r->run.end_ns - r->run.start_ns) / 1e9, dur, sizeof(dur)),
-             how, code, (long long)r->frames, r->o->store_uri, r->run.id);
+             fmt_duration((double)(r->run.end_ns - r->run.start_ns) / 1e9, dur, sizeof(dur)), how,
+             code, (long long)r->frames, r->o->store_uri, r->run.id);
     if (r->series.dropped)
         log_warn("%llu points were dropped: the store could not keep up",
                  (unsigned long long)r->series.dropped);

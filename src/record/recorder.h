@@ -10,7 +10,7 @@
 #include "store/store.h"
 
 /* strobe's own failure (bad usage, store unusable): the job never started. */
-#define RECORDER_EXIT_SELF 125
+#define RECORDER_EXIT_SELF   125
 #define RECORDER_EXIT_NOEXEC 127
 
 struct recorder_opts {
@@ -21,8 +21,8 @@ struct recorder_opts {
     struct kv_list params;
     int64_t interval_ns;
     int quiet;
-    const char *proc_root; /* "/proc" unless testing */
-    const char *sys_root;  /* "/sys" unless testing */
+    const char *proc_root;  /* "/proc" unless testing */
+    const char *sys_root;   /* "/sys" unless testing */
     const char *collectors; /* comma list, or NULL for all */
     char **argv;            /* the job's command, NULL-terminated */
 };

@@ -51,8 +51,8 @@ int runinfo_check_name(const char *what, const char *name, struct strbuf *why)
     }
     for (const unsigned char *p = (const unsigned char *)name; *p; p++)
         if (*p < 0x20 || *p == 0x7f) {
-            strbuf_addf(why, "%s must not contain control characters (byte 0x%02x at %zu)",
-                        what, *p, (size_t)((const char *)p - name));
+            strbuf_addf(why, "%s must not contain control characters (byte 0x%02x at %zu)", what,
+                        *p, (size_t)((const char *)p - name));
             return -EINVAL;
         }
     return 0;
@@ -162,11 +162,10 @@ static int is_python(const char *argv0)
  * torch (seconds): package metadata is enough. */
 static void collect_python(struct run_record *r, const char *python)
 {
-    static const char probe[] =
-        "import platform, importlib.metadata as m\n"
-        "print(platform.python_version())\n"
-        "try: print(m.version('torch'))\n"
-        "except Exception: print('')\n";
+    static const char probe[] = "import platform, importlib.metadata as m\n"
+                                "print(platform.python_version())\n"
+                                "try: print(m.version('torch'))\n"
+                                "except Exception: print('')\n";
     char *argv[] = {(char *)python, "-c", (char *)probe, NULL};
     struct strbuf out;
     strbuf_init(&out);
@@ -183,12 +182,24 @@ static void collect_python(struct run_record *r, const char *python)
 static int env_wanted(const char *name, size_t len)
 {
     static const char *const exact[] = {
-        "CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "RANK", "LOCAL_RANK",
-        "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "NODE_RANK", "MASTER_ADDR",
-        "MASTER_PORT", "SLURM_JOB_ID", "SLURM_PROCID", "PYTHONHASHSEED", "VIRTUAL_ENV",
+        "CUDA_VISIBLE_DEVICES",
+        "OMP_NUM_THREADS",
+        "MKL_NUM_THREADS",
+        "RANK",
+        "LOCAL_RANK",
+        "WORLD_SIZE",
+        "LOCAL_WORLD_SIZE",
+        "GROUP_RANK",
+        "NODE_RANK",
+        "MASTER_ADDR",
+        "MASTER_PORT",
+        "SLURM_JOB_ID",
+        "SLURM_PROCID",
+        "PYTHONHASHSEED",
+        "VIRTUAL_ENV",
     };
-    static const char *const prefixes[] = {"NCCL_", "PYTORCH_", "TORCH_", "CUDA_", "OMP_",
-                                           "KMP_", "MKL_", "HF_", "STROBE_"};
+    static const char *const prefixes[] = {"NCCL_", "PYTORCH_", "TORCH_", "CUDA_",  "OMP_",
+                                           "KMP_",  "MKL_",     "HF_",    "STROBE_"};
     static const char *const secret[] = {"TOKEN", "SECRET", "PASSWORD", "KEY", "CREDENTIAL"};
     char buf[128];
     if (len >= sizeof(buf))

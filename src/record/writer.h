@@ -22,10 +22,10 @@
 
 struct batch_def {
     uint32_t series;
-    const char *name;   /* the series' own strings: stable for the run */
+    const char *name; /* the series' own strings: stable for the run */
     const char *labels;
     const char *unit;
-    char *meta; /* copy, or NULL */
+    char *meta;     /* copy, or NULL */
     uint8_t define; /* 1: insert the series; 0: only update meta */
 };
 

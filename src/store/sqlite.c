@@ -582,7 +582,14 @@ static int check_version(struct sqlite_store *s, int64_t *version)
 static int migrate(struct sqlite_store *s, int readonly)
 {
     int64_t version = 0;
-    int rc = check_version(s, &version);
+    /* one read transaction, so that the version and the table count come
+     * from one snapshot: read either side of another recorder's migration
+     * commit, they would say "version 0 with tables", not a strobe store */
+    int rc = exec_sql(s, "BEGIN");
+    if (rc == 0) {
+        rc = check_version(s, &version);
+        sqlite_rollback(&s->base);
+    }
     if (rc < 0 || readonly || version == SCHEMA_VERSION)
         return rc;
     for (;;) {
