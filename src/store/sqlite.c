@@ -590,6 +590,11 @@ static int migrate(struct sqlite_store *s, int readonly)
         rc = check_version(s, &version);
         sqlite_rollback(&s->base);
     }
+    if (rc == 0 && readonly && version == 0) {
+        strbuf_reset(&s->base.err);
+        strbuf_adds(&s->base.err, "the file holds no strobe store yet");
+        return -STROBE_ENOTFOUND;
+    }
     if (rc < 0 || readonly || version == SCHEMA_VERSION)
         return rc;
     for (;;) {

@@ -1,0 +1,833 @@
+/*
+ * The SQLite store through struct store_ops (store/store.h): creating,
+ * reopening and refusing files, the run catalog with every field, blocks and
+ * their summaries, resolving run references, deleting, two writers on one
+ * file, and reading points back (store/points.h).
+ */
+#include "store/store.h"
+
+#include <errno.h>
+#include <float.h>
+#include <pthread.h>
+#include <sqlite3.h>
+
+#include "common/clock.h"
+#include "common/err.h"
+#include "store/points.h"
+
+#include "fixture.h"
+#include "test.h"
+
+#define HOSTILE_SQL "'; DROP TABLE runs; --"
+#define HOSTILE_Q   "it's \"quoted\" \\ back`tick`"
+#define HOSTILE_U   "训练-ünïcødé-🚀-\xe2\x80\xae-tab\there"
+
+static uint64_t dbits(double v)
+{
+    uint64_t u;
+    memcpy(&u, &v, sizeof(u));
+    return u;
+}
+
+struct rig {
+    char dir[512];
+    char db[600];
+};
+
+static void rig_init(struct rig *r)
+{
+    fixture_tmpdir(r->dir, sizeof(r->dir));
+    fixture_join(r->db, sizeof(r->db), r->dir, "strobe.db");
+}
+
+static struct store *open_ok(const char *path)
+{
+    struct store *s = NULL;
+    struct strbuf err;
+    strbuf_init(&err);
+    int rc = store_open(path, 0, &s, &err);
+    if (rc < 0)
+        TEST_FAIL("store_open('%s') = %d: %s", path, rc, err.buf);
+    strbuf_release(&err);
+    return s;
+}
+
+/* Run one statement on the file directly; returns the first column of the
+ * first row as an integer (or 0). */
+static int64_t raw_int(const char *path, const char *sql)
+{
+    sqlite3 *db;
+    ASSERT_EQ_INT(sqlite3_open(path, &db), SQLITE_OK);
+    sqlite3_stmt *q;
+    if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK)
+        TEST_FAIL("%s: %s", sql, sqlite3_errmsg(db));
+    int64_t v = sqlite3_step(q) == SQLITE_ROW ? sqlite3_column_int64(q, 0) : 0;
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    return v;
+}
+
+static void raw_text(const char *path, const char *sql, char *out, size_t cap)
+{
+    sqlite3 *db;
+    ASSERT_EQ_INT(sqlite3_open(path, &db), SQLITE_OK);
+    sqlite3_stmt *q;
+    ASSERT_EQ_INT(sqlite3_prepare_v2(db, sql, -1, &q, NULL), SQLITE_OK);
+    const unsigned char *t = sqlite3_step(q) == SQLITE_ROW ? sqlite3_column_text(q, 0) : NULL;
+    snprintf(out, cap, "%s", t ? (const char *)t : "");
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+}
+
+static void raw_exec(const char *path, const char *sql)
+{
+    sqlite3 *db;
+    ASSERT_EQ_INT(sqlite3_open(path, &db), SQLITE_OK);
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+        TEST_FAIL("%s: %s", sql, msg);
+    sqlite3_close(db);
+}
+
+/* A run with the given id, name and start; every other string NULL. */
+static void make_run(struct run_record *r, const char *id, const char *name, int64_t start_ns)
+{
+    run_record_init(r);
+    snprintf(r->id, sizeof(r->id), "%s", id);
+    r->name = strdup(name);
+    r->command_json = strdup("[\"python\",\"train.py\"]");
+    r->start_ns = start_ns;
+    snprintf(r->status, sizeof(r->status), RUN_RUNNING);
+}
+
+static void insert_run(struct store *s, const char *id, const char *name, int64_t start_ns)
+{
+    struct run_record r;
+    make_run(&r, id, name, start_ns);
+    ASSERT_EQ_INT(s->ops->run_insert(s, &r), 0);
+    run_record_release(&r);
+}
+
+/* ---- opening ------------------------------------------------------------------ */
+
+TEST(create_sets_version_and_wal)
+{
+    struct rig r;
+    rig_init(&r);
+    struct store *s = open_ok(r.db);
+    ASSERT_EQ_STR(s->ops->name, "sqlite");
+    store_close(s);
+    ASSERT_EQ_INT(raw_int(r.db, "PRAGMA user_version"), 1);
+    char mode[32];
+    raw_text(r.db, "PRAGMA journal_mode", mode, sizeof(mode));
+    ASSERT_EQ_STR(mode, "wal");
+    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM sqlite_schema WHERE type='table' AND name IN"
+                                " ('runs','run_attrs','series','blocks')"),
+                  4);
+    fixture_rmtree(r.dir);
+}
+
+TEST(reopen_is_idempotent)
+{
+    struct rig r;
+    rig_init(&r);
+    struct store *s = open_ok(r.db);
+    insert_run(s, "00000000000000aa", "first", 1);
+    store_close(s);
+    int64_t objects = raw_int(r.db, "SELECT count(*) FROM sqlite_schema");
+    for (int i = 0; i < 3; i++) {
+        s = open_ok(r.db);
+        store_close(s);
+    }
+    ASSERT_EQ_INT(raw_int(r.db, "PRAGMA user_version"), 1);
+    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM sqlite_schema"), objects);
+    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM runs"), 1);
+    /* readonly opens a store that exists */
+    ASSERT_EQ_INT(store_open(r.db, 1, &s, NULL), 0);
+    store_close(s);
+    fixture_rmtree(r.dir);
+}
+
+TEST(foreign_database_is_refused)
+{
+    struct rig r;
+    rig_init(&r);
+    raw_exec(r.db, "CREATE TABLE notes(x TEXT); INSERT INTO notes VALUES('mine')");
+    struct store *s = NULL;
+    struct strbuf err;
+    strbuf_init(&err);
+    ASSERT_EQ_INT(store_open(r.db, 0, &s, &err), -STROBE_ECORRUPT);
+    ASSERT(strstr(err.buf, "not a strobe store"));
+    ASSERT(strstr(err.buf, r.db));
+    strbuf_release(&err);
+    /* and left as it was */
+    ASSERT_EQ_INT(raw_int(r.db, "PRAGMA user_version"), 0);
+    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM sqlite_schema WHERE name='runs'"), 0);
+    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM notes"), 1);
+    ASSERT_EQ_INT(store_open(r.db, 1, &s, NULL), -STROBE_ECORRUPT);
+    fixture_rmtree(r.dir);
+}
+
+TEST(non_database_file_is_refused)
+{
+    struct rig r;
+    rig_init(&r);
+    char text[4096];
+    for (size_t i = 0; i < sizeof(text); i++)
+        text[i] = "not a database, just some notes\n"[i % 32];
+    fixture_write(r.db, text, sizeof(text));
+    struct store *s = NULL;
+    ASSERT_EQ_INT(store_open(r.db, 0, &s, NULL), -STROBE_ECORRUPT);
+    ASSERT_EQ_INT(store_open(r.db, 1, &s, NULL), -STROBE_ECORRUPT);
+    size_t len;
+    char *after = fixture_load(r.db, &len);
+    ASSERT_EQ_INT(len, sizeof(text));
+    ASSERT(memcmp(after, text, len) == 0);
+    free(after);
+    /* a readonly open of nothing does not create it */
+    char missing[700];
+    fixture_join(missing, sizeof(missing), r.dir, "missing.db");
+    ASSERT_EQ_INT(store_open(missing, 1, &s, NULL), -STROBE_ENOTFOUND);
+    ASSERT(access(missing, F_OK) < 0);
+    fixture_rmtree(r.dir);
+}
+
+TEST(newer_schema_is_refused)
+{
+    struct rig r;
+    rig_init(&r);
+    struct store *s = open_ok(r.db);
+    store_close(s);
+    raw_exec(r.db, "PRAGMA user_version = 99");
+    struct strbuf err;
+    strbuf_init(&err);
+    ASSERT_EQ_INT(store_open(r.db, 0, &s, &err), -STROBE_ESCHEMA);
+    ASSERT(strstr(err.buf, "99"));
+    strbuf_release(&err);
+    ASSERT_EQ_INT(store_open(r.db, 1, &s, NULL), -STROBE_ESCHEMA);
+    ASSERT_EQ_INT(raw_int(r.db, "PRAGMA user_version"), 99);
+    fixture_rmtree(r.dir);
+}
+
+/* ---- runs ------------------------------------------------------------------------ */
+
+static void expect_str(const char *got, const char *want, const char *field)
+{
+    if (!want && !got)
+        return;
+    if (!want || !got || strcmp(got, want) != 0)
+        TEST_FAIL("%s: \"%s\" != \"%s\"", field, got ? got : "(null)", want ? want : "(null)");
+}
+
+static void expect_kv(const struct kv_list *got, const struct kv_list *want, const char *what)
+{
+    if (got->n != want->n)
+        TEST_FAIL("%s: %zu entries, want %zu", what, got->n, want->n);
+    for (size_t i = 0; i < want->n; i++)
+        expect_str(kv_list_get(got, want->items[i].key), want->items[i].value, what);
+}
+
+static void expect_run(const struct run_record *got, const struct run_record *want)
+{
+    ASSERT_EQ_STR(got->id, want->id);
+    expect_str(got->name, want->name, "name");
+    expect_str(got->experiment, want->experiment, "experiment");
+    expect_str(got->command_json, want->command_json, "command");
+    expect_str(got->cwd, want->cwd, "cwd");
+    expect_str(got->user, want->user, "user");
+    expect_str(got->host, want->host, "host");
+    expect_str(got->kernel, want->kernel, "kernel");
+    expect_str(got->cpu_model, want->cpu_model, "cpu_model");
+    ASSERT_EQ_INT(got->cpu_count, want->cpu_count);
+    ASSERT_EQ_INT(got->mem_total_bytes, want->mem_total_bytes);
+    ASSERT_EQ_INT(got->start_ns, want->start_ns);
+    ASSERT_EQ_INT(got->end_ns, want->end_ns);
+    ASSERT_EQ_INT(got->last_ns, want->last_ns);
+    ASSERT_EQ_INT(got->exit_code, want->exit_code);
+    ASSERT_EQ_INT(got->signal, want->signal);
+    ASSERT_EQ_STR(got->status, want->status);
+    expect_str(got->git_commit, want->git_commit, "git_commit");
+    ASSERT_EQ_INT(got->git_dirty, want->git_dirty);
+    expect_str(got->python_version, want->python_version, "python_version");
+    expect_str(got->torch_version, want->torch_version, "torch_version");
+    ASSERT_EQ_INT(got->interval_ns, want->interval_ns);
+    ASSERT_EQ_INT(got->samples, want->samples);
+    ASSERT_EQ_INT(got->points, want->points);
+    ASSERT_EQ_INT(got->missed, want->missed);
+    ASSERT_EQ_INT(got->dropped, want->dropped);
+    ASSERT_EQ_INT(got->recorder_pid, want->recorder_pid);
+    expect_str(got->strobe_version, want->strobe_version, "strobe_version");
+    expect_str(got->error, want->error, "error");
+    expect_kv(&got->tags, &want->tags, "tags");
+    expect_kv(&got->params, &want->params, "params");
+    expect_kv(&got->env, &want->env, "env");
+}
+
+struct runs {
+    struct run_record r[8];
+    int n;
+};
+
+static int collect_run(const struct run_record *r, void *arg)
+{
+    struct runs *l = arg;
+    if (l->n < 8)
+        ASSERT_EQ_INT(run_record_copy(&l->r[l->n], r), 0);
+    l->n++;
+    return 0;
+}
+
+static void runs_release(struct runs *l)
+{
+    for (int i = 0; i < l->n && i < 8; i++)
+        run_record_release(&l->r[i]);
+    l->n = 0;
+}
+
+TEST(run_roundtrip_every_field)
+{
+    struct rig r;
+    rig_init(&r);
+    struct store *s = open_ok(r.db);
+    char long_name[201];
+    memset(long_name, 'n', 200);
+    long_name[200] = '\0';
+    memcpy(long_name, HOSTILE_SQL, strlen(HOSTILE_SQL));
+
+    struct run_record w;
+    run_record_init(&w);
+    snprintf(w.id, sizeof(w.id), "c0ffee00deadbeef");
+    w.name = strdup(long_name);
+    w.experiment = strdup(HOSTILE_U);
+    w.command_json = strdup("[\"python\",\"-c\",\"print('x'); --\"]");
+    w.cwd = strdup("/home/u/it's here");
+    w.user = strdup("ü");
+    w.host = strdup(HOSTILE_Q);
+    w.kernel = strdup("6.8.0-45-generic");
+    w.cpu_model = strdup("AMD EPYC 7B13 64-Core Processor");
+    w.cpu_count = 2;
+    w.mem_total_bytes = INT64_C(8192000000);
+    w.start_ns = INT64_C(1717000000123456789);
+    w.end_ns = 0;
+    w.last_ns = 0;
+    w.exit_code = -1;
+    w.signal = 0;
+    snprintf(w.status, sizeof(w.status), RUN_RUNNING);
+    w.git_commit = strdup("0123456789abcdef0123456789abcdef01234567");
+    w.git_dirty = 1;
+    w.python_version = strdup("3.12.3");
+    w.torch_version = strdup("2.4.0+cu121");
+    w.interval_ns = 100 * NS_PER_MS;
+    w.recorder_pid = 4242;
+    w.strobe_version = strdup("0.1.0");
+    w.error = NULL;
+    ASSERT_EQ_INT(kv_list_add(&w.tags, "team", HOSTILE_SQL), 0);
+    ASSERT_EQ_INT(kv_list_add(&w.tags, HOSTILE_U, "v"), 0);
+    ASSERT_EQ_INT(kv_list_add(&w.params, "lr", "3e-4"), 0);
+    ASSERT_EQ_INT(kv_list_add(&w.params, "batch size", HOSTILE_Q), 0);
+    ASSERT_EQ_INT(kv_list_add(&w.env, "CUDA_VISIBLE_DEVICES", "0,1"), 0);
+    ASSERT_EQ_INT(kv_list_add(&w.env, long_name, ""), 0);
+    ASSERT_EQ_INT(s->ops->run_insert(s, &w), 0);
+
+    struct runs got = {0};
+    ASSERT_EQ_INT(s->ops->runs_query(s, NULL, collect_run, &got), 0);
+    ASSERT_EQ_INT(got.n, 1);
+    expect_run(&got.r[0], &w);
+    runs_release(&got);
+
+    /* the fields that change during a run */
+    w.end_ns = w.start_ns + 90 * NS_PER_S;
+    w.last_ns = w.end_ns - 50 * NS_PER_MS;
+    w.exit_code = -1;
+    w.signal = 9;
+    snprintf(w.status, sizeof(w.status), RUN_KILLED);
+    w.samples = 900;
+    w.points = 123456;
+    w.missed = 3;
+    w.dropped = 77;
+    w.error = strdup("killed by " HOSTILE_SQL);
+    ASSERT_EQ_INT(s->ops->run_update(s, &w), 0);
+    ASSERT_EQ_INT(s->ops->runs_query(s, NULL, collect_run, &got), 0);
+    ASSERT_EQ_INT(got.n, 1);
+    expect_run(&got.r[0], &w);
+    runs_release(&got);
+
+    w.exit_code = 0;
+    w.signal = 0;
+    snprintf(w.status, sizeof(w.status), RUN_FINISHED);
+    free(w.error);
+    w.error = NULL;
+    ASSERT_EQ_INT(s->ops->run_update(s, &w), 0);
+    /* by experiment: only runs of that experiment */
+    insert_run(s, "1111111111111111", "other", 5);
+    ASSERT_EQ_INT(s->ops->runs_query(s, HOSTILE_U, collect_run, &got), 0);
+    ASSERT_EQ_INT(got.n, 1);
+    expect_run(&got.r[0], &w);
+    runs_release(&got);
+    ASSERT_EQ_INT(s->ops->runs_query(s, NULL, collect_run, &got), 0);
+    ASSERT_EQ_INT(got.n, 2);
+    runs_release(&got);
+
+    /* the hostile strings were data, not SQL */
+    store_close(s);
+    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM sqlite_schema WHERE name='runs'"), 1);
+    run_record_release(&w);
+    fixture_rmtree(r.dir);
+}
+
+TEST(run_id_is_unique)
+{
+    struct rig r;
+    rig_init(&r);
+    struct store *s = open_ok(r.db);
+    insert_run(s, "abcdabcdabcdabcd", "a", 1);
+    struct run_record dup;
+    make_run(&dup, "abcdabcdabcdabcd", "b", 2);
+    ASSERT(s->ops->run_insert(s, &dup) < 0);
+    run_record_release(&dup);
+    /* a series of a run that does not exist is refused (foreign keys on) */
+    int64_t id;
+    ASSERT(s->ops->series_insert(s, "ffffffffffffffff", "x", "", "1", NULL, &id) < 0);
+    store_close(s);
+    fixture_rmtree(r.dir);
+}
+
+/* ---- series and blocks -------------------------------------------------------------- */
+
+struct blocks {
+    struct block_stats st[8];
+    uint8_t data[8][64];
+    size_t len[8];
+    int n;
+};
+
+static int collect_block(const struct block_record *b, void *arg)
+{
+    struct blocks *l = arg;
+    if (l->n < 8) {
+        l->st[l->n] = b->st;
+        l->len[l->n] = b->len;
+        memcpy(l->data[l->n], b->data, b->len < 64 ? b->len : 64);
+    }
+    l->n++;
+    return 0;
+}
+
+static struct block_stats stats(int64_t start, int64_t end, uint32_t count, double min, double max,
+                                double sum)
+{
+    struct block_stats st = {count, start, end, min, max, sum, min, max};
+    return st;
+}
+
+TEST(block_upsert_replaces_same_start)
+{
+    struct rig r;
+    rig_init(&r);
+    struct store *s = open_ok(r.db);
+    insert_run(s, "00000000000000bb", "b", 1);
+    int64_t sid;
+    ASSERT_EQ_INT(
+        s->ops->series_insert(s, "00000000000000bb", "mem.used_bytes", "", "bytes", NULL, &sid), 0);
+    /* an open block grows: the same start is written three times */
+    struct block_stats st = stats(100, 200, 2, 1.0, 2.0, 3.0);
+    ASSERT_EQ_INT(s->ops->block_upsert(s, sid, &st, "\x01\x02", 2), 0);
+    st = stats(100, 300, 3, 1.0, 3.0, 6.0);
+    ASSERT_EQ_INT(s->ops->block_upsert(s, sid, &st, "\x01\x02\x03", 3), 0);
+    st = stats(100, 400, 4, 0.5, 3.0, 6.5);
+    ASSERT_EQ_INT(s->ops->block_upsert(s, sid, &st, "\x01\x02\x03\x04", 4), 0);
+    /* then a new block after it, and one before (time order is by start) */
+    st = stats(500, 600, 1, 9.0, 9.0, 9.0);
+    ASSERT_EQ_INT(s->ops->block_upsert(s, sid, &st, "\x09", 1), 0);
+    st = stats(10, 20, 1, -1.0, -1.0, -1.0);
+    ASSERT_EQ_INT(s->ops->block_upsert(s, sid, &st, "\x00", 1), 0);
+    struct blocks b = {0};
+    ASSERT_EQ_INT(s->ops->blocks_query(s, sid, collect_block, &b), 0);
+    ASSERT_EQ_INT(b.n, 3);
+    ASSERT_EQ_INT(b.st[0].start_ns, 10);
+    ASSERT_EQ_INT(b.st[1].start_ns, 100);
+    ASSERT_EQ_INT(b.st[1].end_ns, 400);
+    ASSERT_EQ_INT(b.st[1].count, 4);
+    ASSERT_EQ_U64(dbits(b.st[1].min), dbits(0.5));
+    ASSERT_EQ_U64(dbits(b.st[1].sum), dbits(6.5));
+    ASSERT_EQ_U64(dbits(b.st[1].first), dbits(0.5));
+    ASSERT_EQ_U64(dbits(b.st[1].last), dbits(3.0));
+    ASSERT_EQ_INT(b.len[1], 4);
+    ASSERT(memcmp(b.data[1], "\x01\x02\x03\x04", 4) == 0);
+    ASSERT_EQ_INT(b.st[2].start_ns, 500);
+    /* committed: another connection sees them while this one is open */
+    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM blocks"), 3);
+    store_close(s);
+    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM blocks"), 3);
+    fixture_rmtree(r.dir);
+}
+
+struct summaries {
+    struct series_record r[8];
+    char name[8][256];
+    char labels[8][256];
+    char meta[8][256];
+    int n;
+};
+
+static int collect_series(const struct series_record *s, void *arg)
+{
+    struct summaries *l = arg;
+    if (l->n < 8) {
+        l->r[l->n] = *s;
+        snprintf(l->name[l->n], sizeof(l->name[0]), "%s", s->name);
+        snprintf(l->labels[l->n], sizeof(l->labels[0]), "%s", s->labels);
+        snprintf(l->meta[l->n], sizeof(l->meta[0]), "%s", s->meta ? s->meta : "(null)");
+    }
+    l->n++;
+    return 0;
+}
+
+TEST(series_query_summaries)
+{
+    struct rig r;
+    rig_init(&r);
+    struct store *s = open_ok(r.db);
+    const char *run = "00000000000000cc";
+    insert_run(s, run, "c", 1);
+    insert_run(s, "00000000000000dd", "d", 2);
+    int64_t a, b, c, other;
+    char labels[201];
+    memset(labels, 'l', 200);
+    labels[200] = '\0';
+    ASSERT_EQ_INT(s->ops->series_insert(s, run, "z.last", "", "1", NULL, &a), 0);
+    ASSERT_EQ_INT(s->ops->series_insert(s, run, HOSTILE_SQL, labels, "pct", HOSTILE_Q, &b), 0);
+    ASSERT_EQ_INT(
+        s->ops->series_insert(s, run, "proc.cpu", "pid=1", "pct", "{\"comm\":\"a) b\"}", &c), 0);
+    ASSERT_EQ_INT(
+        s->ops->series_insert(s, "00000000000000dd", "proc.cpu", "pid=1", "pct", NULL, &other), 0);
+    /* the same name and labels again in one run: refused */
+    int64_t dup;
+    ASSERT(s->ops->series_insert(s, run, "proc.cpu", "pid=1", "pct", NULL, &dup) < 0);
+    /* c: two blocks, and an all-NaN one whose NULL summaries must not count */
+    struct block_stats st = stats(1000, 2000, 10, 1.5, 9.0, 50.0);
+    ASSERT_EQ_INT(s->ops->block_upsert(s, c, &st, "0123456789", 10), 0);
+    st = stats(3000, 4000, 5, -2.0, 4.0, 7.25);
+    ASSERT_EQ_INT(s->ops->block_upsert(s, c, &st, "01234", 5), 0);
+    st = stats(5000, 6000, 2, NAN, NAN, 0.0);
+    ASSERT_EQ_INT(s->ops->block_upsert(s, c, &st, "xyz", 3), 0);
+    st = stats(1, 2, 100, 1e9, 1e9, 1e11); /* the other run's: not counted here */
+    ASSERT_EQ_INT(s->ops->block_upsert(s, other, &st, "other", 5), 0);
+    ASSERT_EQ_INT(s->ops->series_update_meta(s, a, "{\"v\":2}"), 0);
+
+    struct summaries l = {0};
+    ASSERT_EQ_INT(s->ops->series_query(s, run, collect_series, &l), 0);
+    ASSERT_EQ_INT(l.n, 3);
+    /* name order: "'; DROP..." < "proc.cpu" < "z.last" */
+    ASSERT_EQ_STR(l.name[0], HOSTILE_SQL);
+    ASSERT_EQ_STR(l.labels[0], labels);
+    ASSERT_EQ_STR(l.meta[0], HOSTILE_Q);
+    ASSERT_EQ_INT(l.r[0].count, 0);
+    ASSERT_EQ_INT(l.r[0].bytes, 0);
+    ASSERT(isnan(l.r[0].min) && isnan(l.r[0].max));
+
+    ASSERT_EQ_STR(l.name[1], "proc.cpu");
+    ASSERT_EQ_STR(l.meta[1], "{\"comm\":\"a) b\"}");
+    ASSERT_EQ_INT(l.r[1].id, c);
+    ASSERT_EQ_INT(l.r[1].count, 10 + 5 + 2);
+    ASSERT_EQ_U64(dbits(l.r[1].min), dbits(-2.0));
+    ASSERT_EQ_U64(dbits(l.r[1].max), dbits(9.0));
+    ASSERT_EQ_U64(dbits(l.r[1].sum), dbits(57.25));
+    ASSERT_EQ_INT(l.r[1].start_ns, 1000);
+    ASSERT_EQ_INT(l.r[1].end_ns, 6000);
+    ASSERT_EQ_INT(l.r[1].bytes, 10 + 5 + 3);
+
+    ASSERT_EQ_STR(l.name[2], "z.last");
+    ASSERT_EQ_STR(l.meta[2], "{\"v\":2}");
+    ASSERT_EQ_STR(l.labels[2], "");
+    store_close(s);
+    fixture_rmtree(r.dir);
+}
+
+/* ---- resolving and deleting ------------------------------------------------------------ */
+
+TEST(resolve_run_references)
+{
+    struct rig r;
+    rig_init(&r);
+    struct store *s = open_ok(r.db);
+    insert_run(s, "0123456789abcdef", "train", 100);
+    insert_run(s, "0123aaaaaaaaaaaa", "train", 300); /* newest "train" */
+    insert_run(s, "fedcba9876543210", "eval", 200);
+    insert_run(s, "9999999999999999", "0123", 50); /* a name that is also an id prefix */
+    struct run_record out;
+    ASSERT_EQ_INT(store_resolve_run(s, "fedcba9876543210", &out), 0);
+    ASSERT_EQ_STR(out.name, "eval");
+    run_record_release(&out);
+    ASSERT_EQ_INT(store_resolve_run(s, "fedc", &out), 0); /* unique prefix, 4 chars */
+    ASSERT_EQ_STR(out.id, "fedcba9876543210");
+    run_record_release(&out);
+    ASSERT_EQ_INT(store_resolve_run(s, "0123456", &out), 0);
+    ASSERT_EQ_STR(out.id, "0123456789abcdef");
+    run_record_release(&out);
+    ASSERT_EQ_INT(store_resolve_run(s, "0123a", &out), 0);
+    ASSERT_EQ_STR(out.id, "0123aaaaaaaaaaaa");
+    run_record_release(&out);
+    ASSERT_EQ_INT(store_resolve_run(s, "train", &out), 0);
+    ASSERT_EQ_STR(out.id, "0123aaaaaaaaaaaa");
+    run_record_release(&out);
+    ASSERT_EQ_INT(store_resolve_run(s, "last", &out), 0);
+    ASSERT_EQ_STR(out.id, "0123aaaaaaaaaaaa");
+    run_record_release(&out);
+    /* "0123" names a run: the name wins over the ambiguous prefix */
+    ASSERT_EQ_INT(store_resolve_run(s, "0123", &out), 0);
+    ASSERT_EQ_STR(out.id, "9999999999999999");
+    run_record_release(&out);
+    ASSERT_EQ_INT(store_resolve_run(s, "0123a", &out), 0);
+    run_record_release(&out);
+    insert_run(s, "abcd000000000001", "x", 1);
+    insert_run(s, "abcd000000000002", "y", 2);
+    ASSERT_EQ_INT(store_resolve_run(s, "abcd", &out), -STROBE_EAMBIGUOUS);
+    run_record_release(&out);
+    ASSERT_EQ_INT(store_resolve_run(s, "abc", &out), -STROBE_ENOTFOUND); /* too short */
+    run_record_release(&out);
+    ASSERT_EQ_INT(store_resolve_run(s, "nosuchrun", &out), -STROBE_ENOTFOUND);
+    run_record_release(&out);
+    ASSERT_EQ_INT(store_resolve_run(s, "", &out), -STROBE_ENOTFOUND);
+    run_record_release(&out);
+    ASSERT_EQ_INT(store_resolve_run(s, HOSTILE_SQL, &out), -STROBE_ENOTFOUND);
+    run_record_release(&out);
+    store_close(s);
+
+    /* "last" in an empty store */
+    struct rig e;
+    rig_init(&e);
+    s = open_ok(e.db);
+    ASSERT_EQ_INT(store_resolve_run(s, "last", &out), -STROBE_ENOTFOUND);
+    run_record_release(&out);
+    store_close(s);
+    fixture_rmtree(e.dir);
+    fixture_rmtree(r.dir);
+}
+
+TEST(run_delete_removes_series_and_blocks)
+{
+    struct rig r;
+    rig_init(&r);
+    struct store *s = open_ok(r.db);
+    const char *gone = "00000000000000ee", *kept = "00000000000000ff";
+    struct run_record w;
+    make_run(&w, gone, "gone", 1);
+    ASSERT_EQ_INT(kv_list_add(&w.tags, "k", "v"), 0);
+    ASSERT_EQ_INT(s->ops->run_insert(s, &w), 0);
+    run_record_release(&w);
+    insert_run(s, kept, "kept", 2);
+    int64_t g1, g2, k1;
+    ASSERT_EQ_INT(s->ops->series_insert(s, gone, "a", "", "1", NULL, &g1), 0);
+    ASSERT_EQ_INT(s->ops->series_insert(s, gone, "b", "", "1", NULL, &g2), 0);
+    ASSERT_EQ_INT(s->ops->series_insert(s, kept, "a", "", "1", NULL, &k1), 0);
+    struct block_stats st = stats(1, 2, 1, 1, 1, 1);
+    ASSERT_EQ_INT(s->ops->block_upsert(s, g1, &st, "x", 1), 0);
+    ASSERT_EQ_INT(s->ops->block_upsert(s, g2, &st, "x", 1), 0);
+    ASSERT_EQ_INT(s->ops->block_upsert(s, k1, &st, "y", 1), 0);
+    ASSERT_EQ_INT(s->ops->run_delete(s, gone), 0);
+
+    struct summaries l = {0};
+    ASSERT_EQ_INT(s->ops->series_query(s, gone, collect_series, &l), 0);
+    ASSERT_EQ_INT(l.n, 0);
+    struct blocks b = {0};
+    ASSERT_EQ_INT(s->ops->blocks_query(s, g1, collect_block, &b), 0);
+    ASSERT_EQ_INT(b.n, 0);
+    ASSERT_EQ_INT(s->ops->series_query(s, kept, collect_series, &l), 0);
+    ASSERT_EQ_INT(l.n, 1);
+    ASSERT_EQ_INT(l.r[0].count, 1);
+    struct run_record out;
+    ASSERT_EQ_INT(store_resolve_run(s, gone, &out), -STROBE_ENOTFOUND);
+    run_record_release(&out);
+    ASSERT_EQ_INT(store_resolve_run(s, "kept", &out), 0);
+    run_record_release(&out);
+    /* deleting what is not there is not an error */
+    ASSERT_EQ_INT(s->ops->run_delete(s, gone), 0);
+    store_close(s);
+    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM blocks"), 1);
+    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM series"), 1);
+    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM run_attrs"), 0);
+    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM runs"), 1);
+    fixture_rmtree(r.dir);
+}
+
+/* ---- two writers --------------------------------------------------------------------------- */
+
+#define WRITER_TXNS 100
+
+struct writer_arg {
+    const char *db;
+    const char *run_id;
+    pthread_barrier_t *start;
+    int failures;
+};
+
+static void *writer_thread(void *p)
+{
+    struct writer_arg *a = p;
+    struct store *s = NULL;
+    pthread_barrier_wait(a->start);
+    if (store_open(a->db, 0, &s, NULL) < 0) {
+        a->failures = -1;
+        return NULL;
+    }
+    struct run_record r;
+    make_run(&r, a->run_id, a->run_id, 1);
+    int64_t sid = 0;
+    if (s->ops->begin(s) < 0 || s->ops->run_insert(s, &r) < 0 ||
+        s->ops->series_insert(s, a->run_id, "x", "", "1", NULL, &sid) < 0 ||
+        s->ops->commit(s) < 0) {
+        s->ops->rollback(s);
+        a->failures++;
+    }
+    for (int i = 0; i < WRITER_TXNS; i++) {
+        struct block_stats st = stats(i * 10, i * 10 + 9, 1, i, i, i);
+        r.samples = i;
+        if (s->ops->begin(s) < 0 || s->ops->block_upsert(s, sid, &st, "d", 1) < 0 ||
+            s->ops->run_update(s, &r) < 0 || s->ops->commit(s) < 0) {
+            s->ops->rollback(s);
+            a->failures++;
+        }
+    }
+    run_record_release(&r);
+    store_close(s);
+    return NULL;
+}
+
+TEST(two_connections_write_interleaved)
+{
+    struct rig r;
+    rig_init(&r);
+    store_close(open_ok(r.db));
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, 2);
+    struct writer_arg a = {r.db, "aaaaaaaaaaaaaaaa", &start, 0};
+    struct writer_arg b = {r.db, "bbbbbbbbbbbbbbbb", &start, 0};
+    pthread_t ta, tb;
+    ASSERT_EQ_INT(pthread_create(&ta, NULL, writer_thread, &a), 0);
+    ASSERT_EQ_INT(pthread_create(&tb, NULL, writer_thread, &b), 0);
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    pthread_barrier_destroy(&start);
+    ASSERT_EQ_INT(a.failures, 0);
+    ASSERT_EQ_INT(b.failures, 0);
+    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM blocks"), 2 * WRITER_TXNS);
+    ASSERT_EQ_INT(raw_int(r.db, "SELECT samples FROM runs WHERE id='aaaaaaaaaaaaaaaa'"),
+                  WRITER_TXNS - 1);
+    ASSERT_EQ_INT(raw_int(r.db, "SELECT samples FROM runs WHERE id='bbbbbbbbbbbbbbbb'"),
+                  WRITER_TXNS - 1);
+    fixture_rmtree(r.dir);
+}
+
+TEST(two_stores_created_together)
+{
+    /* two recorders starting on a store that does not exist yet */
+    for (int round = 0; round < 50; round++) {
+        struct rig r;
+        rig_init(&r);
+        pthread_barrier_t start;
+        pthread_barrier_init(&start, NULL, 2);
+        struct writer_arg a = {r.db, "aaaaaaaaaaaaaaaa", &start, 0};
+        struct writer_arg b = {r.db, "bbbbbbbbbbbbbbbb", &start, 0};
+        pthread_t ta, tb;
+        ASSERT_EQ_INT(pthread_create(&ta, NULL, writer_thread, &a), 0);
+        ASSERT_EQ_INT(pthread_create(&tb, NULL, writer_thread, &b), 0);
+        pthread_join(ta, NULL);
+        pthread_join(tb, NULL);
+        pthread_barrier_destroy(&start);
+        ASSERT_EQ_INT(a.failures, 0); /* -1: store_open failed */
+        ASSERT_EQ_INT(b.failures, 0);
+        ASSERT_EQ_INT(raw_int(r.db, "PRAGMA user_version"), 1);
+        fixture_rmtree(r.dir);
+    }
+}
+
+/* ---- points -------------------------------------------------------------------------------- */
+
+/* Encode n points starting at ts0, one second apart, and store the block. */
+static void store_points(struct store *s, int64_t sid, int64_t ts0, const double *v, size_t n)
+{
+    uint8_t buf[2048];
+    struct block_enc e;
+    block_enc_init(&e, buf, sizeof(buf));
+    for (size_t i = 0; i < n; i++)
+        ASSERT_EQ_INT(block_enc_append(&e, ts0 + (int64_t)i * NS_PER_S, v[i]), 0);
+    ASSERT_EQ_INT(s->ops->block_upsert(s, sid, &e.st, buf, block_enc_size(&e)), 0);
+}
+
+TEST(points_roundtrip_and_stats)
+{
+    struct rig r;
+    rig_init(&r);
+    struct store *s = open_ok(r.db);
+    insert_run(s, "0000000000000111", "p", 1);
+    int64_t sid;
+    ASSERT_EQ_INT(s->ops->series_insert(s, "0000000000000111", "v", "", "1", NULL, &sid), 0);
+    /* 1..20 shuffled with a NaN among them, in three blocks */
+    static const double v[] = {7,  3,  20, 1,  15, 9,  12, NAN, 2,  18, 5,
+                               11, 19, 4,  16, 8,  14, 6,  10,  13, 17};
+    const size_t n = sizeof(v) / sizeof(v[0]);
+    const int64_t t0 = INT64_C(1717000000000000000);
+    store_points(s, sid, t0, v, 7);
+    store_points(s, sid, t0 + 7 * NS_PER_S, v + 7, 7);
+    store_points(s, sid, t0 + 14 * NS_PER_S, v + 14, n - 14);
+    /* a damaged block in the middle of the series: skipped and counted */
+    struct block_stats bad = stats(t0 + 100 * NS_PER_S, t0 + 105 * NS_PER_S, 5, 0, 0, 0);
+    ASSERT_EQ_INT(s->ops->block_upsert(s, sid, &bad, "\xff\xff", 2), 0);
+    store_points(s, sid, t0 + 200 * NS_PER_S, (const double[]){-0.0}, 1);
+
+    struct point_buf pb;
+    point_buf_init(&pb);
+    ASSERT_EQ_INT(store_read_points(s, sid, &pb), 0);
+    ASSERT_EQ_U64(pb.corrupt_blocks, 1);
+    ASSERT_EQ_INT(pb.n, n + 1);
+    for (size_t i = 0; i < n; i++) {
+        ASSERT_EQ_INT(pb.p[i].ts_ns, t0 + (int64_t)i * NS_PER_S);
+        ASSERT_EQ_U64(dbits(pb.p[i].value), dbits(v[i]));
+    }
+    ASSERT_EQ_INT(pb.p[n].ts_ns, t0 + 200 * NS_PER_S);
+    ASSERT_EQ_U64(dbits(pb.p[n].value), dbits(-0.0));
+
+    /* stats over the first 21 points (1..20 and the NaN) */
+    struct point_buf first = pb;
+    first.n = n;
+    struct point_stats ps;
+    ASSERT_EQ_INT(points_stats(&first, NS_PER_S, &ps), 0);
+    ASSERT_EQ_INT(ps.count, 20);
+    ASSERT_EQ_U64(dbits(ps.min), dbits(1.0));
+    ASSERT_EQ_U64(dbits(ps.max), dbits(20.0));
+    ASSERT_NEAR(ps.mean, 10.5, 1e-12);
+    /* nearest rank: p50 is the ceil(0.50 * 20) = 10th smallest, p95 the
+     * ceil(0.95 * 20) = 19th */
+    ASSERT_EQ_U64(dbits(ps.p50), dbits(10.0));
+    ASSERT_EQ_U64(dbits(ps.p95), dbits(19.0));
+    /* one second per point, the first included (first_dt_ns): 1+...+20 */
+    ASSERT_NEAR(ps.integral, 210.0, 1e-9);
+    point_buf_release(&pb);
+
+    /* odd count: 1..5: p50 is the 3rd, p95 the 5th */
+    struct point five[5];
+    for (int i = 0; i < 5; i++) {
+        five[i].ts_ns = t0 + i * NS_PER_S;
+        five[i].value = (double)(5 - i);
+    }
+    struct point_buf fb = {five, 5, 5, 0};
+    ASSERT_EQ_INT(points_stats(&fb, 0, &ps), 0);
+    ASSERT_EQ_U64(dbits(ps.p50), dbits(3.0));
+    ASSERT_EQ_U64(dbits(ps.p95), dbits(5.0));
+    ASSERT_NEAR(ps.integral, 4 + 3 + 2 + 1, 1e-9); /* the first point covers 0 s */
+    /* nothing at all */
+    struct point_buf empty = {NULL, 0, 0, 0};
+    ASSERT_EQ_INT(points_stats(&empty, NS_PER_S, &ps), 0);
+    ASSERT_EQ_INT(ps.count, 0);
+    ASSERT(isnan(ps.p50) && isnan(ps.min) && isnan(ps.mean));
+    store_close(s);
+    fixture_rmtree(r.dir);
+}
+
+TEST_MAIN(create_sets_version_and_wal, reopen_is_idempotent, foreign_database_is_refused,
+          non_database_file_is_refused, newer_schema_is_refused, run_roundtrip_every_field,
+          run_id_is_unique, block_upsert_replaces_same_start, series_query_summaries,
+          resolve_run_references, run_delete_removes_series_and_blocks,
+          two_connections_write_interleaved, two_stores_created_together,
+          points_roundtrip_and_stats)
