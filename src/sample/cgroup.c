@@ -19,13 +19,13 @@
 #include "sample/parse.h"
 #include "sample/pfile.h"
 
-#define CG_PATH_MAX 512
+#define CG_PATH_MAX  512
 #define CG_UNLIMITED (UINT64_C(1) << 62) /* v1 writes PAGE_COUNTER_MAX pages as bytes */
 
 struct cgroup_state {
-    struct pfile mem_used;  /* memory.current or memory.usage_in_bytes */
-    struct pfile mem_limit; /* memory.max or memory.limit_in_bytes */
-    struct pfile cpu_stat;  /* cpu.stat */
+    struct pfile mem_used;   /* memory.current or memory.usage_in_bytes */
+    struct pfile mem_limit;  /* memory.max or memory.limit_in_bytes */
+    struct pfile cpu_stat;   /* cpu.stat */
     uint64_t ancestor_limit; /* tightest limit above the job's cgroup, read at init */
     int cpu_v2;              /* cpu.stat has throttled_usec (v2) vs throttled_time (v1, ns) */
     uint64_t prev_nr, prev_time;
@@ -232,7 +232,12 @@ static int cgroup_init(void *state, const struct sample_env *env, struct series_
                 (rc = series_get(t, "cgroup.throttled_pct", "", "pct", &s->s_thr_pct)) < 0))
         return rc;
     snprintf(s->meta, sizeof(s->meta), "{\"memory\":\"%s\",\"cpu\":\"%s\",\"path\":\"%s\"}",
-             mem == 1 ? "v2" : mem == 2 ? "v1" : "none", cpu == 1 ? "v2" : cpu == 2 ? "v1" : "none",
+             mem == 1   ? "v2"
+             : mem == 2 ? "v1"
+                        : "none",
+             cpu == 1   ? "v2"
+             : cpu == 2 ? "v1"
+                        : "none",
              mem == 2 ? m.memory_path : m.v2_path);
     for (char *p = s->meta; *p; p++) /* keep the JSON valid whatever the path holds */
         if ((unsigned char)*p < 0x20 || *p == '\\')
@@ -256,7 +261,8 @@ static int cgroup_sample(void *state, struct sample_ctx *ctx)
         series_put(ctx->series, s->s_used, (double)v);
     if (s->mem_limit.fd >= 0 && pfile_read(&s->mem_limit) == 0 &&
         parse_u64_or_max(s->mem_limit.buf, s->mem_limit.len, &v) == 0)
-        series_put(ctx->series, s->s_limit, limit_value(v < s->ancestor_limit ? v : s->ancestor_limit));
+        series_put(ctx->series, s->s_limit,
+                   limit_value(v < s->ancestor_limit ? v : s->ancestor_limit));
     uint64_t nr, thr;
     if (s->cpu_stat.fd >= 0 && pfile_read(&s->cpu_stat) == 0 &&
         parse_flat_key(s->cpu_stat.buf, s->cpu_stat.len, "nr_throttled", &nr) == 0 &&

@@ -24,10 +24,10 @@ struct sample_env {
     int sys_fd;            /* directory fd of the sys root ("/sys") */
     const char *proc_root; /* its path, for messages */
     const char *sys_root;
-    long ticks_per_s;     /* USER_HZ */
-    long page_bytes;      /* page size */
-    pid_t self_pid;       /* the recorder: its children include re-parented orphans */
-    pid_t self_tid;       /* the recorder's thread that forks the job */
+    long ticks_per_s;       /* USER_HZ */
+    long page_bytes;        /* page size */
+    pid_t self_pid;         /* the recorder: its children include re-parented orphans */
+    pid_t self_tid;         /* the recorder's thread that forks the job */
     struct proc_tree *tree; /* the job's process tree (sample/proctree.h) */
 };
 
@@ -54,7 +54,7 @@ struct sampler {
         void *state;
         int enabled;
         uint64_t errors; /* failed sample() calls */
-    } *slots;
+    } * slots;
     size_t count;
 };
 

@@ -177,9 +177,9 @@ static int mem_sample(void *state, struct sample_ctx *ctx)
     /* used = total - available, as free(1) of procps 4 and psutil's "used"
      * intent: memory that cannot be handed to a new process without swapping. */
     series_put(t, s->s_total, (double)mi.total_bytes);
-    series_put(t, s->s_used,
-               (double)(mi.total_bytes > mi.available_bytes ? mi.total_bytes - mi.available_bytes
-                                                            : 0));
+    series_put(
+        t, s->s_used,
+        (double)(mi.total_bytes > mi.available_bytes ? mi.total_bytes - mi.available_bytes : 0));
     series_put(t, s->s_avail, (double)mi.available_bytes);
     series_put(t, s->s_swap_used,
                (double)(mi.swap_total_bytes > mi.swap_free_bytes
@@ -268,8 +268,7 @@ static int psi_sample(void *state, struct sample_ctx *ctx)
              * stalled share, exact, where avg10 is a 10 s moving average. */
             series_put(ctx->series, s->s_some[i], rate_per_s(some, s->prev_some[i], dt) / 1e4);
             if (psi_files[i].full)
-                series_put(ctx->series, s->s_full[i],
-                           rate_per_s(full, s->prev_full[i], dt) / 1e4);
+                series_put(ctx->series, s->s_full[i], rate_per_s(full, s->prev_full[i], dt) / 1e4);
         }
         s->prev_some[i] = some;
         s->prev_full[i] = full;

@@ -7,8 +7,8 @@
 
 static int parse_cpu_fields(struct cursor *c, struct cpu_ticks *t)
 {
-    uint64_t *f[] = {&t->user, &t->nice,    &t->system, &t->idle,
-                     &t->iowait, &t->irq,   &t->softirq, &t->steal};
+    uint64_t *f[] = {&t->user,   &t->nice, &t->system,  &t->idle,
+                     &t->iowait, &t->irq,  &t->softirq, &t->steal};
     memset(t, 0, sizeof(*t));
     /* proc(5): at least user nice system idle; later kernels add the rest. */
     for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
@@ -310,8 +310,7 @@ int parse_pid_schedstat(const char *buf, size_t len, uint64_t *switches)
     struct cursor c;
     cursor_init(&c, buf, len);
     uint64_t run_ns, wait_ns;
-    if (cursor_u64(&c, &run_ns) < 0 || cursor_u64(&c, &wait_ns) < 0 ||
-        cursor_u64(&c, switches) < 0)
+    if (cursor_u64(&c, &run_ns) < 0 || cursor_u64(&c, &wait_ns) < 0 || cursor_u64(&c, switches) < 0)
         return -EINVAL;
     return 0;
 }

@@ -53,16 +53,16 @@ int parse_netdev_next(const char *buf, size_t len, size_t *pos, struct netdev *o
 
 /* proc(5) /proc/PID/stat fields the process collector needs. */
 struct pid_stat {
-    char comm[64];        /* field 2, without the parentheses, cut to fit */
-    char state;           /* field 3 */
-    pid_t ppid;           /* field 4 */
-    uint64_t utime;       /* field 14, ticks */
-    uint64_t stime;       /* field 15 */
-    uint64_t cutime;      /* field 16, waited-for children */
-    uint64_t cstime;      /* field 17 */
-    int64_t num_threads;  /* field 20 */
-    uint64_t starttime;   /* field 22, ticks after boot */
-    uint64_t rss_pages;   /* field 24 */
+    char comm[64];       /* field 2, without the parentheses, cut to fit */
+    char state;          /* field 3 */
+    pid_t ppid;          /* field 4 */
+    uint64_t utime;      /* field 14, ticks */
+    uint64_t stime;      /* field 15 */
+    uint64_t cutime;     /* field 16, waited-for children */
+    uint64_t cstime;     /* field 17 */
+    int64_t num_threads; /* field 20 */
+    uint64_t starttime;  /* field 22, ticks after boot */
+    uint64_t rss_pages;  /* field 24 */
 };
 /* comm may hold spaces and ')': its end is the last ')' in the buffer. */
 int parse_pid_stat(const char *buf, size_t len, struct pid_stat *out);

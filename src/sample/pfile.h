@@ -16,7 +16,10 @@ struct pfile {
     size_t cap; /* capacity of buf */
 };
 
-#define PFILE_INIT {-1, NULL, 0, 0}
+#define PFILE_INIT                                                                                 \
+    {                                                                                              \
+        -1, NULL, 0, 0                                                                             \
+    }
 
 /* Open path relative to dirfd (AT_FDCWD for absolute). 0 or -errno. */
 int pfile_open(struct pfile *f, int dirfd, const char *path);

@@ -390,7 +390,8 @@ static int proc_sample(void *state, struct sample_ctx *ctx)
     int64_t threads = 0;
     for (uint32_t i = 0; i < t->n;) {
         struct proc_entry *e = &t->e[i];
-        if (entry_read(e, t->env->page_bytes) < 0) { /* reaped by its parent: its totals are the parent's now */
+        if (entry_read(e, t->env->page_bytes) <
+            0) { /* reaped by its parent: its totals are the parent's now */
             tree_remove(t, i);
             continue;
         }

@@ -37,15 +37,15 @@ enum proc_file {
 struct proc_entry {
     pid_t pid;
     pid_t ppid;
-    pid_t meta_ppid;                    /* ppid as last written to the series meta */
-    int dirfd;                          /* /proc/PID, kept: it also pins the identity */
+    pid_t meta_ppid; /* ppid as last written to the series meta */
+    int dirfd;       /* /proc/PID, kept: it also pins the identity */
     struct pfile f[PF_COUNT];
     char comm[64];
-    struct pid_stat st;                 /* last read */
-    struct pid_io iov;                  /* last read (zero if unreadable) */
-    uint64_t ctxt;                      /* last read: context switches (main thread) */
-    uint64_t rss_bytes;                 /* last read: statm resident, else stat rss */
-    uint64_t prev_cpu_ticks;            /* utime+stime at the previous sample */
+    struct pid_stat st;      /* last read */
+    struct pid_io iov;       /* last read (zero if unreadable) */
+    uint64_t ctxt;           /* last read: context switches (main thread) */
+    uint64_t rss_bytes;      /* last read: statm resident, else stat rss */
+    uint64_t prev_cpu_ticks; /* utime+stime at the previous sample */
     struct pid_io prev_io;
     uint64_t prev_ctxt;
     int64_t prev_mono_ns;
@@ -69,14 +69,14 @@ struct proc_tree {
     struct proc_entry *e; /* live tracked processes */
     uint32_t n;
     uint32_t cap;
-    pid_t root_pid;         /* the job; 0 before it starts */
+    pid_t root_pid;             /* the job; 0 before it starts */
     struct pfile self_children; /* the recorder's own children: the job, orphans */
     struct tree_totals reaped;  /* final totals of processes the recorder reaped */
     struct tree_totals emitted; /* running maximum of the totals, the base of rates */
     uint64_t ctxt_sum;          /* sum of per-process context-switch deltas */
     int64_t prev_mono_ns;
     int64_t last_thread_scan_ns;
-    uint64_t seen_total;        /* processes ever tracked */
+    uint64_t seen_total; /* processes ever tracked */
     uint32_t s_cpu, s_rss, s_threads, s_count, s_read, s_write, s_rchar, s_wchar, s_ctxt;
     const struct sample_env *env;
 };

@@ -45,16 +45,16 @@ struct series_table {
     struct series *items;
     uint32_t count;
     uint32_t cap;
-    uint32_t *slots;      /* open-addressing hash: index+1, 0 empty */
-    uint32_t nslots;      /* power of two */
-    int64_t now_ns;       /* timestamp of the frame being sampled */
-    uint64_t points;      /* points appended, all series */
-    uint64_t rejected;    /* points refused (out of order) */
-    uint64_t dropped;     /* points lost to the pending-memory cap */
-    size_t pending_bytes; /* bytes held in sealed blocks not yet persisted */
-    size_t pending_cap;   /* cap before the oldest sealed blocks are dropped */
+    uint32_t *slots;                  /* open-addressing hash: index+1, 0 empty */
+    uint32_t nslots;                  /* power of two */
+    int64_t now_ns;                   /* timestamp of the frame being sampled */
+    uint64_t points;                  /* points appended, all series */
+    uint64_t rejected;                /* points refused (out of order) */
+    uint64_t dropped;                 /* points lost to the pending-memory cap */
+    size_t pending_bytes;             /* bytes held in sealed blocks not yet persisted */
+    size_t pending_cap;               /* cap before the oldest sealed blocks are dropped */
     struct sealed_block *free_blocks; /* recycled sealed-block buffers */
-    int frozen; /* a batch is in flight: sealed blocks must not be dropped */
+    int frozen;                       /* a batch is in flight: sealed blocks must not be dropped */
 };
 
 int series_table_init(struct series_table *t);

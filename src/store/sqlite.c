@@ -124,9 +124,8 @@ static int set_wal(struct sqlite_store *s)
 
 static sqlite3_stmt *stmt(struct sqlite_store *s, int which)
 {
-    if (!s->st[which] &&
-        sqlite3_prepare_v3(s->db, statements[which], -1, SQLITE_PREPARE_PERSISTENT, &s->st[which],
-                           NULL) != SQLITE_OK)
+    if (!s->st[which] && sqlite3_prepare_v3(s->db, statements[which], -1, SQLITE_PREPARE_PERSISTENT,
+                                            &s->st[which], NULL) != SQLITE_OK)
         return NULL;
     sqlite3_reset(s->st[which]);
     sqlite3_clear_bindings(s->st[which]);
@@ -337,7 +336,8 @@ static char *col_dup(sqlite3_stmt *q, int i)
 
 static double col_real(sqlite3_stmt *q, int i)
 {
-    return sqlite3_column_type(q, i) == SQLITE_NULL ? __builtin_nan("") : sqlite3_column_double(q, i);
+    return sqlite3_column_type(q, i) == SQLITE_NULL ? __builtin_nan("")
+                                                    : sqlite3_column_double(q, i);
 }
 
 static void read_run_row(sqlite3_stmt *q, struct run_record *r)

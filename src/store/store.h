@@ -56,8 +56,8 @@ struct run_record {
     int exit_code;    /* -1 when none (killed by a signal, or running) */
     int signal;       /* 0 when none */
     char status[16];
-    char *git_commit; /* NULL outside a git work tree */
-    int git_dirty;    /* -1 unknown */
+    char *git_commit;                     /* NULL outside a git work tree */
+    int git_dirty;                        /* -1 unknown */
     char *python_version, *torch_version; /* NULL when not a Python command */
     int64_t interval_ns;
     int64_t samples; /* frames sampled */
@@ -79,7 +79,7 @@ struct series_record {
     const char *name;
     const char *labels;
     const char *unit;
-    const char *meta;   /* JSON or NULL */
+    const char *meta; /* JSON or NULL */
     /* summary over all blocks, from block headers only */
     int64_t count;
     double min, max, sum;
@@ -111,9 +111,8 @@ struct store_ops {
     /* Updates the fields that change during a run: end, last, exit, signal,
      * status, counters, error. */
     int (*run_update)(struct store *s, const struct run_record *r);
-    int (*series_insert)(struct store *s, const char *run_id, const char *name,
-                         const char *labels, const char *unit, const char *meta,
-                         int64_t *out_id);
+    int (*series_insert)(struct store *s, const char *run_id, const char *name, const char *labels,
+                         const char *unit, const char *meta, int64_t *out_id);
     int (*series_update_meta)(struct store *s, int64_t series_id, const char *meta);
     /* Insert a block, or replace the one of that series with the same start
      * (an open block grows in place until sealed). */
