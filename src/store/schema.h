@@ -8,7 +8,7 @@
 
 #define SCHEMA_VERSION 1
 
-// clang-format off
+/* clang-format off */
 /* one SQL clause per line reads better than reflowed */
 static const char *const schema_migrations[SCHEMA_VERSION] = {
     /* 1: catalog, attributes, series, blocks */
@@ -51,6 +51,6 @@ static const char *const schema_migrations[SCHEMA_VERSION] = {
     " data BLOB NOT NULL,"           /* codec/gorilla.h stream */
     " UNIQUE(series_id, start_ns));",
 };
-// clang-format on
+/* clang-format on */
 
 #endif
