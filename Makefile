@@ -49,6 +49,8 @@ BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 CORE_LIB := $(BUILD)/libstrobe-core.a
 
 .PHONY: all test demo bench format format-check clean bootstrap unit fuzz
+# keep objects of tests and benchmarks: they are not throw-away intermediates
+.SECONDARY:
 all: $(BUILD)/strobe $(UNIT_BIN) $(BENCH_BIN)
 
 Q := @
