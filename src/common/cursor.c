@@ -23,7 +23,9 @@ int cursor_u64(struct cursor *c, uint64_t *out)
     const char *start = c->p;
     while (c->p < c->end && *c->p >= '0' && *c->p <= '9') {
         uint64_t d = (uint64_t)(*c->p - '0');
-        if (v > (UINT64_MAX - d) / 10) {
+        /* overflow test without a division per digit: UINT64_MAX is
+         * 18446744073709551615 */
+        if (v >= UINT64_MAX / 10 && (v > UINT64_MAX / 10 || d > UINT64_MAX % 10)) {
             c->p = save;
             return -EINVAL;
         }

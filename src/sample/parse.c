@@ -104,12 +104,13 @@ int parse_vmstat_swap(const char *buf, size_t len, uint64_t *pswpin, uint64_t *p
 static int psi_total(struct cursor *c, uint64_t *out)
 {
     /* "some avg10=0.00 avg60=0.00 avg300=0.00 total=12345" */
-    while (!cursor_eof(c) && *c->p != '\n') {
-        if (cursor_accept(c, "total="))
-            return cursor_u64(c, out);
-        c->p++;
-    }
-    return -EINVAL;
+    const char *nl = memchr(c->p, '\n', (size_t)(c->end - c->p));
+    const char *line_end = nl ? nl : c->end;
+    const char *t = memmem(c->p, (size_t)(line_end - c->p), "total=", 6);
+    if (!t)
+        return -EINVAL;
+    c->p = t + 6;
+    return cursor_u64(c, out);
 }
 
 int parse_psi(const char *buf, size_t len, uint64_t *some_us, uint64_t *full_us)
@@ -210,12 +211,7 @@ int parse_netdev_next(const char *buf, size_t len, size_t *pos, struct netdev *o
 int parse_pid_stat(const char *buf, size_t len, struct pid_stat *out)
 {
     const char *open = memchr(buf, '(', len);
-    const char *close = NULL;
-    for (const char *p = buf + len; p > buf; p--)
-        if (p[-1] == ')') {
-            close = p - 1;
-            break;
-        }
+    const char *close = memrchr(buf, ')', len);
     if (!open || !close || close < open)
         return -EINVAL;
     copy_word(out->comm, sizeof(out->comm), open + 1, (size_t)(close - open - 1));
