@@ -81,6 +81,18 @@ static void labels_json(struct strbuf *o, const char *labels)
     strbuf_addch(o, '}');
 }
 
+/* JSON has no NaN or infinity: they are written as the strings "nan", "inf"
+ * and "-inf", so an unlimited cgroup limit is not mistaken for a gap. */
+static void json_value(struct strbuf *o, double v)
+{
+    if (isnan(v))
+        strbuf_adds(o, "\"nan\"");
+    else if (isinf(v))
+        strbuf_adds(o, v > 0 ? "\"inf\"" : "\"-inf\"");
+    else
+        strbuf_add_json_num(o, v);
+}
+
 static void csv_value(struct strbuf *o, double v)
 {
     if (isnan(v))
@@ -119,7 +131,7 @@ static int export_series(const struct series_record *sr, void *arg)
             strbuf_adds(o, ",\"labels\":");
             labels_json(o, sr->labels);
             strbuf_adds(o, ",\"value\":");
-            strbuf_add_json_num(o, pb.p[i].value);
+            json_value(o, pb.p[i].value);
             strbuf_adds(o, "}\n");
         } else {
             strbuf_addf(o, "%lld,", (long long)pb.p[i].ts_ns);
