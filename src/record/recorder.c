@@ -80,16 +80,19 @@ static int open_roots(struct recorder *r)
     return 0;
 }
 
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
 static const char *default_name(const struct recorder_opts *o, char *buf, size_t cap)
 {
     /* "python train.py" is better named after the script than the interpreter */
     const char *pick = o->argv[0];
-    if (o->argv[1] &&
-        strncmp(strrchr(pick, '/') ? strrchr(pick, '/') + 1 : pick, "python", 6) == 0 &&
-        o->argv[1][0] != '-')
+    if (runinfo_is_python(pick) && o->argv[1] && o->argv[1][0] != '-')
         pick = o->argv[1];
-    const char *base = strrchr(pick, '/');
-    snprintf(buf, cap, "%s", base ? base + 1 : pick);
+    snprintf(buf, cap, "%s", base_name(pick));
     for (char *p = buf; *p; p++)
         if ((unsigned char)*p < 0x20)
             *p = '_';

@@ -151,7 +151,7 @@ static void collect_git(struct run_record *r)
     strbuf_release(&out);
 }
 
-static int is_python(const char *argv0)
+int runinfo_is_python(const char *argv0)
 {
     const char *base = strrchr(argv0, '/');
     base = base ? base + 1 : argv0;
@@ -282,7 +282,7 @@ int runinfo_collect(struct run_record *r, char *const argv[], const char *proc_r
     collect_command(r, argv);
     collect_env(r);
     collect_git(r);
-    if (is_python(argv[0]))
+    if (runinfo_is_python(argv[0]))
         collect_python(r, argv[0]);
     r->strobe_version = strdup(STROBE_VERSION);
     r->recorder_pid = getpid();

@@ -22,6 +22,9 @@ void runinfo_new_id(char id[RUN_ID_LEN + 1]);
  */
 int run_capture(char *const argv[], const char *cwd, int timeout_ms, struct strbuf *out);
 
+/* Whether a command's argv[0] names a Python interpreter (python, python3.11). */
+int runinfo_is_python(const char *argv0);
+
 /* Check a user-given run name (or experiment, tag...): 0, or -EINVAL with
  * why in *why. Names are 1-200 bytes with no control characters. */
 int runinfo_check_name(const char *what, const char *name, struct strbuf *why);
