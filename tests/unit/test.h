@@ -75,6 +75,32 @@ struct test_case {
 
 #define TEST_TIMEOUT_S 30
 
+/* xorshift64*: deterministic across runs, so a failure replays. */
+static inline uint64_t rng_next(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * UINT64_C(2685821657736338717);
+}
+
+/* The bits of a double and back: values are compared bit for bit. */
+static inline uint64_t dbits(double v)
+{
+    uint64_t u;
+    memcpy(&u, &v, sizeof(u));
+    return u;
+}
+
+static inline double bdbl(uint64_t u)
+{
+    double v;
+    memcpy(&v, &u, sizeof(v));
+    return v;
+}
+
 static inline int test_run_one(const struct test_case *tc)
 {
     fflush(stdout);

@@ -25,34 +25,9 @@ struct point {
 static struct point g_pts[MAX_POINTS];
 static struct point g_out[MAX_POINTS];
 
-static uint64_t rng_next(uint64_t *s)
-{
-    /* xorshift64*: deterministic across runs, so a failure replays. */
-    uint64_t x = *s;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *s = x;
-    return x * UINT64_C(2685821657736338717);
-}
-
 static uint64_t rng_below(uint64_t *s, uint64_t n)
 {
     return n ? rng_next(s) % n : 0;
-}
-
-static uint64_t dbits(double v)
-{
-    uint64_t u;
-    memcpy(&u, &v, sizeof(u));
-    return u;
-}
-
-static double bdbl(uint64_t u)
-{
-    double v;
-    memcpy(&v, &u, sizeof(v));
-    return v;
 }
 
 static int64_t u2i(uint64_t u)

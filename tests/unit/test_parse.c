@@ -766,16 +766,6 @@ TEST(u64_or_max)
 
 /* ---- every parser on every prefix and on noise ------------------------------ */
 
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t x = *s;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *s = x;
-    return x * UINT64_C(2685821657736338717);
-}
-
 static void noop_pid(pid_t pid, void *arg)
 {
     (void)pid;

@@ -20,30 +20,6 @@
 
 #define BLOCK_SIZE sizeof(struct sealed_block)
 
-static uint64_t dbits(double v)
-{
-    uint64_t u;
-    memcpy(&u, &v, sizeof(u));
-    return u;
-}
-
-static double bdbl(uint64_t u)
-{
-    double v;
-    memcpy(&v, &u, sizeof(v));
-    return v;
-}
-
-static uint64_t rng_next(uint64_t *s)
-{
-    uint64_t x = *s;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    *s = x;
-    return x * UINT64_C(2685821657736338717);
-}
-
 /* Append value to series idx at frame time ts_ns. */
 static void put_at(struct series_table *t, uint32_t idx, int64_t ts_ns, double value)
 {

@@ -22,13 +22,6 @@
 #define HOSTILE_Q   "it's \"quoted\" \\ back`tick`"
 #define HOSTILE_U   "训练-ünïcødé-🚀-\xe2\x80\xae-tab\there"
 
-static uint64_t dbits(double v)
-{
-    uint64_t u;
-    memcpy(&u, &v, sizeof(u));
-    return u;
-}
-
 struct rig {
     char dir[512];
     char db[600];
