@@ -84,7 +84,11 @@ struct sqlite_store {
 static int map_rc(struct sqlite_store *s, int rc, const char *what)
 {
     strbuf_reset(&s->base.err);
-    strbuf_addf(&s->base.err, "%s: %s", what, s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc));
+    const char *msg = s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc);
+    if (what)
+        strbuf_addf(&s->base.err, "%s: %s", what, msg);
+    else
+        strbuf_adds(&s->base.err, msg);
     switch (rc & 0xff) {
     case SQLITE_FULL:
         return -STROBE_EFULL;
@@ -102,7 +106,8 @@ static int map_rc(struct sqlite_store *s, int rc, const char *what)
 static int exec_sql(struct sqlite_store *s, const char *sql)
 {
     int rc = sqlite3_exec(s->db, sql, NULL, NULL, NULL);
-    return rc == SQLITE_OK ? 0 : map_rc(s, rc, "cannot update store");
+    /* no prefix of its own: the caller's message says what was being done */
+    return rc == SQLITE_OK ? 0 : map_rc(s, rc, NULL);
 }
 
 /* Switching a new file to WAL needs an exclusive lock, and SQLite does not
@@ -119,7 +124,8 @@ static int set_wal(struct sqlite_store *s)
             break;
         sqlite3_sleep(10);
     }
-    return rc == SQLITE_OK ? 0 : map_rc(s, rc, "cannot update store");
+    /* no prefix of its own: the caller's message says what was being done */
+    return rc == SQLITE_OK ? 0 : map_rc(s, rc, NULL);
 }
 
 static sqlite3_stmt *stmt(struct sqlite_store *s, int which)

@@ -28,6 +28,17 @@ check("the run shows as lost (its recorder died)", r["status"] == "lost", r["sta
 integrity = sqlite3.connect(db).execute("PRAGMA integrity_check").fetchone()[0]
 check("store integrity_check is ok", integrity == "ok", integrity)
 
+# a truncated store: one clear line from the read commands, no crash
+trunc = os.path.join(TMP, "trunc.db")
+sqlite3.connect(db).execute("PRAGMA wal_checkpoint(TRUNCATE)").close()
+open(trunc, "wb").write(open(db, "rb").read()[: max(4096, os.path.getsize(db) // 3)])
+for cmd in (["ls"], ["show", "victim"], ["export", "--format", "csv", "victim"]):
+    p = strobe(*cmd, store=trunc)
+    lines = p.stderr.strip().splitlines()
+    check(f"truncated store: '{cmd[0]}' fails in one line", p.returncode != 0 and len(lines) == 1
+          and "malformed" in lines[0] and "Traceback" not in p.stderr and p.returncode < 128,
+          f"rc={p.returncode} {p.stderr!r}")
+
 # 2. stores that cannot be used fail before the job starts
 def refused(name, store):
     if os.path.exists(marker):

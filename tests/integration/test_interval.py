@@ -20,7 +20,9 @@ for interval_ms, seconds in ((10, 2.0), (100, 2.0), (1, 1.0)):
     check(f"{interval_ms} ms: every timestamp on the grid", on_grid == len(steps) - 1,
           f"{len(steps) - 1 - on_grid} off the grid")
     expect = seconds * 1000 / interval_ms
-    near(f"{interval_ms} ms: samples match the duration", r["samples"], expect, expect * 0.1 + 3)
+    # a busy machine may miss deadlines (counted, not hidden): together they cover the run
+    near(f"{interval_ms} ms: samples and misses match the duration", r["samples"] + r["missed"],
+         expect, expect * 0.1 + 3)
     span = ts[-1] - ts[0]
     near(f"{interval_ms} ms: no drift (span of the grid vs sleep time)", span, seconds, 0.1 + interval_ms / 1000)
     check(f"{interval_ms} ms: missed deadlines are counted", r["missed"] >= 0 and
