@@ -141,10 +141,18 @@ static struct proc_entry *tree_add(struct proc_tree *t, pid_t pid)
     return e;
 }
 
-/* Remove entry i, keeping its buffers in the free tail of the array. */
+/* Remove entry i, keeping its buffers in the free tail of the array. Its
+ * series get no more points: their open blocks are sealed and their buffers
+ * given back, so memory follows the live tree, not every process ever seen. */
 static void tree_remove(struct proc_tree *t, uint32_t i)
 {
-    entry_close(&t->e[i]);
+    struct proc_entry *e = &t->e[i];
+    if (e->have_series && t->series) {
+        uint32_t s[] = {e->s_cpu, e->s_rss, e->s_threads, e->s_read, e->s_write, e->s_ctxt};
+        for (size_t k = 0; k < sizeof(s) / sizeof(s[0]); k++)
+            series_retire(t->series, s[k]);
+    }
+    entry_close(e);
     t->n--;
     if (i != t->n) {
         struct proc_entry tmp = t->e[i];
@@ -271,6 +279,7 @@ static int proc_init(void *state, const struct sample_env *env, struct series_ta
     s->scratch = (struct pfile)PFILE_INIT;
     if (!t)
         return -ENOENT;
+    t->series = st;
     int rc;
     if ((rc = series_get(st, "proc.cpu", "", "pct", &t->s_cpu)) < 0 ||
         (rc = series_get(st, "proc.rss_bytes", "", "bytes", &t->s_rss)) < 0 ||
@@ -308,31 +317,51 @@ static int entry_series(struct proc_tree *t, struct proc_entry *e, struct series
     return 0;
 }
 
+/* Make sure e has its per-process series, within the cap; 1 when it has. */
+static int entry_ensure_series(struct proc_tree *t, struct proc_entry *e, struct series_table *st)
+{
+    if (e->no_series)
+        return 0;
+    if (!e->have_series && t->series_procs >= PROC_SERIES_MAX) {
+        /* a job forking without end must not grow the recorder without end:
+         * past the cap a process counts in the tree totals only */
+        e->no_series = 1;
+        t->uncharted++;
+        return 0;
+    }
+    if (e->have_series && strcmp(e->comm, e->st.comm) == 0 && e->meta_ppid == e->ppid)
+        return 1;
+    /* exec after fork changes comm, re-parenting changes ppid: the series
+     * metadata follows */
+    snprintf(e->comm, sizeof(e->comm), "%s", e->st.comm);
+    e->meta_ppid = e->ppid;
+    int had = e->have_series;
+    if (entry_series(t, e, st) < 0)
+        return 0;
+    t->series_procs += !had;
+    return 1;
+}
+
 static void entry_emit(struct proc_tree *t, struct proc_entry *e, struct sample_ctx *ctx)
 {
     struct series_table *st = ctx->series;
-    if (!e->have_series || strcmp(e->comm, e->st.comm) != 0 || e->meta_ppid != e->ppid) {
-        /* exec after fork changes comm, re-parenting changes ppid: the
-         * series metadata follows */
-        snprintf(e->comm, sizeof(e->comm), "%s", e->st.comm);
-        e->meta_ppid = e->ppid;
-        if (entry_series(t, e, st) < 0)
-            return;
-    }
+    int charted = entry_ensure_series(t, e, st);
     uint64_t cpu = e->st.utime + e->st.stime;
     uint64_t ctxt = e->ctxt;
-    series_put(st, e->s_rss, (double)e->rss_bytes);
-    series_put(st, e->s_threads, (double)e->st.num_threads);
-    if (e->have_prev) {
+    if (e->have_prev && e->ctxt_ok)
+        t->ctxt_sum += ctxt > e->prev_ctxt ? ctxt - e->prev_ctxt : 0;
+    if (charted) {
+        series_put(st, e->s_rss, (double)e->rss_bytes);
+        series_put(st, e->s_threads, (double)e->st.num_threads);
+    }
+    if (charted && e->have_prev) {
         int64_t dt = ctx->mono_ns - e->prev_mono_ns;
         series_put(st, e->s_cpu,
                    rate_per_s(cpu, e->prev_cpu_ticks, dt) * 100.0 / (double)t->env->ticks_per_s);
         series_put(st, e->s_read, rate_per_s(e->iov.read_bytes, e->prev_io.read_bytes, dt));
         series_put(st, e->s_write, rate_per_s(e->iov.write_bytes, e->prev_io.write_bytes, dt));
-        if (e->ctxt_ok) {
+        if (e->ctxt_ok)
             series_put(st, e->s_ctxt, rate_per_s(ctxt, e->prev_ctxt, dt));
-            t->ctxt_sum += ctxt > e->prev_ctxt ? ctxt - e->prev_ctxt : 0;
-        }
     }
     e->prev_cpu_ticks = cpu;
     e->prev_io = e->iov;

@@ -34,6 +34,9 @@ enum proc_file {
     PF_COUNT
 };
 
+/* At most this many processes of one run get series of their own. */
+#define PROC_SERIES_MAX 4096
+
 struct proc_entry {
     pid_t pid;
     pid_t ppid;
@@ -51,6 +54,7 @@ struct proc_entry {
     int64_t prev_mono_ns;
     uint32_t s_cpu, s_rss, s_threads, s_read, s_write, s_ctxt; /* series */
     uint8_t have_series;
+    uint8_t no_series; /* past PROC_SERIES_MAX: in the totals only */
     uint8_t have_prev;
     uint8_t io_ok;
     uint8_t ctxt_ok;
@@ -76,7 +80,10 @@ struct proc_tree {
     uint64_t ctxt_sum;          /* sum of per-process context-switch deltas */
     int64_t prev_mono_ns;
     int64_t last_thread_scan_ns;
-    uint64_t seen_total; /* processes ever tracked */
+    uint64_t seen_total;         /* processes ever tracked */
+    uint32_t series_procs;       /* processes given their own series */
+    uint32_t uncharted;          /* processes past the cap, in the totals only */
+    struct series_table *series; /* where per-process series live (set by the collector) */
     uint32_t s_cpu, s_rss, s_threads, s_count, s_read, s_write, s_rchar, s_wchar, s_ctxt;
     const struct sample_env *env;
 };

@@ -186,9 +186,29 @@ static void seal(struct series_table *t, uint32_t index)
     s->snap_count = 0;
 }
 
+void series_retire(struct series_table *t, uint32_t index)
+{
+    struct series *s = &t->items[index];
+    if (!s->open_buf)
+        return;
+    if (s->enc.st.count)
+        seal(t, index);
+    free(s->open_buf);
+    s->open_buf = NULL;
+    memset(&s->enc, 0, sizeof(s->enc));
+}
+
 void series_put(struct series_table *t, uint32_t index, double value)
 {
     struct series *s = &t->items[index];
+    if (!s->open_buf) { /* retired, now back (a reused pid) */
+        s->open_buf = malloc(SERIES_BLOCK_BYTES);
+        if (!s->open_buf) {
+            t->dropped++;
+            return;
+        }
+        block_enc_init(&s->enc, s->open_buf, SERIES_BLOCK_BYTES);
+    }
     if (s->enc.st.count >= SERIES_BLOCK_POINTS)
         seal(t, index);
     int rc = block_enc_append(&s->enc, t->now_ns, value);

@@ -33,7 +33,7 @@ struct series {
     const char *unit;            /* static: "pct", "bytes", "bytes/s", ... */
     char *meta;                  /* JSON object of metadata (comm, ppid), or NULL */
     struct block_enc enc;        /* open block */
-    uint8_t *open_buf;           /* its buffer (SERIES_BLOCK_BYTES) */
+    uint8_t *open_buf;           /* its buffer (SERIES_BLOCK_BYTES); NULL once retired */
     struct sealed_block *sealed; /* oldest first, not yet persisted */
     struct sealed_block *sealed_tail;
     uint32_t snap_count; /* open block count at the last snapshot */
@@ -76,6 +76,10 @@ void series_put(struct series_table *t, uint32_t index, double value);
 /* Give the sealed blocks up to (and including) last back to the free list,
  * once the writer has persisted them. */
 void series_release_sealed(struct series_table *t, uint32_t index, struct sealed_block *last);
+
+/* The series gets no more points for now (its process exited): seal what it
+ * holds and give its open buffer back. A later series_put revives it. */
+void series_retire(struct series_table *t, uint32_t index);
 
 /* Seal every open block that holds points (at the end of a run). */
 void series_seal_all(struct series_table *t);

@@ -131,9 +131,15 @@ static const struct series *must_series(const struct series_table *t, const char
     return &t->items[i];
 }
 
+/* Points the series holds: its open block and sealed blocks not yet persisted
+ * (a process that left the tree has its series sealed). */
 static uint32_t count_of(const struct series_table *t, const char *name, const char *labels)
 {
-    return must_series(t, name, labels)->enc.st.count;
+    const struct series *s = must_series(t, name, labels);
+    uint32_t n = s->enc.st.count;
+    for (const struct sealed_block *b = s->sealed; b; b = b->next)
+        n += b->st.count;
+    return n;
 }
 
 /* The last value; the series must hold at least one. */
@@ -488,8 +494,9 @@ TEST(proc_per_process_series)
     ASSERT_EQ_INT(count_of(&r.t, "proc.rss_bytes", "pid=4004"), 1);
     ASSERT_EQ_INT(count_of(&r.t, "proc.cpu", "pid=4004"), 0);
     ASSERT_NEAR(last_of(&r.t, "proc.rss_bytes", "pid=4100"), 150.0 * 4096, 0);
-    /* gone at t1: its series keep what they had */
+    /* gone at t1: its series keep what they had, sealed, their buffer given back */
     ASSERT_EQ_INT(count_of(&r.t, "proc.rss_bytes", "pid=4008"), 1);
+    ASSERT(must_series(&r.t, "proc.rss_bytes", "pid=4008")->open_buf == NULL);
     ASSERT_EQ_INT(find_series(&r.t, "proc.cpu", "pid=3000"), -1);
     rig_close(&r);
 }

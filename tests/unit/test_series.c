@@ -101,6 +101,35 @@ TEST(get_put)
     series_table_release(&t);
 }
 
+TEST(retire_seals_frees_and_revives)
+{
+    struct series_table t;
+    ASSERT_EQ_INT(series_table_init(&t), 0);
+    uint32_t a;
+    ASSERT_EQ_INT(series_get(&t, "proc.cpu", "pid=7", "pct", &a), 0);
+    put_at(&t, a, 1000, 10.0);
+    put_at(&t, a, 2000, 20.0);
+    series_retire(&t, a);
+    /* the points are now a sealed block waiting for the writer; no buffer */
+    ASSERT(t.items[a].open_buf == NULL);
+    ASSERT(t.items[a].sealed != NULL);
+    ASSERT_EQ_INT(t.items[a].sealed->st.count, 2);
+    ASSERT_EQ_INT(t.items[a].enc.st.count, 0);
+    series_retire(&t, a); /* twice is harmless */
+    /* a reused pid brings the series back */
+    put_at(&t, a, 3000, 30.0);
+    ASSERT(t.items[a].open_buf != NULL);
+    ASSERT_EQ_INT(t.items[a].enc.st.count, 1);
+    ASSERT_EQ_U64(dbits(t.items[a].enc.st.first), dbits(30.0));
+    ASSERT_EQ_U64(t.points, 3);
+    /* an empty series retires without sealing anything */
+    uint32_t b;
+    ASSERT_EQ_INT(series_get(&t, "proc.cpu", "pid=8", "pct", &b), 0);
+    series_retire(&t, b);
+    ASSERT(t.items[b].sealed == NULL && t.items[b].open_buf == NULL);
+    series_table_release(&t);
+}
+
 TEST(hash_grows_past_256_and_512)
 {
     struct series_table t;
@@ -684,7 +713,8 @@ TEST(writer_busy_store_loses_nothing)
     rig_close(&r);
 }
 
-TEST_MAIN(get_put, hash_grows_past_256_and_512, seals_at_block_points, seals_when_the_block_is_full,
-          pending_cap_drops_oldest_sealed, frozen_table_drops_nothing, release_sealed_and_seal_all,
-          batch_collect_and_settle_ok, batch_settle_failure_keeps_everything,
-          writer_thread_persists_bit_exactly, writer_busy_store_loses_nothing)
+TEST_MAIN(get_put, retire_seals_frees_and_revives, hash_grows_past_256_and_512,
+          seals_at_block_points, seals_when_the_block_is_full, pending_cap_drops_oldest_sealed,
+          frozen_table_drops_nothing, release_sealed_and_seal_all, batch_collect_and_settle_ok,
+          batch_settle_failure_keeps_everything, writer_thread_persists_bit_exactly,
+          writer_busy_store_loses_nothing)
