@@ -332,7 +332,7 @@ static void settle(struct recorder *r)
         r->committed_ns = r->batch.run.last_ns;
 }
 
-static void flush(struct recorder *r, int final)
+static void flush(struct recorder *r)
 {
     settle(r);
     if (r->in_flight)
@@ -342,7 +342,6 @@ static void flush(struct recorder *r, int final)
         return;
     }
     fill_counters(r, &r->batch.run);
-    r->batch.final = final;
     r->in_flight = writer_submit(&r->writer, &r->batch);
     if (!r->in_flight)
         r->series.frozen = 0;
@@ -351,6 +350,8 @@ static void flush(struct recorder *r, int final)
 static void live_line(struct recorder *r, int64_t now)
 {
     char rss[32], el[32], line[160];
+    if (!r->tree.series)
+        return; /* the proc collector is off: nothing to show */
     const struct series *cpu = &r->series.items[r->tree.s_cpu];
     const struct series *mem = &r->series.items[r->tree.s_rss];
     int n = snprintf(line, sizeof(line), "\r\033[Kstrobe: %s  cpu %.0f%%  rss %s  %lld samples",
@@ -376,7 +377,7 @@ static void on_timer(struct recorder *r)
     sample_frame(r, r->deadline_index * r->o->interval_ns);
     int64_t now = clock_monotonic_ns();
     if (now - r->last_flush_ns >= FLUSH_INTERVAL_NS) {
-        flush(r, 0);
+        flush(r);
         r->last_flush_ns = now;
     }
     if (r->live && now - r->last_live_ns >= LIVE_INTERVAL_NS) {
@@ -470,7 +471,7 @@ static int final_flush(struct recorder *r)
     for (int attempt = 0; attempt < FINAL_RETRIES; attempt++) {
         writer_wait(&r->writer);
         settle(r);
-        flush(r, 1);
+        flush(r);
         writer_wait(&r->writer);
         settle(r);
         if (r->batch.result == 0 && r->series.pending_bytes == 0)
@@ -570,7 +571,7 @@ int recorder_run(const struct recorder_opts *o)
     int err = start_child(&r);
     if (err) {
         record_start_failure(&r, err);
-        flush(&r, 1);
+        flush(&r);
         writer_wait(&r.writer);
         exit_status = RECORDER_EXIT_NOEXEC;
         goto out;

@@ -19,9 +19,7 @@ void batch_reset(struct batch *b)
     b->ndefs = 0;
     b->nblocks = 0;
     b->snap_len = 0;
-    b->final = 0;
     b->result = 0;
-    b->points_in_batch = 0;
 }
 
 void batch_release(struct batch *b)
@@ -53,7 +51,6 @@ static int add_block(struct batch *b, const struct batch_block *blk)
     if (grow_array((void **)&b->blocks, &b->blocks_cap, b->nblocks + 1, sizeof(*b->blocks)) < 0)
         return -ENOMEM;
     b->blocks[b->nblocks++] = *blk;
-    b->points_in_batch += blk->st.count;
     return 0;
 }
 

@@ -45,9 +45,7 @@ struct batch {
     uint8_t *snap; /* copies of open blocks */
     size_t snap_len, snap_cap;
     struct run_record run; /* id and counters; status/end on the last batch */
-    int final;
-    int result; /* the writer's: 0 or negative */
-    int64_t points_in_batch;
+    int result;            /* the writer's: 0 or negative */
     uint32_t series_count; /* table size when collected */
 };
 

@@ -137,7 +137,6 @@ static struct proc_entry *tree_add(struct proc_tree *t, pid_t pid)
     }
     snprintf(e->comm, sizeof(e->comm), "%s", e->st.comm);
     t->n++;
-    t->seen_total++;
     return e;
 }
 

@@ -80,7 +80,6 @@ struct proc_tree {
     uint64_t ctxt_sum;          /* sum of per-process context-switch deltas */
     int64_t prev_mono_ns;
     int64_t last_thread_scan_ns;
-    uint64_t seen_total;         /* processes ever tracked */
     uint32_t series_procs;       /* processes given their own series */
     uint32_t uncharted;          /* processes past the cap, in the totals only */
     struct series_table *series; /* where per-process series live (set by the collector) */

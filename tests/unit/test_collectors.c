@@ -466,7 +466,7 @@ TEST(proc_tree_totals)
     ASSERT(proc_tree_find(&r.tree, 4004));
     ASSERT(proc_tree_find(&r.tree, 4100));
     ASSERT(!proc_tree_find(&r.tree, SELF_PID)); /* the recorder is not part of the job */
-    ASSERT_EQ_U64(r.tree.seen_total, 7);
+    ASSERT_EQ_U64(r.tree.series_procs, 7);      /* every process seen got its series */
     rig_close(&r);
 }
 
