@@ -16,7 +16,10 @@
 
 #include "codec/gorilla.h"
 
-#define SERIES_BLOCK_BYTES  2048 /* one block's encoded capacity */
+/* One block's encoded capacity: small enough that two full blocks and their
+ * row headers share a 4 KiB SQLite page (at 2048 a full block took a page of
+ * its own, leaving half of it empty). */
+#define SERIES_BLOCK_BYTES  1900
 #define SERIES_BLOCK_POINTS 1024 /* seal after this many points */
 
 struct sealed_block {

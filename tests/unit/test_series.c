@@ -202,7 +202,7 @@ TEST(seals_at_block_points)
 
 TEST(seals_when_the_block_is_full)
 {
-    /* random bit patterns take ~70 bits a point: 2048 bytes fill long before
+    /* random bit patterns take ~70 bits a point: a block's bytes fill long before
      * 1024 points, and append's -ENOSPC seals */
     enum { N = 600 };
     static int64_t ts[N];
