@@ -119,4 +119,5 @@ format-check:
 clean:
 	rm -rf build build-san-*
 
--include $(CORE_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d)
+-include $(CORE_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/unit/%.d) \
+         $(BENCH_SRC:%.c=$(BUILD)/%.d)
