@@ -379,8 +379,7 @@ static uint64_t grow(uint64_t *emitted, uint64_t now)
     return d;
 }
 
-static void tree_emit(struct proc_tree *t, struct sample_ctx *ctx, uint64_t rss, int64_t threads,
-                      uint64_t prev_ctxt_sum)
+static void tree_emit(struct proc_tree *t, struct sample_ctx *ctx, uint64_t rss, int64_t threads)
 {
     struct series_table *st = ctx->series;
     struct tree_totals now = t->reaped;
@@ -401,9 +400,10 @@ static void tree_emit(struct proc_tree *t, struct sample_ctx *ctx, uint64_t rss,
         series_put(st, t->s_write, rate_per_s(d_write, 0, dt));
         series_put(st, t->s_rchar, rate_per_s(d_rchar, 0, dt));
         series_put(st, t->s_wchar, rate_per_s(d_wchar, 0, dt));
-        series_put(st, t->s_ctxt, rate_per_s(t->ctxt_sum, prev_ctxt_sum, dt));
+        series_put(st, t->s_ctxt, rate_per_s(t->ctxt_sum, t->ctxt_emitted, dt));
     }
     t->prev_mono_ns = ctx->mono_ns;
+    t->ctxt_emitted = t->ctxt_sum;
 }
 
 static int proc_sample(void *state, struct sample_ctx *ctx)
@@ -412,7 +412,6 @@ static int proc_sample(void *state, struct sample_ctx *ctx)
     struct proc_tree *t = s->t;
     if (!t->root_pid)
         return 0;
-    uint64_t prev_ctxt_sum = t->ctxt_sum;
     discover(t, ctx->mono_ns, &s->scratch);
     uint64_t rss = 0;
     int64_t threads = 0;
@@ -428,7 +427,7 @@ static int proc_sample(void *state, struct sample_ctx *ctx)
         threads += e->st.num_threads;
         i++;
     }
-    tree_emit(t, ctx, rss, threads, prev_ctxt_sum);
+    tree_emit(t, ctx, rss, threads);
     return 0;
 }
 

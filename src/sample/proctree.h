@@ -78,6 +78,8 @@ struct proc_tree {
     struct tree_totals reaped;  /* final totals of processes the recorder reaped */
     struct tree_totals emitted; /* running maximum of the totals, the base of rates */
     uint64_t ctxt_sum;          /* sum of per-process context-switch deltas */
+    uint64_t ctxt_emitted;      /* ctxt_sum at the last frame: the switches of
+                                 * processes reaped between frames count too */
     int64_t prev_mono_ns;
     int64_t last_thread_scan_ns;
     uint32_t series_procs;       /* processes given their own series */
