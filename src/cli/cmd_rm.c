@@ -1,5 +1,6 @@
 #include <getopt.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cli/cli.h"
 #include "common/log.h"
@@ -38,7 +39,12 @@ int cmd_rm(int argc, char **argv)
             status = CLI_EXIT_ERROR;
             continue;
         }
-        if (s->ops->run_delete(s, r.id) < 0) {
+        if (strcmp(cli_run_status(&r), RUN_RUNNING) == 0) {
+            /* its recorder would go on writing series of a run that is gone */
+            log_error("run %s '%s' is still recording (pid %lld); stop it first", r.id,
+                      r.name ? r.name : "", (long long)r.recorder_pid);
+            status = CLI_EXIT_ERROR;
+        } else if (s->ops->run_delete(s, r.id) < 0) {
             log_error("cannot remove run %s: %s", r.id, s->err.buf);
             status = CLI_EXIT_ERROR;
         } else {

@@ -90,8 +90,12 @@ static const char *default_name(const struct recorder_opts *o, char *buf, size_t
 {
     /* "python train.py" is better named after the script than the interpreter */
     const char *pick = o->argv[0];
-    if (runinfo_is_python(pick) && o->argv[1] && o->argv[1][0] != '-')
-        pick = o->argv[1];
+    if (runinfo_is_python(pick) && o->argv[1]) {
+        if (o->argv[1][0] != '-')
+            pick = o->argv[1]; /* python train.py */
+        else if (strcmp(o->argv[1], "-m") == 0 && o->argv[2])
+            pick = o->argv[2]; /* python -m torch.distributed.run */
+    }
     snprintf(buf, cap, "%s", base_name(pick));
     for (char *p = buf; *p; p++)
         if ((unsigned char)*p < 0x20)

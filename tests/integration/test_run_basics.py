@@ -68,6 +68,17 @@ proc.send_signal(signal.SIGHUP)
 rc = proc.wait(timeout=20)
 check("SIGHUP is forwarded: exit 129", rc == 129, f"rc={rc}")
 
+# a run still recording cannot be removed under its recorder
+proc = subprocess.Popen([STROBE, "run", "--quiet", f"--store={db}", "--name", "busy", "--", "sleep", "3"])
+time.sleep(1.2)
+p = strobe("rm", "busy", store=db)
+check("rm of a run still recording is refused in one line", p.returncode == 1 and
+      "still recording" in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr)
+proc.wait(timeout=20)
+check("that run then finishes normally", show(db, "busy")["status"] == "finished")
+p = run(db, PYTHON, "-m", "json.tool", "--help")
+check("python -m MODULE is named after the module", show(db)["name"] == "json.tool", show(db)["name"])
+
 # options
 for bad in ("0.5ms", "61s", "abc", "-1s", "10xs"):
     p = strobe("run", "--interval", bad, "--", "true", store=db)
