@@ -219,7 +219,7 @@ static const char *fmt_value(double v, const char *unit, char *buf, size_t cap)
 static void print_metric(const struct metric_row *m)
 {
     char a[32], b[32], c[32], d[32];
-    printf("  %-28s %12s %12s %12s %12s\n", m->key, fmt_value(m->st.mean, m->unit, a, sizeof(a)),
+    printf("  %-32s %12s %12s %12s %12s\n", m->key, fmt_value(m->st.mean, m->unit, a, sizeof(a)),
            fmt_value(m->st.p50, m->unit, b, sizeof(b)), fmt_value(m->st.p95, m->unit, c, sizeof(c)),
            fmt_value(m->st.max, m->unit, d, sizeof(d)));
 }
@@ -287,6 +287,22 @@ static void print_processes(const struct show_ctx *c)
     }
 }
 
+/* Disks and interfaces that saw traffic; idle ones only in --json. */
+static void print_devices(const struct show_ctx *c)
+{
+    int header = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        const struct metric_row *m = &c->rows[i];
+        int device = strncmp(m->name, "disk.", 5) == 0 || strncmp(m->name, "net.", 4) == 0;
+        if (!device || !m->labels[0] || !(m->st.max > 0))
+            continue;
+        if (!header++)
+            printf("\n  %-32s %12s %12s %12s %12s\n", "DEVICES WITH TRAFFIC", "MEAN", "P50", "P95",
+                   "MAX");
+        print_metric(m);
+    }
+}
+
 static void show_text(const struct run_record *r, const struct show_ctx *c)
 {
     char start[32], dur[32], mem[32], iv[32];
@@ -319,7 +335,7 @@ static void show_text(const struct run_record *r, const struct show_ctx *c)
         printf("param     %s=%s\n", r->params.items[i].key, r->params.items[i].value);
     for (size_t i = 0; i < r->tags.n; i++)
         printf("tag       %s=%s\n", r->tags.items[i].key, r->tags.items[i].value);
-    printf("\n  %-28s %12s %12s %12s %12s\n", "METRIC", "MEAN", "P50", "P95", "MAX");
+    printf("\n  %-32s %12s %12s %12s %12s\n", "METRIC", "MEAN", "P50", "P95", "MAX");
     size_t labelled = 0;
     for (size_t i = 0; i < c->n; i++) {
         if (c->rows[i].labels[0])
@@ -327,6 +343,7 @@ static void show_text(const struct run_record *r, const struct show_ctx *c)
         else
             print_metric(&c->rows[i]);
     }
+    print_devices(c);
     print_processes(c);
     if (labelled)
         printf("\n%zu more series per core, device and process: 'strobe show --json' or "
