@@ -195,29 +195,23 @@ void proc_tree_reap_prepare(struct proc_tree *t, pid_t pid)
     tree_remove(t, (uint32_t)(e - t->e));
 }
 
-struct discover_ctx {
-    struct proc_tree *t;
-    pid_t parent;
-};
-
 static void discover_one(pid_t pid, void *arg)
 {
-    struct discover_ctx *d = arg;
-    if (pid == d->t->env->self_pid || proc_tree_find(d->t, pid))
+    struct proc_tree *t = arg;
+    if (pid == t->env->self_pid || proc_tree_find(t, pid))
         return;
-    tree_add(d->t, pid);
+    tree_add(t, pid);
 }
 
-static void read_children(struct proc_tree *t, struct pfile *f, pid_t parent)
+static void read_children(struct proc_tree *t, struct pfile *f)
 {
-    struct discover_ctx d = {t, parent};
     if (f->fd < 0 || pfile_read(f) < 0)
         return;
     /* discover_one may grow t->e, moving the struct f lives in (not its
      * heap buffer): take the buffer first */
     const char *buf = f->buf;
     size_t len = f->len;
-    parse_pid_list(buf, len, discover_one, &d);
+    parse_pid_list(buf, len, discover_one, t);
 }
 
 /* Children forked by threads other than the main one appear only in that
@@ -241,7 +235,7 @@ static void scan_thread_children(struct proc_tree *t, uint32_t i, struct pfile *
             char path[64];
             snprintf(path, sizeof(path), "%ld/children", tid);
             if (pfile_open(scratch, taskfd, path) == 0)
-                read_children(t, scratch, pid);
+                read_children(t, scratch);
             pfile_close(scratch);
         }
     }
@@ -250,12 +244,12 @@ static void scan_thread_children(struct proc_tree *t, uint32_t i, struct pfile *
 
 static void discover(struct proc_tree *t, int64_t mono_ns, struct pfile *scratch)
 {
-    read_children(t, &t->self_children, t->env->self_pid);
+    read_children(t, &t->self_children);
     int full = mono_ns - t->last_thread_scan_ns >= THREAD_SCAN_INTERVAL_NS;
     /* entries appended during the walk are walked too: a new child's own
      * children are found in the same sample */
     for (uint32_t i = 0; i < t->n; i++) {
-        read_children(t, &t->e[i].f[PF_CHILDREN], t->e[i].pid);
+        read_children(t, &t->e[i].f[PF_CHILDREN]);
         if (full)
             scan_thread_children(t, i, scratch);
     }
