@@ -103,6 +103,15 @@ static void insert_run(struct store *s, const char *id, const char *name, int64_
 
 /* ---- opening ------------------------------------------------------------------ */
 
+/* RUN reference ref resolves to the run with this id. */
+static void assert_resolves_to(struct store *s, const char *ref, const char *id)
+{
+    struct run_record out;
+    ASSERT_EQ_INT(store_resolve_run(s, ref, &out), 0);
+    ASSERT_EQ_STR(out.id, id);
+    run_record_release(&out);
+}
+
 TEST(create_sets_version_and_wal)
 {
     struct rig r;
@@ -552,25 +561,13 @@ TEST(resolve_run_references)
     ASSERT_EQ_INT(store_resolve_run(s, "fedcba9876543210", &out), 0);
     ASSERT_EQ_STR(out.name, "eval");
     run_record_release(&out);
-    ASSERT_EQ_INT(store_resolve_run(s, "fedc", &out), 0); /* unique prefix, 4 chars */
-    ASSERT_EQ_STR(out.id, "fedcba9876543210");
-    run_record_release(&out);
-    ASSERT_EQ_INT(store_resolve_run(s, "0123456", &out), 0);
-    ASSERT_EQ_STR(out.id, "0123456789abcdef");
-    run_record_release(&out);
-    ASSERT_EQ_INT(store_resolve_run(s, "0123a", &out), 0);
-    ASSERT_EQ_STR(out.id, "0123aaaaaaaaaaaa");
-    run_record_release(&out);
-    ASSERT_EQ_INT(store_resolve_run(s, "train", &out), 0);
-    ASSERT_EQ_STR(out.id, "0123aaaaaaaaaaaa");
-    run_record_release(&out);
-    ASSERT_EQ_INT(store_resolve_run(s, "last", &out), 0);
-    ASSERT_EQ_STR(out.id, "0123aaaaaaaaaaaa");
-    run_record_release(&out);
+    assert_resolves_to(s, "fedc", "fedcba9876543210");
+    assert_resolves_to(s, "0123456", "0123456789abcdef");
+    assert_resolves_to(s, "0123a", "0123aaaaaaaaaaaa");
+    assert_resolves_to(s, "train", "0123aaaaaaaaaaaa");
+    assert_resolves_to(s, "last", "0123aaaaaaaaaaaa");
     /* "0123" names a run: the name wins over the ambiguous prefix */
-    ASSERT_EQ_INT(store_resolve_run(s, "0123", &out), 0);
-    ASSERT_EQ_STR(out.id, "9999999999999999");
-    run_record_release(&out);
+    assert_resolves_to(s, "0123", "9999999999999999");
     ASSERT_EQ_INT(store_resolve_run(s, "0123a", &out), 0);
     run_record_release(&out);
     insert_run(s, "abcd000000000001", "x", 1);
