@@ -157,6 +157,14 @@ static struct strobe_record *slot(struct ring_segment *seg, int i, uint64_t inde
     return &seg->records[(size_t)i * seg->ring_records + (index & (seg->ring_records - 1))];
 }
 
+void ring_count_drop(struct ring_segment *seg, int i)
+{
+    struct strobe_ring_ctl *c = &seg->ctl[i];
+    /* only the producer writes it: no read-modify-write needed */
+    atomic_store_explicit(&c->dropped, atomic_load_explicit(&c->dropped, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+}
+
 /* Room for n records on ring i? Then its head; else count a drop. */
 static int reserve(struct ring_segment *seg, int i, uint64_t n, uint64_t *head)
 {
@@ -164,9 +172,7 @@ static int reserve(struct ring_segment *seg, int i, uint64_t n, uint64_t *head)
     *head = atomic_load_explicit(&c->head, memory_order_relaxed); /* only we write it */
     uint64_t tail = atomic_load_explicit(&c->tail, memory_order_acquire);
     if (*head - tail + n > seg->ring_records) {
-        atomic_store_explicit(&c->dropped,
-                              atomic_load_explicit(&c->dropped, memory_order_relaxed) + 1,
-                              memory_order_relaxed);
+        ring_count_drop(seg, i);
         return -ENOSPC;
     }
     return 0;

@@ -55,6 +55,10 @@ int ring_push(struct ring_segment *seg, int i, struct strobe_record rec);
 int ring_push_name(struct ring_segment *seg, int i, uint32_t name_id, const char *name,
                    int64_t ts_ns);
 
+/* Count one dropped event on ring i (the producer's call, e.g. for an event
+ * whose name could not be used). */
+void ring_count_drop(struct ring_segment *seg, int i);
+
 /* What a drain saw. */
 struct drain_stats {
     uint64_t records;   /* events handed to the callback */

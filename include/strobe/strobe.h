@@ -1,0 +1,49 @@
+/*
+ * libstrobe: framework events from C (and from the Python package, which
+ * wraps it). Link with -lstrobe, or the static core library.
+ *
+ * Without a recorder (no $STROBE_SHM, or a segment that fails its checks)
+ * every call returns after one branch on a flag. Under `strobe run` each call
+ * writes one 32-byte record into this thread's ring in shared memory.
+ *
+ * Guarantees: thread-safe; never blocks; never allocates per event (a thread
+ * allocates its name table, 24 KiB, at its first event, and a copy of each
+ * name the first time it uses it; both are freed when the thread ends);
+ * never prints, never aborts. When the thread's ring is full, or every ring is taken, the event is
+ * dropped and counted, and the count reaches the run's record.
+ * After fork() the child gets a ring of its own on its first event; after
+ * exec() the new image attaches again through the environment.
+ *
+ * Names are copied (the caller's buffer may change afterwards), interned per
+ * thread by content; at most 1023 distinct names per thread, 1 to 255 bytes.
+ */
+#ifndef STROBE_STROBE_H
+#define STROBE_STROBE_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Open a span named name on this thread; spans nest. */
+void strobe_span_begin(const char *name);
+/* Close the innermost open span named name. */
+void strobe_span_end(const char *name);
+/* A span already measured: it began at start_ns (CLOCK_MONOTONIC) and lasted
+ * duration_ns. */
+void strobe_span_complete(const char *name, int64_t start_ns, int64_t duration_ns);
+/* A point in time. */
+void strobe_instant(const char *name);
+/* A training step begins; later events belong to it. */
+void strobe_step(uint32_t step);
+/* A value the script measured (loss, samples/s), stored as app.<name>. */
+void strobe_counter(const char *name, double value);
+/* 1 when a recorder is listening, else 0. */
+int strobe_enabled(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,235 @@
+/*
+ * libstrobe: the writer side of the event rings (include/strobe/strobe.h).
+ *
+ * State: one process-wide segment, attached on the first event (pthread_once)
+ * from $STROBE_SHM, and the process's current step; one heap-allocated state
+ * per thread (ring index, name table), reached through a thread-local pointer. A fork() bumps a
+ * process generation in the child, so a thread state inherited from the parent is noticed and
+ * replaced (the parent's ring belongs to the parent's thread).
+ */
+#include "strobe/strobe.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ring/ring.h"
+
+#define NAME_SLOTS 1024 /* per thread; a power of two, one slot kept empty */
+
+enum { LIB_UNKNOWN, LIB_ON, LIB_OFF };
+
+static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
+static atomic_int lib_state = LIB_UNKNOWN;
+static struct ring_segment lib_seg;
+static atomic_uint lib_generation = 1; /* bumped in a forked child */
+static atomic_uint lib_step;           /* the process's current step */
+
+struct name_slot {
+    uint64_t hash;
+    uint32_t id; /* 0: empty */
+    uint32_t len;
+    char *text; /* a copy, made when the name is first defined */
+};
+
+struct thread_state {
+    unsigned generation; /* lib_generation when this state was made */
+    int ring;            /* -1: none could be claimed (events are counted as dropped) */
+    uint32_t next_id;
+    struct name_slot names[NAME_SLOTS];
+};
+
+static __thread struct thread_state *tls;
+static pthread_key_t tls_key; /* frees a thread's state when the thread ends */
+
+static void thread_state_free(void *p)
+{
+    struct thread_state *t = p;
+    tls = NULL; /* an event from a later destructor in this thread starts afresh */
+    for (uint32_t k = 0; t && k < NAME_SLOTS; k++)
+        free(t->names[k].text);
+    free(t);
+}
+
+static void after_fork_child(void)
+{
+    atomic_fetch_add_explicit(&lib_generation, 1, memory_order_relaxed);
+}
+
+static void lib_init(void)
+{
+    const char *name = getenv(STROBE_SHM_ENV);
+    if (!name || !*name || ring_segment_attach(&lib_seg, name) < 0) {
+        atomic_store(&lib_state, LIB_OFF);
+        return;
+    }
+    if (pthread_key_create(&tls_key, thread_state_free) != 0) {
+        ring_segment_release(&lib_seg);
+        atomic_store(&lib_state, LIB_OFF);
+        return;
+    }
+    pthread_atfork(NULL, NULL, after_fork_child);
+    atomic_store(&lib_state, LIB_ON);
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* This thread's state, made (and a ring claimed) on its first event, and
+ * again in a forked child. NULL when no recorder listens. */
+static struct thread_state *thread_state(void)
+{
+    int state = atomic_load_explicit(&lib_state, memory_order_acquire);
+    if (state == LIB_UNKNOWN) {
+        pthread_once(&lib_once, lib_init);
+        state = atomic_load(&lib_state);
+    }
+    if (state != LIB_ON)
+        return NULL;
+    unsigned gen = atomic_load_explicit(&lib_generation, memory_order_relaxed);
+    struct thread_state *t = tls;
+    if (t && t->generation == gen)
+        return t;
+    if (!t) {
+        t = calloc(1, sizeof(*t));
+        if (!t)
+            return NULL;
+        tls = t;
+        pthread_setspecific(tls_key, t);
+    } else { /* inherited across fork: start afresh */
+        for (uint32_t k = 0; k < NAME_SLOTS; k++)
+            free(t->names[k].text);
+        memset(t, 0, sizeof(*t));
+    }
+    t->generation = gen;
+    t->ring = ring_claim(&lib_seg, getpid(), (pid_t)syscall(SYS_gettid));
+    t->next_id = 1;
+    return t;
+}
+
+static uint64_t name_hash(const char *s, size_t *len)
+{
+    uint64_t h = UINT64_C(1469598103934665603);
+    size_t n = 0;
+    for (; s[n] && n <= STROBE_NAME_MAX; n++)
+        h = (h ^ (uint8_t)s[n]) * UINT64_C(1099511628211);
+    *len = n;
+    return h;
+}
+
+/* The id of name in this thread's ring, defining it on first use. 0 when the
+ * name is unusable or the table is full (the event then goes without). */
+static uint32_t intern(struct thread_state *t, const char *name, int64_t ts)
+{
+    size_t len;
+    uint64_t h = name_hash(name, &len);
+    if (len == 0 || len > STROBE_NAME_MAX) {
+        ring_count_drop(&lib_seg, t->ring); /* an unusable name loses its event, counted */
+        return 0;
+    }
+    for (uint32_t k = (uint32_t)h & (NAME_SLOTS - 1);; k = (k + 1) & (NAME_SLOTS - 1)) {
+        struct name_slot *s = &t->names[k];
+        if (s->id && s->hash == h && s->len == len && memcmp(s->text, name, len) == 0)
+            return s->id;
+        if (s->id)
+            continue;
+        if (t->next_id >= NAME_SLOTS) { /* keep one slot empty: lookups end */
+            ring_count_drop(&lib_seg, t->ring);
+            return 0;
+        }
+        /* defined in the ring before use; if the ring is full the name is
+         * dropped, and so is the event: retried next time */
+        char *copy = strndup(name, len);
+        if (!copy) {
+            ring_count_drop(&lib_seg, t->ring);
+            return 0;
+        }
+        if (ring_push_name(&lib_seg, t->ring, t->next_id, name, ts) < 0) {
+            free(copy);
+            return 0;
+        }
+        s->hash = h;
+        s->len = (uint32_t)len;
+        s->text = copy;
+        s->id = t->next_id++;
+        return s->id;
+    }
+}
+
+static void emit(uint8_t kind, const char *name, int64_t ts, uint64_t value)
+{
+    struct thread_state *t = thread_state();
+    if (!t)
+        return;
+    if (t->ring < 0) {
+        atomic_fetch_add_explicit(&lib_seg.hdr->no_ring, 1, memory_order_relaxed);
+        return;
+    }
+    uint32_t id = 0;
+    if (name && !(id = intern(t, name, ts)))
+        return;
+    struct strobe_record rec = {.ts_ns = (uint64_t)ts,
+                                .value = value,
+                                .name_id = id,
+                                .step = atomic_load_explicit(&lib_step, memory_order_relaxed),
+                                .kind = kind};
+    ring_push(&lib_seg, t->ring, rec);
+}
+
+void strobe_span_begin(const char *name)
+{
+    if (atomic_load_explicit(&lib_state, memory_order_relaxed) == LIB_OFF)
+        return;
+    emit(STROBE_EV_SPAN_BEGIN, name, now_ns(), 0);
+}
+
+void strobe_span_end(const char *name)
+{
+    if (atomic_load_explicit(&lib_state, memory_order_relaxed) == LIB_OFF)
+        return;
+    emit(STROBE_EV_SPAN_END, name, now_ns(), 0);
+}
+
+void strobe_span_complete(const char *name, int64_t start_ns, int64_t duration_ns)
+{
+    if (atomic_load_explicit(&lib_state, memory_order_relaxed) == LIB_OFF || duration_ns < 0)
+        return;
+    emit(STROBE_EV_COMPLETE, name, start_ns, (uint64_t)duration_ns);
+}
+
+void strobe_instant(const char *name)
+{
+    if (atomic_load_explicit(&lib_state, memory_order_relaxed) == LIB_OFF)
+        return;
+    emit(STROBE_EV_INSTANT, name, now_ns(), 0);
+}
+
+void strobe_step(uint32_t step)
+{
+    if (atomic_load_explicit(&lib_state, memory_order_relaxed) == LIB_OFF)
+        return;
+    atomic_store_explicit(&lib_step, step, memory_order_relaxed);
+    emit(STROBE_EV_STEP, NULL, now_ns(), step);
+}
+
+void strobe_counter(const char *name, double value)
+{
+    if (atomic_load_explicit(&lib_state, memory_order_relaxed) == LIB_OFF)
+        return;
+    uint64_t bits;
+    memcpy(&bits, &value, sizeof(bits));
+    emit(STROBE_EV_COUNTER, name, now_ns(), bits);
+}
+
+int strobe_enabled(void)
+{
+    return thread_state() != NULL;
+}
