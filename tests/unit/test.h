@@ -75,6 +75,27 @@ struct test_case {
 
 #define TEST_TIMEOUT_S 30
 
+/* Names of shared-memory segments a test made: removed when the test's
+ * process exits, failed assertions included (TEST_FAIL exits, so atexit runs). */
+#include <sys/mman.h>
+#define TEST_SHM_MAX 16
+static char test_shm_names[TEST_SHM_MAX][64];
+static int test_shm_count;
+
+static inline void test_shm_cleanup(void)
+{
+    for (int i = 0; i < test_shm_count; i++)
+        shm_unlink(test_shm_names[i]);
+}
+
+static inline void test_shm_track(const char *name)
+{
+    if (test_shm_count == 0)
+        atexit(test_shm_cleanup);
+    if (test_shm_count < TEST_SHM_MAX)
+        snprintf(test_shm_names[test_shm_count++], sizeof(test_shm_names[0]), "%s", name);
+}
+
 /* xorshift64*: deterministic across runs, so a failure replays. */
 static inline uint64_t rng_next(uint64_t *s)
 {

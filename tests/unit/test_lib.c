@@ -61,6 +61,7 @@ static void make_segment(struct ring_segment *seg, const char *what)
     char name[64];
     snprintf(name, sizeof(name), "/strobe-lib-%d-%s", (int)getpid(), what);
     shm_unlink(name);
+    test_shm_track(name);
     ASSERT_EQ_INT(ring_segment_create(seg, name, 16, 4096), 0);
     setenv(STROBE_SHM_ENV, name, 1);
 }

@@ -18,6 +18,7 @@ static void seg_name(char *buf, size_t cap, const char *what)
 {
     snprintf(buf, cap, "/strobe-test-%d-%s", (int)getpid(), what);
     shm_unlink(buf);
+    test_shm_track(buf);
 }
 
 static pid_t my_tid(void)
