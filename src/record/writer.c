@@ -151,7 +151,17 @@ static int ensure_ids(struct writer *w, uint32_t count)
     return 0;
 }
 
-static int commit_batch(struct writer *w, struct batch *b, int64_t *new_ids)
+/* Series defined here get their store ids at once; if the transaction fails
+ * those ids are forgotten again (the rows were rolled back), so the next
+ * batch defines them anew. */
+static void forget_new_ids(struct writer *w, const struct batch *b)
+{
+    for (uint32_t i = 0; i < b->ndefs; i++)
+        if (b->defs[i].define)
+            w->ids[b->defs[i].series] = 0;
+}
+
+static int commit_batch(struct writer *w, struct batch *b)
 {
     struct store *s = w->store;
     int rc = s->ops->begin(s);
@@ -159,27 +169,25 @@ static int commit_batch(struct writer *w, struct batch *b, int64_t *new_ids)
         const struct batch_def *d = &b->defs[i];
         if (d->define)
             rc = s->ops->series_insert(s, b->run.id, d->name, d->labels, d->unit, d->meta,
-                                       &new_ids[i]);
+                                       &w->ids[d->series]);
         else
             rc = s->ops->series_update_meta(s, w->ids[d->series], d->meta);
     }
+    /* a block's series is defined by now: batch_collect defines every series
+     * that has data in the same batch */
     for (uint32_t i = 0; rc == 0 && i < b->nblocks; i++) {
         const struct batch_block *blk = &b->blocks[i];
-        int64_t id = w->ids[blk->series];
-        for (uint32_t j = 0; !id && j < b->ndefs; j++)
-            if (b->defs[j].series == blk->series)
-                id = new_ids[j];
-        if (!id)
-            continue; /* defined in a batch that failed: resent later */
         const void *data = blk->sealed ? blk->sealed->data : b->snap + blk->snap_off;
-        rc = s->ops->block_upsert(s, id, &blk->st, data, blk->len);
+        rc = s->ops->block_upsert(s, w->ids[blk->series], &blk->st, data, blk->len);
     }
     if (rc == 0)
         rc = s->ops->run_update(s, &b->run);
     if (rc == 0)
         rc = s->ops->commit(s);
-    if (rc < 0)
+    if (rc < 0) {
         s->ops->rollback(s);
+        forget_new_ids(w, b);
+    }
     return rc;
 }
 
@@ -196,14 +204,7 @@ static void *writer_main(void *arg)
         pthread_mutex_unlock(&w->lock);
 
         int rc = ensure_ids(w, b->series_count);
-        int64_t *new_ids = rc == 0 ? calloc(b->ndefs + 1, sizeof(*new_ids)) : NULL;
-        rc = new_ids ? commit_batch(w, b, new_ids) : -ENOMEM;
-        if (rc == 0)
-            for (uint32_t i = 0; i < b->ndefs; i++)
-                if (b->defs[i].define)
-                    w->ids[b->defs[i].series] = new_ids[i];
-        free(new_ids);
-        b->result = rc;
+        b->result = rc == 0 ? commit_batch(w, b) : rc;
 
         pthread_mutex_lock(&w->lock);
         w->work = NULL;
