@@ -14,12 +14,6 @@ struct ls_ctx {
     struct strbuf out;
 };
 
-static double run_duration_s(const struct run_record *r)
-{
-    int64_t end = r->end_ns ? r->end_ns : r->last_ns;
-    return end > r->start_ns ? (double)(end - r->start_ns) / 1e9 : 0.0;
-}
-
 static void ls_json_run(struct strbuf *o, const struct run_record *r)
 {
     strbuf_adds(o, "{\"id\":");
@@ -44,7 +38,7 @@ static void ls_json_run(struct strbuf *o, const struct run_record *r)
     else
         strbuf_adds(o, "null");
     strbuf_adds(o, ",\"duration_s\":");
-    strbuf_add_json_num(o, run_duration_s(r));
+    strbuf_add_json_num(o, run_record_duration_s(r));
     strbuf_addf(o, ",\"samples\":%lld,\"command\":%s}", (long long)r->samples,
                 r->command_json ? r->command_json : "[]");
 }
@@ -65,7 +59,8 @@ static int ls_visit(const struct run_record *r, void *arg)
             snprintf(code, sizeof(code), "-");
         printf("%-16s  %-24.24s  %-9s  %-19s  %8s  %6s  %8lld\n", r->id, r->name ? r->name : "",
                cli_run_status(r), fmt_time_utc(r->start_ns, start, sizeof(start)),
-               fmt_duration(run_duration_s(r), dur, sizeof(dur)), code, (long long)r->samples);
+               fmt_duration(run_record_duration_s(r), dur, sizeof(dur)), code,
+               (long long)r->samples);
     }
     c->count++;
     return 0;

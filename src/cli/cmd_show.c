@@ -82,12 +82,6 @@ static void rows_release(struct show_ctx *c)
     free(c->rows);
 }
 
-static double duration_s(const struct run_record *r)
-{
-    int64_t end = r->end_ns ? r->end_ns : r->last_ns;
-    return end > r->start_ns ? (double)(end - r->start_ns) / 1e9 : 0.0;
-}
-
 static int is_rate(const char *unit)
 {
     size_t n = strlen(unit);
@@ -161,7 +155,7 @@ static void show_json(const struct run_record *r, const struct show_ctx *c)
         strbuf_addf(&o, ",\"end_ns\":%lld", (long long)r->end_ns);
     else
         strbuf_adds(&o, ",\"end_ns\":null");
-    json_num(&o, "duration_s", duration_s(r));
+    json_num(&o, "duration_s", run_record_duration_s(r));
     strbuf_addf(&o, ",\"samples\":%lld,\"points\":%lld,\"missed\":%lld,\"dropped\":%lld",
                 (long long)r->samples, (long long)c->points, (long long)r->missed,
                 (long long)r->dropped);
@@ -318,7 +312,7 @@ static void show_text(const struct run_record *r, const struct show_ctx *c)
         printf(": %s", r->error);
     printf("\ncommand   %s\n", r->command_json ? r->command_json : "");
     printf("started   %s UTC, duration %s\n", fmt_time_utc(r->start_ns, start, sizeof(start)),
-           fmt_duration(duration_s(r), dur, sizeof(dur)));
+           fmt_duration(run_record_duration_s(r), dur, sizeof(dur)));
     printf("host      %s, Linux %s, %d x %s, %s\n", r->host ? r->host : "?",
            r->kernel ? r->kernel : "?", r->cpu_count, r->cpu_model ? r->cpu_model : "?",
            fmt_bytes((double)r->mem_total_bytes, mem, sizeof(mem)));

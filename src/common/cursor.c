@@ -3,6 +3,14 @@
 #include <errno.h>
 #include <string.h>
 
+void cursor_copy_span(char *dst, size_t cap, const char *src, size_t len)
+{
+    if (len >= cap)
+        len = cap - 1;
+    memcpy(dst, src, len);
+    dst[len] = '\0';
+}
+
 void cursor_skip_blanks(struct cursor *c)
 {
     while (c->p < c->end && (*c->p == ' ' || *c->p == '\t'))

@@ -25,6 +25,9 @@ static inline int cursor_eof(const struct cursor *c)
     return c->p >= c->end;
 }
 
+/* Copy len bytes of src into dst (cap bytes), cut to fit, NUL-terminated. */
+void cursor_copy_span(char *dst, size_t cap, const char *src, size_t len);
+
 /* Skip spaces and tabs (not newlines). */
 void cursor_skip_blanks(struct cursor *c);
 /* Skip to just past the next '\n' (or to the end). */

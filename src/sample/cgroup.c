@@ -43,14 +43,6 @@ struct cg_mounts {
     char cpu_path[CG_PATH_MAX];
 };
 
-static void copy_span(char *dst, size_t cap, const char *src, size_t len)
-{
-    if (len >= cap)
-        len = cap - 1;
-    memcpy(dst, src, len);
-    dst[len] = '\0';
-}
-
 /* Mount points in mountinfo are absolute; with a test --sys-root they are
  * moved under it, so fixtures can carry their own cgroup trees. */
 static void rebase_mount(char *dst, size_t cap, const char *mnt, size_t len, const char *sys_root)
@@ -58,10 +50,10 @@ static void rebase_mount(char *dst, size_t cap, const char *mnt, size_t len, con
     if (strcmp(sys_root, "/sys") != 0 && len >= 4 && memcmp(mnt, "/sys", 4) == 0 &&
         (len == 4 || mnt[4] == '/')) {
         char tmp[CG_PATH_MAX];
-        copy_span(tmp, sizeof(tmp), mnt + 4, len - 4);
+        cursor_copy_span(tmp, sizeof(tmp), mnt + 4, len - 4);
         snprintf(dst, cap, "%s%s", sys_root, tmp);
     } else {
-        copy_span(dst, cap, mnt, len);
+        cursor_copy_span(dst, cap, mnt, len);
     }
 }
 
@@ -125,11 +117,11 @@ static void parse_self_cgroup(const char *buf, size_t len, struct cg_mounts *m)
         const char *path = c2 + 1;
         size_t path_len = (size_t)(end - path);
         if (ctrl_len == 0)
-            copy_span(m->v2_path, sizeof(m->v2_path), path, path_len);
+            cursor_copy_span(m->v2_path, sizeof(m->v2_path), path, path_len);
         if (has_option(ctrl, ctrl_len, "memory"))
-            copy_span(m->memory_path, sizeof(m->memory_path), path, path_len);
+            cursor_copy_span(m->memory_path, sizeof(m->memory_path), path, path_len);
         if (has_option(ctrl, ctrl_len, "cpu"))
-            copy_span(m->cpu_path, sizeof(m->cpu_path), path, path_len);
+            cursor_copy_span(m->cpu_path, sizeof(m->cpu_path), path, path_len);
     }
 }
 

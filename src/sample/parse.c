@@ -126,14 +126,6 @@ int parse_psi(const char *buf, size_t len, uint64_t *some_us, uint64_t *full_us)
     return 0;
 }
 
-static void copy_word(char *dst, size_t cap, const char *src, size_t len)
-{
-    if (len >= cap)
-        len = cap - 1;
-    memcpy(dst, src, len);
-    dst[len] = '\0';
-}
-
 /* Documentation/admin-guide/iostats.rst: fields 1-11, the same in
  * /proc/diskstats (after major, minor, name) and /sys/block/DEV/stat. */
 static int parse_disk_fields(struct cursor *c, struct diskstat *out)
@@ -166,7 +158,7 @@ int parse_diskstats_next(const char *buf, size_t len, size_t *pos, struct diskst
     struct diskstat ds;
     if (parse_disk_fields(&line, &ds) < 0)
         return -EINVAL;
-    copy_word(ds.name, sizeof(ds.name), name, nlen);
+    cursor_copy_span(ds.name, sizeof(ds.name), name, nlen);
     *out = ds;
     return 1;
 }
@@ -199,7 +191,7 @@ int parse_netdev_next(const char *buf, size_t len, size_t *pos, struct netdev *o
     const char *colon = memchr(line.p, ':', (size_t)(c.p - line.p));
     if (!colon)
         return -EINVAL;
-    copy_word(out->name, sizeof(out->name), name, (size_t)(colon - name));
+    cursor_copy_span(out->name, sizeof(out->name), name, (size_t)(colon - name));
     line.p = colon + 1;
     /* rx: bytes packets errs drop fifo frame compressed multicast; tx: bytes ... */
     if (cursor_u64(&line, &out->rx_bytes) < 0 || cursor_skip_fields(&line, 7) < 0 ||
@@ -214,7 +206,7 @@ int parse_pid_stat(const char *buf, size_t len, struct pid_stat *out)
     const char *close = memrchr(buf, ')', len);
     if (!open || !close || close < open)
         return -EINVAL;
-    copy_word(out->comm, sizeof(out->comm), open + 1, (size_t)(close - open - 1));
+    cursor_copy_span(out->comm, sizeof(out->comm), open + 1, (size_t)(close - open - 1));
     struct cursor c;
     cursor_init(&c, close + 1, (size_t)(buf + len - close - 1));
     cursor_skip_blanks(&c);

@@ -69,6 +69,12 @@ void run_record_release(struct run_record *r)
     run_record_init(r);
 }
 
+double run_record_duration_s(const struct run_record *r)
+{
+    int64_t end = r->end_ns ? r->end_ns : r->last_ns;
+    return end > r->start_ns ? (double)(end - r->start_ns) / 1e9 : 0.0;
+}
+
 static int dup_or_null(char **dst, const char *src)
 {
     *dst = src ? strdup(src) : NULL;
