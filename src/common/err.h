@@ -14,8 +14,7 @@
     X(CORRUPT, "store is corrupt or not a strobe store")                                           \
     X(SCHEMA, "store was written by a newer strobe")                                               \
     X(NOTFOUND, "no such run")                                                                     \
-    X(AMBIGUOUS, "run reference is ambiguous")                                                     \
-    X(USAGE, "invalid usage")
+    X(AMBIGUOUS, "run reference is ambiguous")
 
 enum {
     STROBE_ERR_BASE = 10000,

@@ -259,30 +259,6 @@ int parse_pid_io(const char *buf, size_t len, struct pid_io *out)
     return 0;
 }
 
-int parse_pid_status_ctxt(const char *buf, size_t len, uint64_t *vol, uint64_t *invol)
-{
-    struct cursor c;
-    cursor_init(&c, buf, len);
-    if (cursor_find_key(&c, "voluntary_ctxt_switches:") < 0 || cursor_u64(&c, vol) < 0)
-        return -EINVAL;
-    if (cursor_find_key(&c, "nonvoluntary_ctxt_switches:") < 0 || cursor_u64(&c, invol) < 0)
-        return -EINVAL;
-    return 0;
-}
-
-int parse_pid_status_rss(const char *buf, size_t len, uint64_t *rss_bytes)
-{
-    struct cursor c;
-    cursor_init(&c, buf, len);
-    uint64_t kib;
-    if (cursor_find_key(&c, "VmRSS:") < 0)
-        return -ENOENT;
-    if (cursor_u64(&c, &kib) < 0)
-        return -EINVAL;
-    *rss_bytes = kib * 1024;
-    return 0;
-}
-
 int parse_pid_statm(const char *buf, size_t len, uint64_t *resident_pages)
 {
     struct cursor c;

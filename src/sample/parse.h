@@ -73,14 +73,6 @@ struct pid_io {
 };
 int parse_pid_io(const char *buf, size_t len, struct pid_io *out);
 
-/* voluntary_ctxt_switches and nonvoluntary_ctxt_switches of /proc/PID/status. */
-int parse_pid_status_ctxt(const char *buf, size_t len, uint64_t *vol, uint64_t *invol);
-
-/* VmRSS of /proc/PID/status, in bytes. Newer kernels sum the per-CPU RSS
- * counters for status and statm but not for stat, whose rss field can lag by
- * hundreds of KiB; -ENOENT when absent (a zombie). */
-int parse_pid_status_rss(const char *buf, size_t len, uint64_t *rss_bytes);
-
 /* /proc/PID/statm: the second field, resident pages. */
 int parse_pid_statm(const char *buf, size_t len, uint64_t *resident_pages);
 

@@ -103,10 +103,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct pid_io io;
     rc = parse_pid_io(b, size, &io);
     CHECK(rc == 0 || rc == -EINVAL);
-    rc = parse_pid_status_ctxt(b, size, &x, &y);
-    CHECK(rc == 0 || rc == -EINVAL);
-    rc = parse_pid_status_rss(b, size, &x);
-    CHECK(rc == 0 || rc == -EINVAL || rc == -ENOENT);
     rc = parse_pid_statm(b, size, &x);
     CHECK(rc == 0 || rc == -EINVAL);
     rc = parse_pid_schedstat(b, size, &x);

@@ -583,44 +583,14 @@ TEST(pid_io_and_status)
     buf = fixture_exact(s, strlen(s));
     ASSERT_EQ_INT(parse_pid_io(buf, strlen(s), &io), -EINVAL);
     free(buf);
-
-    uint64_t vol = 0, invol = 0;
-    buf = fixture_load(PROC_A1 "4002/status", &len);
-    ASSERT_EQ_INT(parse_pid_status_ctxt(buf, len, &vol, &invol), 0);
-    ASSERT_EQ_U64(vol, 150);
-    ASSERT_EQ_U64(invol, 120);
-    free(buf);
-    s = "Name:\tx\nvoluntary_ctxt_switches:\t5\n";
-    buf = fixture_exact(s, strlen(s));
-    ASSERT_EQ_INT(parse_pid_status_ctxt(buf, strlen(s), &vol, &invol), -EINVAL);
-    free(buf);
-    /* nonvoluntary_ctxt_switches alone is not voluntary_ctxt_switches */
-    s = "nonvoluntary_ctxt_switches:\t5\n";
-    buf = fixture_exact(s, strlen(s));
-    ASSERT_EQ_INT(parse_pid_status_ctxt(buf, strlen(s), &vol, &invol), -EINVAL);
-    free(buf);
 }
 
 TEST(pid_rss_and_switches)
 {
     size_t len;
     uint64_t v = 0;
-    /* status VmRSS: 25000 pages of 4 KiB = 100000 kB */
-    char *buf = fixture_load(PROC_A0 "4000/status", &len);
-    ASSERT_EQ_INT(parse_pid_status_rss(buf, len, &v), 0);
-    ASSERT_EQ_U64(v, UINT64_C(100000) * 1024);
-    free(buf);
-    const char *s = "Name:\tgcc\nState:\tZ (zombie)\nThreads:\t1\n"; /* no VmRSS */
-    buf = fixture_exact(s, strlen(s));
-    ASSERT_EQ_INT(parse_pid_status_rss(buf, strlen(s), &v), -ENOENT);
-    free(buf);
-    s = "VmRSS:\t   x kB\n";
-    buf = fixture_exact(s, strlen(s));
-    ASSERT_EQ_INT(parse_pid_status_rss(buf, strlen(s), &v), -EINVAL);
-    free(buf);
-
     /* statm: "300000 25100 8366 5 0 50000 0", resident is the second field */
-    buf = fixture_load(PROC_A0 "4000/statm", &len);
+    char *buf = fixture_load(PROC_A0 "4000/statm", &len);
     ASSERT_EQ_INT(parse_pid_statm(buf, len, &v), 0);
     ASSERT_EQ_U64(v, 25100);
     free(buf);
@@ -808,10 +778,6 @@ static void parse_everything(const char *buf, size_t len)
     struct pid_io io;
     rc = parse_pid_io(buf, len, &io);
     ASSERT(rc == 0 || rc == -EINVAL);
-    rc = parse_pid_status_ctxt(buf, len, &a, &b);
-    ASSERT(rc == 0 || rc == -EINVAL);
-    rc = parse_pid_status_rss(buf, len, &a);
-    ASSERT(rc == 0 || rc == -EINVAL || rc == -ENOENT);
     rc = parse_pid_statm(buf, len, &a);
     ASSERT(rc == 0 || rc == -EINVAL);
     rc = parse_pid_schedstat(buf, len, &a);
