@@ -35,9 +35,9 @@ endif
 CPPFLAGS += -D_GNU_SOURCE -Iinclude -Isrc
 CFLAGS   += -std=c11 $(OPT) $(WARN) -MMD -MP -pthread
 LDFLAGS  += $(SANLD) -pthread
-LDLIBS   += -lsqlite3 -lm
+LDLIBS   += -lsqlite3 -lzstd -lm
 
-CORE_SRC := $(wildcard src/common/*.c src/codec/*.c src/ring/*.c src/lib/*.c src/sample/*.c src/store/*.c src/record/*.c)
+CORE_SRC := $(wildcard src/common/*.c src/codec/*.c src/ring/*.c src/lib/*.c src/sample/*.c src/store/*.c src/record/*.c src/analyze/*.c)
 CLI_SRC  := $(wildcard src/cli/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 BENCH_SRC := $(wildcard bench/*.c)
@@ -99,13 +99,16 @@ bench: bootstrap
 	@$(MAKE) --no-print-directory all
 	@bench/run --build $(BUILD)
 
+# the Python package and the shared libstrobe: python/python.mk
+include python/python.mk
+
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 fuzz:
 	@mkdir -p $(BUILD)/fuzz
 	@for f in $(FUZZ_SRC); do \
 	  n=$$(basename $$f .c); \
 	  clang $(CPPFLAGS) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
-	    -o $(BUILD)/fuzz/$$n $$f $(CORE_SRC) -lsqlite3 -lm -pthread || exit 1; \
+	    -o $(BUILD)/fuzz/$$n $$f $(CORE_SRC) -lsqlite3 -lzstd -lm -pthread || exit 1; \
 	  echo "built $(BUILD)/fuzz/$$n"; \
 	done
 

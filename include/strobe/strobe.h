@@ -16,6 +16,11 @@
  *
  * Names are copied (the caller's buffer may change afterwards), interned per
  * thread by content; at most 1023 distinct names per thread, 1 to 255 bytes.
+ *
+ * Linking: the static libraries (libstrobe.a, the core library) and the
+ * shared libstrobe.so (soname libstrobe.so.0) carry the same code. The shared
+ * one is built with -fvisibility=hidden and exports only what is marked
+ * STROBE_API below.
  */
 #ifndef STROBE_STROBE_H
 #define STROBE_STROBE_H
@@ -26,21 +31,34 @@
 extern "C" {
 #endif
 
+/* Marks the exported API; expands to nothing where visibility is not a thing. */
+#ifndef STROBE_API
+#if defined(__GNUC__) || defined(__clang__)
+#define STROBE_API __attribute__((visibility("default")))
+#else
+#define STROBE_API
+#endif
+#endif
+
 /* Open a span named name on this thread; spans nest. */
-void strobe_span_begin(const char *name);
+STROBE_API void strobe_span_begin(const char *name);
 /* Close the innermost open span named name. */
-void strobe_span_end(const char *name);
+STROBE_API void strobe_span_end(const char *name);
 /* A span already measured: it began at start_ns (CLOCK_MONOTONIC) and lasted
  * duration_ns. */
-void strobe_span_complete(const char *name, int64_t start_ns, int64_t duration_ns);
+STROBE_API void strobe_span_complete(const char *name, int64_t start_ns, int64_t duration_ns);
 /* A point in time. */
-void strobe_instant(const char *name);
+STROBE_API void strobe_instant(const char *name);
 /* A training step begins; later events belong to it. */
-void strobe_step(uint32_t step);
+STROBE_API void strobe_step(uint32_t step);
 /* A value the script measured (loss, samples/s), stored as app.<name>. */
-void strobe_counter(const char *name, double value);
+STROBE_API void strobe_counter(const char *name, double value);
+/* The same, for a value that belongs to step step rather than the current one
+ * (a loss reported after the step that produced it); the current step does
+ * not change. */
+STROBE_API void strobe_counter_at_step(const char *name, double value, uint32_t step);
 /* 1 when a recorder is listening, else 0. */
-int strobe_enabled(void);
+STROBE_API int strobe_enabled(void);
 
 #ifdef __cplusplus
 }

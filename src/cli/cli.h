@@ -14,6 +14,15 @@ int cmd_show(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_rm(int argc, char **argv);
 
+struct run_events;
+struct step_analysis;
+struct strbuf;
+/* strobe show's framework part (show_steps.c). */
+void show_steps_text(const struct run_record *r, const struct run_events *e,
+                     const struct step_analysis *a);
+void show_steps_json(struct strbuf *o, const struct run_record *r, const struct run_events *e,
+                     const struct step_analysis *a);
+
 /* Exit statuses of the read-side commands. */
 #define CLI_EXIT_OK    0
 #define CLI_EXIT_ERROR 1

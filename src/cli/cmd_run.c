@@ -15,9 +15,10 @@
 
 static const char run_usage[] =
     "usage: strobe run [--store S] [--name N] [--experiment E] [--tag K=V]... [--param K=V]...\n"
-    "                  [--interval DUR] [--quiet] -- CMD [ARG...]\n"
+    "                  [--interval DUR] [--no-framework] [--quiet] -- CMD [ARG...]\n"
     "\n"
     "  --interval DUR   sampling period, 1ms to 60s (default 100ms); units ns us ms s m\n"
+    "  --no-framework   no zero-code PyTorch capture (strobe.span() and libstrobe still record)\n"
     "  --quiet          no live status line, no closing summary\n"
     "  --proc-root DIR, --sys-root DIR   read another /proc and /sys (tests)\n"
     "  --collectors LIST                 only these collectors (cpu,mem,psi,disk,net,cgroup,proc)\n"
@@ -25,7 +26,7 @@ static const char run_usage[] =
     "Exits with the command's status (128+N for signal N), 127 when it cannot be started,\n"
     "125 when strobe itself cannot start (bad options, unusable store).\n";
 
-enum { OPT_STORE = 256, OPT_PROC_ROOT, OPT_SYS_ROOT, OPT_COLLECTORS };
+enum { OPT_STORE = 256, OPT_PROC_ROOT, OPT_SYS_ROOT, OPT_COLLECTORS, OPT_NO_FRAMEWORK };
 
 static const struct option run_options[] = {
     {"store", required_argument, NULL, OPT_STORE},
@@ -38,6 +39,7 @@ static const struct option run_options[] = {
     {"proc-root", required_argument, NULL, OPT_PROC_ROOT},
     {"sys-root", required_argument, NULL, OPT_SYS_ROOT},
     {"collectors", required_argument, NULL, OPT_COLLECTORS},
+    {"no-framework", no_argument, NULL, OPT_NO_FRAMEWORK},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -119,6 +121,9 @@ int cmd_run(int argc, char **argv)
             break;
         case OPT_COLLECTORS:
             o.collectors = optarg;
+            break;
+        case OPT_NO_FRAMEWORK:
+            o.no_framework = 1;
             break;
         case 'h':
             fputs(run_usage, stdout);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/steps.h"
 #include "cli/cli.h"
 #include "common/fmt.h"
 #include "common/log.h"
@@ -22,6 +23,7 @@ struct metric_row {
     char *meta;
     int64_t bytes;
     struct point_stats st;
+    double last; /* the last value, NaN when none */
 };
 
 struct show_ctx {
@@ -32,6 +34,8 @@ struct show_ctx {
     int64_t bytes; /* encoded bytes of all blocks */
     int64_t points;
     int failed;
+    struct run_events ev;
+    struct step_analysis steps;
 };
 
 static int collect_series(const struct series_record *sr, void *arg)
@@ -65,6 +69,7 @@ static int collect_series(const struct series_record *sr, void *arg)
     if (store_read_points(c->s, sr->id, &pb) < 0 || points_stats(&pb, c->interval_ns, &m->st) < 0)
         c->failed = 1;
     c->points += (int64_t)pb.n;
+    m->last = pb.n ? pb.p[pb.n - 1].value : NAN;
     point_buf_release(&pb);
     c->n++;
     return 0;
@@ -130,6 +135,7 @@ static void json_metric(struct strbuf *o, const struct metric_row *m, int first)
     json_num(o, "p95", m->st.p95);
     json_num(o, "max", m->st.max);
     json_num(o, "min", m->st.min);
+    json_num(o, "last", m->last);
     if (is_rate(m->unit))
         json_num(o, "total", m->st.integral);
     if (m->meta)
@@ -182,7 +188,19 @@ static void show_json(const struct run_record *r, const struct show_ctx *c)
     json_kv_object(&o, "tags", &r->tags);
     json_kv_object(&o, "params", &r->params);
     json_kv_object(&o, "env", &r->env);
-    strbuf_adds(&o, ",\"metrics\":{");
+    show_steps_json(&o, r, &c->ev, &c->steps);
+    strbuf_adds(&o, ",\"app\":{");
+    int first_app = 1;
+    for (size_t i = 0; i < c->n; i++) {
+        if (strncmp(c->rows[i].name, "app.", 4) != 0)
+            continue;
+        strbuf_adds(&o, first_app ? "" : ",");
+        strbuf_add_json_str(&o, c->rows[i].key + 4);
+        strbuf_addch(&o, ':');
+        strbuf_add_json_num(&o, c->rows[i].last);
+        first_app = 0;
+    }
+    strbuf_adds(&o, "},\"metrics\":{");
     for (size_t i = 0; i < c->n; i++)
         json_metric(&o, &c->rows[i], i == 0);
     strbuf_adds(&o, "\n}}\n");
@@ -329,12 +347,23 @@ static void show_text(const struct run_record *r, const struct show_ctx *c)
         printf("param     %s=%s\n", r->params.items[i].key, r->params.items[i].value);
     for (size_t i = 0; i < r->tags.n; i++)
         printf("tag       %s=%s\n", r->tags.items[i].key, r->tags.items[i].value);
+    show_steps_text(r, &c->ev, &c->steps);
+    int apps = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        if (strncmp(c->rows[i].name, "app.", 4) != 0)
+            continue;
+        char v[32];
+        printf("%s %s = %s", apps++ ? "," : "app      ", c->rows[i].key + 4,
+               fmt_value(c->rows[i].last, "", v, sizeof(v)));
+    }
+    if (apps)
+        printf("  (last values)\n");
     printf("\n  %-32s %12s %12s %12s %12s\n", "METRIC", "MEAN", "P50", "P95", "MAX");
     size_t labelled = 0;
     for (size_t i = 0; i < c->n; i++) {
         if (c->rows[i].labels[0])
             labelled++;
-        else
+        else if (strncmp(c->rows[i].name, "app.", 4) != 0)
             print_metric(&c->rows[i]);
     }
     print_devices(c);
@@ -377,7 +406,8 @@ int cmd_show(int argc, char **argv)
     int status = CLI_EXIT_ERROR;
     if (cli_resolve(s, argv[optind], &r) == 0) {
         struct show_ctx c = {.s = s, .interval_ns = r.interval_ns};
-        if (s->ops->series_query(s, r.id, collect_series, &c) < 0 || c.failed)
+        if (s->ops->series_query(s, r.id, collect_series, &c) < 0 || c.failed ||
+            run_events_load(s, r.id, &c.ev) < 0 || step_analysis_run(&c.ev, &c.steps) < 0)
             log_error("cannot read run %s: %s", r.id, s->err.buf);
         else {
             if (json)
@@ -387,6 +417,8 @@ int cmd_show(int argc, char **argv)
             status = CLI_EXIT_OK;
         }
         rows_release(&c);
+        step_analysis_release(&c.steps);
+        run_events_release(&c.ev);
         run_record_release(&r);
     }
     store_close(s);

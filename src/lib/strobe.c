@@ -164,7 +164,12 @@ static uint32_t intern(struct thread_state *t, const char *name, int64_t ts)
     }
 }
 
-static void emit(uint8_t kind, const char *name, int64_t ts, uint64_t value)
+static uint32_t current_step(void)
+{
+    return atomic_load_explicit(&lib_step, memory_order_relaxed);
+}
+
+static void emit(uint8_t kind, const char *name, int64_t ts, uint64_t value, uint32_t step)
 {
     struct thread_state *t = thread_state();
     if (!t)
@@ -176,11 +181,8 @@ static void emit(uint8_t kind, const char *name, int64_t ts, uint64_t value)
     uint32_t id = 0;
     if (name && !(id = intern(t, name, ts)))
         return;
-    struct strobe_record rec = {.ts_ns = (uint64_t)ts,
-                                .value = value,
-                                .name_id = id,
-                                .step = atomic_load_explicit(&lib_step, memory_order_relaxed),
-                                .kind = kind};
+    struct strobe_record rec = {
+        .ts_ns = (uint64_t)ts, .value = value, .name_id = id, .step = step, .kind = kind};
     ring_push(&lib_seg, t->ring, rec);
 }
 
@@ -188,28 +190,28 @@ void strobe_span_begin(const char *name)
 {
     if (atomic_load_explicit(&lib_state, memory_order_relaxed) == LIB_OFF)
         return;
-    emit(STROBE_EV_SPAN_BEGIN, name, now_ns(), 0);
+    emit(STROBE_EV_SPAN_BEGIN, name, now_ns(), 0, current_step());
 }
 
 void strobe_span_end(const char *name)
 {
     if (atomic_load_explicit(&lib_state, memory_order_relaxed) == LIB_OFF)
         return;
-    emit(STROBE_EV_SPAN_END, name, now_ns(), 0);
+    emit(STROBE_EV_SPAN_END, name, now_ns(), 0, current_step());
 }
 
 void strobe_span_complete(const char *name, int64_t start_ns, int64_t duration_ns)
 {
     if (atomic_load_explicit(&lib_state, memory_order_relaxed) == LIB_OFF || duration_ns < 0)
         return;
-    emit(STROBE_EV_COMPLETE, name, start_ns, (uint64_t)duration_ns);
+    emit(STROBE_EV_COMPLETE, name, start_ns, (uint64_t)duration_ns, current_step());
 }
 
 void strobe_instant(const char *name)
 {
     if (atomic_load_explicit(&lib_state, memory_order_relaxed) == LIB_OFF)
         return;
-    emit(STROBE_EV_INSTANT, name, now_ns(), 0);
+    emit(STROBE_EV_INSTANT, name, now_ns(), 0, current_step());
 }
 
 void strobe_step(uint32_t step)
@@ -217,16 +219,28 @@ void strobe_step(uint32_t step)
     if (atomic_load_explicit(&lib_state, memory_order_relaxed) == LIB_OFF)
         return;
     atomic_store_explicit(&lib_step, step, memory_order_relaxed);
-    emit(STROBE_EV_STEP, NULL, now_ns(), step);
+    emit(STROBE_EV_STEP, NULL, now_ns(), step, step);
+}
+
+static void counter(const char *name, double value, uint32_t step)
+{
+    uint64_t bits;
+    memcpy(&bits, &value, sizeof(bits));
+    emit(STROBE_EV_COUNTER, name, now_ns(), bits, step);
 }
 
 void strobe_counter(const char *name, double value)
 {
     if (atomic_load_explicit(&lib_state, memory_order_relaxed) == LIB_OFF)
         return;
-    uint64_t bits;
-    memcpy(&bits, &value, sizeof(bits));
-    emit(STROBE_EV_COUNTER, name, now_ns(), bits);
+    counter(name, value, current_step());
+}
+
+void strobe_counter_at_step(const char *name, double value, uint32_t step)
+{
+    if (atomic_load_explicit(&lib_state, memory_order_relaxed) == LIB_OFF)
+        return;
+    counter(name, value, step);
 }
 
 int strobe_enabled(void)

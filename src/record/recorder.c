@@ -18,6 +18,7 @@
 #include "common/err.h"
 #include "common/fmt.h"
 #include "common/log.h"
+#include "record/events.h"
 #include "record/runinfo.h"
 #include "record/writer.h"
 #include "sample/collector.h"
@@ -27,6 +28,7 @@
 #define LIVE_INTERVAL_NS     NS_PER_S
 #define FINAL_RETRIES        10
 #define FINAL_RETRY_SLEEP_US 300000
+#define DRAIN_INTERVAL_NS    (100 * NS_PER_MS) /* rings are drained at least this often */
 
 /* Signals strobe forwards to the job. */
 static const int forwarded_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
@@ -41,8 +43,10 @@ struct recorder {
     struct sampler sampler;
     struct writer writer;
     struct batch batch;
+    struct event_sink events;
+    char **child_env; /* the job's environment, built before fork */
     int in_flight;
-    int sigfd, timerfd, epfd;
+    int sigfd, timerfd, drainfd, epfd;
     sigset_t old_mask;
     pid_t child;
     int child_status;
@@ -170,6 +174,14 @@ static int setup_timer(struct recorder *r)
     epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->timerfd, &ev);
     ev.data.fd = r->sigfd;
     epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->sigfd, &ev);
+    /* slow sampling still drains the rings often, so they do not overflow */
+    if (r->events.on && r->o->interval_ns > DRAIN_INTERVAL_NS) {
+        r->drainfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+        if (r->drainfd < 0)
+            return -errno;
+        ev.data.fd = r->drainfd;
+        epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->drainfd, &ev);
+    }
     return 0;
 }
 
@@ -183,6 +195,120 @@ static void arm_timer(struct recorder *r)
         .it_value = {(time_t)(first / NS_PER_S), first % NS_PER_S},
     };
     timerfd_settime(r->timerfd, TFD_TIMER_ABSTIME, &its, NULL);
+    if (r->drainfd >= 0) {
+        struct itimerspec d = {{0, DRAIN_INTERVAL_NS}, {0, DRAIN_INTERVAL_NS}};
+        timerfd_settime(r->drainfd, 0, &d, NULL);
+    }
+}
+
+/* ---- the job's environment ------------------------------------------------ */
+
+/* The directory of the strobe Python package: $STROBE_PYTHON_DIR, else
+ * python/ beside the executable (the build tree), else ../lib/strobe/python
+ * (an installed strobe). NULL when none is there. */
+static const char *python_dir(char *buf, size_t cap)
+{
+    const char *env = getenv("STROBE_PYTHON_DIR");
+    if (env && *env)
+        return env;
+    char exe[2048];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0)
+        return NULL;
+    exe[n] = 0;
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return NULL;
+    *slash = 0;
+    static const char *const tries[] = {"/python", "/../lib/strobe/python"};
+    for (size_t i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
+        snprintf(buf, cap, "%s%s", exe, tries[i]);
+        char probe[4200];
+        snprintf(probe, sizeof(probe), "%s/strobe/__init__.py", buf);
+        if (access(probe, R_OK) == 0)
+            return buf;
+    }
+    return NULL;
+}
+
+static int env_push(char ***env, size_t *n, size_t *cap, char *entry)
+{
+    if (!entry)
+        return -ENOMEM;
+    if (*n + 2 > *cap) {
+        size_t c = *cap ? *cap * 2 : 64;
+        char **p = realloc(*env, c * sizeof(*p));
+        if (!p) {
+            free(entry);
+            return -ENOMEM;
+        }
+        *env = p;
+        *cap = c;
+    }
+    (*env)[(*n)++] = entry;
+    (*env)[*n] = NULL;
+    return 0;
+}
+
+static char *env_entry(const char *key, const char *value)
+{
+    struct strbuf b;
+    strbuf_init(&b);
+    strbuf_addf(&b, "%s=%s", key, value);
+    return strbuf_detach(&b);
+}
+
+/* What the job gets on top of ours: the segment's name, and for Python the
+ * package on PYTHONPATH (ahead of it the directory whose sitecustomize turns
+ * PyTorch capture on; it runs the user's own sitecustomize too). Built before
+ * fork, because a child of a threaded process must not allocate. */
+static int build_child_env(struct recorder *r)
+{
+    char **env = NULL;
+    size_t n = 0, cap = 0;
+    const char *shm = event_sink_shm_name(&r->events);
+    char dirbuf[4096];
+    const char *py = shm ? python_dir(dirbuf, sizeof(dirbuf)) : NULL;
+    int rc = 0;
+    extern char **environ;
+    for (char **e = environ; rc == 0 && *e; e++) {
+        if (strncmp(*e, STROBE_SHM_ENV "=", sizeof(STROBE_SHM_ENV)) == 0 ||
+            strncmp(*e, "STROBE_FRAMEWORK=", 17) == 0 || (py && strncmp(*e, "PYTHONPATH=", 11) == 0))
+            continue;
+        rc = env_push(&env, &n, &cap, strdup(*e));
+    }
+    if (rc == 0 && shm)
+        rc = env_push(&env, &n, &cap, env_entry(STROBE_SHM_ENV, shm));
+    if (rc == 0 && shm && r->o->no_framework)
+        rc = env_push(&env, &n, &cap, env_entry("STROBE_FRAMEWORK", "0"));
+    if (rc == 0 && py) {
+        struct strbuf b;
+        strbuf_init(&b);
+        const char *old = getenv("PYTHONPATH");
+        if (!r->o->no_framework)
+            strbuf_addf(&b, "%s/strobe/_boot:", py);
+        strbuf_adds(&b, py);
+        if (old && *old)
+            strbuf_addf(&b, ":%s", old);
+        rc = env_push(&env, &n, &cap, env_entry("PYTHONPATH", b.buf));
+        strbuf_release(&b);
+    }
+    if (rc < 0 || !env) {
+        for (size_t i = 0; i < n; i++)
+            free(env[i]);
+        free(env);
+        return rc < 0 ? rc : 0;
+    }
+    r->child_env = env;
+    return 0;
+}
+
+static void free_child_env(struct recorder *r)
+{
+    for (char **e = r->child_env; e && *e; e++)
+        free(*e);
+    free(r->child_env);
+    r->child_env = NULL;
 }
 
 /* ---- the job -------------------------------------------------------------- */
@@ -194,7 +320,10 @@ static void exec_child(struct recorder *r, int report_fd)
     signal(SIGPIPE, SIG_DFL); /* an ignored disposition would survive exec */
     signal(SIGCHLD, SIG_DFL);
     sigprocmask(SIG_SETMASK, &r->old_mask, NULL);
-    execvp(r->o->argv[0], r->o->argv);
+    if (r->child_env)
+        execvpe(r->o->argv[0], r->o->argv, r->child_env);
+    else
+        execvp(r->o->argv[0], r->o->argv);
     int err = errno;
     ssize_t w = write(report_fd, &err, sizeof(err));
     (void)w;
@@ -252,6 +381,8 @@ static void reap_children(struct recorder *r)
             return;
         pid_t pid = info.si_pid;
         proc_tree_reap_prepare(&r->tree, pid);
+        /* the zombie still has its /proc entry: its last events learn who it was */
+        event_sink_drain(&r->events, clock_monotonic_ns());
         int status;
         if (waitpid(pid, &status, 0) < 0)
             return;
@@ -299,6 +430,9 @@ static void fill_counters(struct recorder *r, struct run_record *dst)
     dst->points = (int64_t)r->series.points;
     dst->missed = r->missed;
     dst->dropped = (int64_t)r->series.dropped;
+    dst->events = (int64_t)r->events.events;
+    dst->events_dropped = (int64_t)event_sink_dropped(&r->events);
+    dst->events_invalid = (int64_t)r->events.st.invalid;
     dst->last_ns = r->run.last_ns;
     dst->end_ns = r->run.end_ns;
     dst->exit_code = r->run.exit_code;
@@ -320,6 +454,7 @@ static void settle(struct recorder *r)
     if (!r->in_flight || writer_busy(&r->writer))
         return;
     batch_settle(&r->batch, &r->series);
+    event_batch_settle(&r->batch.events, &r->events, r->batch.result);
     r->in_flight = 0;
     int rc = r->batch.result;
     if (rc < 0 && !r->store_failing) {
@@ -341,7 +476,8 @@ static void flush(struct recorder *r)
     settle(r);
     if (r->in_flight)
         return; /* the writer is still on the last batch: this data waits */
-    if (batch_collect(&r->batch, &r->series) < 0) {
+    if (batch_collect(&r->batch, &r->series) < 0 ||
+        event_batch_collect(&r->batch.events, &r->events) < 0) {
         r->series.frozen = 0;
         return;
     }
@@ -380,6 +516,8 @@ static void on_timer(struct recorder *r)
     r->deadline_index += (int64_t)expirations;
     sample_frame(r, r->deadline_index * r->o->interval_ns);
     int64_t now = clock_monotonic_ns();
+    if (r->drainfd < 0)
+        event_sink_drain(&r->events, now);
     if (now - r->last_flush_ns >= FLUSH_INTERVAL_NS) {
         flush(r);
         r->last_flush_ns = now;
@@ -388,6 +526,13 @@ static void on_timer(struct recorder *r)
         live_line(r, now);
         r->last_live_ns = now;
     }
+}
+
+static void on_drain_timer(struct recorder *r)
+{
+    uint64_t expirations;
+    if (read(r->drainfd, &expirations, sizeof(expirations)) == sizeof(expirations))
+        event_sink_drain(&r->events, clock_monotonic_ns());
 }
 
 static void on_signal(struct recorder *r)
@@ -412,6 +557,8 @@ static void loop(struct recorder *r)
         for (int i = 0; i < n; i++) {
             if (ev[i].data.fd == r->timerfd)
                 on_timer(r);
+            else if (ev[i].data.fd == r->drainfd)
+                on_drain_timer(r);
             else
                 on_signal(r);
         }
@@ -471,6 +618,8 @@ static int set_outcome(struct recorder *r)
 /* Commit everything left; retry a while if the store is full or busy. */
 static int final_flush(struct recorder *r)
 {
+    event_sink_drain(&r->events, clock_monotonic_ns());
+    event_sink_seal_all(&r->events);
     series_seal_all(&r->series);
     for (int attempt = 0; attempt < FINAL_RETRIES; attempt++) {
         writer_wait(&r->writer);
@@ -478,7 +627,7 @@ static int final_flush(struct recorder *r)
         flush(r);
         writer_wait(&r->writer);
         settle(r);
-        if (r->batch.result == 0 && r->series.pending_bytes == 0)
+        if (r->batch.result == 0 && r->series.pending_bytes == 0 && !r->events.sealed_head)
             return 0;
         usleep(FINAL_RETRY_SLEEP_US);
     }
@@ -508,6 +657,10 @@ static void summary(struct recorder *r, int final_rc)
              r->run.id, r->run.name, r->run.status,
              fmt_duration((double)(r->run.end_ns - r->run.start_ns) / 1e9, dur, sizeof(dur)), how,
              code, (long long)r->frames, r->o->store_uri, r->run.id);
+    if (event_sink_dropped(&r->events))
+        log_warn("%llu of %llu framework events were dropped (rings full or the store behind)",
+                 (unsigned long long)event_sink_dropped(&r->events),
+                 (unsigned long long)(event_sink_dropped(&r->events) + r->events.events));
     if (r->series.dropped)
         log_warn("%llu points were dropped: the store could not keep up",
                  (unsigned long long)r->series.dropped);
@@ -541,6 +694,10 @@ static void cleanup(struct recorder *r)
         close(r->sigfd);
     if (r->timerfd >= 0)
         close(r->timerfd);
+    if (r->drainfd >= 0)
+        close(r->drainfd);
+    event_sink_close(&r->events);
+    free_child_env(r);
     if (r->epfd >= 0)
         close(r->epfd);
     if (r->env.proc_fd >= 0)
@@ -554,12 +711,19 @@ int recorder_run(const struct recorder_opts *o)
     struct recorder r;
     memset(&r, 0, sizeof(r));
     r.o = o;
-    r.sigfd = r.timerfd = r.epfd = r.env.proc_fd = r.env.sys_fd = -1;
+    r.sigfd = r.timerfd = r.drainfd = r.epfd = r.env.proc_fd = r.env.sys_fd = -1;
     batch_init(&r.batch);
     run_record_init(&r.run);
     int exit_status = RECORDER_EXIT_SELF;
     if (series_table_init(&r.series) < 0 || open_roots(&r) < 0 || open_store_and_run(&r) < 0)
         goto out;
+    int erc = event_sink_open(&r.events, r.run.id, &r.series, &r.tree);
+    if (erc < 0)
+        log_warn("framework events are off: cannot create shared memory: %s", err_str(erc));
+    if (build_child_env(&r) < 0) {
+        log_error("out of memory");
+        goto out;
+    }
     if (setup_signals(&r) < 0 || setup_timer(&r) < 0) {
         log_error("cannot set up signals and timers: %s", strerror(errno));
         goto out;
@@ -584,6 +748,7 @@ int recorder_run(const struct recorder_opts *o)
     r.start_real_ns = clock_realtime_ns();
     r.last_flush_ns = r.last_live_ns = r.start_mono_ns;
     proc_tree_set_root(&r.tree, r.child);
+    event_sink_start(&r.events, r.start_mono_ns, r.start_real_ns, r.child);
     sample_frame(&r, 0); /* the baseline every rate starts from */
     arm_timer(&r);
     loop(&r);

@@ -24,6 +24,7 @@ struct recorder_opts {
     const char *proc_root;  /* "/proc" unless testing */
     const char *sys_root;   /* "/sys" unless testing */
     const char *collectors; /* comma list, or NULL for all */
+    int no_framework;       /* no zero-code PyTorch capture (the event API still works) */
     char **argv;            /* the job's command, NULL-terminated */
 };
 

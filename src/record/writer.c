@@ -28,6 +28,7 @@ void batch_release(struct batch *b)
     free(b->defs);
     free(b->blocks);
     free(b->snap);
+    event_batch_release(&b->events);
     memset(b, 0, sizeof(*b));
 }
 
@@ -180,6 +181,8 @@ static int commit_batch(struct writer *w, struct batch *b)
         const void *data = blk->sealed ? blk->sealed->data : b->snap + blk->snap_off;
         rc = s->ops->block_upsert(s, w->ids[blk->series], &blk->st, data, blk->len);
     }
+    if (rc == 0)
+        rc = event_batch_store(&b->events, s, b->run.id);
     if (rc == 0)
         rc = s->ops->run_update(s, &b->run);
     if (rc == 0)

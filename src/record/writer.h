@@ -17,6 +17,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "record/events.h"
 #include "sample/series.h"
 #include "store/store.h"
 
@@ -44,7 +45,8 @@ struct batch {
     uint32_t nblocks, blocks_cap;
     uint8_t *snap; /* copies of open blocks */
     size_t snap_len, snap_cap;
-    struct run_record run; /* id and counters; status/end on the last batch */
+    struct event_batch events; /* framework events not yet stored */
+    struct run_record run;     /* id and counters; status/end on the last batch */
     int result;            /* the writer's: 0 or negative */
     uint32_t series_count; /* table size when collected */
 };

@@ -244,3 +244,11 @@ void series_seal_all(struct series_table *t)
         if (t->items[i].enc.st.count)
             seal(t, i);
 }
+
+void series_put_at(struct series_table *t, uint32_t index, int64_t ts_ns, double value)
+{
+    int64_t frame_ns = t->now_ns;
+    t->now_ns = ts_ns;
+    series_put(t, index, value);
+    t->now_ns = frame_ns;
+}

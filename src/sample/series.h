@@ -75,6 +75,9 @@ int series_set_meta(struct series_table *t, uint32_t index, const char *meta_jso
 
 /* Append value to series index at the table's current frame time. */
 void series_put(struct series_table *t, uint32_t index, double value);
+/* The same at time ts_ns instead of the frame's (values that arrive as
+ * events: app.<name> counters). */
+void series_put_at(struct series_table *t, uint32_t index, int64_t ts_ns, double value);
 
 /* Give the sealed blocks up to (and including) last back to the free list,
  * once the writer has persisted them. */

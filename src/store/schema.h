@@ -6,7 +6,7 @@
 #ifndef STROBE_STORE_SCHEMA_H
 #define STROBE_STORE_SCHEMA_H
 
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 2
 
 /* clang-format off */
 /* one SQL clause per line reads better than reflowed */
@@ -50,6 +50,30 @@ static const char *const schema_migrations[SCHEMA_VERSION] = {
     " min REAL, max REAL, sum REAL, first REAL, last REAL," /* NULL is NaN */
     " data BLOB NOT NULL,"           /* codec/gorilla.h stream */
     " UNIQUE(series_id, start_ns));",
+    /* 2: framework events: names, processes, event blocks; event counters */
+    "ALTER TABLE runs ADD COLUMN events INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE runs ADD COLUMN events_dropped INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE runs ADD COLUMN events_invalid INTEGER NOT NULL DEFAULT 0;"
+    "CREATE TABLE event_names("
+    " run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    " id INTEGER NOT NULL, name TEXT NOT NULL,"
+    " PRIMARY KEY(run_id, id)) WITHOUT ROWID;"
+    "CREATE TABLE processes("
+    " run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    " pid INTEGER NOT NULL, ppid INTEGER, comm TEXT,"
+    " role TEXT,"                    /* main|rank|dataloader */
+    " rank INTEGER, local_rank INTEGER, world_size INTEGER, worker_id INTEGER,"
+    " PRIMARY KEY(run_id, pid)) WITHOUT ROWID;"
+    "CREATE TABLE event_blocks("
+    " id INTEGER PRIMARY KEY,"
+    " run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    " pid INTEGER NOT NULL, tid INTEGER NOT NULL,"
+    " start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,"
+    " step_min INTEGER NOT NULL, step_max INTEGER NOT NULL,"
+    " count INTEGER NOT NULL,"
+    " data BLOB NOT NULL);"          /* codec/events.h block */
+    "CREATE INDEX event_blocks_by_time ON event_blocks(run_id, start_ns);"
+    "CREATE INDEX event_blocks_by_step ON event_blocks(run_id, step_min);",
 };
 /* clang-format on */
 

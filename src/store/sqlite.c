@@ -31,6 +31,12 @@ enum {
     ST_ATTRS_OF_RUN,
     ST_SERIES_OF_RUN,
     ST_BLOCKS_OF_SERIES,
+    ST_EVENT_NAME_INSERT,
+    ST_PROCESS_UPSERT,
+    ST_EVENT_BLOCK_INSERT,
+    ST_EVENT_NAMES_OF_RUN,
+    ST_PROCESSES_OF_RUN,
+    ST_EVENT_BLOCKS_OF_RUN,
     ST_COUNT
 };
 
@@ -45,7 +51,8 @@ static const char *const statements[ST_COUNT] = {
     [ST_ATTR_INSERT] = "INSERT OR REPLACE INTO run_attrs(run_id, kind, key, value)"
                        " VALUES(?1,?2,?3,?4)",
     [ST_RUN_UPDATE] = "UPDATE runs SET end_ns=?2, last_ns=?3, exit_code=?4, signal=?5, status=?6,"
-                      " samples=?7, points=?8, missed=?9, dropped=?10, error=?11 WHERE id=?1",
+                      " samples=?7, points=?8, missed=?9, dropped=?10, error=?11, events=?12,"
+                      " events_dropped=?13, events_invalid=?14 WHERE id=?1",
     [ST_SERIES_INSERT] = "INSERT INTO series(run_id, name, labels, unit, meta)"
                          " VALUES(?1,?2,?3,?4,?5)",
     [ST_SERIES_META] = "UPDATE series SET meta=?2 WHERE id=?1",
@@ -59,7 +66,7 @@ static const char *const statements[ST_COUNT] = {
     "id, name, experiment, command, cwd, user, host, kernel, cpu_model, cpu_count,"                \
     " mem_total_bytes, start_ns, end_ns, last_ns, exit_code, signal, status, git_commit,"          \
     " git_dirty, python_version, torch_version, interval_ns, samples, points, missed, dropped,"    \
-    " recorder_pid, strobe_version, error"
+    " recorder_pid, strobe_version, error, events, events_dropped, events_invalid"
     [ST_RUNS_ALL] = "SELECT " RUN_COLUMNS " FROM runs ORDER BY start_ns DESC, id",
     [ST_RUNS_EXPERIMENT] =
         "SELECT " RUN_COLUMNS " FROM runs WHERE experiment=?1 ORDER BY start_ns DESC, id",
@@ -73,6 +80,19 @@ static const char *const statements[ST_COUNT] = {
     [ST_BLOCKS_OF_SERIES] =
         "SELECT start_ns, end_ns, count, min, max, sum, first, last, data FROM blocks"
         " WHERE series_id=?1 ORDER BY start_ns",
+    [ST_EVENT_NAME_INSERT] = "INSERT OR REPLACE INTO event_names(run_id, id, name) VALUES(?1,?2,?3)",
+    [ST_PROCESS_UPSERT] =
+        "INSERT OR REPLACE INTO processes(run_id, pid, ppid, comm, role, rank, local_rank,"
+        " world_size, worker_id) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9)",
+    [ST_EVENT_BLOCK_INSERT] =
+        "INSERT INTO event_blocks(run_id, pid, tid, start_ns, end_ns, step_min, step_max, count,"
+        " data) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9)",
+    [ST_EVENT_NAMES_OF_RUN] = "SELECT id, name FROM event_names WHERE run_id=?1 ORDER BY id",
+    [ST_PROCESSES_OF_RUN] = "SELECT pid, ppid, comm, role, rank, local_rank, world_size, worker_id"
+                            " FROM processes WHERE run_id=?1 ORDER BY pid",
+    [ST_EVENT_BLOCKS_OF_RUN] =
+        "SELECT pid, tid, start_ns, end_ns, step_min, step_max, count, data FROM event_blocks"
+        " WHERE run_id=?1 AND end_ns >= ?2 AND start_ns <= ?3 ORDER BY start_ns, id",
 };
 
 struct sqlite_store {
@@ -270,6 +290,9 @@ static int sqlite_run_update(struct store *base, const struct run_record *r)
         sqlite3_bind_int64(q, 9, r->missed);
         sqlite3_bind_int64(q, 10, r->dropped);
         bind_text(q, 11, r->error);
+        sqlite3_bind_int64(q, 12, r->events);
+        sqlite3_bind_int64(q, 13, r->events_dropped);
+        sqlite3_bind_int64(q, 14, r->events_invalid);
     }
     return step_done(s, q, "cannot update run");
 }
@@ -379,6 +402,9 @@ static void read_run_row(sqlite3_stmt *q, struct run_record *r)
     r->recorder_pid = sqlite3_column_int64(q, 26);
     r->strobe_version = col_dup(q, 27);
     r->error = col_dup(q, 28);
+    r->events = sqlite3_column_int64(q, 29);
+    r->events_dropped = sqlite3_column_int64(q, 30);
+    r->events_invalid = sqlite3_column_int64(q, 31);
 }
 
 static int read_attrs(struct sqlite_store *s, struct run_record *r)
@@ -498,10 +524,157 @@ static int sqlite_blocks_query(struct store *base, int64_t series_id, block_fn *
     return stop < 0 ? stop : 0;
 }
 
+/* ---- framework events ------------------------------------------------------ */
+
+static int sqlite_event_name_insert(struct store *base, const char *run_id, int64_t id,
+                                    const char *name)
+{
+    struct sqlite_store *s = (struct sqlite_store *)base;
+    sqlite3_stmt *q = stmt(s, ST_EVENT_NAME_INSERT);
+    if (q) {
+        bind_text(q, 1, run_id);
+        sqlite3_bind_int64(q, 2, id);
+        bind_text(q, 3, name);
+    }
+    return step_done(s, q, "cannot define event name");
+}
+
+static int sqlite_process_upsert(struct store *base, const char *run_id,
+                                 const struct process_record *p)
+{
+    struct sqlite_store *s = (struct sqlite_store *)base;
+    sqlite3_stmt *q = stmt(s, ST_PROCESS_UPSERT);
+    if (q) {
+        bind_text(q, 1, run_id);
+        sqlite3_bind_int64(q, 2, p->pid);
+        bind_int_or_null(q, 3, p->ppid, p->ppid < 0);
+        bind_text(q, 4, p->comm);
+        bind_text(q, 5, p->role);
+        bind_int_or_null(q, 6, p->rank, p->rank < 0);
+        bind_int_or_null(q, 7, p->local_rank, p->local_rank < 0);
+        bind_int_or_null(q, 8, p->world_size, p->world_size < 0);
+        bind_int_or_null(q, 9, p->worker_id, p->worker_id < 0);
+    }
+    return step_done(s, q, "cannot record process");
+}
+
+static int sqlite_event_block_insert(struct store *base, const char *run_id,
+                                     const struct event_block_record *b)
+{
+    struct sqlite_store *s = (struct sqlite_store *)base;
+    sqlite3_stmt *q = stmt(s, ST_EVENT_BLOCK_INSERT);
+    if (q) {
+        bind_text(q, 1, run_id);
+        sqlite3_bind_int64(q, 2, b->pid);
+        sqlite3_bind_int64(q, 3, b->tid);
+        sqlite3_bind_int64(q, 4, b->start_ns);
+        sqlite3_bind_int64(q, 5, b->end_ns);
+        sqlite3_bind_int64(q, 6, b->step_min);
+        sqlite3_bind_int64(q, 7, b->step_max);
+        sqlite3_bind_int64(q, 8, b->count);
+        sqlite3_bind_blob(q, 9, b->data, (int)b->len, SQLITE_STATIC);
+    }
+    return step_done(s, q, "cannot write event block");
+}
+
+static int64_t col_int_or(sqlite3_stmt *q, int i, int64_t missing)
+{
+    return sqlite3_column_type(q, i) == SQLITE_NULL ? missing : sqlite3_column_int64(q, i);
+}
+
+/* Prepare a one-off query of a run's rows (a second statement object, so a
+ * caller may query again from inside a callback). */
+static sqlite3_stmt *run_query(struct sqlite_store *s, int which, const char *run_id)
+{
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(s->db, statements[which], -1, &q, NULL) != SQLITE_OK)
+        return NULL;
+    bind_text(q, 1, run_id);
+    return q;
+}
+
+static int finish_query(struct sqlite_store *s, sqlite3_stmt *q, int rc, int stop,
+                        const char *what)
+{
+    if (!stop && rc != SQLITE_DONE)
+        stop = map_rc(s, rc, what);
+    sqlite3_finalize(q);
+    return stop < 0 ? stop : 0;
+}
+
+static int sqlite_event_names_query(struct store *base, const char *run_id, event_name_fn *fn,
+                                    void *arg)
+{
+    struct sqlite_store *s = (struct sqlite_store *)base;
+    sqlite3_stmt *q = run_query(s, ST_EVENT_NAMES_OF_RUN, run_id);
+    if (!q)
+        return map_rc(s, sqlite3_errcode(s->db), "cannot read event names");
+    int rc, stop = 0;
+    while (!stop && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(q, 1);
+        stop = fn(sqlite3_column_int64(q, 0), name ? name : "", arg);
+    }
+    return finish_query(s, q, rc, stop, "cannot read event names");
+}
+
+static int sqlite_processes_query(struct store *base, const char *run_id, process_fn *fn,
+                                  void *arg)
+{
+    struct sqlite_store *s = (struct sqlite_store *)base;
+    sqlite3_stmt *q = run_query(s, ST_PROCESSES_OF_RUN, run_id);
+    if (!q)
+        return map_rc(s, sqlite3_errcode(s->db), "cannot read processes");
+    int rc, stop = 0;
+    while (!stop && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        struct process_record p = {
+            .pid = sqlite3_column_int64(q, 0),
+            .ppid = col_int_or(q, 1, -1),
+            .comm = (const char *)sqlite3_column_text(q, 2),
+            .role = (const char *)sqlite3_column_text(q, 3),
+            .rank = col_int_or(q, 4, -1),
+            .local_rank = col_int_or(q, 5, -1),
+            .world_size = col_int_or(q, 6, -1),
+            .worker_id = col_int_or(q, 7, -1),
+        };
+        stop = fn(&p, arg);
+    }
+    return finish_query(s, q, rc, stop, "cannot read processes");
+}
+
+static int sqlite_event_blocks_query(struct store *base, const char *run_id, int64_t from_ns,
+                                     int64_t to_ns, event_block_fn *fn, void *arg)
+{
+    struct sqlite_store *s = (struct sqlite_store *)base;
+    sqlite3_stmt *q = run_query(s, ST_EVENT_BLOCKS_OF_RUN, run_id);
+    if (!q)
+        return map_rc(s, sqlite3_errcode(s->db), "cannot read event blocks");
+    sqlite3_bind_int64(q, 2, from_ns);
+    sqlite3_bind_int64(q, 3, to_ns);
+    int rc, stop = 0;
+    while (!stop && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        struct event_block_record b = {
+            .pid = sqlite3_column_int64(q, 0),
+            .tid = sqlite3_column_int64(q, 1),
+            .start_ns = sqlite3_column_int64(q, 2),
+            .end_ns = sqlite3_column_int64(q, 3),
+            .step_min = sqlite3_column_int64(q, 4),
+            .step_max = sqlite3_column_int64(q, 5),
+            .count = sqlite3_column_int64(q, 6),
+            .data = sqlite3_column_blob(q, 7),
+            .len = (size_t)sqlite3_column_bytes(q, 7),
+        };
+        stop = fn(&b, arg);
+    }
+    return finish_query(s, q, rc, stop, "cannot read event blocks");
+}
+
 static int sqlite_run_delete(struct store *base, const char *run_id)
 {
     struct sqlite_store *s = (struct sqlite_store *)base;
     static const char *const sql[] = {
+        "DELETE FROM event_blocks WHERE run_id=?1",
+        "DELETE FROM event_names WHERE run_id=?1",
+        "DELETE FROM processes WHERE run_id=?1",
         "DELETE FROM blocks WHERE series_id IN (SELECT id FROM series WHERE run_id=?1)",
         "DELETE FROM series WHERE run_id=?1",
         "DELETE FROM run_attrs WHERE run_id=?1",
@@ -539,6 +712,12 @@ static const struct store_ops sqlite_ops = {
     .series_query = sqlite_series_query,
     .blocks_query = sqlite_blocks_query,
     .run_delete = sqlite_run_delete,
+    .event_name_insert = sqlite_event_name_insert,
+    .process_upsert = sqlite_process_upsert,
+    .event_block_insert = sqlite_event_block_insert,
+    .event_names_query = sqlite_event_names_query,
+    .processes_query = sqlite_processes_query,
+    .event_blocks_query = sqlite_event_blocks_query,
 };
 
 static int query_int(struct sqlite_store *s, const char *sql, int64_t *out)
@@ -601,7 +780,9 @@ static int migrate(struct sqlite_store *s, int readonly)
         strbuf_adds(&s->base.err, "the file holds no strobe store yet");
         return -STROBE_ENOTFOUND;
     }
-    if (rc < 0 || readonly || version == SCHEMA_VERSION)
+    /* a reader of an older store upgrades it too: every query expects the
+     * current schema (a read-only file then fails with a clear message) */
+    if (rc < 0 || version == SCHEMA_VERSION)
         return rc;
     for (;;) {
         if ((rc = sqlite_begin(&s->base)) < 0)

@@ -64,6 +64,9 @@ struct run_record {
     int64_t points;  /* points stored, all series */
     int64_t missed;  /* frames missed (late deadlines) */
     int64_t dropped; /* points dropped (store could not keep up) */
+    int64_t events;         /* framework events stored */
+    int64_t events_dropped; /* events lost: full rings, no free ring, memory cap */
+    int64_t events_invalid; /* records the drain rejected (garbage, torn) */
     int64_t recorder_pid;
     char *strobe_version;
     char *error; /* why a run failed to start, or NULL */
@@ -94,10 +97,31 @@ struct block_record {
     size_t len;
 };
 
+/* A process that wrote framework events. -1 in an int field: unknown. */
+struct process_record {
+    int64_t pid, ppid;
+    const char *comm; /* may be NULL */
+    const char *role; /* "main", "rank", "dataloader", or NULL */
+    int64_t rank, local_rank, world_size, worker_id;
+};
+
+/* One stored block of framework events of one thread (codec/events.h). */
+struct event_block_record {
+    int64_t pid, tid;
+    int64_t start_ns, end_ns; /* UTC; end covers the last span's end */
+    int64_t step_min, step_max;
+    int64_t count;
+    const uint8_t *data; /* valid during the callback */
+    size_t len;
+};
+
 /* Callbacks return 0 to go on, non-zero to stop (passed back to the caller). */
 typedef int run_fn(const struct run_record *r, void *arg);
 typedef int series_fn(const struct series_record *s, void *arg);
 typedef int block_fn(const struct block_record *b, void *arg);
+typedef int event_name_fn(int64_t id, const char *name, void *arg);
+typedef int process_fn(const struct process_record *p, void *arg);
+typedef int event_block_fn(const struct event_block_record *b, void *arg);
 
 struct store;
 
@@ -125,6 +149,18 @@ struct store_ops {
     /* Blocks of a series in time order. */
     int (*blocks_query)(struct store *s, int64_t series_id, block_fn *fn, void *arg);
     int (*run_delete)(struct store *s, const char *run_id);
+    /* Framework events: names are run-wide ids, defined once; a process row
+     * is replaced as its attributes become known (rank, worker id). */
+    int (*event_name_insert)(struct store *s, const char *run_id, int64_t id, const char *name);
+    int (*process_upsert)(struct store *s, const char *run_id, const struct process_record *p);
+    int (*event_block_insert)(struct store *s, const char *run_id,
+                              const struct event_block_record *b);
+    int (*event_names_query)(struct store *s, const char *run_id, event_name_fn *fn, void *arg);
+    int (*processes_query)(struct store *s, const char *run_id, process_fn *fn, void *arg);
+    /* Event blocks overlapping [from_ns, to_ns] in time order of their start
+     * (INT64_MIN, INT64_MAX for all). */
+    int (*event_blocks_query)(struct store *s, const char *run_id, int64_t from_ns, int64_t to_ns,
+                              event_block_fn *fn, void *arg);
 };
 
 struct store {

@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "common/err.h"
 #include "store/points.h"
+#include "store/schema.h"
 
 #include "fixture.h"
 #include "test.h"
@@ -119,7 +120,7 @@ TEST(create_sets_version_and_wal)
     struct store *s = open_ok(r.db);
     ASSERT_EQ_STR(s->ops->name, "sqlite");
     store_close(s);
-    ASSERT_EQ_INT(raw_int(r.db, "PRAGMA user_version"), 1);
+    ASSERT_EQ_INT(raw_int(r.db, "PRAGMA user_version"), SCHEMA_VERSION);
     char mode[32];
     raw_text(r.db, "PRAGMA journal_mode", mode, sizeof(mode));
     ASSERT_EQ_STR(mode, "wal");
@@ -141,7 +142,7 @@ TEST(reopen_is_idempotent)
         s = open_ok(r.db);
         store_close(s);
     }
-    ASSERT_EQ_INT(raw_int(r.db, "PRAGMA user_version"), 1);
+    ASSERT_EQ_INT(raw_int(r.db, "PRAGMA user_version"), SCHEMA_VERSION);
     ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM sqlite_schema"), objects);
     ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM runs"), 1);
     /* readonly opens a store that exists */
@@ -727,7 +728,7 @@ TEST(two_stores_created_together)
         pthread_barrier_destroy(&start);
         ASSERT_EQ_INT(a.failures, 0); /* -1: store_open failed */
         ASSERT_EQ_INT(b.failures, 0);
-        ASSERT_EQ_INT(raw_int(r.db, "PRAGMA user_version"), 1);
+        ASSERT_EQ_INT(raw_int(r.db, "PRAGMA user_version"), SCHEMA_VERSION);
         fixture_rmtree(r.dir);
     }
 }

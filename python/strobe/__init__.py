@@ -1,0 +1,103 @@
+"""strobe: annotate a training script for the strobe profiler.
+
+    import strobe
+
+    for batch in loader:
+        strobe.step()                      # a step boundary: 1, 2, 3, ...
+        with strobe.span("forward"):       # a span, nested as the code nests
+            loss = model(batch)
+        strobe.log("loss", loss.item())    # a value the script measured
+
+    @strobe.span("evaluate")               # a span around every call
+    def evaluate(): ...
+
+Under `strobe run` every call writes one 32-byte event into this thread's
+ring in shared memory (named by $STROBE_SHM); without a recorder every call
+does nothing and costs little. Nothing raises because of the recorder: events
+that do not fit are dropped and counted in the run's record. What raises is a
+bad argument, recorder or not: a name that is not a str of 1 to 255 UTF-8
+bytes (no NUL), a value that is not a number.
+"""
+import functools as _functools
+import operator as _operator
+import time as _time
+import warnings as _warnings
+
+from . import _steps, _strobe
+from ._strobe import Span, complete, enabled, instant, log, span
+
+__all__ = ["span", "Span", "step", "current_step", "log", "instant", "complete", "enabled",
+           "monotonic_ns"]
+
+#: CLOCK_MONOTONIC in ns, the clock of every event (and of complete()'s start_ns).
+monotonic_ns = _time.monotonic_ns
+
+# Called with the new step number after each step() the script makes itself
+# (not after steps counted for it, see _step), e.g. by the PyTorch capture to
+# learn that the script counts its own steps. A listener that raises is
+# removed, with one warning.
+_step_listeners = []
+
+_current_step = 0  # libstrobe's too: events before the first step() belong to step 0
+
+# code flags of functions whose call only makes a generator or coroutine
+_CO_LAZY = 0x20 | 0x80 | 0x100 | 0x200  # GENERATOR, COROUTINE, ITERABLE_COROUTINE, ASYNC_GENERATOR
+
+
+def current_step():
+    """The current step number: 0 before the first step()."""
+    return _current_step
+
+
+def step(n=None):
+    """A training step begins: step n, or the previous step + 1 (the first
+    step() without n is step 1). Later events of every thread belong to it.
+    Returns the step number."""
+    return _step(n, True)
+
+
+def _step(n=None, notify=False):
+    """step() without telling _step_listeners: for a capture that counts steps
+    on the script's behalf."""
+    global _current_step
+    n = _current_step + 1 if n is None else _operator.index(n)
+    if notify:  # the script counts steps: the step in progress ends here
+        if not 0 <= n < 2**32:
+            _strobe.step(n)  # raises, before anything changes
+        _steps.clock.before_explicit_step()
+    _strobe.step(n)  # checks 0 <= n < 2**32 before anything changes
+    _current_step = n
+    if notify:
+        for fn in list(_step_listeners):
+            try:
+                fn(n)
+            except Exception as e:  # a profiler must not break the script
+                try:
+                    _step_listeners.remove(fn)
+                except ValueError:
+                    pass
+                _warnings.warn(f"strobe: step listener {fn!r} raised {e!r}; removed",
+                               RuntimeWarning, stacklevel=3)
+    return n
+
+
+def _decorate(sp, fn):
+    """The wrapper behind @strobe.span(name): the span around each call."""
+    if not callable(fn):
+        raise TypeError(f"strobe.span({sp.name!r}) decorates a function, not {type(fn).__name__}")
+    code = getattr(fn, "__code__", None)
+    if code is not None and code.co_flags & _CO_LAZY:
+        raise TypeError(f"strobe.span({sp.name!r}) cannot decorate {fn.__qualname__}: its call "
+                        "only makes a generator or coroutine; use `with strobe.span(...)` "
+                        "inside it")
+
+    @_functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with sp:
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
+_strobe._set_decorator(_decorate)
+_steps.clock._step_fn = _step  # automatic steps (the PyTorch capture) count without listeners

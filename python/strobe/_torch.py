@@ -1,0 +1,384 @@
+"""Zero-code PyTorch capture: installed by strobe's sitecustomize right after
+`import torch` finishes, when the script runs under `strobe run`.
+
+What it records (docs/events.md has the full list and what is not captured):
+
+    data               waiting on a DataLoader iterator (__next__)
+    forward            the outermost nn.Module call on a thread (the loss
+                       module called outside the model is a second one)
+    backward           torch.autograd.backward (so Tensor.backward too)
+    optimizer          Optimizer.step of every optimizer
+    step               one per step of the first optimizer that steps, or per
+                       strobe.step() when the script calls it (see _steps)
+    comm:<name>        torch.distributed collectives, barriers, send/recv
+    comm:allreduce     DDP's gradient buckets, launch to completion, through
+                       a communication hook (on the thread that completes it)
+    dataloader.worker  a batch fetched in a data-loader worker process
+    strobe.rank, strobe.local_rank, strobe.world_size, strobe.worker_id
+                       who the process is, from the environment and from
+                       init_process_group / get_worker_info
+
+Every wrapper is exception-safe (the span ends, the exception goes on) and
+never raises on its own account: a hook that cannot be installed is skipped
+with one note on stderr.
+"""
+import functools
+import os
+import sys
+import threading
+
+import strobe
+from strobe import _steps
+
+_mono = strobe.monotonic_ns
+_complete = strobe.complete
+_clock = _steps.clock
+_installed = False
+_notes = []
+
+# collectives and point-to-point calls of torch.distributed, wrapped by name
+_COMM_FUNCTIONS = (
+    "all_reduce", "all_gather", "all_gather_into_tensor", "_all_gather_base", "all_gather_object",
+    "reduce_scatter", "reduce_scatter_tensor", "_reduce_scatter_base", "broadcast",
+    "broadcast_object_list", "reduce", "all_to_all", "all_to_all_single", "gather",
+    "gather_object", "scatter", "scatter_object_list", "barrier", "monitored_barrier", "send",
+    "recv", "isend", "irecv", "batch_isend_irecv",
+)
+
+
+def _note(msg):
+    _notes.append(msg)
+    try:
+        sys.stderr.write(f"strobe: {msg}\n")
+    except Exception:
+        pass
+
+
+def _meta(key, value):
+    if value is None:
+        return
+    try:
+        strobe.log("strobe." + key, int(value))
+    except Exception:
+        pass
+
+
+def _env_int(name):
+    v = os.environ.get(name)
+    try:
+        return int(v) if v is not None else None
+    except ValueError:
+        return None
+
+
+# ---- data ------------------------------------------------------------------
+
+
+def _wrap_dataloader(torch):
+    from torch.utils.data import dataloader
+
+    cls = dataloader._BaseDataLoaderIter
+    orig = cls.__next__
+
+    @functools.wraps(orig)
+    def __next__(self):
+        t0 = _mono()
+        _clock.phase_begin(t0)
+        try:
+            return orig(self)
+        finally:
+            t1 = _mono()
+            _complete("data", t0, t1 - t0)
+            _clock.phase_end(t1)
+
+    cls.__next__ = __next__
+
+
+_worker = {"checked": False, "in_worker": False}
+
+
+def _in_worker():
+    """Whether this process is a data-loader worker (and say so, once)."""
+    if not _worker["checked"]:
+        _worker["checked"] = True
+        from torch.utils.data import get_worker_info
+
+        info = get_worker_info()
+        if info is not None:
+            _worker["in_worker"] = True
+            _meta("worker_id", info.id)
+            _announce_rank()
+    return _worker["in_worker"]
+
+
+def _wrap_fetchers(torch):
+    from torch.utils.data._utils import fetch
+
+    for name in ("_MapDatasetFetcher", "_IterableDatasetFetcher"):
+        cls = getattr(fetch, name, None)
+        if cls is None:
+            continue
+        orig = cls.fetch
+
+        def make(orig):
+            @functools.wraps(orig)
+            def fetch_(self, *args, **kwargs):
+                if not _in_worker():
+                    return orig(self, *args, **kwargs)  # the main process: inside "data"
+                t0 = _mono()
+                try:
+                    return orig(self, *args, **kwargs)
+                finally:
+                    _complete("dataloader.worker", t0, _mono() - t0)
+
+            return fetch_
+
+        cls.fetch = make(orig)
+
+
+# ---- forward, backward, optimizer ------------------------------------------
+
+_tls = threading.local()
+
+
+def _wrap_module_call(torch):
+    module_cls = torch.nn.Module
+    orig = module_cls.__call__
+
+    @functools.wraps(orig)
+    def __call__(self, *args, **kwargs):
+        if getattr(_tls, "in_forward", False):
+            return orig(self, *args, **kwargs)  # nested: only the outermost counts
+        _tls.in_forward = True
+        t0 = _mono()
+        _clock.phase_begin(t0)
+        try:
+            return orig(self, *args, **kwargs)
+        finally:
+            _tls.in_forward = False
+            t1 = _mono()
+            _complete("forward", t0, t1 - t0)
+            _clock.phase_end(t1)
+
+    module_cls.__call__ = __call__
+
+
+def _wrap_backward(torch):
+    orig = torch.autograd.backward
+
+    @functools.wraps(orig)
+    def backward(*args, **kwargs):
+        t0 = _mono()
+        _clock.phase_begin(t0)
+        try:
+            return orig(*args, **kwargs)
+        finally:
+            t1 = _mono()
+            _complete("backward", t0, t1 - t0)
+            _clock.phase_end(t1)
+
+    torch.autograd.backward = backward
+
+
+def _timed_step(orig):
+    @functools.wraps(orig)
+    def step(self, *args, **kwargs):
+        t0 = _mono()
+        _clock.phase_begin(t0)
+        try:
+            return orig(self, *args, **kwargs)
+        finally:
+            t1 = _mono()
+            _complete("optimizer", t0, t1 - t0)
+            _clock.phase_end(t1)
+            _clock.optimizer_end(self, t1)
+
+    step._strobe_wrapped = True
+    return step
+
+
+def _wrap_optimizers(torch):
+    """Every Optimizer subclass's step, wrapped once per class when its first
+    instance is made (subclasses the script defines too). torch 2.x's global
+    step hooks would do, but cannot time the step itself: a pre- and a
+    post-hook pair can, at the cost of two calls, so one wrapper serves all."""
+    opt = torch.optim.Optimizer
+    orig_init = opt.__init__
+
+    @functools.wraps(orig_init)
+    def __init__(self, *args, **kwargs):
+        orig_init(self, *args, **kwargs)
+        for cls in type(self).__mro__:  # the class that defines step
+            step = cls.__dict__.get("step")
+            if step is not None:
+                if not getattr(step, "_strobe_wrapped", False):
+                    cls.step = _timed_step(step)
+                break
+
+    opt.__init__ = __init__
+
+
+# ---- distributed -----------------------------------------------------------
+
+
+def _announce_rank():
+    _meta("rank", _rank["rank"])
+    _meta("local_rank", _rank["local_rank"])
+    _meta("world_size", _rank["world_size"])
+
+
+_rank = {"rank": _env_int("RANK"), "local_rank": _env_int("LOCAL_RANK"),
+         "world_size": _env_int("WORLD_SIZE")}
+
+
+def _wrap_comm(dist, c10d, name):
+    orig = getattr(dist, name, None)
+    if orig is None or getattr(orig, "_strobe_wrapped", False):
+        return
+    span_name = "comm:" + name.lstrip("_")
+
+    @functools.wraps(orig)
+    def comm(*args, **kwargs):
+        t0 = _mono()
+        try:
+            return orig(*args, **kwargs)
+        finally:
+            _complete(span_name, t0, _mono() - t0)
+
+    comm._strobe_wrapped = True
+    setattr(dist, name, comm)
+    if c10d is not None and getattr(c10d, name, None) is orig:
+        setattr(c10d, name, comm)
+
+
+def _wrap_init_process_group(dist, c10d):
+    orig = dist.init_process_group
+
+    @functools.wraps(orig)
+    def init_process_group(*args, **kwargs):
+        r = orig(*args, **kwargs)
+        try:
+            _rank["rank"] = dist.get_rank()
+            _rank["world_size"] = dist.get_world_size()
+            if _rank["local_rank"] is None:
+                _rank["local_rank"] = _env_int("LOCAL_RANK")
+            _announce_rank()
+        except Exception:
+            pass
+        return r
+
+    dist.init_process_group = init_process_group
+    if c10d is not None and getattr(c10d, "init_process_group", None) is orig:
+        c10d.init_process_group = init_process_group
+
+
+class _HookState:
+    """What our DDP communication hook delegates to: the default all-reduce,
+    or the hook the script registers later (it gets its own state back)."""
+
+    def __init__(self, process_group):
+        self.process_group = process_group
+        self.hook = None
+        self.state = None
+
+
+def _wrap_ddp(torch, dist):
+    try:
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+    except Exception as e:
+        _note(f"DDP communication spans are off: {e}")
+        return
+
+    def strobe_comm_hook(state, bucket):
+        t0 = _mono()
+        if state.hook is not None:
+            fut = state.hook(state.state, bucket)
+        else:
+            fut = default_hooks.allreduce_hook(state.process_group, bucket)
+
+        def done(f):
+            _complete("comm:allreduce", t0, _mono() - t0)
+            return f.value()
+
+        return fut.then(done)
+
+    orig_init = DDP.__init__
+    orig_register = DDP.register_comm_hook
+    orig_builtin = DDP.register_builtin_comm_hook
+
+    @functools.wraps(orig_init)
+    def __init__(self, *args, **kwargs):
+        orig_init(self, *args, **kwargs)
+        if os.environ.get("STROBE_DDP_HOOK", "1") == "0":
+            return
+        try:
+            state = _HookState(self.process_group)
+            orig_register(self, state, strobe_comm_hook)
+            self._strobe_hook_state = state
+        except Exception as e:
+            _note(f"DDP communication spans are off for this model: {e}")
+
+    @functools.wraps(orig_register)
+    def register_comm_hook(self, state, hook):
+        ours = getattr(self, "_strobe_hook_state", None)
+        if ours is None or ours.hook is not None:
+            return orig_register(self, state, hook)
+        ours.hook, ours.state = hook, state  # the script's hook runs inside ours
+
+    @functools.wraps(orig_builtin)
+    def register_builtin_comm_hook(self, comm_hook_type):
+        ours = getattr(self, "_strobe_hook_state", None)
+        if ours is None or ours.hook is not None:
+            return orig_builtin(self, comm_hook_type)
+        # the built-in hooks have Python twins with the same arithmetic
+        twins = {"ALLREDUCE": default_hooks.allreduce_hook,
+                 "FP16_COMPRESS": default_hooks.fp16_compress_hook}
+        twin = twins.get(getattr(comm_hook_type, "name", ""))
+        if twin is None:
+            return orig_builtin(self, comm_hook_type)
+        ours.hook, ours.state = twin, self.process_group
+
+    DDP.__init__ = __init__
+    DDP.register_comm_hook = register_comm_hook
+    DDP.register_builtin_comm_hook = register_builtin_comm_hook
+
+
+def _wrap_distributed(torch):
+    import torch.distributed as dist
+
+    if not dist.is_available():
+        return
+    c10d = getattr(dist, "distributed_c10d", None)
+    for name in _COMM_FUNCTIONS:
+        _wrap_comm(dist, c10d, name)
+    _wrap_init_process_group(dist, c10d)
+    _wrap_ddp(torch, dist)
+
+
+# ---- installation ----------------------------------------------------------
+
+_PARTS = (
+    ("DataLoader", _wrap_dataloader),
+    ("data-loader workers", _wrap_fetchers),
+    ("forward", _wrap_module_call),
+    ("backward", _wrap_backward),
+    ("optimizer", _wrap_optimizers),
+    ("torch.distributed", _wrap_distributed),
+)
+
+
+def install():
+    """Install every part that this torch allows; idempotent."""
+    global _installed
+    if _installed:
+        return
+    _installed = True
+    import torch
+
+    for what, fn in _PARTS:
+        try:
+            fn(torch)
+        except Exception as e:  # an unexpected torch: lose that part, not the run
+            _note(f"PyTorch capture of {what} is off: {type(e).__name__}: {e}")
+    _announce_rank()

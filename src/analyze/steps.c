@@ -1,0 +1,414 @@
+#include "analyze/steps.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const phase_names[PHASE_COUNT] = {"data",      "forward", "backward",
+                                              "optimizer", "comm",    "other"};
+
+/* ---- loading -------------------------------------------------------------- */
+
+struct load_ctx {
+    struct run_events *e;
+    struct event_decoder dec;
+    struct event *scratch;
+    uint32_t scratch_cap;
+    int failed;
+};
+
+static int add_name(int64_t id, const char *name, void *arg)
+{
+    struct run_events *e = ((struct load_ctx *)arg)->e;
+    if (id <= 0 || id > (1 << 24))
+        return 0;
+    uint32_t need = (uint32_t)id;
+    if (need > e->nnames) {
+        char **p = realloc(e->names, need * sizeof(*p));
+        if (!p)
+            return -ENOMEM;
+        memset(p + e->nnames, 0, (need - e->nnames) * sizeof(*p));
+        e->names = p;
+        e->nnames = need;
+    }
+    free(e->names[id - 1]);
+    e->names[id - 1] = strdup(name);
+    return 0;
+}
+
+static int add_proc(const struct process_record *p, void *arg)
+{
+    struct run_events *e = ((struct load_ctx *)arg)->e;
+    if (e->nprocs == e->procs_cap) {
+        uint32_t cap = e->procs_cap ? e->procs_cap * 2 : 16;
+        struct proc_info *q = realloc(e->procs, cap * sizeof(*q));
+        if (!q)
+            return -ENOMEM;
+        e->procs = q;
+        e->procs_cap = cap;
+    }
+    struct proc_info *q = &e->procs[e->nprocs++];
+    memset(q, 0, sizeof(*q));
+    q->pid = p->pid;
+    q->ppid = p->ppid;
+    snprintf(q->comm, sizeof(q->comm), "%s", p->comm ? p->comm : "");
+    snprintf(q->role, sizeof(q->role), "%s", p->role ? p->role : "");
+    q->rank = p->rank;
+    q->local_rank = p->local_rank;
+    q->world_size = p->world_size;
+    q->worker_id = p->worker_id;
+    return 0;
+}
+
+static struct thread_events *find_thread(struct run_events *e, int64_t pid, int64_t tid)
+{
+    for (uint32_t i = 0; i < e->nthreads; i++)
+        if (e->threads[i].pid == pid && e->threads[i].tid == tid)
+            return &e->threads[i];
+    if (e->nthreads == e->threads_cap) {
+        uint32_t cap = e->threads_cap ? e->threads_cap * 2 : 16;
+        struct thread_events *t = realloc(e->threads, cap * sizeof(*t));
+        if (!t)
+            return NULL;
+        e->threads = t;
+        e->threads_cap = cap;
+    }
+    struct thread_events *t = &e->threads[e->nthreads++];
+    memset(t, 0, sizeof(*t));
+    t->pid = pid;
+    t->tid = tid;
+    return t;
+}
+
+static int add_block(const struct event_block_record *b, void *arg)
+{
+    struct load_ctx *c = arg;
+    struct run_events *e = c->e;
+    e->bytes += (int64_t)b->len;
+    uint32_t n;
+    if (event_block_peek_count(b->data, b->len, &n) < 0) {
+        e->bad_blocks++;
+        return 0;
+    }
+    struct thread_events *t = find_thread(e, b->pid, b->tid);
+    if (!t)
+        return -ENOMEM;
+    if (t->n + n > t->cap) {
+        uint32_t cap = t->cap ? t->cap : 1024;
+        while (cap < t->n + n)
+            cap *= 2;
+        struct event *ev = realloc(t->ev, cap * sizeof(*ev));
+        if (!ev)
+            return -ENOMEM;
+        t->ev = ev;
+        t->cap = cap;
+    }
+    uint32_t got = 0;
+    if (event_block_decode(&c->dec, b->data, b->len, t->ev + t->n, n, &got) < 0) {
+        e->bad_blocks++; /* a damaged block loses its own events only */
+        return 0;
+    }
+    t->n += got;
+    e->events += got;
+    return 0;
+}
+
+int run_events_load(struct store *s, const char *run_id, struct run_events *out)
+{
+    memset(out, 0, sizeof(*out));
+    struct load_ctx c = {.e = out};
+    if (event_decoder_init(&c.dec) < 0)
+        return -ENOMEM;
+    int rc = s->ops->event_names_query(s, run_id, add_name, &c);
+    if (rc == 0)
+        rc = s->ops->processes_query(s, run_id, add_proc, &c);
+    if (rc == 0)
+        rc = s->ops->event_blocks_query(s, run_id, INT64_MIN, INT64_MAX, add_block, &c);
+    event_decoder_release(&c.dec);
+    if (rc < 0)
+        run_events_release(out);
+    return rc;
+}
+
+void run_events_release(struct run_events *e)
+{
+    for (uint32_t i = 0; i < e->nnames; i++)
+        free(e->names[i]);
+    free(e->names);
+    for (uint32_t i = 0; i < e->nthreads; i++)
+        free(e->threads[i].ev);
+    free(e->threads);
+    free(e->procs);
+    memset(e, 0, sizeof(*e));
+}
+
+const char *run_events_name(const struct run_events *e, uint32_t id)
+{
+    return id && id <= e->nnames && e->names[id - 1] ? e->names[id - 1] : "";
+}
+
+/* ---- steps and phases ----------------------------------------------------- */
+
+struct span {
+    int64_t start, end;
+    int phase; /* enum phase, or -1 for the step itself */
+    int64_t child_ns; /* time covered by spans nested directly inside */
+};
+
+static int phase_of(const char *name)
+{
+    if (strncmp(name, "comm:", 5) == 0)
+        return PHASE_COMM;
+    for (int p = 0; p < PHASE_OTHER; p++)
+        if (p != PHASE_COMM && strcmp(name, phase_names[p]) == 0)
+            return p;
+    return -1;
+}
+
+static int cmp_span(const void *a, const void *b)
+{
+    const struct span *x = a, *y = b;
+    if (x->start != y->start)
+        return (x->start > y->start) - (x->start < y->start);
+    return (x->end < y->end) - (x->end > y->end); /* the outer (longer) first */
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static int64_t min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+static int64_t max64(int64_t a, int64_t b)
+{
+    return a > b ? a : b;
+}
+
+/* Exclusive time per phase of the spans ph[0..n) (sorted), clipped to the
+ * step [s0, s1). Nesting: a span's time minus what its direct children cover. */
+static void phase_times(struct span *ph, uint32_t n, int64_t s0, int64_t s1, double *out)
+{
+    uint32_t stack[64];
+    uint32_t depth = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        ph[i].child_ns = 0;
+        while (depth && ph[stack[depth - 1]].end <= ph[i].start)
+            depth--;
+        if (depth) {
+            struct span *parent = &ph[stack[depth - 1]];
+            parent->child_ns += min64(ph[i].end, parent->end) - ph[i].start;
+        }
+        if (depth < 64)
+            stack[depth++] = i;
+    }
+    double covered = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        int64_t own = min64(ph[i].end, s1) - max64(ph[i].start, s0);
+        double excl = (double)(own > 0 ? own : 0) - (double)ph[i].child_ns;
+        if (excl < 0)
+            excl = 0;
+        out[ph[i].phase] += excl;
+        covered += excl;
+    }
+    double other = (double)(s1 - s0) - covered;
+    out[PHASE_OTHER] += other > 0 ? other : 0;
+}
+
+struct group_acc {
+    int64_t pid;
+    double *durs;
+    uint32_t n, cap;
+    double phase_ns[PHASE_COUNT];
+    double comm_all;
+};
+
+static struct group_acc *group_for(struct group_acc **gs, uint32_t *n, uint32_t *cap, int64_t pid)
+{
+    for (uint32_t i = 0; i < *n; i++)
+        if ((*gs)[i].pid == pid)
+            return &(*gs)[i];
+    if (*n == *cap) {
+        uint32_t c = *cap ? *cap * 2 : 8;
+        struct group_acc *p = realloc(*gs, c * sizeof(*p));
+        if (!p)
+            return NULL;
+        *gs = p;
+        *cap = c;
+    }
+    struct group_acc *g = &(*gs)[(*n)++];
+    memset(g, 0, sizeof(*g));
+    g->pid = pid;
+    return g;
+}
+
+/* One thread: its step spans, and the phases inside each. */
+static int analyze_thread(const struct run_events *e, const struct thread_events *t,
+                          struct group_acc *g)
+{
+    struct span *steps = malloc((t->n + 1) * sizeof(*steps));
+    struct span *ph = malloc((t->n + 1) * sizeof(*ph));
+    if (!steps || !ph) {
+        free(steps);
+        free(ph);
+        return -ENOMEM;
+    }
+    uint32_t nsteps = 0, nph = 0;
+    for (uint32_t i = 0; i < t->n; i++) {
+        const struct event *ev = &t->ev[i];
+        if (ev->kind != STROBE_EV_COMPLETE || ev->value < 0)
+            continue;
+        const char *name = run_events_name(e, ev->name);
+        struct span sp = {ev->ts_ns, ev->ts_ns + ev->value, -1, 0};
+        int p = phase_of(name);
+        if (strcmp(name, "step") == 0)
+            steps[nsteps++] = sp;
+        else if (p >= 0) {
+            sp.phase = p;
+            ph[nph++] = sp;
+            if (p == PHASE_COMM)
+                g->comm_all += (double)ev->value;
+        }
+    }
+    qsort(steps, nsteps, sizeof(*steps), cmp_span);
+    qsort(ph, nph, sizeof(*ph), cmp_span);
+    int rc = 0;
+    uint32_t first = 0;
+    for (uint32_t i = 0; i < nsteps && rc == 0; i++) {
+        while (first < nph && ph[first].start < steps[i].start)
+            first++;
+        uint32_t last = first;
+        while (last < nph && ph[last].start < steps[i].end)
+            last++;
+        phase_times(ph + first, last - first, steps[i].start, steps[i].end, g->phase_ns);
+        if (g->n == g->cap) {
+            uint32_t cap = g->cap ? g->cap * 2 : 256;
+            double *d = realloc(g->durs, cap * sizeof(*d));
+            if (!d) {
+                rc = -ENOMEM;
+                break;
+            }
+            g->durs = d;
+            g->cap = cap;
+        }
+        g->durs[g->n++] = (double)(steps[i].end - steps[i].start);
+        first = last;
+    }
+    free(steps);
+    free(ph);
+    return rc;
+}
+
+static double percentile(const double *sorted, uint32_t n, double q)
+{
+    if (!n)
+        return 0;
+    double pos = q * (double)(n - 1);
+    uint32_t lo = (uint32_t)pos;
+    uint32_t hi = lo + 1 < n ? lo + 1 : lo;
+    return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - (double)lo);
+}
+
+static void duration_stats_of(double *d, uint32_t n, struct duration_stats *st)
+{
+    memset(st, 0, sizeof(*st));
+    if (!n)
+        return;
+    qsort(d, n, sizeof(*d), cmp_double);
+    st->count = n;
+    for (uint32_t i = 0; i < n; i++)
+        st->total_ns += d[i];
+    st->mean_ns = st->total_ns / n;
+    st->min_ns = d[0];
+    st->max_ns = d[n - 1];
+    st->p50_ns = percentile(d, n, 0.50);
+    st->p95_ns = percentile(d, n, 0.95);
+}
+
+static const struct proc_info *proc_of(const struct run_events *e, int64_t pid)
+{
+    for (uint32_t i = 0; i < e->nprocs; i++)
+        if (e->procs[i].pid == pid)
+            return &e->procs[i];
+    return NULL;
+}
+
+static int cmp_group(const void *a, const void *b)
+{
+    const struct step_group *x = a, *y = b;
+    /* ranks first in rank order, then the rest by pid */
+    uint64_t rx = (uint64_t)x->rank, ry = (uint64_t)y->rank; /* -1 sorts last */
+    if (rx != ry)
+        return (rx > ry) - (rx < ry);
+    return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+static void count_workers(const struct run_events *e, struct step_analysis *a)
+{
+    for (uint32_t i = 0; i < e->nprocs; i++)
+        if (e->procs[i].worker_id >= 0)
+            a->workers++;
+    for (uint32_t i = 0; i < e->nthreads; i++)
+        for (uint32_t j = 0; j < e->threads[i].n; j++) {
+            const struct event *ev = &e->threads[i].ev[j];
+            if (ev->kind == STROBE_EV_COMPLETE &&
+                strcmp(run_events_name(e, ev->name), "dataloader.worker") == 0)
+                a->worker_busy_ns += (double)ev->value;
+        }
+}
+
+int step_analysis_run(const struct run_events *e, struct step_analysis *out)
+{
+    memset(out, 0, sizeof(*out));
+    struct group_acc *gs = NULL;
+    uint32_t n = 0, cap = 0;
+    int rc = 0;
+    for (uint32_t i = 0; i < e->nthreads && rc == 0; i++) {
+        struct group_acc *g = group_for(&gs, &n, &cap, e->threads[i].pid);
+        rc = g ? analyze_thread(e, &e->threads[i], g) : -ENOMEM;
+    }
+    if (rc == 0 && n && !(out->groups = calloc(n, sizeof(*out->groups))))
+        rc = -ENOMEM;
+    for (uint32_t i = 0; rc == 0 && i < n; i++) {
+        if (!gs[i].n)
+            continue; /* no steps in this process (a data-loader worker) */
+        struct step_group *g = &out->groups[out->ngroups++];
+        const struct proc_info *p = proc_of(e, gs[i].pid);
+        g->pid = gs[i].pid;
+        g->rank = p ? p->rank : -1;
+        duration_stats_of(gs[i].durs, gs[i].n, &g->steps);
+        memcpy(g->phase_ns, gs[i].phase_ns, sizeof(g->phase_ns));
+        g->comm_all_threads_ns = gs[i].comm_all;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        free(gs[i].durs);
+    free(gs);
+    if (rc < 0) {
+        step_analysis_release(out);
+        return rc;
+    }
+    qsort(out->groups, out->ngroups, sizeof(*out->groups), cmp_group);
+    for (uint32_t i = 1; i < out->ngroups; i++)
+        if (out->groups[out->primary].rank != 0 &&
+            (out->groups[i].rank == 0 ||
+             out->groups[i].steps.count > out->groups[out->primary].steps.count))
+            out->primary = i;
+    count_workers(e, out);
+    return 0;
+}
+
+void step_analysis_release(struct step_analysis *a)
+{
+    free(a->groups);
+    memset(a, 0, sizeof(*a));
+}
+
+double step_group_share(const struct step_group *g, enum phase p)
+{
+    return g->steps.total_ns > 0 ? g->phase_ns[p] / g->steps.total_ns : 0.0;
+}

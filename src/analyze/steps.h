@@ -1,0 +1,84 @@
+/*
+ * Steps and phases of a run, from its stored framework events: the numbers
+ * `strobe show` prints, and later the rules and the report read.
+ *
+ * A step is a `step` span (strobe's PyTorch capture emits one per optimizer
+ * step, or per explicit strobe.step()). Its phases are the spans named data,
+ * forward, backward, optimizer and comm:* on the same thread inside it; each
+ * phase counts its exclusive time (a comm span inside backward is comm, not
+ * backward), and what no phase covers is "other", so the shares of a step add
+ * up to its duration exactly.
+ */
+#ifndef STROBE_ANALYZE_STEPS_H
+#define STROBE_ANALYZE_STEPS_H
+
+#include <stdint.h>
+
+#include "codec/events.h"
+#include "store/store.h"
+
+enum phase { PHASE_DATA, PHASE_FORWARD, PHASE_BACKWARD, PHASE_OPTIMIZER, PHASE_COMM, PHASE_OTHER,
+             PHASE_COUNT };
+
+extern const char *const phase_names[PHASE_COUNT];
+
+/* The events of one thread, in the order they were recorded. */
+struct thread_events {
+    int64_t pid, tid;
+    struct event *ev;
+    uint32_t n, cap;
+};
+
+struct proc_info {
+    int64_t pid, ppid;
+    char comm[64];
+    char role[16]; /* "main", "rank", "dataloader", or "" */
+    int64_t rank, local_rank, world_size, worker_id; /* -1 unknown */
+};
+
+struct run_events {
+    char **names; /* names[id - 1]; NULL where an id is missing */
+    uint32_t nnames;
+    struct thread_events *threads;
+    uint32_t nthreads, threads_cap;
+    struct proc_info *procs;
+    uint32_t nprocs, procs_cap;
+    uint64_t events;
+    uint64_t bad_blocks; /* blocks that did not decode (skipped) */
+    int64_t bytes;       /* encoded bytes of the blocks */
+};
+
+/* Load every event of run_id. 0, or negative with s->err set. */
+int run_events_load(struct store *s, const char *run_id, struct run_events *out);
+void run_events_release(struct run_events *e);
+/* The name of id, or "" */
+const char *run_events_name(const struct run_events *e, uint32_t id);
+
+struct duration_stats {
+    uint64_t count;
+    double mean_ns, p50_ns, p95_ns, max_ns, min_ns, total_ns;
+};
+
+struct step_group { /* the steps of one process (a rank, or the main process) */
+    int64_t pid;
+    int64_t rank; /* -1 without ranks */
+    struct duration_stats steps;
+    double phase_ns[PHASE_COUNT]; /* summed over its steps */
+    double comm_all_threads_ns;   /* comm:* spans on every thread (DDP's overlap with backward) */
+};
+
+struct step_analysis {
+    struct step_group *groups; /* processes with steps, by rank then pid */
+    uint32_t ngroups;
+    uint32_t primary;    /* the group the headline figures come from: rank 0, or the most steps */
+    uint32_t workers;    /* data-loader worker processes seen */
+    double worker_busy_ns; /* their dataloader.worker spans, summed */
+};
+
+int step_analysis_run(const struct run_events *e, struct step_analysis *out);
+void step_analysis_release(struct step_analysis *a);
+
+/* Share (0..1) of phase p in group g's step time. */
+double step_group_share(const struct step_group *g, enum phase p);
+
+#endif

@@ -1,0 +1,169 @@
+/* strobe show: the framework part (steps, phases, ranks, workers, events). */
+#include <stdio.h>
+#include <string.h>
+
+#include "analyze/steps.h"
+#include "cli/cli.h"
+#include "common/fmt.h"
+#include "common/strbuf.h"
+
+/* Three significant digits: step times are compared by eye. */
+static const char *ms(double ns, char *buf, size_t cap)
+{
+    if (ns < 1e3)
+        snprintf(buf, cap, "%.0fns", ns);
+    else if (ns < 1e6)
+        snprintf(buf, cap, "%.3gus", ns / 1e3);
+    else if (ns < 1e9)
+        snprintf(buf, cap, "%.3gms", ns / 1e6);
+    else
+        snprintf(buf, cap, "%.3gs", ns / 1e9);
+    return buf;
+}
+
+static void print_group_line(const struct step_group *g)
+{
+    char a[32], b[32], c[32], d[32];
+    printf("%lld steps: mean %s  p50 %s  p95 %s  max %s", (long long)g->steps.count,
+           ms(g->steps.mean_ns, a, sizeof(a)), ms(g->steps.p50_ns, b, sizeof(b)),
+           ms(g->steps.p95_ns, c, sizeof(c)), ms(g->steps.max_ns, d, sizeof(d)));
+}
+
+void show_steps_text(const struct run_record *r, const struct run_events *e,
+                     const struct step_analysis *a)
+{
+    if (!e->events && !r->events_dropped)
+        return;
+    printf("\n");
+    if (a->ngroups) {
+        const struct step_group *g = &a->groups[a->primary];
+        printf("steps     ");
+        print_group_line(g);
+        if (g->rank >= 0)
+            printf("  (rank %lld)", (long long)g->rank);
+        printf("\nphases   ");
+        for (int p = 0; p < PHASE_COUNT; p++)
+            printf(" %s %.1f%%", phase_names[p], 100.0 * step_group_share(g, (enum phase)p));
+        printf("\n");
+        if (g->comm_all_threads_ns > g->phase_ns[PHASE_COMM] * 1.01) {
+            char t[32];
+            printf("          comm on all threads %s (%.1f%% of step time; overlaps backward)\n",
+                   ms(g->comm_all_threads_ns, t, sizeof(t)),
+                   100.0 * g->comm_all_threads_ns / g->steps.total_ns);
+        }
+    }
+    if (a->ngroups > 1)
+        for (uint32_t i = 0; i < a->ngroups; i++) {
+            const struct step_group *g = &a->groups[i];
+            if (g->rank >= 0)
+                printf("rank %-4lld ", (long long)g->rank);
+            else
+                printf("pid %-5lld ", (long long)g->pid);
+            print_group_line(g);
+            printf("\n");
+        }
+    if (a->workers) {
+        double run_ns = run_record_duration_s(r) * 1e9;
+        printf("workers   %u data-loader workers, busy %.1f%% of the run on average\n", a->workers,
+               run_ns > 0 ? 100.0 * a->worker_busy_ns / (run_ns * a->workers) : 0.0);
+    }
+    char sz[32];
+    printf("events    %lld in %s (%.2f B/event), %lld dropped", (long long)e->events,
+           fmt_bytes((double)e->bytes, sz, sizeof(sz)),
+           e->events ? (double)e->bytes / (double)e->events : 0.0, (long long)r->events_dropped);
+    if (r->events_invalid)
+        printf(", %lld invalid records rejected", (long long)r->events_invalid);
+    if (e->bad_blocks)
+        printf(", %llu damaged blocks skipped", (unsigned long long)e->bad_blocks);
+    printf("\n");
+}
+
+static void json_duration_stats(struct strbuf *o, const struct duration_stats *s)
+{
+    strbuf_addf(o, "\"count\":%llu,\"mean_ns\":", (unsigned long long)s->count);
+    strbuf_add_json_num(o, s->mean_ns);
+    strbuf_adds(o, ",\"p50_ns\":");
+    strbuf_add_json_num(o, s->p50_ns);
+    strbuf_adds(o, ",\"p95_ns\":");
+    strbuf_add_json_num(o, s->p95_ns);
+    strbuf_adds(o, ",\"max_ns\":");
+    strbuf_add_json_num(o, s->max_ns);
+    strbuf_adds(o, ",\"min_ns\":");
+    strbuf_add_json_num(o, s->min_ns);
+    strbuf_adds(o, ",\"total_ns\":");
+    strbuf_add_json_num(o, s->total_ns);
+}
+
+static void json_phases(struct strbuf *o, const struct step_group *g)
+{
+    strbuf_adds(o, "{");
+    for (int p = 0; p < PHASE_COUNT; p++) {
+        strbuf_addf(o, "%s\"%s\":{\"ns\":", p ? "," : "", phase_names[p]);
+        strbuf_add_json_num(o, g->phase_ns[p]);
+        strbuf_adds(o, ",\"share\":");
+        strbuf_add_json_num(o, step_group_share(g, (enum phase)p));
+        strbuf_adds(o, "}");
+    }
+    strbuf_adds(o, ",\"comm_all_threads_ns\":");
+    strbuf_add_json_num(o, g->comm_all_threads_ns);
+    strbuf_adds(o, "}");
+}
+
+void show_steps_json(struct strbuf *o, const struct run_record *r, const struct run_events *e,
+                     const struct step_analysis *a)
+{
+    strbuf_addf(o, ",\"events\":%llu,\"event_bytes\":%lld,\"dropped_events\":%lld",
+                (unsigned long long)e->events, (long long)e->bytes, (long long)r->events_dropped);
+    strbuf_addf(o, ",\"invalid_events\":%lld", (long long)r->events_invalid);
+    const struct step_group *g = a->ngroups ? &a->groups[a->primary] : NULL;
+    strbuf_adds(o, ",\"steps\":");
+    if (g) {
+        strbuf_addf(o, "{\"pid\":%lld,\"rank\":", (long long)g->pid);
+        if (g->rank >= 0)
+            strbuf_addf(o, "%lld,", (long long)g->rank);
+        else
+            strbuf_adds(o, "null,");
+        json_duration_stats(o, &g->steps);
+        strbuf_adds(o, "},\"phases\":");
+        json_phases(o, g);
+    } else {
+        strbuf_adds(o, "null,\"phases\":null");
+    }
+    strbuf_adds(o, ",\"ranks\":[");
+    for (uint32_t i = 0; i < a->ngroups; i++) {
+        const struct step_group *x = &a->groups[i];
+        strbuf_addf(o, "%s{\"pid\":%lld,\"rank\":", i ? "," : "", (long long)x->pid);
+        if (x->rank >= 0)
+            strbuf_addf(o, "%lld,", (long long)x->rank);
+        else
+            strbuf_adds(o, "null,");
+        json_duration_stats(o, &x->steps);
+        strbuf_adds(o, ",\"phases\":");
+        json_phases(o, x);
+        strbuf_adds(o, "}");
+    }
+    strbuf_adds(o, "],\"processes\":[");
+    for (uint32_t i = 0; i < e->nprocs; i++) {
+        const struct proc_info *p = &e->procs[i];
+        strbuf_addf(o, "%s{\"pid\":%lld,\"ppid\":%lld,\"comm\":", i ? "," : "", (long long)p->pid,
+                    (long long)p->ppid);
+        strbuf_add_json_str(o, p->comm);
+        strbuf_adds(o, ",\"role\":");
+        if (p->role[0])
+            strbuf_add_json_str(o, p->role);
+        else
+            strbuf_adds(o, "null");
+        const int64_t *fields[] = {&p->rank, &p->local_rank, &p->world_size, &p->worker_id};
+        static const char *const keys[] = {"rank", "local_rank", "world_size", "worker_id"};
+        for (size_t k = 0; k < 4; k++) {
+            if (*fields[k] >= 0)
+                strbuf_addf(o, ",\"%s\":%lld", keys[k], (long long)*fields[k]);
+            else
+                strbuf_addf(o, ",\"%s\":null", keys[k]);
+        }
+        strbuf_adds(o, "}");
+    }
+    strbuf_addf(o, "],\"workers\":{\"count\":%u,\"busy_ns\":", a->workers);
+    strbuf_add_json_num(o, a->worker_busy_ns);
+    strbuf_adds(o, "}");
+}

@@ -1,0 +1,515 @@
+#include "record/events.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sample/proctree.h"
+#include "sample/series.h"
+
+/* ---- names ---------------------------------------------------------------- */
+
+#define NAME_SLOTS (2 * EVENT_NAMES_MAX) /* a power of two, at most half full */
+
+static uint32_t hash_name(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 16777619u;
+    return h;
+}
+
+/* The run-wide id of name, defining it on first sight. 0 when the table is
+ * full (the events that use it are lost, and counted). */
+static uint32_t intern_name(struct event_sink *k, const char *name)
+{
+    uint32_t i = hash_name(name) & (NAME_SLOTS - 1);
+    for (;; i = (i + 1) & (NAME_SLOTS - 1)) {
+        uint32_t id = k->name_slots[i];
+        if (!id)
+            break;
+        if (strcmp(k->names[id - 1], name) == 0)
+            return id;
+    }
+    if (k->nnames >= EVENT_NAMES_MAX)
+        return 0;
+    if (k->nnames == k->names_cap) {
+        uint32_t cap = k->names_cap ? k->names_cap * 2 : 256;
+        char **p = realloc(k->names, cap * sizeof(*p));
+        if (!p)
+            return 0;
+        k->names = p;
+        k->names_cap = cap;
+    }
+    char *copy = strdup(name);
+    if (!copy)
+        return 0;
+    k->names[k->nnames++] = copy;
+    k->name_slots[i] = k->nnames;
+    return k->nnames;
+}
+
+/* ---- processes ------------------------------------------------------------ */
+
+static struct event_proc *find_proc(struct event_sink *k, pid_t pid)
+{
+    for (uint32_t i = 0; i < k->nprocs; i++)
+        if (k->procs[i].pid == pid)
+            return &k->procs[i];
+    if (k->nprocs == k->procs_cap) {
+        uint32_t cap = k->procs_cap ? k->procs_cap * 2 : 16;
+        struct event_proc *p = realloc(k->procs, cap * sizeof(*p));
+        if (!p)
+            return NULL;
+        k->procs = p;
+        k->procs_cap = cap;
+    }
+    struct event_proc *p = &k->procs[k->nprocs++];
+    memset(p, 0, sizeof(*p));
+    p->pid = pid;
+    p->ppid = p->rank = p->local_rank = p->world_size = p->worker_id = -1;
+    p->version = 1;
+    return p;
+}
+
+/* ppid and comm of a process the tree has not seen, from the real /proc
+ * (events always come from real processes, whatever --proc-root says). */
+static void read_proc_stat(struct event_proc *p)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)p->pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    if (n <= 0)
+        return;
+    buf[n] = 0;
+    char *open_paren = strchr(buf, '('), *close_paren = strrchr(buf, ')');
+    if (!open_paren || !close_paren || close_paren < open_paren)
+        return;
+    int ppid;
+    char state;
+    if (sscanf(close_paren + 1, " %c %d", &state, &ppid) != 2)
+        return;
+    size_t len = (size_t)(close_paren - open_paren - 1);
+    if (len >= sizeof(p->comm))
+        len = sizeof(p->comm) - 1;
+    memcpy(p->comm, open_paren + 1, len);
+    p->comm[len] = 0;
+    p->ppid = ppid;
+    p->version++;
+}
+
+/* ppid and comm from the process tree, once it has seen the process. */
+static void fill_from_tree(struct event_sink *k, struct event_proc *p)
+{
+    if (p->comm[0] || !k->tree)
+        return;
+    struct proc_entry *e = proc_tree_find(k->tree, p->pid);
+    if (e) {
+        p->ppid = e->ppid;
+        snprintf(p->comm, sizeof(p->comm), "%s", e->comm);
+        p->version++;
+        return;
+    }
+    read_proc_stat(p); /* not sampled yet (it is new, or short-lived) */
+}
+
+static void set_meta(struct event_sink *k, pid_t pid, const char *key, double value)
+{
+    struct event_proc *p = find_proc(k, pid);
+    if (!p || !(value >= 0 && value < 1e9))
+        return;
+    int64_t v = (int64_t)value;
+    int64_t *field = strcmp(key, "rank") == 0         ? &p->rank
+                     : strcmp(key, "local_rank") == 0 ? &p->local_rank
+                     : strcmp(key, "world_size") == 0 ? &p->world_size
+                     : strcmp(key, "worker_id") == 0  ? &p->worker_id
+                                                      : NULL;
+    if (field && *field != v) {
+        *field = v;
+        p->version++;
+    }
+}
+
+static const char *proc_role(const struct event_sink *k, const struct event_proc *p)
+{
+    if (p->worker_id >= 0)
+        return "dataloader";
+    if (p->rank >= 0)
+        return "rank";
+    return p->pid == k->root_pid ? "main" : NULL;
+}
+
+/* ---- app.<name> counters -------------------------------------------------- */
+
+static void put_app_counter(struct event_sink *k, pid_t pid, uint32_t name, int64_t ts,
+                            double value)
+{
+    struct event_proc *p = find_proc(k, pid);
+    int32_t rank = p && p->rank >= 0 ? (int32_t)p->rank : -1;
+    uint32_t index = UINT32_MAX;
+    for (uint32_t i = 0; i < k->napps; i++)
+        if (k->apps[i].name == name && k->apps[i].rank == rank)
+            index = k->apps[i].series;
+    if (index == UINT32_MAX) {
+        if (k->napps == k->apps_cap) {
+            uint32_t cap = k->apps_cap ? k->apps_cap * 2 : 16;
+            struct app_series *a = realloc(k->apps, cap * sizeof(*a));
+            if (!a)
+                return;
+            k->apps = a;
+            k->apps_cap = cap;
+        }
+        char series_name[EVENT_NAME_BUF], labels[32] = "";
+        snprintf(series_name, sizeof(series_name), "app.%s", k->names[name - 1]);
+        if (rank >= 0)
+            snprintf(labels, sizeof(labels), "rank=%d", rank);
+        if (series_get(k->series, series_name, labels, "", &index) < 0)
+            return;
+        k->apps[k->napps++] = (struct app_series){name, rank, index};
+    }
+    series_put_at(k->series, index, ts, value);
+}
+
+/* ---- streams -------------------------------------------------------------- */
+
+static int64_t to_utc(const struct event_sink *k, uint64_t mono_ns)
+{
+    /* unsigned: a hostile timestamp wraps instead of overflowing */
+    return (int64_t)((uint64_t)k->real0_ns + (mono_ns - (uint64_t)k->mono0_ns));
+}
+
+static void seal(struct event_sink *k, struct event_stream *s)
+{
+    if (!s->n)
+        return;
+    size_t bound = event_block_bound(s->n);
+    struct event_sealed *b = NULL;
+    if (k->pending_bytes + bound <= EVENT_PENDING_MAX)
+        b = malloc(sizeof(*b) + bound);
+    struct event_block_info info;
+    size_t len = 0;
+    if (!b || event_block_encode(&k->enc, s->buf, s->n, b->data, bound, &len, &info) < 0) {
+        free(b);
+        k->lost += s->n; /* the store is behind and memory is capped: drop, count */
+        k->events -= s->n;
+        s->n = 0;
+        return;
+    }
+    struct event_sealed *shrunk = realloc(b, sizeof(*b) + len);
+    if (shrunk)
+        b = shrunk;
+    b->next = NULL;
+    b->rec = (struct event_block_record){
+        .pid = s->pid,
+        .tid = s->tid,
+        .start_ns = info.start_ns,
+        .end_ns = info.end_ns,
+        .step_min = info.step_min,
+        .step_max = info.step_max,
+        .count = info.count,
+        .data = b->data,
+        .len = len,
+    };
+    if (k->sealed_tail)
+        k->sealed_tail->next = b;
+    else
+        k->sealed_head = b;
+    k->sealed_tail = b;
+    k->pending_bytes += len;
+    s->n = 0;
+}
+
+static void append(struct event_sink *k, struct event_stream *s, struct event ev, int64_t now)
+{
+    if (!s->buf && !(s->buf = malloc(EVENT_BLOCK_EVENTS * sizeof(*s->buf)))) {
+        k->lost++;
+        return;
+    }
+    if (s->n == EVENT_BLOCK_EVENTS)
+        seal(k, s);
+    if (!s->n)
+        s->first_mono_ns = now;
+    s->buf[s->n++] = ev;
+    k->events++;
+}
+
+/* Spans still open are kept as span-begin events: the end never came. */
+static void flush_open(struct event_sink *k, struct event_stream *s, uint32_t down_to, int64_t now)
+{
+    while (s->depth > down_to) {
+        struct open_span *o = &s->open[--s->depth];
+        append(k, s, (struct event){o->ts_ns, 0, o->name, o->step, STROBE_EV_SPAN_BEGIN}, now);
+    }
+}
+
+static void new_owner(struct event_sink *k, struct event_stream *s, pid_t pid, pid_t tid,
+                      int64_t now)
+{
+    flush_open(k, s, 0, now);
+    seal(k, s);
+    memset(s->map, 0, sizeof(s->map));
+    s->pid = pid;
+    s->tid = tid;
+    struct event_proc *p = find_proc(k, pid);
+    if (p)
+        fill_from_tree(k, p);
+}
+
+static void close_span(struct event_sink *k, struct event_stream *s, struct event ev, int64_t now)
+{
+    uint32_t j = s->depth;
+    while (j > 0 && s->open[j - 1].name != ev.name)
+        j--;
+    if (!j) { /* an end without its begin (it began before a drop) */
+        append(k, s, ev, now);
+        return;
+    }
+    flush_open(k, s, j, now); /* spans opened inside and never closed */
+    struct open_span *o = &s->open[--s->depth];
+    int64_t len = ev.ts_ns >= o->ts_ns ? ev.ts_ns - o->ts_ns : 0;
+    append(k, s, (struct event){o->ts_ns, len, o->name, o->step, STROBE_EV_COMPLETE}, now);
+}
+
+struct drain_ctx {
+    struct event_sink *k;
+    int64_t now;
+};
+
+static void on_record(int ring, pid_t pid, pid_t tid, const struct strobe_record *r,
+                      const char *name, void *arg)
+{
+    struct drain_ctx *c = arg;
+    struct event_sink *k = c->k;
+    struct event_stream *s = &k->streams[ring];
+    if (s->pid != pid || s->tid != tid)
+        new_owner(k, s, pid, tid, c->now);
+    if (name) {
+        if (r->name_id < EVENT_RING_NAMES)
+            s->map[r->name_id] = intern_name(k, name);
+        return;
+    }
+    uint32_t id = r->name_id < EVENT_RING_NAMES ? s->map[r->name_id] : 0;
+    if (r->name_id && !id) { /* its name was lost (table full) */
+        k->lost++;
+        return;
+    }
+    struct event ev = {to_utc(k, r->ts_ns), (int64_t)r->value, id, r->step, r->kind};
+    switch (r->kind) {
+    case STROBE_EV_SPAN_BEGIN:
+        if (s->depth < EVENT_OPEN_MAX) {
+            s->open[s->depth++] = (struct open_span){ev.ts_ns, id, r->step};
+            return;
+        }
+        break; /* too deep: kept as a bare begin */
+    case STROBE_EV_SPAN_END:
+        close_span(k, s, ev, c->now);
+        return;
+    case STROBE_EV_COUNTER: {
+        double v;
+        memcpy(&v, &r->value, sizeof(v));
+        const char *n = id ? k->names[id - 1] : "";
+        size_t plen = sizeof(EVENT_META_PREFIX) - 1;
+        if (strncmp(n, EVENT_META_PREFIX, plen) == 0) {
+            set_meta(k, pid, n + plen, v);
+            return;
+        }
+        if (id)
+            put_app_counter(k, pid, id, ev.ts_ns, v);
+        break;
+    }
+    default:
+        break;
+    }
+    append(k, s, ev, c->now);
+}
+
+/* ---- the sink ------------------------------------------------------------- */
+
+int event_sink_open(struct event_sink *k, const char *run_id, struct series_table *series,
+                    struct proc_tree *tree)
+{
+    memset(k, 0, sizeof(*k));
+    k->series = series;
+    k->tree = tree;
+    char name[64];
+    snprintf(name, sizeof(name), "/strobe-%s", run_id);
+    int rc = ring_segment_create(&k->seg, name, EVENT_RINGS, EVENT_RING_RECORDS);
+    if (rc < 0)
+        return rc;
+    k->streams = calloc(k->seg.ring_count, sizeof(*k->streams));
+    k->name_slots = calloc(NAME_SLOTS, sizeof(*k->name_slots));
+    if (!k->streams || !k->name_slots || event_encoder_init(&k->enc) < 0) {
+        event_sink_close(k);
+        return -ENOMEM;
+    }
+    k->on = 1;
+    return 0;
+}
+
+const char *event_sink_shm_name(const struct event_sink *k)
+{
+    return k->on ? k->seg.name : NULL;
+}
+
+void event_sink_start(struct event_sink *k, int64_t mono0_ns, int64_t real0_ns, pid_t root)
+{
+    k->mono0_ns = mono0_ns;
+    k->real0_ns = real0_ns;
+    k->root_pid = root;
+}
+
+void event_sink_drain(struct event_sink *k, int64_t now_mono_ns)
+{
+    if (!k->on)
+        return;
+    struct drain_ctx c = {k, now_mono_ns};
+    ring_drain(&k->seg, on_record, &c, &k->st);
+    for (uint32_t i = 0; i < k->seg.ring_count; i++) {
+        struct event_stream *s = &k->streams[i];
+        if (s->n && now_mono_ns - s->first_mono_ns >= EVENT_BLOCK_AGE_NS)
+            seal(k, s);
+    }
+}
+
+void event_sink_seal_all(struct event_sink *k)
+{
+    if (!k->on)
+        return;
+    for (uint32_t i = 0; i < k->seg.ring_count; i++) {
+        flush_open(k, &k->streams[i], 0, 0);
+        seal(k, &k->streams[i]);
+    }
+    for (uint32_t i = 0; i < k->nprocs; i++)
+        fill_from_tree(k, &k->procs[i]);
+}
+
+void event_sink_close(struct event_sink *k)
+{
+    if (k->seg.hdr)
+        ring_segment_release(&k->seg);
+    for (uint32_t i = 0; k->streams && i < k->seg.ring_count; i++)
+        free(k->streams[i].buf);
+    free(k->streams);
+    for (uint32_t i = 0; i < k->nnames; i++)
+        free(k->names[i]);
+    free(k->names);
+    free(k->name_slots);
+    free(k->procs);
+    free(k->apps);
+    for (struct event_sealed *b = k->sealed_head, *next; b; b = next) {
+        next = b->next;
+        free(b);
+    }
+    event_encoder_release(&k->enc);
+    memset(k, 0, sizeof(*k));
+}
+
+uint64_t event_sink_dropped(const struct event_sink *k)
+{
+    return k->st.dropped + k->lost;
+}
+
+/* ---- batches -------------------------------------------------------------- */
+
+int event_batch_collect(struct event_batch *b, struct event_sink *k)
+{
+    b->names_from = b->names_to = 0;
+    b->nprocs = 0;
+    b->first = b->last = NULL;
+    b->nblocks = 0;
+    if (!k->on)
+        return 0;
+    uint32_t n = k->nnames - k->names_stored;
+    if (n > b->names_cap) {
+        char **p = realloc(b->names, n * sizeof(*p));
+        if (!p)
+            return -ENOMEM;
+        b->names = p;
+        b->names_cap = n;
+    }
+    memcpy(b->names, k->names + k->names_stored, n * sizeof(*b->names));
+    b->names_from = k->names_stored;
+    b->names_to = k->nnames;
+    for (uint32_t i = 0; i < k->nprocs; i++) {
+        if (k->procs[i].stored == k->procs[i].version)
+            continue;
+        if (b->nprocs == b->procs_cap) {
+            uint32_t cap = b->procs_cap ? b->procs_cap * 2 : 16;
+            struct event_proc *p = realloc(b->procs, cap * sizeof(*p));
+            if (!p)
+                return -ENOMEM;
+            b->procs = p;
+            b->procs_cap = cap;
+        }
+        b->procs[b->nprocs] = k->procs[i];
+        b->procs[b->nprocs++].role = proc_role(k, &k->procs[i]);
+    }
+    b->first = k->sealed_head;
+    b->last = k->sealed_tail;
+    for (struct event_sealed *s = b->first; s; s = s == b->last ? NULL : s->next)
+        b->nblocks++;
+    return 0;
+}
+
+void event_batch_settle(struct event_batch *b, struct event_sink *k, int result)
+{
+    if (result < 0 || !k->on)
+        return;
+    k->names_stored = b->names_to;
+    for (uint32_t i = 0; i < b->nprocs; i++) {
+        struct event_proc *p = NULL;
+        for (uint32_t j = 0; j < k->nprocs && !p; j++)
+            if (k->procs[j].pid == b->procs[i].pid)
+                p = &k->procs[j];
+        if (p && p->version == b->procs[i].version)
+            p->stored = p->version;
+    }
+    if (!b->last)
+        return;
+    struct event_sealed *s = k->sealed_head;
+    for (;;) {
+        struct event_sealed *next = s->next;
+        int was_last = s == b->last;
+        k->pending_bytes -= s->rec.len;
+        free(s);
+        s = next;
+        if (was_last)
+            break;
+    }
+    k->sealed_head = s;
+    if (!s)
+        k->sealed_tail = NULL;
+}
+
+void event_batch_release(struct event_batch *b)
+{
+    free(b->names);
+    free(b->procs);
+    memset(b, 0, sizeof(*b));
+}
+
+int event_batch_store(const struct event_batch *b, struct store *s, const char *run_id)
+{
+    int rc = 0;
+    for (uint32_t i = b->names_from; rc == 0 && i < b->names_to; i++)
+        rc = s->ops->event_name_insert(s, run_id, i + 1, b->names[i - b->names_from]);
+    for (uint32_t i = 0; rc == 0 && i < b->nprocs; i++) {
+        const struct event_proc *p = &b->procs[i];
+        struct process_record r = {p->pid,  p->ppid,       p->comm[0] ? p->comm : NULL,
+                                   p->role, p->rank,       p->local_rank,
+                                   p->world_size, p->worker_id};
+        rc = s->ops->process_upsert(s, run_id, &r);
+    }
+    /* stop at last without reading its next: the sampler may be linking a
+     * newer block there right now */
+    for (const struct event_sealed *e = b->first; rc == 0 && e; e = e == b->last ? NULL : e->next)
+        rc = s->ops->event_block_insert(s, run_id, &e->rec);
+    return rc;
+}
