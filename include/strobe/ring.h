@@ -34,6 +34,13 @@
 #define STROBE_NAME_MAX   255          /* bytes of an interned name */
 #define STROBE_SHM_ENV    "STROBE_SHM" /* environment variable naming the segment */
 
+/* Header flag: writers may stamp records with the CPU's time-stamp counter
+ * (rdtsc) instead of CLOCK_MONOTONIC, marking each such record's kind with
+ * STROBE_EV_F_TSC; the recorder converts. It sets the flag only where the
+ * kernel itself keeps time with the TSC (invariant and synchronized). */
+#define STROBE_SHM_F_TSC 0x1u
+#define STROBE_EV_F_TSC  0x80 /* in strobe_record.kind: ts_ns holds TSC ticks */
+
 enum strobe_event_kind {
     STROBE_EV_NAME = 1,   /* defines name_id; len bytes follow in raw records */
     STROBE_EV_SPAN_BEGIN, /* a span opens at ts_ns */
@@ -47,11 +54,11 @@ enum strobe_event_kind {
 
 /* One event: 32 bytes, so two share a cache line. */
 struct strobe_record {
-    uint64_t ts_ns;   /* CLOCK_MONOTONIC */
+    uint64_t ts_ns;   /* CLOCK_MONOTONIC ns, or TSC ticks with STROBE_EV_F_TSC */
     uint64_t value;   /* counter bits, span length in ns, or 0 */
     uint32_t name_id; /* interned in this ring; 0 means none */
     uint32_t step;    /* the step the event belongs to */
-    uint8_t kind;     /* enum strobe_event_kind */
+    uint8_t kind;     /* enum strobe_event_kind, maybe | STROBE_EV_F_TSC */
     uint8_t len;      /* STROBE_EV_NAME: the name's length in bytes */
     uint16_t seq;     /* low 16 bits of the record's index in the ring */
     uint32_t check;   /* strobe_record_check() of the other fields */
@@ -87,7 +94,7 @@ struct strobe_shm_header {
     uint32_t record_bytes; /* sizeof(struct strobe_record) */
     uint32_t ring_count;   /* rings in the segment */
     uint32_t ring_records; /* records per ring, a power of two */
-    uint32_t reserved0;
+    uint32_t flags;        /* STROBE_SHM_F_*; unknown bits are ignored */
     uint64_t segment_bytes;   /* the whole mapping */
     uint64_t created_ns;      /* CLOCK_MONOTONIC when the recorder made it */
     _Atomic uint64_t no_ring; /* events dropped because no ring was free */

@@ -30,6 +30,7 @@ class StepClock:
         self.last_phase_end = None  # end of the last phase seen in this step
         self.phases_seen = False  # the PyTorch capture reports phases
         self.counting_optimizer = None  # id() of the optimizer whose steps end steps
+        self.begun_by_optimizer = False  # the step in progress began at an optimizer step's end
         self.lock = threading.Lock()
         self._step_fn = None  # set by the package: _step(n) without listeners
         atexit.register(self.at_exit)
@@ -65,6 +66,7 @@ class StepClock:
             self._close(now)
             self.start = now
             self.last_phase_end = None
+            self.begun_by_optimizer = True
             self._step_fn(None)
 
     def before_explicit_step(self):
@@ -72,8 +74,12 @@ class StepClock:
         progress (it belongs to the old number), begin the next."""
         now = _mono()
         with self.lock:
+            # the first strobe.step() after automatic steps: the step the last
+            # optimizer step began has seen no phase (strobe.step() at the end
+            # of the loop), so it is no step of its own; one with phases is
+            if self.explicit or not self.begun_by_optimizer or self.last_phase_end is not None:
+                self._close(now)
             self.explicit = True
-            self._close(now)
             self.start = now
             self.last_phase_end = None
 

@@ -305,7 +305,10 @@ def _wrap_ddp(torch, dist):
 
     orig_init = DDP.__init__
     orig_register = DDP.register_comm_hook
-    orig_builtin = DDP.register_builtin_comm_hook
+    # torch 1.13 names it _register_builtin_comm_hook (private); accept either
+    builtin_name = next((n for n in ("register_builtin_comm_hook", "_register_builtin_comm_hook")
+                         if hasattr(DDP, n)), None)
+    orig_builtin = getattr(DDP, builtin_name) if builtin_name else None
 
     @functools.wraps(orig_init)
     def __init__(self, *args, **kwargs):
@@ -326,7 +329,6 @@ def _wrap_ddp(torch, dist):
             return orig_register(self, state, hook)
         ours.hook, ours.state = hook, state  # the script's hook runs inside ours
 
-    @functools.wraps(orig_builtin)
     def register_builtin_comm_hook(self, comm_hook_type):
         ours = getattr(self, "_strobe_hook_state", None)
         if ours is None or ours.hook is not None:
@@ -341,7 +343,8 @@ def _wrap_ddp(torch, dist):
 
     DDP.__init__ = __init__
     DDP.register_comm_hook = register_comm_hook
-    DDP.register_builtin_comm_hook = register_builtin_comm_hook
+    if orig_builtin is not None:
+        setattr(DDP, builtin_name, functools.wraps(orig_builtin)(register_builtin_comm_hook))
 
 
 def _wrap_distributed(torch):

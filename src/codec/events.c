@@ -16,8 +16,12 @@
 /* The scratch an encoder or decoder starts with: a 4096-event block. */
 #define INIT_EVENTS 4096u
 
-_Static_assert((uint64_t)EVENT_BLOCK_MAX_EVENTS * EVENT_MAX_BYTES < (UINT64_C(1) << 35),
-               "the payload size varint must fit 5 bytes");
+/* The header's varints: a count below 2^21 takes 3 bytes, a payload size
+ * below 2^28 takes 4. */
+_Static_assert(EVENT_BLOCK_MAX_EVENTS < (UINT32_C(1) << 21), "count must fit 3 varint bytes");
+_Static_assert(UINT64_C(1) * EVENT_BLOCK_MAX_EVENTS * EVENT_MAX_BYTES < (UINT64_C(1) << 28),
+               "payload size must fit 4 varint bytes");
+_Static_assert(EVENT_BLOCK_HEADER_MAX == 3 + 3 + 4, "header bound");
 
 static inline int64_t to_i64(uint64_t u)
 {
@@ -129,8 +133,7 @@ int event_encoder_init(struct event_encoder *e)
 {
     memset(e, 0, sizeof(*e));
     e->cctx = ZSTD_createCCtx();
-    if (!e->cctx ||
-        scratch_reserve(&e->buf, &e->cap, (size_t)2 * INIT_EVENTS * EVENT_MAX_BYTES)) {
+    if (!e->cctx || scratch_reserve(&e->buf, &e->cap, (size_t)2 * INIT_EVENTS * EVENT_MAX_BYTES)) {
         event_encoder_release(e);
         return -ENOMEM;
     }
@@ -382,7 +385,7 @@ int event_block_decode(struct event_decoder *d, const uint8_t *in, size_t len, s
                        uint32_t cap, uint32_t *n)
 {
     struct header h;
-    const uint8_t *payload = in;
+    const uint8_t *payload;
     int rc;
 
     *n = 0;

@@ -30,17 +30,18 @@
 /* Most events one block may hold. A decoder refuses larger counts, so a
  * corrupt header cannot make it allocate more than ~32 MiB of scratch. */
 #define EVENT_BLOCK_MAX_EVENTS (UINT32_C(1) << 20)
-/* Bytes of the header at most: magic, version, flags, two varints. */
-#define EVENT_BLOCK_HEADER_MAX 13
+/* Bytes of the header at most: magic, version, flags, the count (at most
+ * 2^20: 3 varint bytes) and the payload size (at most 31 * 2^20: 4). */
+#define EVENT_BLOCK_HEADER_MAX 10
 /* Payload bytes one event takes at most: kind 1, name 5, step 5, ts 10,
  * value 10. */
 #define EVENT_MAX_BYTES 31
 /* Payload bytes one event takes at least: one per column (a counter's value
  * takes 8, which only makes the bound looser). */
 #define EVENT_MIN_BYTES 5
-/* zstd level. On event columns level 3 is no smaller than 1 and level 19
- * gains about 1% for 50x the time; negative levels skip entropy coding of
- * literals and come out 15% larger (measured, docs/store-format.md). */
+/* zstd level. On event columns level 3 is 0.1% smaller than 1 and level 19
+ * 0.9% for 50x the time; negative levels skip entropy coding of literals
+ * and come out 15% larger (measured, docs/store-format.md). */
 #define EVENT_BLOCK_ZSTD_LEVEL 1
 
 struct event {
@@ -121,7 +122,8 @@ int event_block_encode(struct event_encoder *e, const struct event *ev, uint32_t
  * bytes, bad magic, version or flags, a varint that runs off its column or is
  * not in shortest form, columns that do not add up to the payload size, a zstd
  * error or a decompressed size other than the header's); -ENOSPC when the
- * block holds more than cap events (see event_block_peek_count()); -ENOMEM
+ * header's count exceeds cap, checked before the payload is looked at (see
+ * event_block_peek_count()); -ENOMEM
  * when the scratch could not grow. Never reads in[] past len nor writes
  * out[] past cap. On failure out[0..cap) may have been written and *n is 0.
  */

@@ -23,6 +23,60 @@ static uint64_t mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+static uint64_t read_tsc(void)
+{
+    return __rdtsc();
+}
+#else
+static uint64_t read_tsc(void)
+{
+    return 0;
+}
+#endif
+
+int ring_tsc_usable(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    const char *env = getenv("STROBE_TSC");
+    if (env && strcmp(env, "0") == 0)
+        return 0;
+    /* the kernel checks the TSC for invariance and cross-CPU sync before it
+     * picks it, and drops it when it misbehaves: follow its choice */
+    int fd = open("/sys/devices/system/clocksource/clocksource0/current_clocksource",
+                  O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    char buf[32] = {0};
+    ssize_t n = read(fd, buf, sizeof(buf) - 1);
+    close(fd);
+    return n >= 3 && strncmp(buf, "tsc", 3) == 0 && (buf[3] == '\n' || buf[3] == 0);
+#else
+    return 0;
+#endif
+}
+
+/* A (ticks, ns) pair read as close together as the clocks allow. */
+static void calibration_pair(uint64_t *tsc, uint64_t *ns)
+{
+    uint64_t a = mono_ns();
+    *tsc = read_tsc();
+    uint64_t b = mono_ns();
+    *ns = a + (b - a) / 2;
+}
+
+uint64_t ring_tsc_to_ns(const struct ring_segment *seg, uint64_t tsc)
+{
+    uint64_t dt = seg->cal_tsc1 - seg->cal_tsc0;
+    if (dt == 0)
+        return seg->cal_ns0;
+    /* signed 128-bit: a reading before the first pair extrapolates backwards */
+    __int128 ticks = (__int128)tsc - (__int128)seg->cal_tsc0;
+    __int128 ns = ticks * (__int128)(seg->cal_ns1 - seg->cal_ns0) / (__int128)dt;
+    return (uint64_t)((__int128)seg->cal_ns0 + ns);
+}
+
 static size_t segment_size(uint32_t ring_count, uint32_t ring_records)
 {
     return sizeof(struct strobe_shm_header) + (size_t)ring_count * sizeof(struct strobe_ring_ctl) +
@@ -88,6 +142,12 @@ int ring_segment_create(struct ring_segment *seg, const char *name, uint32_t rin
     h->ring_records = ring_records;
     h->segment_bytes = bytes;
     h->created_ns = mono_ns();
+    if (ring_tsc_usable()) {
+        h->flags |= STROBE_SHM_F_TSC;
+        calibration_pair(&seg->cal_tsc0, &seg->cal_ns0);
+        seg->cal_tsc1 = seg->cal_tsc0;
+        seg->cal_ns1 = seg->cal_ns0;
+    }
     /* the magic last: a writer that attaches sees a whole header or none */
     atomic_thread_fence(memory_order_release);
     h->magic = STROBE_RING_MAGIC;
@@ -221,10 +281,13 @@ int ring_push_name(struct ring_segment *seg, int i, uint32_t name_id, const char
 
 /* ---- the consumer ------------------------------------------------------------ */
 
-static int valid_record(const struct strobe_record *r, uint64_t index)
+static int valid_record(const struct strobe_record *r, uint64_t index, int tsc_allowed)
 {
-    return r->check == strobe_record_check(r) && r->seq == (uint16_t)index && r->kind >= 1 &&
-           r->kind <= STROBE_EV_KIND_MAX && (r->kind != STROBE_EV_NAME || r->len > 0);
+    unsigned kind = r->kind & ~STROBE_EV_F_TSC;
+    int tsc = (r->kind & STROBE_EV_F_TSC) != 0;
+    return r->check == strobe_record_check(r) && r->seq == (uint16_t)index && kind >= 1 &&
+           kind <= STROBE_EV_KIND_MAX && (kind != STROBE_EV_NAME || (r->len > 0 && !tsc)) &&
+           (!tsc || tsc_allowed);
 }
 
 static int thread_alive(pid_t pid, pid_t tid)
@@ -243,12 +306,17 @@ static void drain_ring(struct ring_segment *seg, int i, pid_t pid, pid_t tid, dr
         st->corrupt++;
         tail = head;
     }
+    int tsc_allowed = seg->cal_tsc0 != 0;
     while (tail != head) {
         struct strobe_record rec = *slot(seg, i, tail); /* copy out before judging */
-        if (!valid_record(&rec, tail)) {
+        if (!valid_record(&rec, tail, tsc_allowed)) {
             st->invalid++;
             tail++;
             continue;
+        }
+        if (rec.kind & STROBE_EV_F_TSC) { /* the consumer sees ns only */
+            rec.kind &= (uint8_t)~STROBE_EV_F_TSC;
+            rec.ts_ns = ring_tsc_to_ns(seg, rec.ts_ns);
         }
         if (rec.kind != STROBE_EV_NAME) {
             fn(i, pid, tid, &rec, NULL, arg);
@@ -277,6 +345,8 @@ static void drain_ring(struct ring_segment *seg, int i, pid_t pid, pid_t tid, dr
 void ring_drain(struct ring_segment *seg, drain_fn *fn, void *arg, struct drain_stats *st)
 {
     uint64_t dropped = seg->reclaimed_drops;
+    if (seg->cal_tsc0) /* renewed first: every record drained now is older */
+        calibration_pair(&seg->cal_tsc1, &seg->cal_ns1);
     for (uint32_t i = 0; i < seg->ring_count; i++) {
         struct strobe_ring_ctl *c = &seg->ctl[i];
         uint64_t owner = atomic_load_explicit(&c->owner, memory_order_acquire);

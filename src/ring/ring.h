@@ -30,7 +30,17 @@ struct ring_segment {
      * the drain never trusts a tail it did not write itself */
     uint64_t *shadow_tail;    /* per ring; NULL for writers */
     uint64_t reclaimed_drops; /* drop counts of rings already reclaimed */
+    /* the consumer's TSC calibration: two (ticks, ns) readings, the first at
+     * creation, the second renewed at every drain; ticks convert along the
+     * line through them */
+    uint64_t cal_tsc0, cal_ns0, cal_tsc1, cal_ns1;
 };
+
+/* Whether this machine's TSC may stamp events: x86, the kernel's clock
+ * source is "tsc", and $STROBE_TSC is not "0". */
+int ring_tsc_usable(void);
+/* ns on CLOCK_MONOTONIC for a TSC reading, by the segment's calibration. */
+uint64_t ring_tsc_to_ns(const struct ring_segment *seg, uint64_t tsc);
 
 /* Create a segment of ring_count rings of ring_records records (a power of
  * two) named name ("/strobe-..."). 0 or -errno. */

@@ -149,8 +149,8 @@ static void random_events(uint64_t *s, struct event *ev, uint32_t n)
         ev[i].value = u2i(edgy_u64(s));
         ev[i].name = edgy_u32(s);
         ev[i].step = edgy_u32(s);
-        ev[i].kind = (uint8_t)(rng_below(s, 2) ? STROBE_EV_SPAN_BEGIN + rng_below(s, 6)
-                                               : rng_next(s) >> 56);
+        ev[i].kind =
+            (uint8_t)(rng_below(s, 2) ? STROBE_EV_SPAN_BEGIN + rng_below(s, 6) : rng_next(s) >> 56);
     }
 }
 
@@ -167,12 +167,12 @@ TEST(golden_layout)
          .kind = STROBE_EV_COUNTER},
     };
     static const uint8_t want[] = {
-        0xeb, 0x01, 0x00, 0x02, 0x13,             /* magic, version, raw, count 2, 19 bytes */
-        0x04, 0x07,                               /* kinds */
-        0x03, 0x04,                               /* names */
-        0x0e, 0x01,                               /* steps: +7, -1 */
-        0xd0, 0x0f, 0xc7, 0x01,                   /* ts: +1000, -100 */
-        0x0a,                                     /* value 5 */
+        0xeb, 0x01, 0x00, 0x02, 0x13,                   /* magic, version, raw, count 2, 19 bytes */
+        0x04, 0x07,                                     /* kinds */
+        0x03, 0x04,                                     /* names */
+        0x0e, 0x01,                                     /* steps: +7, -1 */
+        0xd0, 0x0f, 0xc7, 0x01,                         /* ts: +1000, -100 */
+        0x0a,                                           /* value 5 */
         0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xf0, 0x3f, /* 1.0 */
     };
     struct event_block_info info;
@@ -249,8 +249,7 @@ TEST(empty_block)
     uint32_t n = 7;
 
     codecs_init();
-    ASSERT_EQ_INT(event_block_encode(&g_enc, NULL, 0, g_blk, event_block_bound(0), &len, &info),
-                  0);
+    ASSERT_EQ_INT(event_block_encode(&g_enc, NULL, 0, g_blk, event_block_bound(0), &len, &info), 0);
     ASSERT_EQ_U64(len, 5);
     ASSERT_EQ_INT(g_blk[2], 0); /* nothing to compress: raw */
     ASSERT_EQ_INT(info.count, 0);
@@ -340,6 +339,9 @@ static int64_t gap_ns(uint64_t *s)
     return 3 * NS_PER_US + (int64_t)rng_below(s, 37 * NS_PER_US);
 }
 
+/* Name ids of the training loop below. */
+enum { NAME_DATA = 1, NAME_FORWARD, NAME_BACKWARD, NAME_OPTIMIZER, NAME_STEP, NAME_LOSS };
+
 /*
  * One thread of a training loop. Each step: COMPLETE data (2 ms, sigma 10%),
  * forward (10 ms, 2%), backward (20 ms, 2%), optimizer (3 ms, 5%), a COUNTER
@@ -347,8 +349,6 @@ static int64_t gap_ns(uint64_t *s)
  * starting where data did, emitted last, so ts goes back ~35 ms. Returns how
  * many of n slots it filled (whole steps only).
  */
-enum { NAME_DATA = 1, NAME_FORWARD, NAME_BACKWARD, NAME_OPTIMIZER, NAME_STEP, NAME_LOSS };
-
 static uint32_t training_stream(uint64_t *s, struct event *ev, uint32_t n)
 {
     static const double mean_ns[] = {2e6, 10e6, 20e6, 3e6};
@@ -521,8 +521,7 @@ TEST(truncations_are_ebadmsg)
         check_events(g_out, g_ev, n);
         for (size_t cut = 0; cut < len; cut++)
             if (decode_any(blk, cut) != -EBADMSG)
-                TEST_FAIL("%s block of %zu bytes cut to %zu decodes", z ? "zstd" : "raw", len,
-                          cut);
+                TEST_FAIL("%s block of %zu bytes cut to %zu decodes", z ? "zstd" : "raw", len, cut);
         /* A byte too many is as wrong as one too few. */
         for (unsigned b = 0; b < 256; b += 51) {
             blk[len] = (uint8_t)b;
@@ -588,9 +587,8 @@ static size_t make_block(uint8_t *blk, const uint8_t *hdr, size_t hlen, const ui
     return hlen + plen;
 }
 
-#define BLOCK(hdr, pay) make_block(blk, hdr, sizeof(hdr), pay, sizeof(pay))
-#define ASSERT_BAD(hdr, pay)                                                                       \
-    ASSERT_EQ_INT(decode_any(blk, BLOCK(hdr, pay)), -EBADMSG)
+#define BLOCK(hdr, pay)      make_block(blk, hdr, sizeof(hdr), pay, sizeof(pay))
+#define ASSERT_BAD(hdr, pay) ASSERT_EQ_INT(decode_any(blk, BLOCK(hdr, pay)), -EBADMSG)
 
 TEST(malformed_headers)
 {
@@ -613,12 +611,12 @@ TEST(malformed_headers)
     const uint8_t v2[] = {0xeb, 0x02, 0x00, 0x01, 0x05};
     const uint8_t flag2[] = {0xeb, 0x01, 0x02, 0x01, 0x05};
     const uint8_t flag80[] = {0xeb, 0x01, 0x80, 0x01, 0x05};
-    const uint8_t count0[] = {0xeb, 0x01, 0x00, 0x00, 0x05};    /* 5 bytes for no event */
-    const uint8_t count2[] = {0xeb, 0x01, 0x00, 0x02, 0x05};    /* 2 events in 5 bytes */
+    const uint8_t count0[] = {0xeb, 0x01, 0x00, 0x00, 0x05}; /* 5 bytes for no event */
+    const uint8_t count2[] = {0xeb, 0x01, 0x00, 0x02, 0x05}; /* 2 events in 5 bytes */
     const uint8_t long_count[] = {0xeb, 0x01, 0x00, 0x81, 0x00, 0x05};
     const uint8_t long_raw[] = {0xeb, 0x01, 0x00, 0x01, 0x85, 0x00};
     const uint8_t zstd_flag[] = {0xeb, 0x01, 0x01, 0x01, 0x05}; /* not a frame, not smaller */
-    const uint8_t zstd_big[] = {0xeb, 0x01, 0x01, 0x01, 0x06}; /* not a frame */
+    const uint8_t zstd_big[] = {0xeb, 0x01, 0x01, 0x01, 0x06};  /* not a frame */
     ASSERT_BAD(magic, pay);
     ASSERT_BAD(v0, pay);
     ASSERT_BAD(v2, pay);
@@ -690,10 +688,10 @@ TEST(malformed_columns)
 
     /* 64-bit columns: ten bytes ending in 0x01 is the most, 0x02 too much,
      * and an eleventh byte never comes. */
-    const uint8_t ts_max[] = {0x05, 0x01, 0x00, 0xff, 0xff, 0xff, 0xff, 0xff,
-                              0xff, 0xff, 0xff, 0xff, 0x01, 0x00};
-    const uint8_t ts_over[] = {0x05, 0x01, 0x00, 0xff, 0xff, 0xff, 0xff, 0xff,
-                               0xff, 0xff, 0xff, 0xff, 0x02, 0x00};
+    const uint8_t ts_max[] = {0x05, 0x01, 0x00, 0xff, 0xff, 0xff, 0xff,
+                              0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0x00};
+    const uint8_t ts_over[] = {0x05, 0x01, 0x00, 0xff, 0xff, 0xff, 0xff,
+                               0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0x00};
     const uint8_t ts_11[] = {0x05, 0x01, 0x00, 0xff, 0xff, 0xff, 0xff, 0xff,
                              0xff, 0xff, 0xff, 0xff, 0x81, 0x00, 0x00};
     ASSERT_EQ_INT(decode_any(blk, BLOCK(h14, ts_max)), 0);
@@ -804,8 +802,8 @@ TEST(scratch_grows_and_limits)
     random_events(&s, g_ev, MAX_EVENTS);
     roundtrip(g_ev, MAX_EVENTS);
     roundtrip(g_ev, 10);
-    ASSERT_EQ_INT(event_block_encode(&g_enc, g_ev, EVENT_BLOCK_MAX_EVENTS + 1, g_blk,
-                                     sizeof(g_blk), &len, &info),
+    ASSERT_EQ_INT(event_block_encode(&g_enc, g_ev, EVENT_BLOCK_MAX_EVENTS + 1, g_blk, sizeof(g_blk),
+                                     &len, &info),
                   -EINVAL);
     /* Release twice is harmless, and so is a fresh init afterwards. */
     event_encoder_release(&g_enc);

@@ -5,6 +5,7 @@
  * unusable names are counted as drops.
  */
 #include <pthread.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
@@ -162,5 +163,125 @@ TEST(threads_and_forked_children_get_rings_of_their_own)
     ring_segment_release(&seg);
 }
 
-TEST_MAIN(off_without_a_recorder, off_with_a_bad_segment_name, events_arrive_with_their_names,
-          threads_and_forked_children_get_rings_of_their_own)
+struct stamps {
+    uint64_t ts[256];
+    int n;
+    int other;
+};
+
+static void collect_stamps(int ring, pid_t pid, pid_t tid, const struct strobe_record *rec,
+                           const char *name, void *arg)
+{
+    (void)ring, (void)pid, (void)tid;
+    struct stamps *s = arg;
+    if (name)
+        return;
+    if (rec->kind & STROBE_EV_F_TSC) /* the drain hands over ns only */
+        s->other++;
+    if (s->n < 256)
+        s->ts[s->n++] = rec->ts_ns;
+}
+
+static uint64_t mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Whatever stamps the writer used (TSC ticks where the kernel's clock is the
+ * TSC, else clock_gettime), the drain hands over CLOCK_MONOTONIC ns that lie
+ * between readings of that clock taken around each call, over 100 ms. */
+TEST(stamps_are_monotonic_ns_after_the_drain)
+{
+    struct ring_segment seg;
+    make_segment(&seg, "stamps");
+    uint64_t before[100], after[100];
+    for (int i = 0; i < 100; i++) {
+        before[i] = mono_now();
+        strobe_instant("tick");
+        after[i] = mono_now();
+        usleep(1000);
+    }
+    struct stamps got = {0};
+    struct drain_stats st = {0};
+    ring_drain(&seg, collect_stamps, &got, &st);
+    ASSERT_EQ_INT(got.n, 100);
+    ASSERT_EQ_INT(got.other, 0);
+    ASSERT_EQ_INT(st.invalid, 0);
+    for (int i = 0; i < 100; i++) {
+        /* 2 us of slack: the calibration pair's own reading jitter */
+        if (got.ts[i] + 2000 < before[i] || got.ts[i] > after[i] + 2000)
+            TEST_FAIL("event %d at %llu, called between %llu and %llu (tsc %s)", i,
+                      (unsigned long long)got.ts[i], (unsigned long long)before[i],
+                      (unsigned long long)after[i],
+                      seg.hdr->flags & STROBE_SHM_F_TSC ? "on" : "off");
+    }
+    ring_segment_release(&seg);
+}
+
+/* STROBE_TSC=0 keeps the TSC off: records carry clock_gettime ns. */
+TEST(tsc_can_be_turned_off)
+{
+    setenv("STROBE_TSC", "0", 1);
+    struct ring_segment seg;
+    make_segment(&seg, "notsc");
+    ASSERT_EQ_INT(seg.hdr->flags & STROBE_SHM_F_TSC, 0);
+    uint64_t before = mono_now();
+    strobe_instant("tick");
+    uint64_t after = mono_now();
+    struct strobe_record *r = &seg.records[0];
+    int found = 0;
+    for (uint32_t i = 0; i < seg.ring_count * seg.ring_records && !found; i++)
+        if (seg.records[i].kind == STROBE_EV_INSTANT) {
+            r = &seg.records[i];
+            found = 1;
+        }
+    ASSERT(found);
+    ASSERT(r->ts_ns >= before && r->ts_ns <= after);
+    ring_segment_release(&seg);
+}
+
+struct names_seen {
+    char def[16][STROBE_NAME_MAX + 1]; /* by id */
+    char used[8][STROBE_NAME_MAX + 1]; /* the name of each event, in order */
+    int n;
+};
+
+static void collect_names(int ring, pid_t pid, pid_t tid, const struct strobe_record *rec,
+                          const char *name, void *arg)
+{
+    (void)ring, (void)pid, (void)tid;
+    struct names_seen *s = arg;
+    if (name) {
+        if (rec->name_id < 16)
+            snprintf(s->def[rec->name_id], sizeof(s->def[0]), "%s", name);
+    } else if (s->n < 8 && rec->name_id < 16) {
+        memcpy(s->used[s->n++], s->def[rec->name_id], sizeof(s->used[0]));
+    }
+}
+
+/* The name cache keys on the caller's pointer but compares the bytes: one
+ * buffer rewritten with other names (longer, shorter) gives each its own. */
+TEST(a_reused_name_buffer_is_never_mistaken)
+{
+    struct ring_segment seg;
+    make_segment(&seg, "reuse");
+    char buf[32];
+    const char *names[] = {"alpha", "alphabet", "al", "alpha"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(buf, sizeof(buf), "%s", names[i]);
+        strobe_instant(buf);
+    }
+    struct names_seen got = {0};
+    struct drain_stats st = {0};
+    ring_drain(&seg, collect_names, &got, &st);
+    ASSERT_EQ_INT(got.n, 4);
+    for (int i = 0; i < 4; i++)
+        ASSERT_EQ_STR(got.used[i], names[i]);
+    ring_segment_release(&seg);
+}
+
+TEST_MAIN(a_reused_name_buffer_is_never_mistaken, stamps_are_monotonic_ns_after_the_drain,
+          tsc_can_be_turned_off, off_without_a_recorder, off_with_a_bad_segment_name,
+          events_arrive_with_their_names, threads_and_forked_children_get_rings_of_their_own)
