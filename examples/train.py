@@ -7,7 +7,7 @@ Dataset with a little per-item work and a DataLoader with worker processes, so a
 profile shows the training process, its data-loader workers, and the time spent
 waiting for data. Nothing is downloaded.
 
-    python3 examples/train.py [--seconds 40] [--batch-size 64] [--workers 2]
+    python3 examples/train.py [--seconds 40 | --steps N] [--batch-size 64] [--workers 2]
 """
 import argparse
 import math
@@ -61,6 +61,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seconds", type=float, default=float(os.environ.get("TRAIN_SECONDS", 40)),
                    help="train for about this long (default 40)")
+    p.add_argument("--steps", type=int, default=0, help="stop after this many steps instead")
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--workers", type=int, default=2, help="data-loader worker processes")
     p.add_argument("--lr", type=float, default=0.02)
@@ -79,6 +80,7 @@ def main():
 
     start = time.monotonic()
     step, first_loss, loss_ema = 0, None, None
+    step_times, step_began = [], None  # the script's own step times, for A/B benchmarks
     print(f"training: batch {args.batch_size}, {args.workers} workers, "
           f"{torch.get_num_threads()} threads, about {args.seconds:.0f} s", flush=True)
     for images, labels in loader:
@@ -86,6 +88,10 @@ def main():
         loss = F.cross_entropy(model(images), labels)
         loss.backward()
         opt.step()
+        now = time.monotonic()
+        if step_began is not None:
+            step_times.append(now - step_began)
+        step_began = now
         value = loss.item()
         first_loss = value if first_loss is None else first_loss
         loss_ema = value if loss_ema is None else 0.9 * loss_ema + 0.1 * value
@@ -94,10 +100,12 @@ def main():
         if step % 50 == 0:
             print(f"step {step:5d}  loss {loss_ema:.3f}  {step * args.batch_size / elapsed:7.0f} samples/s",
                   flush=True)
-        if elapsed >= args.seconds:
+        if (args.steps and step >= args.steps) or (not args.steps and elapsed >= args.seconds):
             break
     elapsed = time.monotonic() - start
-    print(f"done: {step} steps in {elapsed:.1f} s, loss {first_loss:.3f} -> {loss_ema:.3f}", flush=True)
+    median = sorted(step_times)[len(step_times) // 2] * 1e3 if step_times else 0.0
+    print(f"done: {step} steps in {elapsed:.1f} s, loss {first_loss:.3f} -> {loss_ema:.3f}, "
+          f"median step {median:.2f} ms", flush=True)
     if not math.isfinite(loss_ema):
         raise SystemExit("training diverged")
 

@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Training slowdown under a profiler: examples/train.py with no profiler,
+under `strobe run` at its defaults, and under torch.profiler (the whole run
+profiled, CPU activities, as a user would wrap an unmodified script), in
+paired rounds whose order rotates, so drift on a shared machine hits every
+mode alike. The figure is the script's own median step time.
+
+    bench/slowdown.py --strobe build/strobe [--rounds 3] [--steps 150]
+
+Prints a markdown table: median of the rounds' medians per mode, and the
+ratio to no profiler.
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+TRAIN = os.path.join(ROOT, "examples", "train.py")
+PY = "/usr/bin/python3"
+
+# torch.profiler around an unmodified script
+TORCH_WRAP = """
+import runpy, sys, torch
+script = sys.argv[1]
+sys.argv = sys.argv[1:]
+with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+    runpy.run_path(script, run_name="__main__")
+print("torch.profiler events:", len(prof.events()), file=sys.stderr)
+"""
+
+
+def median_step_ms(out):
+    m = re.search(r"median step ([0-9.]+) ms", out)
+    if not m:
+        raise SystemExit("slowdown: train.py printed no median step:\n" + out)
+    return float(m.group(1))
+
+
+def run(mode, args, tmp):
+    train = [TRAIN, "--steps", str(args.steps), "--workers", "2", "--threads", "1"]
+    if mode == "none":
+        cmd = [PY] + train
+    elif mode == "strobe":
+        cmd = [args.strobe, "run", "--store", os.path.join(tmp, "slow.db"), "--quiet", "--",
+               PY] + train
+    else:
+        wrap = os.path.join(tmp, "torch_wrap.py")
+        with open(wrap, "w") as f:
+            f.write(TORCH_WRAP)
+        cmd = [PY, wrap] + train
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        raise SystemExit(f"slowdown: {mode} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
+    return median_step_ms(p.stdout)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--strobe", required=True)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--steps", type=int, default=150)
+    a = ap.parse_args()
+    modes = ["none", "strobe", "torch.profiler"]
+    got = {m: [] for m in modes}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(a.rounds):
+            order = modes[r % 3:] + modes[:r % 3]
+            for m in order:
+                got[m].append(run(m, a, tmp))
+                print(f"slowdown: round {r + 1} {m}: {got[m][-1]:.2f} ms", file=sys.stderr)
+    base = statistics.median(got["none"])
+    print(f"examples/train.py, {a.steps} steps, 2 data-loader workers, 1 torch thread; "
+          f"{a.rounds} rounds, order rotated; the script's own median step time.\n")
+    print("| profiler | median step ms | rounds | × no profiler |")
+    print("|---|---:|---|---:|")
+    for m in modes:
+        med = statistics.median(got[m])
+        rounds = ", ".join(f"{v:.2f}" for v in got[m])
+        print(f"| {m} | {med:.2f} | {rounds} | {med / base:.3f} |")
+    slow = statistics.median(got["strobe"]) / base - 1
+    print(f"\nBudget: strobe at defaults ≤ 1 % slower: {100 * slow:+.2f} %, "
+          f"**{'pass' if slow <= 0.01 else 'miss'}**.")
+
+
+if __name__ == "__main__":
+    main()
