@@ -152,7 +152,7 @@ const char *run_events_name(const struct run_events *e, uint32_t id)
 
 struct span {
     int64_t start, end;
-    int phase; /* enum phase, or -1 for the step itself */
+    int phase;        /* enum phase, or -1 for the step itself */
     int64_t child_ns; /* time covered by spans nested directly inside */
 };
 
@@ -201,8 +201,12 @@ static void phase_times(struct span *ph, uint32_t n, int64_t s0, int64_t s1, dou
         while (depth && ph[stack[depth - 1]].end <= ph[i].start)
             depth--;
         if (depth) {
+            /* the part of the child inside both its parent and the step: a
+             * child running past the step's end takes from its parent only
+             * what the parent counts */
             struct span *parent = &ph[stack[depth - 1]];
-            parent->child_ns += min64(ph[i].end, parent->end) - ph[i].start;
+            int64_t inside = min64(min64(ph[i].end, parent->end), s1) - max64(ph[i].start, s0);
+            parent->child_ns += inside > 0 ? inside : 0;
         }
         if (depth < 64)
             stack[depth++] = i;
@@ -282,10 +286,16 @@ static int analyze_thread(const struct run_events *e, const struct thread_events
     for (uint32_t i = 0; i < nsteps && rc == 0; i++) {
         while (first < nph && ph[first].start < steps[i].start)
             first++;
+        /* spans that began before the step and run into it count for their
+         * part inside (phase_times clips): a few back are enough, phases on
+         * a thread follow each other */
+        uint32_t from = first;
+        while (from > 0 && first - from < 64 && ph[from - 1].end > steps[i].start)
+            from--;
         uint32_t last = first;
         while (last < nph && ph[last].start < steps[i].end)
             last++;
-        phase_times(ph + first, last - first, steps[i].start, steps[i].end, g->phase_ns);
+        phase_times(ph + from, last - from, steps[i].start, steps[i].end, g->phase_ns);
         if (g->n == g->cap) {
             uint32_t cap = g->cap ? g->cap * 2 : 256;
             double *d = realloc(g->durs, cap * sizeof(*d));
@@ -392,7 +402,8 @@ int step_analysis_run(const struct run_events *e, struct step_analysis *out)
         step_analysis_release(out);
         return rc;
     }
-    qsort(out->groups, out->ngroups, sizeof(*out->groups), cmp_group);
+    if (out->ngroups) /* groups is NULL when there are none */
+        qsort(out->groups, out->ngroups, sizeof(*out->groups), cmp_group);
     for (uint32_t i = 1; i < out->ngroups; i++)
         if (out->groups[out->primary].rank != 0 &&
             (out->groups[i].rank == 0 ||

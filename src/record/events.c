@@ -373,7 +373,8 @@ void event_sink_drain(struct event_sink *k, int64_t now_mono_ns)
     ring_drain(&k->seg, on_record, &c, &k->st);
     for (uint32_t i = 0; i < k->seg.ring_count; i++) {
         struct event_stream *s = &k->streams[i];
-        if (s->n && now_mono_ns - s->first_mono_ns >= EVENT_BLOCK_AGE_NS)
+        if (s->n == EVENT_BLOCK_EVENTS ||
+            (s->n && now_mono_ns - s->first_mono_ns >= EVENT_BLOCK_AGE_NS))
             seal(k, s);
     }
 }
@@ -392,11 +393,12 @@ void event_sink_seal_all(struct event_sink *k)
 
 void event_sink_close(struct event_sink *k)
 {
-    if (k->seg.hdr)
-        ring_segment_release(&k->seg);
+    /* the streams first: releasing the segment zeroes its ring_count */
     for (uint32_t i = 0; k->streams && i < k->seg.ring_count; i++)
         free(k->streams[i].buf);
     free(k->streams);
+    if (k->seg.hdr)
+        ring_segment_release(&k->seg);
     for (uint32_t i = 0; i < k->nnames; i++)
         free(k->names[i]);
     free(k->names);
@@ -434,7 +436,8 @@ int event_batch_collect(struct event_batch *b, struct event_sink *k)
         b->names = p;
         b->names_cap = n;
     }
-    memcpy(b->names, k->names + k->names_stored, n * sizeof(*b->names));
+    if (n) /* both may still be NULL */
+        memcpy(b->names, k->names + k->names_stored, n * sizeof(*b->names));
     b->names_from = k->names_stored;
     b->names_to = k->nnames;
     for (uint32_t i = 0; i < k->nprocs; i++) {
@@ -502,8 +505,8 @@ int event_batch_store(const struct event_batch *b, struct store *s, const char *
         rc = s->ops->event_name_insert(s, run_id, i + 1, b->names[i - b->names_from]);
     for (uint32_t i = 0; rc == 0 && i < b->nprocs; i++) {
         const struct event_proc *p = &b->procs[i];
-        struct process_record r = {p->pid,  p->ppid,       p->comm[0] ? p->comm : NULL,
-                                   p->role, p->rank,       p->local_rank,
+        struct process_record r = {p->pid,        p->ppid,     p->comm[0] ? p->comm : NULL,
+                                   p->role,       p->rank,     p->local_rank,
                                    p->world_size, p->worker_id};
         rc = s->ops->process_upsert(s, run_id, &r);
     }

@@ -642,6 +642,321 @@ TEST(run_delete_removes_series_and_blocks)
     fixture_rmtree(r.dir);
 }
 
+/* ---- framework events ------------------------------------------------------------------- */
+
+struct ev_names {
+    int n;
+    int64_t id[8];
+    char name[8][256];
+};
+
+static int collect_ev_name(int64_t id, const char *name, void *arg)
+{
+    struct ev_names *l = arg;
+    if (l->n < 8) {
+        l->id[l->n] = id;
+        snprintf(l->name[l->n], sizeof(l->name[0]), "%s", name);
+    }
+    l->n++;
+    return 0;
+}
+
+struct ev_procs {
+    int n;
+    struct process_record p[8];
+    char comm[8][64];
+    char role[8][16];
+};
+
+static int collect_ev_proc(const struct process_record *p, void *arg)
+{
+    struct ev_procs *l = arg;
+    if (l->n < 8) {
+        l->p[l->n] = *p;
+        snprintf(l->comm[l->n], sizeof(l->comm[0]), "%s", p->comm ? p->comm : "(null)");
+        snprintf(l->role[l->n], sizeof(l->role[0]), "%s", p->role ? p->role : "(null)");
+        l->p[l->n].comm = l->p[l->n].role = NULL;
+    }
+    l->n++;
+    return 0;
+}
+
+struct ev_blocks {
+    int n;
+    struct event_block_record b[8];
+    uint8_t data[8][16];
+};
+
+static int collect_ev_block(const struct event_block_record *b, void *arg)
+{
+    struct ev_blocks *l = arg;
+    if (l->n < 8) {
+        l->b[l->n] = *b;
+        l->b[l->n].data = NULL;
+        memcpy(l->data[l->n], b->data, b->len < 16 ? b->len : 16);
+    }
+    l->n++;
+    return 0;
+}
+
+static void insert_ev_block(struct store *s, const char *run, int64_t pid, int64_t start,
+                            int64_t end, const char *data)
+{
+    struct event_block_record b = {
+        pid, pid + 1, start, end, start / 100, end / 100, 3, (const uint8_t *)data, strlen(data)};
+    ASSERT_EQ_INT(s->ops->event_block_insert(s, run, &b), 0);
+}
+
+static int ev_blocks_in(struct store *s, const char *run, int64_t from, int64_t to,
+                        struct ev_blocks *l)
+{
+    memset(l, 0, sizeof(*l));
+    ASSERT_EQ_INT(s->ops->event_blocks_query(s, run, from, to, collect_ev_block, l), 0);
+    return l->n;
+}
+
+TEST(event_tables_roundtrip)
+{
+    struct rig r;
+    rig_init(&r);
+    struct store *s = open_ok(r.db);
+    const char *run = "00000000000e0e01", *other = "00000000000e0e02";
+    insert_run(s, run, "events", 1);
+    insert_run(s, other, "other", 2);
+    /* names: an id defined again is replaced (a batch sent twice) */
+    ASSERT_EQ_INT(s->ops->event_name_insert(s, run, 2, HOSTILE_SQL), 0);
+    ASSERT_EQ_INT(s->ops->event_name_insert(s, run, 1, "forward"), 0);
+    ASSERT_EQ_INT(s->ops->event_name_insert(s, run, 3, HOSTILE_U), 0);
+    ASSERT_EQ_INT(s->ops->event_name_insert(s, run, 1, "forward"), 0);
+    ASSERT_EQ_INT(s->ops->event_name_insert(s, other, 1, "theirs"), 0);
+    ASSERT(s->ops->event_name_insert(s, "ffffffffffffffff", 1, "x") < 0); /* no such run */
+    struct ev_names nl = {0};
+    ASSERT_EQ_INT(s->ops->event_names_query(s, run, collect_ev_name, &nl), 0);
+    ASSERT_EQ_INT(nl.n, 3);
+    ASSERT_EQ_INT(nl.id[0], 1);
+    ASSERT_EQ_STR(nl.name[0], "forward");
+    ASSERT_EQ_STR(nl.name[1], HOSTILE_SQL);
+    ASSERT_EQ_STR(nl.name[2], HOSTILE_U);
+
+    /* processes: replaced as their attributes become known; -1 is NULL and back */
+    struct process_record p = {4242, -1, NULL, NULL, -1, -1, -1, -1};
+    ASSERT_EQ_INT(s->ops->process_upsert(s, run, &p), 0);
+    struct process_record w = {77, 4242, HOSTILE_Q, "dataloader", -1, -1, -1, 3};
+    ASSERT_EQ_INT(s->ops->process_upsert(s, run, &w), 0);
+    struct ev_procs pl = {0};
+    ASSERT_EQ_INT(s->ops->processes_query(s, run, collect_ev_proc, &pl), 0);
+    ASSERT_EQ_INT(pl.n, 2);
+    ASSERT_EQ_INT(pl.p[1].pid, 4242);
+    ASSERT_EQ_INT(pl.p[1].ppid, -1);
+    ASSERT_EQ_STR(pl.comm[1], "(null)");
+    ASSERT_EQ_STR(pl.role[1], "(null)");
+    ASSERT_EQ_INT(pl.p[1].rank, -1);
+    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM processes WHERE rank IS NULL"), 2);
+    p = (struct process_record){4242, 1, "python3", "rank", 0, 0, 8, -1};
+    ASSERT_EQ_INT(s->ops->process_upsert(s, run, &p), 0);
+    pl.n = 0;
+    ASSERT_EQ_INT(s->ops->processes_query(s, run, collect_ev_proc, &pl), 0);
+    ASSERT_EQ_INT(pl.n, 2); /* by pid */
+    ASSERT_EQ_INT(pl.p[0].pid, 77);
+    ASSERT_EQ_INT(pl.p[0].ppid, 4242);
+    ASSERT_EQ_STR(pl.comm[0], HOSTILE_Q);
+    ASSERT_EQ_STR(pl.role[0], "dataloader");
+    ASSERT_EQ_INT(pl.p[0].worker_id, 3);
+    ASSERT_EQ_INT(pl.p[1].pid, 4242);
+    ASSERT_EQ_INT(pl.p[1].ppid, 1);
+    ASSERT_EQ_STR(pl.comm[1], "python3");
+    ASSERT_EQ_STR(pl.role[1], "rank");
+    ASSERT_EQ_INT(pl.p[1].rank, 0);
+    ASSERT_EQ_INT(pl.p[1].local_rank, 0);
+    ASSERT_EQ_INT(pl.p[1].world_size, 8);
+    ASSERT_EQ_INT(pl.p[1].worker_id, -1);
+
+    /* blocks: in order of start, the same start in order of insertion */
+    insert_ev_block(s, run, 10, 500, 900, "bbb");
+    insert_ev_block(s, run, 20, 100, 400, "aaa");
+    insert_ev_block(s, run, 30, 500, 600, "ccc");
+    insert_ev_block(s, run, 40, 1000, 1000, "ddd");
+    insert_ev_block(s, other, 50, 0, 100000, "zzz");
+    struct ev_blocks l;
+    ASSERT_EQ_INT(ev_blocks_in(s, run, INT64_MIN, INT64_MAX, &l), 4);
+    ASSERT_EQ_INT(l.b[0].pid, 20);
+    ASSERT_EQ_INT(l.b[0].tid, 21);
+    ASSERT_EQ_INT(l.b[0].start_ns, 100);
+    ASSERT_EQ_INT(l.b[0].end_ns, 400);
+    ASSERT_EQ_INT(l.b[0].step_min, 1);
+    ASSERT_EQ_INT(l.b[0].step_max, 4);
+    ASSERT_EQ_INT(l.b[0].count, 3);
+    ASSERT_EQ_INT(l.b[0].len, 3);
+    ASSERT(memcmp(l.data[0], "aaa", 3) == 0);
+    ASSERT_EQ_INT(l.b[1].pid, 10);
+    ASSERT_EQ_INT(l.b[2].pid, 30);
+    ASSERT_EQ_INT(l.b[3].pid, 40);
+    /* overlapping [from, to], ends included */
+    ASSERT_EQ_INT(ev_blocks_in(s, run, 400, 499, &l), 1);
+    ASSERT_EQ_INT(l.b[0].pid, 20);
+    ASSERT_EQ_INT(ev_blocks_in(s, run, 401, 499, &l), 0);
+    ASSERT_EQ_INT(ev_blocks_in(s, run, 601, 1000, &l), 2);
+    ASSERT_EQ_INT(l.b[0].pid, 10);
+    ASSERT_EQ_INT(l.b[1].pid, 40);
+    ASSERT_EQ_INT(ev_blocks_in(s, run, 1001, INT64_MAX, &l), 0);
+    ASSERT_EQ_INT(ev_blocks_in(s, "nosuchrun", INT64_MIN, INT64_MAX, &l), 0);
+    store_close(s);
+    fixture_rmtree(r.dir);
+}
+
+TEST(run_delete_removes_event_rows)
+{
+    struct rig r;
+    rig_init(&r);
+    struct store *s = open_ok(r.db);
+    const char *gone = "00000000000e0e0a", *kept = "00000000000e0e0b";
+    insert_run(s, gone, "gone", 1);
+    insert_run(s, kept, "kept", 2);
+    const char *runs[] = {gone, kept};
+    for (int i = 0; i < 2; i++) {
+        ASSERT_EQ_INT(s->ops->event_name_insert(s, runs[i], 1, "step"), 0);
+        ASSERT_EQ_INT(s->ops->event_name_insert(s, runs[i], 2, "data"), 0);
+        struct process_record p = {100 + i, 1, "python", "main", -1, -1, -1, -1};
+        ASSERT_EQ_INT(s->ops->process_upsert(s, runs[i], &p), 0);
+        insert_ev_block(s, runs[i], 100 + i, 10, 20, "x");
+        insert_ev_block(s, runs[i], 100 + i, 30, 40, "y");
+    }
+    ASSERT_EQ_INT(s->ops->run_delete(s, gone), 0);
+    struct ev_names nl = {0};
+    ASSERT_EQ_INT(s->ops->event_names_query(s, gone, collect_ev_name, &nl), 0);
+    ASSERT_EQ_INT(nl.n, 0);
+    struct ev_procs pl = {0};
+    ASSERT_EQ_INT(s->ops->processes_query(s, gone, collect_ev_proc, &pl), 0);
+    ASSERT_EQ_INT(pl.n, 0);
+    struct ev_blocks l;
+    ASSERT_EQ_INT(ev_blocks_in(s, gone, INT64_MIN, INT64_MAX, &l), 0);
+    /* the other run keeps all of its own */
+    ASSERT_EQ_INT(s->ops->event_names_query(s, kept, collect_ev_name, &nl), 0);
+    ASSERT_EQ_INT(nl.n, 2);
+    ASSERT_EQ_INT(s->ops->processes_query(s, kept, collect_ev_proc, &pl), 0);
+    ASSERT_EQ_INT(pl.n, 1);
+    ASSERT_EQ_INT(pl.p[0].pid, 101);
+    ASSERT_EQ_INT(ev_blocks_in(s, kept, INT64_MIN, INT64_MAX, &l), 2);
+    store_close(s);
+    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM event_names"), 2);
+    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM processes"), 1);
+    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM event_blocks"), 2);
+    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM runs"), 1);
+    fixture_rmtree(r.dir);
+}
+
+/* ---- migrating a version-1 store ---------------------------------------------------------- */
+
+#define V1_RUN "00000000000000a1"
+
+/* A store as strobe 1 left it: the first migration only, one finished run
+ * with a tag and a series with one block. */
+static void make_v1_store(const char *path)
+{
+    raw_exec(path, schema_migrations[0]);
+    raw_exec(path, "PRAGMA user_version = 1");
+    raw_exec(path, "INSERT INTO runs(id, name, command, start_ns, end_ns, last_ns, exit_code,"
+                   " status, samples, points, missed, dropped, interval_ns)"
+                   " VALUES('" V1_RUN "', 'old run', '[\"python\",\"train.py\"]',"
+                   " 1717000000000000000, 1717000060000000000, 1717000059900000000, 0,"
+                   " 'finished', 600, 4200, 2, 1, 100000000)");
+    raw_exec(path, "INSERT INTO run_attrs VALUES('" V1_RUN "', 'tag', 'team', 'ml')");
+    raw_exec(path, "INSERT INTO series(run_id, name, labels, unit) VALUES('" V1_RUN "',"
+                   " 'cpu.util', '', 'pct')");
+    raw_exec(path, "INSERT INTO blocks(series_id, start_ns, end_ns, count, data)"
+                   " VALUES(1, 1717000000000000000, 1717000001000000000, 2, x'0102')");
+    ASSERT_EQ_INT(raw_int(path, "PRAGMA user_version"), 1);
+}
+
+static void expect_migrated(struct store *s, const char *path)
+{
+    ASSERT_EQ_INT(raw_int(path, "PRAGMA user_version"), SCHEMA_VERSION);
+    ASSERT_EQ_INT(raw_int(path, "SELECT count(*) FROM sqlite_schema WHERE type='table' AND name IN"
+                                " ('event_names','processes','event_blocks')"),
+                  3);
+    struct run_record out;
+    ASSERT_EQ_INT(store_resolve_run(s, "old run", &out), 0);
+    ASSERT_EQ_STR(out.id, V1_RUN);
+    ASSERT_EQ_STR(out.status, RUN_FINISHED);
+    ASSERT_EQ_STR(out.command_json, "[\"python\",\"train.py\"]");
+    ASSERT_EQ_INT(out.start_ns, INT64_C(1717000000000000000));
+    ASSERT_EQ_INT(out.end_ns, INT64_C(1717000060000000000));
+    ASSERT_EQ_INT(out.last_ns, INT64_C(1717000059900000000));
+    ASSERT_EQ_INT(out.exit_code, 0);
+    ASSERT_EQ_INT(out.samples, 600);
+    ASSERT_EQ_INT(out.points, 4200);
+    ASSERT_EQ_INT(out.missed, 2);
+    ASSERT_EQ_INT(out.dropped, 1);
+    ASSERT_EQ_INT(out.interval_ns, 100000000);
+    ASSERT_EQ_STR(kv_list_get(&out.tags, "team"), "ml");
+    /* the new columns, at their defaults */
+    ASSERT_EQ_INT(out.events, 0);
+    ASSERT_EQ_INT(out.events_dropped, 0);
+    ASSERT_EQ_INT(out.events_invalid, 0);
+    run_record_release(&out);
+    struct summaries l = {0};
+    ASSERT_EQ_INT(s->ops->series_query(s, V1_RUN, collect_series, &l), 0);
+    ASSERT_EQ_INT(l.n, 1);
+    ASSERT_EQ_STR(l.name[0], "cpu.util");
+    ASSERT_EQ_INT(l.r[0].count, 2);
+    /* and the event queries work on it */
+    struct ev_names nl = {0};
+    ASSERT_EQ_INT(s->ops->event_names_query(s, V1_RUN, collect_ev_name, &nl), 0);
+    ASSERT_EQ_INT(nl.n, 0);
+    struct ev_blocks b;
+    ASSERT_EQ_INT(ev_blocks_in(s, V1_RUN, INT64_MIN, INT64_MAX, &b), 0);
+}
+
+TEST(version_1_store_is_migrated)
+{
+    struct rig r;
+    rig_init(&r);
+    make_v1_store(r.db);
+    struct store *s = open_ok(r.db);
+    expect_migrated(s, r.db);
+    /* writable as a version-2 store: the old run gets events, and counters */
+    ASSERT_EQ_INT(s->ops->event_name_insert(s, V1_RUN, 1, "step"), 0);
+    struct run_record w;
+    ASSERT_EQ_INT(store_resolve_run(s, V1_RUN, &w), 0);
+    w.events = 10;
+    w.events_dropped = 2;
+    w.events_invalid = 1;
+    ASSERT_EQ_INT(s->ops->run_update(s, &w), 0);
+    run_record_release(&w);
+    ASSERT_EQ_INT(store_resolve_run(s, V1_RUN, &w), 0);
+    ASSERT_EQ_INT(w.events, 10);
+    ASSERT_EQ_INT(w.events_dropped, 2);
+    ASSERT_EQ_INT(w.events_invalid, 1);
+    ASSERT_EQ_INT(w.samples, 600);
+    run_record_release(&w);
+    store_close(s);
+    /* opening again changes nothing */
+    int64_t objects = raw_int(r.db, "SELECT count(*) FROM sqlite_schema");
+    s = open_ok(r.db);
+    store_close(s);
+    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM sqlite_schema"), objects);
+    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM event_names"), 1);
+    fixture_rmtree(r.dir);
+}
+
+TEST(version_1_store_is_migrated_by_a_reader)
+{
+    struct rig r;
+    rig_init(&r);
+    make_v1_store(r.db);
+    struct store *s = NULL;
+    struct strbuf err;
+    strbuf_init(&err);
+    int rc = store_open(r.db, 1, &s, &err);
+    if (rc < 0)
+        TEST_FAIL("store_open readonly = %d: %s", rc, err.buf);
+    strbuf_release(&err);
+    expect_migrated(s, r.db);
+    store_close(s);
+    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM runs"), 1);
+    fixture_rmtree(r.dir);
+}
+
 /* ---- two writers --------------------------------------------------------------------------- */
 
 #define WRITER_TXNS 100
@@ -821,4 +1136,5 @@ TEST_MAIN(create_sets_version_and_wal, reopen_is_idempotent, foreign_database_is
           run_id_is_unique, block_upsert_replaces_same_start, series_query_summaries,
           resolve_run_references, run_delete_removes_series_and_blocks,
           two_connections_write_interleaved, two_stores_created_together,
-          points_roundtrip_and_stats)
+          points_roundtrip_and_stats, event_tables_roundtrip, run_delete_removes_event_rows,
+          version_1_store_is_migrated, version_1_store_is_migrated_by_a_reader)
