@@ -159,21 +159,32 @@ int runinfo_is_python(const char *argv0)
 }
 
 /* Ask the job's interpreter for its version and torch's, without importing
- * torch (seconds): package metadata is enough. */
+ * torch (seconds): package metadata is enough. The answer is one marked
+ * line: a sitecustomize of the user's may print too. */
+#define PROBE_MARK "strobe-probe:"
+
 static void collect_python(struct run_record *r, const char *python)
 {
     static const char probe[] = "import platform, importlib.metadata as m\n"
-                                "print(platform.python_version())\n"
-                                "try: print(m.version('torch'))\n"
-                                "except Exception: print('')\n";
+                                "try: t = m.version('torch')\n"
+                                "except Exception: t = ''\n"
+                                "print('\\n" PROBE_MARK "', platform.python_version(), t)\n";
     char *argv[] = {(char *)python, "-c", (char *)probe, NULL};
     struct strbuf out;
     strbuf_init(&out);
     if (run_capture(argv, r->cwd, PROBE_TIMEOUT_MS, &out) == 0) {
-        r->python_version = first_line(out.buf);
-        const char *nl = strchr(out.buf, '\n');
-        if (nl)
-            r->torch_version = first_line(nl + 1);
+        const char *line = strstr(out.buf, "\n" PROBE_MARK " ");
+        if (line) {
+            line += sizeof(PROBE_MARK) + 1;
+            char *ans = first_line(line);
+            char *space = ans ? strchr(ans, ' ') : NULL;
+            if (space) {
+                *space = 0;
+                if (space[1])
+                    r->torch_version = strdup(space + 1);
+            }
+            r->python_version = ans;
+        }
     }
     strbuf_release(&out);
 }
