@@ -60,11 +60,13 @@ def _step(n=None, notify=False):
     """step() without telling _step_listeners: for a capture that counts steps
     on the script's behalf."""
     global _current_step
+    requested = n
     n = _current_step + 1 if n is None else _operator.index(n)
     if notify:  # the script counts steps: the step in progress ends here
         if not 0 <= n < 2**32:
             _strobe.step(n)  # raises, before anything changes
-        _steps.clock.before_explicit_step()
+        if _steps.clock.before_explicit_step() and requested is None:
+            n = _current_step  # the step an optimizer step had just begun is this one
     _strobe.step(n)  # checks 0 <= n < 2**32 before anything changes
     _current_step = n
     if notify:

@@ -71,17 +71,22 @@ class StepClock:
 
     def before_explicit_step(self):
         """strobe.step() is about to change the step number: close the step in
-        progress (it belongs to the old number), begin the next."""
+        progress (it belongs to the old number), begin the next. True when the
+        step in progress was no step (an optimizer step had just begun it):
+        its number is the one the script's step() begins."""
         now = _mono()
         with self.lock:
             # the first strobe.step() after automatic steps: the step the last
             # optimizer step began has seen no phase (strobe.step() at the end
             # of the loop), so it is no step of its own; one with phases is
-            if self.explicit or not self.begun_by_optimizer or self.last_phase_end is not None:
+            reuse = not (self.explicit or not self.begun_by_optimizer or
+                         self.last_phase_end is not None)
+            if not reuse:
                 self._close(now)
             self.explicit = True
             self.start = now
             self.last_phase_end = None
+            return reuse
 
     def at_exit(self):
         if self.explicit and self.start is not None:

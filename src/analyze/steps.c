@@ -230,6 +230,8 @@ struct group_acc {
     uint32_t n, cap;
     double phase_ns[PHASE_COUNT];
     double comm_all;
+    struct span *windows; /* the process's steps, every thread: comm is counted inside them */
+    uint32_t nwin, wcap;
 };
 
 static struct group_acc *group_for(struct group_acc **gs, uint32_t *n, uint32_t *cap, int64_t pid)
@@ -275,11 +277,25 @@ static int analyze_thread(const struct run_events *e, const struct thread_events
         else if (p >= 0) {
             sp.phase = p;
             ph[nph++] = sp;
-            if (p == PHASE_COMM)
-                g->comm_all += (double)ev->value;
         }
     }
     qsort(steps, nsteps, sizeof(*steps), cmp_span);
+    if (nsteps && g->nwin + nsteps > g->wcap) {
+        uint32_t cap = g->wcap ? g->wcap : 256;
+        while (cap < g->nwin + nsteps)
+            cap *= 2;
+        struct span *w = realloc(g->windows, cap * sizeof(*w));
+        if (!w) {
+            free(steps);
+            free(ph);
+            return -ENOMEM;
+        }
+        g->windows = w;
+        g->wcap = cap;
+    }
+    if (nsteps)
+        memcpy(g->windows + g->nwin, steps, nsteps * sizeof(*steps));
+    g->nwin += nsteps;
     qsort(ph, nph, sizeof(*ph), cmp_span);
     int rc = 0;
     uint32_t first = 0;
@@ -312,6 +328,41 @@ static int analyze_thread(const struct run_events *e, const struct thread_events
     free(steps);
     free(ph);
     return rc;
+}
+
+/* comm:* spans of every thread of g's process, counted where they overlap
+ * its steps: a final barrier or a collective before the first step is no
+ * part of step time. */
+static void comm_in_steps(const struct run_events *e, struct group_acc *g)
+{
+    if (!g->nwin)
+        return;
+    qsort(g->windows, g->nwin, sizeof(*g->windows), cmp_span);
+    for (uint32_t t = 0; t < e->nthreads; t++) {
+        const struct thread_events *th = &e->threads[t];
+        if (th->pid != g->pid)
+            continue;
+        for (uint32_t i = 0; i < th->n; i++) {
+            const struct event *ev = &th->ev[i];
+            if (ev->kind != STROBE_EV_COMPLETE || ev->value <= 0 ||
+                strncmp(run_events_name(e, ev->name), "comm:", 5) != 0)
+                continue;
+            int64_t s0 = ev->ts_ns, s1 = ev->ts_ns + ev->value;
+            uint32_t lo = 0, hi = g->nwin; /* the first window ending after s0 */
+            while (lo < hi) {
+                uint32_t mid = lo + (hi - lo) / 2;
+                if (g->windows[mid].end <= s0)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            for (uint32_t w = lo; w < g->nwin && g->windows[w].start < s1; w++) {
+                int64_t a = max64(s0, g->windows[w].start), b = min64(s1, g->windows[w].end);
+                if (b > a)
+                    g->comm_all += (double)(b - a);
+            }
+        }
+    }
 }
 
 static double percentile(const double *sorted, uint32_t n, double q)
@@ -382,6 +433,8 @@ int step_analysis_run(const struct run_events *e, struct step_analysis *out)
         struct group_acc *g = group_for(&gs, &n, &cap, e->threads[i].pid);
         rc = g ? analyze_thread(e, &e->threads[i], g) : -ENOMEM;
     }
+    for (uint32_t i = 0; rc == 0 && i < n; i++)
+        comm_in_steps(e, &gs[i]);
     if (rc == 0 && n && !(out->groups = calloc(n, sizeof(*out->groups))))
         rc = -ENOMEM;
     for (uint32_t i = 0; rc == 0 && i < n; i++) {
@@ -395,8 +448,10 @@ int step_analysis_run(const struct run_events *e, struct step_analysis *out)
         memcpy(g->phase_ns, gs[i].phase_ns, sizeof(g->phase_ns));
         g->comm_all_threads_ns = gs[i].comm_all;
     }
-    for (uint32_t i = 0; i < n; i++)
+    for (uint32_t i = 0; i < n; i++) {
         free(gs[i].durs);
+        free(gs[i].windows);
+    }
     free(gs);
     if (rc < 0) {
         step_analysis_release(out);
