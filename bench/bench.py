@@ -293,6 +293,8 @@ def cmd_storage(a):
             "exported_rows": n, "missed": d["missed"],
             "strobe_bytes_per_sample": d["bytes_per_sample"],
             "strobe_stored_bytes": d["stored_bytes"],
+            "events": d.get("events", 0), "event_bytes": d.get("event_bytes", 0),
+            "steps": (d.get("steps") or {}).get("count", 0),
             "strobe_blob_bytes": blob_bytes, "strobe_blocks": nblocks,
             "strobe_file_bytes": file_bytes,
             "strobe_file_bytes_per_sample": file_bytes / points if points else 0,
@@ -541,6 +543,10 @@ def cmd_report(a):
             mb = st["strobe_marginal_bytes_per_sample"]
             w("| strobe file, growth per sample (fixed part taken off) | ≤ 1.5 B/sample | %.2f | %s |" % (
                 mb, verdict(mb <= 1.5)))
+        if st.get("events"):
+            be = st["event_bytes"] / st["events"]
+            w("| framework events, block data (%d events, %d steps) | ≤ 8 B/event | %.2f | %s |" % (
+                st["events"], st["steps"], be, verdict(be <= 8)))
         w("")
         bs = st.get("by_series", [])
         if bs:

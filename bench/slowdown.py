@@ -59,11 +59,33 @@ def run(mode, args, tmp):
     return median_step_ms(p.stdout)
 
 
+def startup_cost(strobe, runs):
+    """What a Python command that never imports torch pays for strobe's
+    sitecustomize: interpreter start-up plus a small pure-Python workload,
+    with and without the boot directory on PYTHONPATH, interleaved."""
+    build = os.path.dirname(os.path.abspath(strobe))
+    boot = os.path.join(build, "python", "strobe", "_boot")
+    script = "s = sum(i * i for i in range(200000))"
+    plain_env = dict(os.environ)
+    plain_env.pop("PYTHONPATH", None)
+    boot_env = dict(plain_env, PYTHONPATH=boot + ":" + os.path.join(build, "python"),
+                    STROBE_SHM="/strobe-bench-none")
+    import time
+    got = {"without": [], "with": []}
+    for _ in range(runs):
+        for key, env in (("without", plain_env), ("with", boot_env)):
+            t = time.perf_counter()
+            subprocess.run([PY, "-c", script], env=env, check=True)
+            got[key].append((time.perf_counter() - t) * 1e3)
+    return {k: statistics.median(v) for k, v in got.items()}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--strobe", required=True)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=150)
+    ap.add_argument("--startup-runs", type=int, default=30)
     a = ap.parse_args()
     modes = ["none", "strobe", "torch.profiler"]
     got = {m: [] for m in modes}
@@ -85,6 +107,11 @@ def main():
     slow = statistics.median(got["strobe"]) / base - 1
     print(f"\nBudget: strobe at defaults ≤ 1 % slower: {100 * slow:+.2f} %, "
           f"**{'pass' if slow <= 0.01 else 'miss'}**.")
+    st = startup_cost(a.strobe, a.startup_runs)
+    print(f"\nA Python command that never imports torch (start-up and a 200 000-term sum, "
+          f"median of {a.startup_runs} interleaved runs): {st['without']:.1f} ms without "
+          f"strobe's sitecustomize, {st['with']:.1f} ms with it "
+          f"({st['with'] - st['without']:+.1f} ms).")
 
 
 if __name__ == "__main__":
