@@ -8,6 +8,14 @@
 #                                 PYTHONPATH=$(BUILD)/python is all it needs
 #   $(BUILD)/tests/strobe-ringcat a stand-in recorder for the tests and benchmarks
 
+# What goes into other people's processes (libstrobe.so, the Python
+# extension that strobe run injects into every Python job) is built without
+# sanitizers even in a SAN= build: an instrumented library cannot load into an
+# uninstrumented interpreter ("ASan runtime does not come first"). The same
+# sources are sanitizer-tested through the core library's unit tests.
+PIC_CFLAGS  := $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(CFLAGS))
+PIC_LDFLAGS := $(filter-out -fsanitize=%,$(LDFLAGS))
+
 LIBSTROBE_SRC := src/lib/strobe.c src/ring/ring.c
 LIBSTROBE_PIC := $(LIBSTROBE_SRC:%.c=$(BUILD)/pic/%.o)
 LIBSTROBE_SO  := $(BUILD)/lib/libstrobe.so
@@ -30,12 +38,12 @@ all: $(LIBSTROBE_SO) $(LIBSTROBE_A) $(PY_EXT) $(PY_FILES) $(RINGCAT)
 $(LIBSTROBE_PIC): $(BUILD)/pic/%.o: %.c
 	@mkdir -p $(@D)
 	@echo "  CC  $< (PIC)"
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
+	$(Q)$(CC) $(CPPFLAGS) $(PIC_CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
 
 $(LIBSTROBE_SO): $(LIBSTROBE_PIC)
 	@mkdir -p $(@D)
 	@echo "  LD  $@"
-	$(Q)$(CC) -shared -Wl,-soname,libstrobe.so.0 -Wl,-z,defs $(LDFLAGS) -o $@ $^
+	$(Q)$(CC) -shared -Wl,-soname,libstrobe.so.0 -Wl,-z,defs $(PIC_LDFLAGS) -o $@ $^
 	$(Q)ln -sf libstrobe.so $(@D)/libstrobe.so.0
 
 $(LIBSTROBE_A): $(LIBSTROBE_PIC)
@@ -46,13 +54,13 @@ $(LIBSTROBE_A): $(LIBSTROBE_PIC)
 $(PY_EXT_OBJ): $(BUILD)/pic/%.o: %.c
 	@mkdir -p $(@D)
 	@echo "  CC  $< (Python extension)"
-	$(Q)$(CC) $(CPPFLAGS) $(PY_INCLUDES) $(CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
+	$(Q)$(CC) $(CPPFLAGS) $(PY_INCLUDES) $(PIC_CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
 
 # libstrobe from its archive, its symbols made local: only PyInit__strobe is exported
 $(PY_EXT): $(PY_EXT_OBJ) $(LIBSTROBE_A)
 	@mkdir -p $(@D)
 	@echo "  LD  $@"
-	$(Q)$(CC) -shared $(LDFLAGS) -Wl,--exclude-libs,ALL -o $@ $^
+	$(Q)$(CC) -shared $(PIC_LDFLAGS) -Wl,--exclude-libs,ALL -o $@ $^
 
 $(BUILD)/python/strobe/%.py: python/strobe/%.py
 	@mkdir -p $(@D)
