@@ -197,11 +197,47 @@ def _timed_step(orig):
     return step
 
 
+def _optimizer_hooks(torch):
+    """torch 2's global optimizer step hooks, when this torch has them."""
+    mod = getattr(torch.optim, "optimizer", None)
+    pre = getattr(mod, "register_optimizer_step_pre_hook", None)
+    post = getattr(mod, "register_optimizer_step_post_hook", None)
+    if pre is None or post is None or os.environ.get("STROBE_TORCH_HOOKS", "1") == "0":
+        return None
+    return pre, post
+
+
 def _wrap_optimizers(torch):
-    """Every Optimizer subclass's step, wrapped once per class when its first
-    instance is made (subclasses the script defines too). torch 2.x's global
-    step hooks would do, but cannot time the step itself: a pre- and a
-    post-hook pair can, at the cost of two calls, so one wrapper serves all."""
+    """The `optimizer` span and the step boundary around every optimizer step.
+
+    With torch 2's global step hooks (register_optimizer_step_pre_hook and
+    _post_hook), a pre-hook notes the start and a post-hook ends the span, for
+    every optimizer however it was made. Older torch (Debian's 1.13) has none:
+    there, every Optimizer subclass's step is wrapped once per class when its
+    first instance is made (subclasses the script defines too)."""
+    hooks = _optimizer_hooks(torch)
+    if hooks is not None:
+        register_pre, register_post = hooks
+        started = {}  # id(optimizer) -> start; a step that raised leaves it, the next overwrites
+
+        def pre_hook(optimizer, args, kwargs):
+            t0 = _mono()
+            _clock.phase_begin(t0)
+            started[id(optimizer)] = t0
+
+        def post_hook(optimizer, args, kwargs):
+            t1 = _mono()
+            t0 = started.pop(id(optimizer), None)
+            if t0 is None:
+                return
+            _complete("optimizer", t0, t1 - t0)
+            _clock.phase_end(t1)
+            _clock.optimizer_end(optimizer, t1)
+
+        register_pre(pre_hook)
+        register_post(post_hook)
+        return
+
     opt = torch.optim.Optimizer
     orig_init = opt.__init__
 
