@@ -6,8 +6,13 @@
  * every call returns after one branch on a flag. Under `strobe run` each call
  * writes one 32-byte record into this thread's ring in shared memory.
  *
+ * Cost (bench/span_cost.c, a 2-core VM): span_begin + span_end 22 ns
+ * recording, 3 ns without a recorder (an empty call pair: 2.5 ns). Begin,
+ * end and instant are stamped with the TSC where the kernel keeps time with
+ * it, else with clock_gettime(CLOCK_MONOTONIC) (about 23 ns more a call).
+ *
  * Guarantees: thread-safe; never blocks; never allocates per event (a thread
- * allocates its name table, 24 KiB, at its first event, and a copy of each
+ * allocates its name table, 26 KiB, at its first event, and a copy of each
  * name the first time it uses it; both are freed when the thread ends);
  * never prints, never aborts. When the thread's ring is full, or every ring is taken, the event is
  * dropped and counted, and the count reaches the run's record.
