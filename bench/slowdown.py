@@ -42,7 +42,7 @@ def median_step_ms(out):
 
 
 def run(mode, args, tmp):
-    train = [TRAIN, "--steps", str(args.steps), "--workers", "2", "--threads", "1"]
+    train = [TRAIN, "--steps", str(args.steps), "--workers", str(args.workers), "--threads", "1"]
     if mode == "none":
         cmd = [PY] + train
     elif mode == "strobe":
@@ -53,10 +53,14 @@ def run(mode, args, tmp):
         with open(wrap, "w") as f:
             f.write(TORCH_WRAP)
         cmd = [PY, wrap] + train
+    import resource
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if p.returncode != 0:
         raise SystemExit(f"slowdown: {mode} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
-    return median_step_ms(p.stdout)
+    cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return median_step_ms(p.stdout), cpu_s * 1e3 / args.steps
 
 
 def startup_cost(strobe, runs):
@@ -86,24 +90,31 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--steps", type=int, default=150)
     ap.add_argument("--startup-runs", type=int, default=30)
+    ap.add_argument("--workers", type=int, default=2, help="data-loader workers of train.py")
     a = ap.parse_args()
     modes = ["none", "strobe", "torch.profiler"]
     got = {m: [] for m in modes}
+    cpu = {m: [] for m in modes}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(a.rounds):
             order = modes[r % 3:] + modes[:r % 3]
             for m in order:
-                got[m].append(run(m, a, tmp))
-                print(f"slowdown: round {r + 1} {m}: {got[m][-1]:.2f} ms", file=sys.stderr)
+                step_ms, cpu_ms = run(m, a, tmp)
+                got[m].append(step_ms)
+                cpu[m].append(cpu_ms)
+                print(f"slowdown: round {r + 1} {m}: {step_ms:.2f} ms, {cpu_ms:.2f} ms CPU/step",
+                      file=sys.stderr)
     base = statistics.median(got["none"])
-    print(f"examples/train.py, {a.steps} steps, 2 data-loader workers, 1 torch thread; "
+    cpu_base = statistics.median(cpu["none"])
+    print(f"examples/train.py, {a.steps} steps, {a.workers} data-loader workers, 1 torch thread; "
           f"{a.rounds} rounds, order rotated; the script's own median step time.\n")
-    print("| profiler | median step ms | rounds | × no profiler |")
-    print("|---|---:|---|---:|")
+    print("| profiler | median step ms | rounds | × no profiler | CPU ms per step (all processes, the recorder included) | × no profiler |")
+    print("|---|---:|---|---:|---:|---:|")
     for m in modes:
         med = statistics.median(got[m])
         rounds = ", ".join(f"{v:.2f}" for v in got[m])
-        print(f"| {m} | {med:.2f} | {rounds} | {med / base:.3f} |")
+        c = statistics.median(cpu[m])
+        print(f"| {m} | {med:.2f} | {rounds} | {med / base:.3f} | {c:.2f} | {c / cpu_base:.3f} |")
     slow = statistics.median(got["strobe"]) / base - 1
     print(f"\nBudget: strobe at defaults ≤ 1 % slower: {100 * slow:+.2f} %, "
           f"**{'pass' if slow <= 0.01 else 'miss'}**.")

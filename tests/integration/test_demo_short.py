@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """A real PyTorch training (examples/train.py, a short one) under strobe:
 the data-loader workers are in the tree, Python and torch versions and the
-environment are in the catalog, and the summary is readable."""
+environment are in the catalog, the unmodified script's steps and phases are
+recorded (as many steps as it says it made), and the summary is readable."""
+import re
 import os
 import subprocess
 
@@ -32,4 +34,22 @@ txt = strobe("show", "short", store=db)
 check("text summary names the busiest processes", txt.returncode == 0 and "busiest processes" in txt.stdout
       and "cpu.util" in txt.stdout, txt.stdout[-400:])
 check("stored size is reported", 0 < r["bytes_per_sample"] < 8, r["bytes_per_sample"])
+said = re.search(r"done: (\d+) steps", p.stdout)
+steps = (r["steps"] or {}).get("count")
+check("the unmodified script's steps are all recorded", said and steps == int(said.group(1)),
+      f"strobe {steps}, the script {said.group(1) if said else None}")
+check("phases add up to the step time",
+      r["phases"] and abs(sum(v["ns"] for k, v in r["phases"].items() if isinstance(v, dict))
+                          - r["steps"]["total_ns"]) < 1e3, r["phases"])
+check("forward and backward take most of a CPU training step",
+      r["phases"] and r["phases"]["forward"]["share"] + r["phases"]["backward"]["share"] > 0.5,
+      r["phases"])
+roles = sorted((q["role"], q["worker_id"]) for q in r["processes"])
+check("the trainer and its two workers are known by role",
+      roles == [("dataloader", 0), ("dataloader", 1), ("main", None)], roles)
+check("no event was dropped", r["dropped_events"] == 0, r["dropped_events"])
+check("events take at most 8 bytes each", r["events"] and r["event_bytes"] / r["events"] <= 8,
+      (r["events"], r["event_bytes"]))
+check("text summary shows steps and phases", "steps " in txt.stdout and "phases " in txt.stdout,
+      txt.stdout[:800])
 done()

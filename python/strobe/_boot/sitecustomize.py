@@ -72,13 +72,16 @@ def _strobe_boot():
         else:
             sys.meta_path.insert(0, TorchWatcher())
 
-    # the sitecustomize this one shadows, run as if Python had found it first
-    import importlib.machinery
-    import importlib.util
+    # the sitecustomize this one shadows, run as if Python had found it first;
+    # through the import system's own frozen modules, which every interpreter
+    # has loaded already: importlib.util would pull in contextlib and
+    # collections, 5 ms of start-up for every Python command under strobe
+    import _frozen_importlib
+    import _frozen_importlib_external
 
-    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", sys.path)
+    spec = _frozen_importlib_external.PathFinder.find_spec("sitecustomize", sys.path)
     if spec is not None and spec.loader is not None:
-        module = importlib.util.module_from_spec(spec)
+        module = _frozen_importlib.module_from_spec(spec)
         sys.modules["sitecustomize"] = module
         spec.loader.exec_module(module)
 
