@@ -87,14 +87,14 @@ struct strobe_ring_ctl {
 };
 
 struct strobe_shm_header {
-    uint32_t magic;        /* STROBE_RING_MAGIC */
-    uint32_t abi;          /* STROBE_RING_ABI */
-    uint32_t header_bytes; /* sizeof(struct strobe_shm_header) */
-    uint32_t ctl_bytes;    /* sizeof(struct strobe_ring_ctl) */
-    uint32_t record_bytes; /* sizeof(struct strobe_record) */
-    uint32_t ring_count;   /* rings in the segment */
-    uint32_t ring_records; /* records per ring, a power of two */
-    uint32_t flags;        /* STROBE_SHM_F_*; unknown bits are ignored */
+    uint32_t magic;           /* STROBE_RING_MAGIC */
+    uint32_t abi;             /* STROBE_RING_ABI */
+    uint32_t header_bytes;    /* sizeof(struct strobe_shm_header) */
+    uint32_t ctl_bytes;       /* sizeof(struct strobe_ring_ctl) */
+    uint32_t record_bytes;    /* sizeof(struct strobe_record) */
+    uint32_t ring_count;      /* rings in the segment */
+    uint32_t ring_records;    /* records per ring, a power of two */
+    uint32_t flags;           /* STROBE_SHM_F_*; unknown bits are ignored */
     uint64_t segment_bytes;   /* the whole mapping */
     uint64_t created_ns;      /* CLOCK_MONOTONIC when the recorder made it */
     _Atomic uint64_t no_ring; /* events dropped because no ring was free */

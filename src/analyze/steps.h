@@ -17,8 +17,15 @@
 #include "codec/events.h"
 #include "store/store.h"
 
-enum phase { PHASE_DATA, PHASE_FORWARD, PHASE_BACKWARD, PHASE_OPTIMIZER, PHASE_COMM, PHASE_OTHER,
-             PHASE_COUNT };
+enum phase {
+    PHASE_DATA,
+    PHASE_FORWARD,
+    PHASE_BACKWARD,
+    PHASE_OPTIMIZER,
+    PHASE_COMM,
+    PHASE_OTHER,
+    PHASE_COUNT
+};
 
 extern const char *const phase_names[PHASE_COUNT];
 
@@ -32,7 +39,7 @@ struct thread_events {
 struct proc_info {
     int64_t pid, ppid;
     char comm[64];
-    char role[16]; /* "main", "rank", "dataloader", or "" */
+    char role[16];                                   /* "main", "rank", "dataloader", or "" */
     int64_t rank, local_rank, world_size, worker_id; /* -1 unknown */
 };
 
@@ -70,8 +77,8 @@ struct step_group { /* the steps of one process (a rank, or the main process) */
 struct step_analysis {
     struct step_group *groups; /* processes with steps, by rank then pid */
     uint32_t ngroups;
-    uint32_t primary;    /* the group the headline figures come from: rank 0, or the most steps */
-    uint32_t workers;    /* data-loader worker processes seen */
+    uint32_t primary;      /* the group the headline figures come from: rank 0, or the most steps */
+    uint32_t workers;      /* data-loader worker processes seen */
     double worker_busy_ns; /* their dataloader.worker spans, summed */
 };
 

@@ -273,6 +273,24 @@ static void meta_field(const char *meta, const char *key, char *out, size_t cap)
     out[n] = '\0';
 }
 
+/* Who a process was, from its framework events: "rank 1", "worker 0",
+ * "main", or "-" for a process that wrote none. */
+static void process_role(const struct show_ctx *c, long long pid, char *out, size_t cap)
+{
+    snprintf(out, cap, "-");
+    for (uint32_t i = 0; i < c->ev.nprocs; i++) {
+        const struct proc_info *p = &c->ev.procs[i];
+        if (p->pid != pid)
+            continue;
+        if (p->worker_id >= 0)
+            snprintf(out, cap, "worker %lld", (long long)p->worker_id);
+        else if (p->rank >= 0)
+            snprintf(out, cap, "rank %lld", (long long)p->rank);
+        else if (p->role[0])
+            snprintf(out, cap, "%s", p->role);
+    }
+}
+
 static void print_processes(const struct show_ctx *c)
 {
     const struct metric_row *procs[4096];
@@ -283,15 +301,16 @@ static void print_processes(const struct show_ctx *c)
     if (!n)
         return;
     qsort(procs, n, sizeof(procs[0]), cmp_cpu_desc);
-    printf("\nbusiest processes (%zu seen)\n  %7s %7s  %-16s %10s %9s %9s %11s\n", n, "PID", "PPID",
-           "COMM", "CPU TIME", "CPU MEAN", "CPU MAX", "RSS MAX");
+    printf("\nbusiest processes (%zu seen)\n  %7s %7s  %-16s %-12s %10s %9s %9s %11s\n", n, "PID",
+           "PPID", "COMM", "ROLE", "CPU TIME", "CPU MEAN", "CPU MAX", "RSS MAX");
     for (size_t i = 0; i < n && i < TOP_PROCESSES; i++) {
-        char pid[16], ppid[16], comm[64], rss[32], t[32];
+        char pid[16], ppid[16], comm[64], rss[32], t[32], role[32];
         meta_field(procs[i]->meta, "pid", pid, sizeof(pid));
         meta_field(procs[i]->meta, "ppid", ppid, sizeof(ppid));
         meta_field(procs[i]->meta, "comm", comm, sizeof(comm));
+        process_role(c, atoll(pid), role, sizeof(role));
         const struct metric_row *r = find_row(c, "proc.rss_bytes", procs[i]->labels);
-        printf("  %7s %7s  %-16.16s %10s %8.1f%% %8.1f%% %11s\n", pid, ppid, comm,
+        printf("  %7s %7s  %-16.16s %-12s %10s %8.1f%% %8.1f%% %11s\n", pid, ppid, comm, role,
                fmt_duration(procs[i]->st.integral / 100.0, t, sizeof(t)),
                isnan(procs[i]->st.mean) ? 0.0 : procs[i]->st.mean,
                isnan(procs[i]->st.max) ? 0.0 : procs[i]->st.max,

@@ -213,7 +213,6 @@ static size_t encode_columns(const struct event *ev, uint32_t n, uint8_t *buf)
         prev_step = ev[i].step;
     }
 
-
     /* A counter is its double's 8 bytes as they are: the low mantissa bits
      * are noise no varint shortens, and the sign and exponent bytes of
      * interleaved counters (loss, lr, ...) repeat, which zstd finds; XOR with
@@ -364,7 +363,6 @@ static int decode_columns(const uint8_t *buf, size_t len, struct event *out, uin
         step += unzigzag32((uint32_t)v);
         out[i].step = step;
     }
-
 
     for (uint32_t i = 0; i < n; i++) {
         if (out[i].kind == STROBE_EV_COUNTER) {

@@ -22,14 +22,14 @@
 #include "ring/ring.h"
 #include "store/store.h"
 
-#define EVENT_RINGS        128     /* writing threads at once */
-#define EVENT_RING_RECORDS 16384   /* 512 KiB per ring, touched only when used */
-#define EVENT_BLOCK_EVENTS 4096    /* events per stored block */
+#define EVENT_RINGS        128          /* writing threads at once */
+#define EVENT_RING_RECORDS 16384        /* 512 KiB per ring, touched only when used */
+#define EVENT_BLOCK_EVENTS 4096         /* events per stored block */
 #define EVENT_BLOCK_AGE_NS 5000000000LL /* a block is sealed after this even if not full */
 #define EVENT_PENDING_MAX  (64u << 20)
-#define EVENT_NAMES_MAX    65536   /* distinct names per run */
-#define EVENT_OPEN_MAX     64      /* open spans per thread */
-#define EVENT_RING_NAMES   1024    /* name ids a ring may define (libstrobe's table) */
+#define EVENT_NAMES_MAX    65536 /* distinct names per run */
+#define EVENT_OPEN_MAX     64    /* open spans per thread */
+#define EVENT_RING_NAMES   1024  /* name ids a ring may define (libstrobe's table) */
 #define EVENT_NAME_BUF     (STROBE_NAME_MAX + 8)
 
 /* Names under this prefix are metadata about the writing process, not
@@ -44,7 +44,7 @@ struct open_span {
 
 /* One ring's current owner thread and its unfinished block. */
 struct event_stream {
-    pid_t pid, tid; /* 0: no owner seen yet */
+    pid_t pid, tid;                 /* 0: no owner seen yet */
     uint32_t map[EVENT_RING_NAMES]; /* the ring's name id -> run-wide id, 0 unknown */
     struct open_span open[EVENT_OPEN_MAX];
     uint32_t depth;

@@ -273,7 +273,8 @@ static int build_child_env(struct recorder *r)
     extern char **environ;
     for (char **e = environ; rc == 0 && *e; e++) {
         if (strncmp(*e, STROBE_SHM_ENV "=", sizeof(STROBE_SHM_ENV)) == 0 ||
-            strncmp(*e, "STROBE_FRAMEWORK=", 17) == 0 || (py && strncmp(*e, "PYTHONPATH=", 11) == 0))
+            strncmp(*e, "STROBE_FRAMEWORK=", 17) == 0 ||
+            (py && strncmp(*e, "PYTHONPATH=", 11) == 0))
             continue;
         rc = env_push(&env, &n, &cap, strdup(*e));
     }

@@ -47,8 +47,8 @@ struct batch {
     size_t snap_len, snap_cap;
     struct event_batch events; /* framework events not yet stored */
     struct run_record run;     /* id and counters; status/end on the last batch */
-    int result;            /* the writer's: 0 or negative */
-    uint32_t series_count; /* table size when collected */
+    int result;                /* the writer's: 0 or negative */
+    uint32_t series_count;     /* table size when collected */
 };
 
 struct writer {

@@ -80,7 +80,8 @@ static const char *const statements[ST_COUNT] = {
     [ST_BLOCKS_OF_SERIES] =
         "SELECT start_ns, end_ns, count, min, max, sum, first, last, data FROM blocks"
         " WHERE series_id=?1 ORDER BY start_ns",
-    [ST_EVENT_NAME_INSERT] = "INSERT OR REPLACE INTO event_names(run_id, id, name) VALUES(?1,?2,?3)",
+    [ST_EVENT_NAME_INSERT] =
+        "INSERT OR REPLACE INTO event_names(run_id, id, name) VALUES(?1,?2,?3)",
     [ST_PROCESS_UPSERT] =
         "INSERT OR REPLACE INTO processes(run_id, pid, ppid, comm, role, rank, local_rank,"
         " world_size, worker_id) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9)",
@@ -593,8 +594,7 @@ static sqlite3_stmt *run_query(struct sqlite_store *s, int which, const char *ru
     return q;
 }
 
-static int finish_query(struct sqlite_store *s, sqlite3_stmt *q, int rc, int stop,
-                        const char *what)
+static int finish_query(struct sqlite_store *s, sqlite3_stmt *q, int rc, int stop, const char *what)
 {
     if (!stop && rc != SQLITE_DONE)
         stop = map_rc(s, rc, what);
@@ -617,8 +617,7 @@ static int sqlite_event_names_query(struct store *base, const char *run_id, even
     return finish_query(s, q, rc, stop, "cannot read event names");
 }
 
-static int sqlite_processes_query(struct store *base, const char *run_id, process_fn *fn,
-                                  void *arg)
+static int sqlite_processes_query(struct store *base, const char *run_id, process_fn *fn, void *arg)
 {
     struct sqlite_store *s = (struct sqlite_store *)base;
     sqlite3_stmt *q = run_query(s, ST_PROCESSES_OF_RUN, run_id);

@@ -60,10 +60,10 @@ struct run_record {
     int git_dirty;                        /* -1 unknown */
     char *python_version, *torch_version; /* NULL when not a Python command */
     int64_t interval_ns;
-    int64_t samples; /* frames sampled */
-    int64_t points;  /* points stored, all series */
-    int64_t missed;  /* frames missed (late deadlines) */
-    int64_t dropped; /* points dropped (store could not keep up) */
+    int64_t samples;        /* frames sampled */
+    int64_t points;         /* points stored, all series */
+    int64_t missed;         /* frames missed (late deadlines) */
+    int64_t dropped;        /* points dropped (store could not keep up) */
     int64_t events;         /* framework events stored */
     int64_t events_dropped; /* events lost: full rings, no free ring, memory cap */
     int64_t events_invalid; /* records the drain rejected (garbage, torn) */
