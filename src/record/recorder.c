@@ -434,7 +434,9 @@ static void fill_counters(struct recorder *r, struct run_record *dst)
     dst->dropped = (int64_t)r->series.dropped;
     dst->events = (int64_t)r->events.events;
     dst->events_dropped = (int64_t)event_sink_dropped(&r->events);
-    dst->events_invalid = (int64_t)r->events.st.invalid;
+    /* records that failed their checks, and rings whose indexes made no
+     * sense (skipped whole): both mean something wrote over the segment */
+    dst->events_invalid = (int64_t)(r->events.st.invalid + r->events.st.corrupt);
     dst->last_ns = r->run.last_ns;
     dst->end_ns = r->run.end_ns;
     dst->exit_code = r->run.exit_code;

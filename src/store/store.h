@@ -66,7 +66,7 @@ struct run_record {
     int64_t dropped;        /* points dropped (store could not keep up) */
     int64_t events;         /* framework events stored */
     int64_t events_dropped; /* events lost: full rings, no free ring, memory cap */
-    int64_t events_invalid; /* records the drain rejected (garbage, torn) */
+    int64_t events_invalid; /* records and rings the drain rejected (garbage, torn) */
     int64_t recorder_pid;
     char *strobe_version;
     char *error; /* why a run failed to start, or NULL */
