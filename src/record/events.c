@@ -49,6 +49,8 @@ static uint32_t intern_name(struct event_sink *k, const char *name)
         return 0;
     k->names[k->nnames++] = copy;
     k->name_slots[i] = k->nnames;
+    if (strcmp(copy, "step") == 0)
+        k->step_name = k->nnames;
     return k->nnames;
 }
 
@@ -324,6 +326,10 @@ static void on_record(int ring, pid_t pid, pid_t tid, const struct strobe_record
             put_app_counter(k, pid, id, ev.ts_ns, v);
         break;
     }
+    case STROBE_EV_COMPLETE:
+        if (id && id == k->step_name)
+            k->steps++;
+        break;
     default:
         break;
     }

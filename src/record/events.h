@@ -107,6 +107,8 @@ struct event_sink {
     struct series_table *series;
     struct proc_tree *tree;
     uint64_t events;       /* events kept (stored or waiting) */
+    uint64_t steps;        /* `step` spans seen, all processes (the live line) */
+    uint32_t step_name;    /* the run-wide id of "step", 0 until seen */
     uint64_t lost;         /* events dropped here: memory cap, name table full */
     struct drain_stats st; /* the segment's counters, as of the last drain */
 };

@@ -498,11 +498,14 @@ static void live_line(struct recorder *r, int64_t now)
         return; /* the proc collector is off: nothing to show */
     const struct series *cpu = &r->series.items[r->tree.s_cpu];
     const struct series *mem = &r->series.items[r->tree.s_rss];
-    int n = snprintf(line, sizeof(line), "\r\033[Kstrobe: %s  cpu %.0f%%  rss %s  %lld samples",
+    char steps[32] = "";
+    if (r->events.steps)
+        snprintf(steps, sizeof(steps), "  %llu steps", (unsigned long long)r->events.steps);
+    int n = snprintf(line, sizeof(line), "\r\033[Kstrobe: %s  cpu %.0f%%  rss %s%s  %lld samples",
                      fmt_duration((double)(now - r->start_mono_ns) / 1e9, el, sizeof(el)),
                      cpu->enc.st.count ? cpu->enc.st.last : 0.0,
                      fmt_bytes(mem->enc.st.count ? mem->enc.st.last : 0.0, rss, sizeof(rss)),
-                     (long long)r->frames);
+                     steps, (long long)r->frames);
     if (n > 0) {
         ssize_t w =
             write(STDERR_FILENO, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
