@@ -48,7 +48,7 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 BENCH_BIN := $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 CORE_LIB := $(BUILD)/libstrobe-core.a
 
-.PHONY: all test demo bench format format-check clean bootstrap unit fuzz
+.PHONY: all test demo bench format format-check clean bootstrap unit fuzz install
 # keep objects of tests and benchmarks: they are not throw-away intermediates
 .SECONDARY:
 all: $(BUILD)/strobe $(UNIT_BIN) $(BENCH_BIN)
@@ -118,6 +118,25 @@ format:
 
 format-check:
 	@clang-format --dry-run --Werror $(FORMAT_FILES) && echo "format-check: clean"
+
+# make install [PREFIX=/usr/local] [DESTDIR=...]: the binary, libstrobe and its
+# headers, and the Python package where strobe run looks for it beside an
+# installed binary (PREFIX/lib/strobe/python).
+PREFIX ?= /usr/local
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include/strobe \
+	  $(DESTDIR)$(PREFIX)/lib/strobe/python/strobe/_boot
+	install -m 755 $(BUILD)/strobe $(DESTDIR)$(PREFIX)/bin/strobe
+	install -m 644 $(BUILD)/lib/libstrobe.so $(DESTDIR)$(PREFIX)/lib/libstrobe.so.0
+	ln -sf libstrobe.so.0 $(DESTDIR)$(PREFIX)/lib/libstrobe.so
+	install -m 644 $(BUILD)/lib/libstrobe.a $(DESTDIR)$(PREFIX)/lib/libstrobe.a
+	install -m 644 include/strobe/strobe.h include/strobe/ring.h include/strobe/version.h \
+	  $(DESTDIR)$(PREFIX)/include/strobe/
+	install -m 644 $(BUILD)/python/strobe/*.py $(BUILD)/python/strobe/_strobe.abi3.so \
+	  $(DESTDIR)$(PREFIX)/lib/strobe/python/strobe/
+	install -m 644 $(BUILD)/python/strobe/_boot/sitecustomize.py \
+	  $(DESTDIR)$(PREFIX)/lib/strobe/python/strobe/_boot/
+	$(PYTHON) -m compileall -q $(DESTDIR)$(PREFIX)/lib/strobe/python/strobe >/dev/null
 
 clean:
 	rm -rf build build-san-*
