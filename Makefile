@@ -35,9 +35,9 @@ endif
 CPPFLAGS += -D_GNU_SOURCE -Iinclude -Isrc
 CFLAGS   += -std=c11 $(OPT) $(WARN) -MMD -MP -pthread
 LDFLAGS  += $(SANLD) -pthread
-LDLIBS   += -lsqlite3 -lzstd -lm
+LDLIBS   += -lsqlite3 -lzstd -lm -ldl
 
-CORE_SRC := $(wildcard src/common/*.c src/codec/*.c src/ring/*.c src/lib/*.c src/sample/*.c src/store/*.c src/record/*.c src/analyze/*.c)
+CORE_SRC := $(wildcard src/common/*.c src/codec/*.c src/ring/*.c src/lib/*.c src/sample/*.c src/store/*.c src/record/*.c src/analyze/*.c src/gpu/*.c)
 CLI_SRC  := $(wildcard src/cli/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 BENCH_SRC := $(wildcard bench/*.c)
@@ -101,6 +101,8 @@ bench: bootstrap
 
 # the Python package and the shared libstrobe: python/python.mk
 include python/python.mk
+# the test NVML (a scripted libnvidia-ml for the GPU tests): tests/nvml/nvml.mk
+-include tests/nvml/nvml.mk
 
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
 fuzz:

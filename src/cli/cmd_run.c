@@ -15,9 +15,11 @@
 
 static const char run_usage[] =
     "usage: strobe run [--store S] [--name N] [--experiment E] [--tag K=V]... [--param K=V]...\n"
-    "                  [--interval DUR] [--no-framework] [--quiet] -- CMD [ARG...]\n"
+    "                  [--interval DUR] [--gpu-interval DUR] [--no-framework] [--quiet]\n"
+    "                  -- CMD [ARG...]\n"
     "\n"
     "  --interval DUR   sampling period, 1ms to 60s (default 100ms); units ns us ms s m\n"
+    "  --gpu-interval DUR  GPU sampling period, 10ms to 60s (default 100ms), on its own thread\n"
     "  --no-framework   no zero-code PyTorch capture (strobe.span() and libstrobe still record)\n"
     "  --quiet          no live status line, no closing summary\n"
     "  --proc-root DIR, --sys-root DIR   read another /proc and /sys (tests)\n"
@@ -26,7 +28,14 @@ static const char run_usage[] =
     "Exits with the command's status (128+N for signal N), 127 when it cannot be started,\n"
     "125 when strobe itself cannot start (bad options, unusable store).\n";
 
-enum { OPT_STORE = 256, OPT_PROC_ROOT, OPT_SYS_ROOT, OPT_COLLECTORS, OPT_NO_FRAMEWORK };
+enum {
+    OPT_STORE = 256,
+    OPT_PROC_ROOT,
+    OPT_SYS_ROOT,
+    OPT_COLLECTORS,
+    OPT_NO_FRAMEWORK,
+    OPT_GPU_INTERVAL
+};
 
 static const struct option run_options[] = {
     {"store", required_argument, NULL, OPT_STORE},
@@ -40,6 +49,7 @@ static const struct option run_options[] = {
     {"sys-root", required_argument, NULL, OPT_SYS_ROOT},
     {"collectors", required_argument, NULL, OPT_COLLECTORS},
     {"no-framework", no_argument, NULL, OPT_NO_FRAMEWORK},
+    {"gpu-interval", required_argument, NULL, OPT_GPU_INTERVAL},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -73,6 +83,18 @@ static int parse_interval(const char *arg, int64_t *out)
 {
     if (duration_parse(arg, out) < 0 || *out < INTERVAL_MIN_NS || *out > INTERVAL_MAX_NS) {
         log_error("--interval wants a duration from 1ms to 60s, such as 100ms or 2s (got '%s')",
+                  arg);
+        return -1;
+    }
+    return 0;
+}
+
+/* 10 ms at the least: the driver refreshes most readings no faster, and
+ * DCGM's profiling fields not below 100 ms. */
+static int parse_gpu_interval(const char *arg, int64_t *out)
+{
+    if (duration_parse(arg, out) < 0 || *out < 10 * NS_PER_MS || *out > INTERVAL_MAX_NS) {
+        log_error("--gpu-interval wants a duration from 10ms to 60s, such as 100ms (got '%s')",
                   arg);
         return -1;
     }
@@ -124,6 +146,9 @@ int cmd_run(int argc, char **argv)
             break;
         case OPT_NO_FRAMEWORK:
             o.no_framework = 1;
+            break;
+        case OPT_GPU_INTERVAL:
+            bad = parse_gpu_interval(optarg, &o.gpu_interval_ns) < 0;
             break;
         case 'h':
             fputs(run_usage, stdout);

@@ -143,6 +143,16 @@ static void json_metric(struct strbuf *o, const struct metric_row *m, int first)
     strbuf_addch(o, '}');
 }
 
+static void json_gpus(struct strbuf *o, const struct show_ctx *c)
+{
+    strbuf_adds(o, ",\"gpus\":[");
+    int n = 0;
+    for (size_t i = 0; i < c->n; i++)
+        if (strcmp(c->rows[i].name, "gpu.mem_total_bytes") == 0 && c->rows[i].meta)
+            strbuf_addf(o, "%s%s", n++ ? "," : "", c->rows[i].meta);
+    strbuf_addch(o, ']');
+}
+
 static void show_json(const struct run_record *r, const struct show_ctx *c)
 {
     struct strbuf o;
@@ -189,6 +199,7 @@ static void show_json(const struct run_record *r, const struct show_ctx *c)
     json_kv_object(&o, "params", &r->params);
     json_kv_object(&o, "env", &r->env);
     show_steps_json(&o, r, &c->ev, &c->steps);
+    json_gpus(&o, c);
     strbuf_adds(&o, ",\"app\":{");
     int first_app = 1;
     for (size_t i = 0; i < c->n; i++) {
@@ -318,6 +329,34 @@ static void print_processes(const struct show_ctx *c)
     }
 }
 
+/* The GPUs, from the metadata the collector left on gpu.mem_total_bytes,
+ * and their per-device metrics (per-process ones only in --json). */
+static void print_gpus(const struct show_ctx *c)
+{
+    int header = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        const struct metric_row *m = &c->rows[i];
+        if (strcmp(m->name, "gpu.mem_total_bytes") != 0 || !m->meta)
+            continue;
+        char index[16], name[128], uuid[128], driver[64], mem[32];
+        meta_field(m->meta, "index", index, sizeof(index));
+        meta_field(m->meta, "name", name, sizeof(name));
+        meta_field(m->meta, "uuid", uuid, sizeof(uuid));
+        meta_field(m->meta, "driver", driver, sizeof(driver));
+        printf("%s %s: %s, %s, %s, driver %s\n", header++ ? "         " : "gpus     ", index, name,
+               uuid, fmt_bytes(m->st.max, mem, sizeof(mem)), driver);
+    }
+    if (!header)
+        return;
+    printf("\n  %-32s %12s %12s %12s %12s\n", "GPU METRIC", "MEAN", "P50", "P95", "MAX");
+    for (size_t i = 0; i < c->n; i++) {
+        const struct metric_row *m = &c->rows[i];
+        if (strncmp(m->name, "gpu.", 4) == 0 && !strstr(m->labels, "pid=") &&
+            strcmp(m->name, "gpu.mem_total_bytes") != 0)
+            print_metric(m);
+    }
+}
+
 /* Disks and interfaces that saw traffic; idle ones only in --json. */
 static void print_devices(const struct show_ctx *c)
 {
@@ -387,6 +426,7 @@ static void show_text(const struct run_record *r, const struct show_ctx *c)
     }
     print_devices(c);
     print_processes(c);
+    print_gpus(c);
     if (labelled)
         printf("\n%zu more series per core, device and process: 'strobe show --json' or "
                "'strobe export'\n",

@@ -18,6 +18,7 @@
 #include "common/err.h"
 #include "common/fmt.h"
 #include "common/log.h"
+#include "gpu/gpu.h"
 #include "record/events.h"
 #include "record/runinfo.h"
 #include "record/writer.h"
@@ -45,6 +46,7 @@ struct recorder {
     struct writer writer;
     struct batch batch;
     struct event_sink events;
+    struct gpu_collector gpu;
     char **child_env; /* the job's environment, built before fork */
     int in_flight;
     int sigfd, timerfd, drainfd, epfd;
@@ -504,8 +506,8 @@ static void live_line(struct recorder *r, int64_t now)
     int n = snprintf(line, sizeof(line), "\r\033[Kstrobe: %s  cpu %.0f%%  rss %s%s  %lld samples",
                      fmt_duration((double)(now - r->start_mono_ns) / 1e9, el, sizeof(el)),
                      cpu->enc.st.count ? cpu->enc.st.last : 0.0,
-                     fmt_bytes(mem->enc.st.count ? mem->enc.st.last : 0.0, rss, sizeof(rss)),
-                     steps, (long long)r->frames);
+                     fmt_bytes(mem->enc.st.count ? mem->enc.st.last : 0.0, rss, sizeof(rss)), steps,
+                     (long long)r->frames);
     if (n > 0) {
         ssize_t w =
             write(STDERR_FILENO, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
@@ -522,6 +524,7 @@ static void on_timer(struct recorder *r)
     r->missed += (int64_t)expirations - 1;
     r->deadline_index += (int64_t)expirations;
     sample_frame(r, r->deadline_index * r->o->interval_ns);
+    gpu_collector_merge(&r->gpu, &r->series, &r->tree);
     int64_t now = clock_monotonic_ns();
     /* fast sampling drains every 10 ms, not every tick: a drain checks each
      * writing thread is alive (a syscall apiece), and 16 384-record rings
@@ -630,6 +633,7 @@ static int set_outcome(struct recorder *r)
 /* Commit everything left; retry a while if the store is full or busy. */
 static int final_flush(struct recorder *r)
 {
+    gpu_collector_close(&r->gpu, &r->series, &r->tree);
     event_sink_drain(&r->events, clock_monotonic_ns());
     event_sink_seal_all(&r->events);
     series_seal_all(&r->series);
@@ -695,6 +699,7 @@ static void record_start_failure(struct recorder *r, int err)
 
 static void cleanup(struct recorder *r)
 {
+    gpu_collector_close(&r->gpu, &r->series, &r->tree); /* a no-op unless the run never began */
     writer_stop(&r->writer);
     batch_release(&r->batch);
     sampler_release(&r->sampler);
@@ -747,6 +752,7 @@ int recorder_run(const struct recorder_opts *o)
         log_error("out of memory");
         goto out;
     }
+    gpu_collector_open(&r.gpu, o->gpu_interval_ns > 0 ? o->gpu_interval_ns : 100 * NS_PER_MS);
     r.live = !o->quiet && isatty(STDERR_FILENO);
     int err = start_child(&r);
     if (err) {
@@ -761,6 +767,8 @@ int recorder_run(const struct recorder_opts *o)
     r.last_flush_ns = r.last_live_ns = r.start_mono_ns;
     proc_tree_set_root(&r.tree, r.child);
     event_sink_start(&r.events, r.start_mono_ns, r.start_real_ns, r.child);
+    if (gpu_collector_start(&r.gpu, r.start_mono_ns, r.start_real_ns) < 0)
+        log_warn("cannot start the GPU sampling thread: no GPU metrics");
     sample_frame(&r, 0); /* the baseline every rate starts from */
     arm_timer(&r);
     loop(&r);

@@ -20,6 +20,7 @@ struct recorder_opts {
     struct kv_list tags;
     struct kv_list params;
     int64_t interval_ns;
+    int64_t gpu_interval_ns; /* GPU sampling period; 0: the default, 100 ms */
     int quiet;
     const char *proc_root;  /* "/proc" unless testing */
     const char *sys_root;   /* "/sys" unless testing */

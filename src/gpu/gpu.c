@@ -1,0 +1,496 @@
+#include "gpu/gpu.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/strbuf.h"
+#include "sample/proctree.h"
+#include "sample/series.h"
+
+/* ---- the metrics ---------------------------------------------------------- */
+
+static const struct {
+    const char *name;
+    const char *unit; /* static: the series table keeps the pointer */
+} metric_info[GM_COUNT] = {
+    [GM_UTIL] = {"gpu.util", "pct"},
+    [GM_MEM_UTIL] = {"gpu.mem_util", "pct"},
+    [GM_MEM_USED] = {"gpu.mem_used_bytes", "bytes"},
+    [GM_MEM_TOTAL] = {"gpu.mem_total_bytes", "bytes"},
+    [GM_POWER] = {"gpu.power_w", "W"},
+    [GM_ENERGY] = {"gpu.energy_j", "J"},
+    [GM_TEMP] = {"gpu.temp_c", "C"},
+    [GM_SM_CLOCK] = {"gpu.sm_clock_mhz", "MHz"},
+    [GM_MEM_CLOCK] = {"gpu.mem_clock_mhz", "MHz"},
+    [GM_THROTTLE] = {"gpu.throttle_reasons", "mask"},
+    [GM_PCIE_RX] = {"gpu.pcie_rx_bytes_per_s", "bytes/s"},
+    [GM_PCIE_TX] = {"gpu.pcie_tx_bytes_per_s", "bytes/s"},
+    [GM_ECC_CORRECTED] = {"gpu.ecc_corrected", "count"},
+    [GM_ECC_UNCORRECTED] = {"gpu.ecc_uncorrected", "count"},
+    [GM_PROC_MEM] = {"gpu.proc_mem_bytes", "bytes"},
+    [GM_PROC_SM] = {"gpu.proc_sm_util", "pct"},
+    [GM_PROC_MEMU] = {"gpu.proc_mem_util", "pct"},
+};
+
+struct gpu_series_map {
+    uint16_t metric, device;
+    int32_t pid;
+    uint32_t series;
+};
+
+/* ---- loading NVML --------------------------------------------------------- */
+
+static int load_lib(struct nvml_lib *lib, char *tried, size_t cap)
+{
+    const char *env = getenv("STROBE_NVML_LIB");
+    const char *paths[] = {env && *env ? env : NULL, "libnvidia-ml.so.1", "libnvidia-ml.so"};
+    tried[0] = 0;
+    for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+        if (!paths[i])
+            continue;
+        lib->dl = dlopen(paths[i], RTLD_NOW | RTLD_LOCAL);
+        if (lib->dl)
+            break;
+        snprintf(tried + strlen(tried), cap - strlen(tried), "%s%s", tried[0] ? ", " : "",
+                 paths[i]);
+        if (env && *env) /* an explicit path is the only one tried */
+            break;
+    }
+    if (!lib->dl)
+        return -ENOENT;
+        /* POSIX lets dlsym's void * become a function pointer through a cast
+         * of its address; every name that is missing stays NULL */
+#define X(ret, name, args) *(void **)&lib->name = dlsym(lib->dl, #name);
+    NVML_FUNCTIONS(X)
+#undef X
+    if (!lib->nvmlInit_v2 || !lib->nvmlDeviceGetCount_v2 || !lib->nvmlDeviceGetHandleByIndex_v2)
+        return -ENOSYS;
+    return 0;
+}
+
+static const char *nvml_error(const struct gpu_collector *g, nvmlReturn_t rc)
+{
+    const char *s = g->lib.nvmlErrorString ? g->lib.nvmlErrorString(rc) : NULL;
+    return s ? s : "unknown NVML error";
+}
+
+static void read_device_facts(struct gpu_collector *g, struct gpu_device *d)
+{
+    if (g->lib.nvmlDeviceGetName)
+        g->lib.nvmlDeviceGetName(d->handle, d->name, sizeof(d->name));
+    if (g->lib.nvmlDeviceGetUUID)
+        g->lib.nvmlDeviceGetUUID(d->handle, d->uuid, sizeof(d->uuid));
+    nvmlMemory_t m;
+    if (g->lib.nvmlDeviceGetMemoryInfo &&
+        g->lib.nvmlDeviceGetMemoryInfo(d->handle, &m) == NVML_SUCCESS)
+        d->mem_total = m.total;
+    d->name[sizeof(d->name) - 1] = d->uuid[sizeof(d->uuid) - 1] = 0;
+    d->use_samples = g->lib.nvmlDeviceGetSamples != NULL;
+}
+
+int gpu_collector_open(struct gpu_collector *g, int64_t interval_ns)
+{
+    memset(g, 0, sizeof(*g));
+    g->interval_ns = interval_ns;
+    char tried[512];
+    int rc = load_lib(&g->lib, tried, sizeof(tried));
+    if (rc == -ENOENT) {
+        log_note("no NVIDIA driver library (tried %s): no GPU metrics", tried);
+        return rc;
+    }
+    if (rc < 0) {
+        log_note("the NVIDIA driver library lacks nvmlInit_v2: no GPU metrics");
+        dlclose(g->lib.dl);
+        return rc;
+    }
+    nvmlReturn_t nrc = g->lib.nvmlInit_v2();
+    unsigned count = 0;
+    if (nrc == NVML_SUCCESS)
+        nrc = g->lib.nvmlDeviceGetCount_v2(&count);
+    if (nrc != NVML_SUCCESS || count == 0) {
+        if (nrc != NVML_SUCCESS)
+            log_note("NVML did not start (%s): no GPU metrics", nvml_error(g, nrc));
+        else
+            log_note("NVML sees no GPU: no GPU metrics");
+        if (nrc == NVML_SUCCESS && g->lib.nvmlShutdown)
+            g->lib.nvmlShutdown();
+        dlclose(g->lib.dl);
+        return -ENODEV;
+    }
+    if (g->lib.nvmlSystemGetDriverVersion)
+        g->lib.nvmlSystemGetDriverVersion(g->driver, sizeof(g->driver));
+    g->driver[sizeof(g->driver) - 1] = 0;
+    for (unsigned i = 0; i < count && g->ndev < GPU_MAX_DEVICES; i++) {
+        struct gpu_device *d = &g->dev[g->ndev];
+        if (g->lib.nvmlDeviceGetHandleByIndex_v2(i, &d->handle) != NVML_SUCCESS)
+            continue;
+        d->index = i;
+        read_device_facts(g, d);
+        g->ndev++;
+    }
+    g->queue = malloc(GPU_QUEUE_MAX * sizeof(*g->queue));
+    g->spare = malloc(GPU_QUEUE_MAX * sizeof(*g->spare));
+    if (!g->queue || !g->spare) {
+        free(g->queue);
+        free(g->spare);
+        g->lib.nvmlShutdown();
+        dlclose(g->lib.dl);
+        return -ENOMEM;
+    }
+    pthread_mutex_init(&g->lock, NULL);
+    g->on = 1;
+    return 0;
+}
+
+/* ---- the GPU thread ------------------------------------------------------- */
+
+/* Values of one round, queued at once (one lock a round). */
+struct round {
+    struct gpu_value v[GPU_PROCS_MAX * 3 + 512];
+    uint32_t n;
+};
+
+static void put(struct round *r, int metric, const struct gpu_device *d, int32_t pid, int64_t ts,
+                double value)
+{
+    if (r->n < sizeof(r->v) / sizeof(r->v[0]))
+        r->v[r->n++] = (struct gpu_value){ts, value, (uint16_t)metric, (uint16_t)d->index, pid};
+}
+
+static void queue_round(struct gpu_collector *g, struct round *r)
+{
+    pthread_mutex_lock(&g->lock);
+    uint32_t room = GPU_QUEUE_MAX - g->nqueue;
+    uint32_t n = r->n < room ? r->n : room;
+    memcpy(g->queue + g->nqueue, r->v, n * sizeof(*r->v));
+    g->nqueue += n;
+    g->dropped += r->n - n; /* the sampling thread is far behind: drop, count */
+    pthread_mutex_unlock(&g->lock);
+    r->n = 0;
+}
+
+/* Whether a call succeeded; remembers what a device cannot do, and a lost
+ * device. Transient errors just lose this sample. */
+static int ok(struct gpu_device *d, int metric, nvmlReturn_t rc)
+{
+    switch (rc) {
+    case NVML_SUCCESS:
+        return 1;
+    case NVML_ERROR_NOT_SUPPORTED:
+    case NVML_ERROR_FUNCTION_NOT_FOUND:
+    case NVML_ERROR_NO_PERMISSION:
+        d->unsupported |= 1u << metric;
+        return 0;
+    case NVML_ERROR_GPU_IS_LOST:
+        atomic_store(&d->lost, 1);
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+static int wanted(const struct gpu_device *d, int metric, const void *fn)
+{
+    return fn && !(d->unsupported & (1u << metric)) && !atomic_load(&d->lost);
+}
+
+/* The driver's buffered samples since the last read: every burst is seen,
+ * not only what a 100 ms poll happens to hit. 0 when none could be read. */
+static int read_samples(struct gpu_collector *g, struct gpu_device *d, struct round *r,
+                        nvmlSamplingType_t type, int metric, unsigned long long *last)
+{
+    nvmlSample_t s[128];
+    unsigned n = 128;
+    nvmlValueType_t vt;
+    nvmlReturn_t rc = g->lib.nvmlDeviceGetSamples(d->handle, type, *last, &vt, &n, s);
+    if (rc == NVML_ERROR_NOT_FOUND)
+        return 1; /* no new sample since the last read */
+    if (rc != NVML_SUCCESS) {
+        if (rc == NVML_ERROR_GPU_IS_LOST)
+            ok(d, metric, rc);
+        return 0;
+    }
+    for (unsigned i = 0; i < n && i < 128; i++) {
+        double v = vt == NVML_VALUE_TYPE_DOUBLE               ? s[i].sampleValue.dVal
+                   : vt == NVML_VALUE_TYPE_UNSIGNED_LONG_LONG ? (double)s[i].sampleValue.ullVal
+                   : vt == NVML_VALUE_TYPE_UNSIGNED_LONG      ? (double)s[i].sampleValue.ulVal
+                   : vt == NVML_VALUE_TYPE_SIGNED_LONG_LONG   ? (double)s[i].sampleValue.sllVal
+                                                              : (double)s[i].sampleValue.uiVal;
+        if (s[i].timeStamp <= *last)
+            continue;
+        put(r, metric, d, 0, (int64_t)s[i].timeStamp * 1000, v);
+        *last = s[i].timeStamp;
+    }
+    return 1;
+}
+
+static void sample_utilization(struct gpu_collector *g, struct gpu_device *d, struct round *r,
+                               int64_t ts)
+{
+    if (d->use_samples && !atomic_load(&d->lost)) {
+        int a = read_samples(g, d, r, NVML_GPU_UTILIZATION_SAMPLES, GM_UTIL, &d->last_util_ts);
+        int b =
+            read_samples(g, d, r, NVML_MEMORY_UTILIZATION_SAMPLES, GM_MEM_UTIL, &d->last_memu_ts);
+        if (a && b)
+            return;
+        d->use_samples = 0; /* not on this device: the plain rates from now on */
+    }
+    nvmlUtilization_t u;
+    if (wanted(d, GM_UTIL, g->lib.nvmlDeviceGetUtilizationRates) &&
+        ok(d, GM_UTIL, g->lib.nvmlDeviceGetUtilizationRates(d->handle, &u))) {
+        put(r, GM_UTIL, d, 0, ts, u.gpu);
+        put(r, GM_MEM_UTIL, d, 0, ts, u.memory);
+    }
+}
+
+static void sample_processes(struct gpu_collector *g, struct gpu_device *d, struct round *r,
+                             int64_t ts)
+{
+    static nvmlProcessInfo_t p[GPU_PROCS_MAX]; /* the GPU thread's alone */
+    unsigned n = GPU_PROCS_MAX;
+    if (wanted(d, GM_PROC_MEM, g->lib.nvmlDeviceGetComputeRunningProcesses_v3) &&
+        ok(d, GM_PROC_MEM, g->lib.nvmlDeviceGetComputeRunningProcesses_v3(d->handle, &n, p))) {
+        for (unsigned i = 0; i < n && i < GPU_PROCS_MAX; i++)
+            if (p[i].usedGpuMemory != NVML_VALUE_NOT_AVAILABLE)
+                put(r, GM_PROC_MEM, d, (int32_t)p[i].pid, ts, (double)p[i].usedGpuMemory);
+    }
+    static nvmlProcessUtilizationSample_t u[GPU_PROCS_MAX];
+    n = GPU_PROCS_MAX;
+    if (!wanted(d, GM_PROC_SM, g->lib.nvmlDeviceGetProcessUtilization))
+        return;
+    nvmlReturn_t rc = g->lib.nvmlDeviceGetProcessUtilization(d->handle, u, &n, d->last_proc_ts);
+    if (rc == NVML_ERROR_NOT_FOUND || !ok(d, GM_PROC_SM, rc))
+        return;
+    for (unsigned i = 0; i < n && i < GPU_PROCS_MAX; i++) {
+        if (u[i].timeStamp <= d->last_proc_ts)
+            continue;
+        put(r, GM_PROC_SM, d, (int32_t)u[i].pid, ts, u[i].smUtil);
+        put(r, GM_PROC_MEMU, d, (int32_t)u[i].pid, ts, u[i].memUtil);
+    }
+    for (unsigned i = 0; i < n && i < GPU_PROCS_MAX; i++)
+        if (u[i].timeStamp > d->last_proc_ts)
+            d->last_proc_ts = u[i].timeStamp;
+}
+
+/* One unsigned reading of a device: put scaled, or remember why not. */
+#define READ_UINT(metric, fn, scale, ...)                                                          \
+    do {                                                                                           \
+        unsigned v_;                                                                               \
+        if (wanted(d, metric, g->lib.fn) && ok(d, metric, g->lib.fn(d->handle, __VA_ARGS__, &v_))) \
+            put(r, metric, d, 0, ts, (double)v_ *(scale));                                         \
+    } while (0)
+
+static void sample_device(struct gpu_collector *g, struct gpu_device *d, struct round *r,
+                          int64_t ts)
+{
+    sample_utilization(g, d, r, ts);
+    nvmlMemory_t m;
+    if (wanted(d, GM_MEM_USED, g->lib.nvmlDeviceGetMemoryInfo) &&
+        ok(d, GM_MEM_USED, g->lib.nvmlDeviceGetMemoryInfo(d->handle, &m))) {
+        put(r, GM_MEM_USED, d, 0, ts, (double)m.used);
+        put(r, GM_MEM_TOTAL, d, 0, ts, (double)m.total);
+    }
+    unsigned mw;
+    if (wanted(d, GM_POWER, g->lib.nvmlDeviceGetPowerUsage) &&
+        ok(d, GM_POWER, g->lib.nvmlDeviceGetPowerUsage(d->handle, &mw)))
+        put(r, GM_POWER, d, 0, ts, mw / 1000.0);
+    unsigned long long mj;
+    if (wanted(d, GM_ENERGY, g->lib.nvmlDeviceGetTotalEnergyConsumption) &&
+        ok(d, GM_ENERGY, g->lib.nvmlDeviceGetTotalEnergyConsumption(d->handle, &mj))) {
+        if (!d->have_energy0) { /* the counter runs since the driver loaded: the run's share */
+            d->energy0 = mj;
+            d->have_energy0 = 1;
+        }
+        put(r, GM_ENERGY, d, 0, ts, (double)(mj - d->energy0) / 1000.0);
+    }
+    READ_UINT(GM_TEMP, nvmlDeviceGetTemperature, 1.0, NVML_TEMPERATURE_GPU);
+    READ_UINT(GM_SM_CLOCK, nvmlDeviceGetClockInfo, 1.0, NVML_CLOCK_SM);
+    READ_UINT(GM_MEM_CLOCK, nvmlDeviceGetClockInfo, 1.0, NVML_CLOCK_MEM);
+    /* NVML's KB is 1024 bytes */
+    READ_UINT(GM_PCIE_RX, nvmlDeviceGetPcieThroughput, 1024.0, NVML_PCIE_UTIL_RX_BYTES);
+    READ_UINT(GM_PCIE_TX, nvmlDeviceGetPcieThroughput, 1024.0, NVML_PCIE_UTIL_TX_BYTES);
+    unsigned long long reasons, ecc;
+    if (wanted(d, GM_THROTTLE, g->lib.nvmlDeviceGetCurrentClocksThrottleReasons) &&
+        ok(d, GM_THROTTLE, g->lib.nvmlDeviceGetCurrentClocksThrottleReasons(d->handle, &reasons)))
+        put(r, GM_THROTTLE, d, 0, ts, (double)reasons);
+    if (wanted(d, GM_ECC_CORRECTED, g->lib.nvmlDeviceGetTotalEccErrors) &&
+        ok(d, GM_ECC_CORRECTED,
+           g->lib.nvmlDeviceGetTotalEccErrors(d->handle, NVML_MEMORY_ERROR_TYPE_CORRECTED,
+                                              NVML_VOLATILE_ECC, &ecc)))
+        put(r, GM_ECC_CORRECTED, d, 0, ts, (double)ecc);
+    if (wanted(d, GM_ECC_UNCORRECTED, g->lib.nvmlDeviceGetTotalEccErrors) &&
+        ok(d, GM_ECC_UNCORRECTED,
+           g->lib.nvmlDeviceGetTotalEccErrors(d->handle, NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
+                                              NVML_VOLATILE_ECC, &ecc)))
+        put(r, GM_ECC_UNCORRECTED, d, 0, ts, (double)ecc);
+    sample_processes(g, d, r, ts);
+}
+
+static void *gpu_main(void *arg)
+{
+    struct gpu_collector *g = arg;
+    struct round *r = malloc(sizeof(*r));
+    if (!r)
+        return NULL;
+    r->n = 0;
+    for (int64_t k = 0; !atomic_load(&g->stop); k++) {
+        int64_t due = g->start_mono_ns + k * g->interval_ns;
+        struct timespec t = {(time_t)(due / NS_PER_S), due % NS_PER_S};
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL) == EINTR)
+            ;
+        if (atomic_load(&g->stop))
+            break;
+        int64_t late = clock_monotonic_ns() - due;
+        if (late >= g->interval_ns) { /* a slow driver call: skip the deadlines it ate */
+            int64_t skip = late / g->interval_ns;
+            atomic_fetch_add(&g->missed, (uint64_t)skip);
+            k += skip;
+            due += skip * g->interval_ns;
+        }
+        int64_t ts = g->start_real_ns + (due - g->start_mono_ns);
+        for (unsigned i = 0; i < g->ndev; i++)
+            if (!atomic_load(&g->dev[i].lost))
+                sample_device(g, &g->dev[i], r, ts);
+        queue_round(g, r);
+        atomic_fetch_add(&g->samples, 1);
+    }
+    free(r);
+    return NULL;
+}
+
+int gpu_collector_start(struct gpu_collector *g, int64_t start_mono_ns, int64_t start_real_ns)
+{
+    if (!g->on)
+        return 0;
+    g->start_mono_ns = start_mono_ns;
+    g->start_real_ns = start_real_ns;
+    /* the host sampler's signals stay blocked here too (inherited mask) */
+    int rc = pthread_create(&g->thread, NULL, gpu_main, g);
+    if (rc)
+        return -rc;
+    g->started = 1;
+    return 0;
+}
+
+/* ---- the sampling thread's side ------------------------------------------- */
+
+static int series_for(struct gpu_collector *g, struct series_table *t, const struct gpu_value *v,
+                      uint32_t *out)
+{
+    for (uint32_t i = 0; i < g->nmap; i++) {
+        const struct gpu_series_map *m = &g->map[i];
+        if (m->metric == v->metric && m->device == v->device && m->pid == v->pid) {
+            *out = m->series;
+            return 0;
+        }
+    }
+    if (g->nmap == g->map_cap) {
+        uint32_t cap = g->map_cap ? g->map_cap * 2 : 64;
+        struct gpu_series_map *p = realloc(g->map, cap * sizeof(*p));
+        if (!p)
+            return -ENOMEM;
+        g->map = p;
+        g->map_cap = cap;
+    }
+    char labels[48];
+    if (v->pid)
+        snprintf(labels, sizeof(labels), "gpu=%u,pid=%d", (unsigned)v->device, (int)v->pid);
+    else
+        snprintf(labels, sizeof(labels), "gpu=%u", (unsigned)v->device);
+    int rc = series_get(t, metric_info[v->metric].name, labels, metric_info[v->metric].unit, out);
+    if (rc < 0)
+        return rc;
+    g->map[g->nmap++] = (struct gpu_series_map){v->metric, v->device, v->pid, *out};
+    return 0;
+}
+
+/* The device's facts in the metadata of gpu.mem_total_bytes{gpu=G}. */
+static void write_device_meta(struct gpu_collector *g, struct series_table *t,
+                              const struct gpu_device *d, uint32_t series)
+{
+    struct strbuf m;
+    strbuf_init(&m);
+    strbuf_addf(&m, "{\"index\":%u,\"name\":", d->index);
+    strbuf_add_json_str(&m, d->name);
+    strbuf_adds(&m, ",\"uuid\":");
+    strbuf_add_json_str(&m, d->uuid);
+    strbuf_addf(&m, ",\"memory_total_bytes\":%llu,\"driver\":", d->mem_total);
+    strbuf_add_json_str(&m, g->driver);
+    strbuf_addch(&m, '}');
+    series_set_meta(t, series, m.buf);
+    strbuf_release(&m);
+}
+
+static const struct gpu_device *device_of(const struct gpu_collector *g, unsigned index)
+{
+    for (unsigned i = 0; i < g->ndev; i++)
+        if (g->dev[i].index == index)
+            return &g->dev[i];
+    return NULL;
+}
+
+static void report_lost(struct gpu_collector *g)
+{
+    for (unsigned i = 0; i < g->ndev; i++)
+        if (atomic_load(&g->dev[i].lost) && !g->lost_reported[i]) {
+            g->lost_reported[i] = 1;
+            log_warn("GPU %u (%s, %s) is lost (NVML: GPU is lost); its metrics stop here, the "
+                     "run goes on",
+                     g->dev[i].index, g->dev[i].name, g->dev[i].uuid);
+        }
+}
+
+void gpu_collector_merge(struct gpu_collector *g, struct series_table *t, struct proc_tree *tree)
+{
+    if (!g->on)
+        return;
+    pthread_mutex_lock(&g->lock);
+    struct gpu_value *v = g->queue;
+    uint32_t n = g->nqueue;
+    g->queue = g->spare;
+    g->spare = v;
+    g->nqueue = 0;
+    pthread_mutex_unlock(&g->lock);
+    for (uint32_t i = 0; i < n; i++) {
+        if (v[i].pid && (!tree || !proc_tree_find(tree, v[i].pid)))
+            continue; /* another job's process on the same GPU */
+        uint32_t s;
+        if (series_for(g, t, &v[i], &s) < 0)
+            continue;
+        if (v[i].metric == GM_MEM_TOTAL && v[i].device < GPU_MAX_DEVICES &&
+            !g->meta_done[v[i].device]) {
+            const struct gpu_device *d = device_of(g, v[i].device);
+            if (d)
+                write_device_meta(g, t, d, s);
+            g->meta_done[v[i].device] = 1;
+        }
+        series_put_at(t, s, v[i].ts_ns, v[i].value);
+    }
+    report_lost(g);
+}
+
+void gpu_collector_close(struct gpu_collector *g, struct series_table *t, struct proc_tree *tree)
+{
+    if (!g->on)
+        return;
+    if (g->started) {
+        atomic_store(&g->stop, 1);
+        pthread_join(g->thread, NULL);
+        g->started = 0;
+    }
+    gpu_collector_merge(g, t, tree);
+    if (g->lib.nvmlShutdown)
+        g->lib.nvmlShutdown();
+    dlclose(g->lib.dl);
+    pthread_mutex_destroy(&g->lock);
+    free(g->queue);
+    free(g->spare);
+    free(g->map);
+    g->on = 0;
+}

@@ -1,0 +1,123 @@
+/*
+ * GPU metrics through NVML, loaded at run time (dlopen), on a thread of their
+ * own so that a slow driver call never delays host sampling.
+ *
+ * The GPU thread samples every --gpu-interval on absolute deadlines and puts
+ * each value, with its own time, into a bounded queue; the sampling thread
+ * moves the queue into the series table at its ticks (gpu_collector_merge),
+ * keeping per-process values only for processes of the job's tree. Devices
+ * and their static facts (name, UUID, memory, driver) go into the series
+ * metadata of gpu.mem_total_bytes{gpu=G}.
+ *
+ * docs/gpu.md explains every metric and its limits.
+ */
+#ifndef STROBE_GPU_GPU_H
+#define STROBE_GPU_GPU_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "gpu/nvml_api.h"
+
+#define GPU_MAX_DEVICES 64
+#define GPU_QUEUE_MAX   65536 /* values waiting for the sampling thread; beyond: dropped, counted */
+#define GPU_PROCS_MAX   256   /* processes read per device per sample */
+
+/* What a queued value is. */
+enum gpu_metric {
+    GM_UTIL,
+    GM_MEM_UTIL,
+    GM_MEM_USED,
+    GM_MEM_TOTAL,
+    GM_POWER,
+    GM_ENERGY,
+    GM_TEMP,
+    GM_SM_CLOCK,
+    GM_MEM_CLOCK,
+    GM_THROTTLE,
+    GM_PCIE_RX,
+    GM_PCIE_TX,
+    GM_ECC_CORRECTED,
+    GM_ECC_UNCORRECTED,
+    GM_PROC_MEM,  /* per pid */
+    GM_PROC_SM,   /* per pid */
+    GM_PROC_MEMU, /* per pid */
+    GM_COUNT
+};
+
+struct gpu_value {
+    int64_t ts_ns; /* UTC */
+    double value;
+    uint16_t metric; /* enum gpu_metric */
+    uint16_t device;
+    int32_t pid; /* per-process metrics, else 0 */
+};
+
+struct gpu_device {
+    nvmlDevice_t handle;
+    unsigned index;
+    char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
+    char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
+    unsigned long long mem_total;
+    uint32_t unsupported; /* bit per enum gpu_metric: NOT_SUPPORTED once, never asked again */
+    atomic_int lost;      /* GPU_IS_LOST seen: no more calls (read by the sampler too) */
+    unsigned long long last_util_ts, last_memu_ts, last_proc_ts; /* µs, for the buffered samples */
+    unsigned long long energy0;                                  /* mJ at the first reading */
+    int have_energy0;
+    int use_samples; /* nvmlDeviceGetSamples works for utilization */
+};
+
+struct nvml_lib {
+    void *dl;
+#define X(ret, name, args) ret(*name) args;
+    NVML_FUNCTIONS(X)
+#undef X
+};
+
+struct gpu_collector {
+    int on;
+    struct nvml_lib lib;
+    char driver[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
+    struct gpu_device dev[GPU_MAX_DEVICES];
+    unsigned ndev;
+    int64_t interval_ns;
+    int64_t start_mono_ns, start_real_ns;
+    pthread_t thread;
+    int started;
+    atomic_int stop;
+    /* the queue: the GPU thread appends under lock, the sampler swaps */
+    pthread_mutex_t lock;
+    struct gpu_value *queue, *spare;
+    uint32_t nqueue;
+    uint64_t dropped;            /* values lost to a full queue */
+    atomic_uint_fast64_t missed; /* GPU deadlines missed (a slow driver) */
+    atomic_uint_fast64_t samples;
+    /* the sampling thread's map of (metric, device, pid) to series, and
+     * which devices' metadata is written */
+    struct gpu_series_map *map;
+    uint32_t nmap, map_cap;
+    uint8_t meta_done[GPU_MAX_DEVICES];
+    int lost_reported[GPU_MAX_DEVICES];
+};
+
+/*
+ * Load NVML (path: $STROBE_NVML_LIB, else libnvidia-ml.so.1, else
+ * libnvidia-ml.so), initialise it, list the devices. 0 when GPUs will be
+ * sampled; otherwise negative, with one note printed saying why (no library,
+ * no device): the run goes on without GPU metrics.
+ */
+int gpu_collector_open(struct gpu_collector *g, int64_t interval_ns);
+/* Start the GPU thread; times are the run's (the host frames' grid). */
+int gpu_collector_start(struct gpu_collector *g, int64_t start_mono_ns, int64_t start_real_ns);
+
+struct series_table;
+struct proc_tree;
+/* On the sampling thread: move queued values into the table (per-process
+ * ones only for pids the tree follows). */
+void gpu_collector_merge(struct gpu_collector *g, struct series_table *t, struct proc_tree *tree);
+/* Stop the thread, merge what is left, shut NVML down. */
+void gpu_collector_close(struct gpu_collector *g, struct series_table *t, struct proc_tree *tree);
+
+#endif

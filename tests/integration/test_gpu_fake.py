@@ -1,0 +1,186 @@
+#!/usr/bin/python3
+"""GPU metrics through the production NVML collector, against the test NVML
+(tests/nvml/fake_nvml.c) loaded through STROBE_NVML_LIB: values match the
+scenario at each sample, a GPU lost mid-run is reported once and the rest of
+the run is kept, NOT_SUPPORTED functions are tried once, per-process memory
+goes to the job's own pids only, an old driver's missing functions are
+skipped, a missing library is a note, and a 500 ms driver call does not
+delay host sampling."""
+import os
+import subprocess
+
+from strobetest import *
+
+BUILD = os.path.dirname(os.path.abspath(STROBE))
+FAKE = os.path.join(BUILD, "tests", "libnvidia-ml-fake.so")
+FAKE_OLD = os.path.join(BUILD, "tests", "libnvidia-ml-fake-old.so")
+tmp = os.path.join(TMP, f"strobe-gpu-{os.getpid()}")
+os.makedirs(tmp, exist_ok=True)
+GiB = 1 << 30
+
+SCENARIO = f"""
+driver 550.54.15
+sample_period 0.02
+device 0 name "NVIDIA H100 80GB HBM3" uuid GPU-aaaaaaaa-0000-0000-0000-000000000000 memory {80 * GiB}
+device 1 name "NVIDIA H100 80GB HBM3" uuid GPU-bbbbbbbb-0000-0000-0000-000000000001 memory {80 * GiB}
+at 0 0 util.gpu 10
+at 0 0 util.memory 5
+at 0 0 mem.used {GiB}
+at 0 0 power 100000
+at 0 0 temp 40
+at 0 0 clock.sm 1410
+at 0 0 clock.mem 2619
+at 0 0 throttle 0x4
+at 0 0 pcie.tx 1000
+at 0 0 pcie.rx 2000
+at 1.5 0 util.gpu 90
+at 1.5 0 util.memory 60
+at 1.5 0 mem.used {5 * GiB}
+at 1.5 0 power 250000
+at 1.5 0 temp 70
+at 0 1 util.gpu 50
+at 0 1 mem.used {2 * GiB}
+lost 1.0 1
+unsupported 0 nvmlDeviceGetTotalEnergyConsumption
+unsupported 1 nvmlDeviceGetPowerUsage
+processes_file 0 {tmp}/procs0
+"""
+
+JOB = f"""
+import os, time
+time.sleep(0.2)
+with open("{tmp}/procs0.tmp", "w") as f:
+    f.write(f"{{os.getpid()}} {2 * GiB} 55 20\\n1 999 7 7\\n")  # ours, and a foreign pid (1)
+os.rename("{tmp}/procs0.tmp", "{tmp}/procs0")
+time.sleep(2.8)
+print("pid", os.getpid())
+"""
+
+
+def env_for(lib, scenario, calls=None):
+    path = os.path.join(tmp, "scenario")
+    with open(path, "w") as f:
+        f.write(scenario)
+    e = dict(os.environ, STROBE_NVML_LIB=lib, STROBE_FAKE_NVML=path)
+    if calls:
+        e["STROBE_FAKE_NVML_CALLS"] = calls
+    return e
+
+
+def series(db, metric):
+    return points(db, metric)
+
+
+def values_between(pts, t0, a, b):
+    """Values of points (ts in s) between a and b seconds after t0 (ns)."""
+    t0 /= 1e9
+    return [v for ts, v in pts if t0 + a <= ts <= t0 + b]
+
+
+db = store_path("gpu.db")
+for suffix in ("", "-wal", "-shm"):
+    try:
+        os.unlink(db + suffix)
+    except FileNotFoundError:
+        pass
+calls = os.path.join(tmp, "calls")
+p = strobe("run", "--name", "gpu", "--", PYTHON, "-c", JOB, store=db,
+           env=env_for(FAKE, SCENARIO, calls))
+check("the job runs with the test NVML loaded", p.returncode == 0 and "pid" in p.stdout,
+      (p.returncode, p.stderr[-500:]))
+job_pid = int(p.stdout.split()[-1]) if "pid" in p.stdout else -1
+r = show(db, "gpu")
+gpus = r.get("gpus", []) if r else []
+check("both GPUs are listed with their facts",
+      len(gpus) == 2 and gpus[0]["name"] == "NVIDIA H100 80GB HBM3" and
+      gpus[0]["uuid"].startswith("GPU-aaaaaaaa") and gpus[0]["memory_total_bytes"] == 80 * GiB
+      and gpus[0]["driver"] == "550.54.15", gpus)
+start = r["start_ns"] if r else 0
+util = points(db, "gpu.util{gpu=0}").get("gpu.util{gpu=0}", [])
+# the fake's clock starts at nvmlInit, a little before the run's start: margins of 0.25 s
+early, late = values_between(util, start, 0.25, 1.25), values_between(util, start, 1.75, 2.8)
+check("gpu.util follows the scenario: 10 % before 1.5 s", early and set(early) == {10}, early[:10])
+check("gpu.util follows the scenario: 90 % after", late and set(late) == {90}, late[:10])
+check("gpu.util comes from the driver's buffered samples (every 20 ms, not every 100 ms)",
+      len(util) >= 100, len(util))
+for metric, a, b in (("gpu.mem_used_bytes", GiB, 5 * GiB), ("gpu.power_w", 100, 250),
+                     ("gpu.temp_c", 40, 70), ("gpu.mem_util", 5, 60)):
+    pts = points(db, metric + "{gpu=0}").get(metric + "{gpu=0}", [])
+    e, l = values_between(pts, start, 0.25, 1.25), values_between(pts, start, 1.75, 2.8)
+    check(f"{metric} is {a} then {b}", e and l and set(e) == {a} and set(l) == {b},
+          (e[:3], l[:3]))
+for metric, want in (("gpu.sm_clock_mhz", 1410), ("gpu.mem_clock_mhz", 2619),
+                     ("gpu.throttle_reasons", 4), ("gpu.pcie_tx_bytes_per_s", 1000 * 1024),
+                     ("gpu.pcie_rx_bytes_per_s", 2000 * 1024),
+                     ("gpu.mem_total_bytes", 80 * GiB)):
+    pts = points(db, metric + "{gpu=0}").get(metric + "{gpu=0}", [])
+    check(f"{metric} reads {want}", pts and {v for _, v in pts} == {want},
+          sorted({v for _, v in pts})[:5])
+
+# a lost GPU: one warning, its series stop, the other GPU and the run go on
+check("the lost GPU is reported once", p.stderr.count("warning: GPU 1 ") == 1, p.stderr[-600:])
+lost = points(db, "gpu.mem_used_bytes{gpu=1}").get("gpu.mem_used_bytes{gpu=1}", [])
+check("the lost GPU's series stop when it was lost",
+      lost and max(ts for ts, _ in lost) <= start / 1e9 + 1.2, lost[-3:] if lost else lost)
+check("the other GPU is sampled to the end",
+      util and max(ts for ts, _ in util) >= start / 1e9 + 2.7, util[-1:] if util else util)
+check("the run finished", r["status"] == "finished", r["status"])
+
+# NOT_SUPPORTED: tried once, then never again
+got = {}
+if os.path.exists(calls):
+    for line in open(calls):
+        fn, dev, n = line.split()
+        got[(fn, int(dev))] = int(n)
+check("a NOT_SUPPORTED function is called once (energy on GPU 0)",
+      got.get(("nvmlDeviceGetTotalEnergyConsumption", 0)) == 1, got)
+check("a NOT_SUPPORTED function is called once (power on GPU 1)",
+      got.get(("nvmlDeviceGetPowerUsage", 1)) == 1, got)
+check("no energy series where energy is not supported",
+      "gpu.energy_j{gpu=0}" not in r["metrics"], [k for k in r["metrics"] if "energy" in k])
+
+# per-process memory: the job's pid, not the foreign one
+mine = f"gpu.proc_mem_bytes{{gpu=0,pid={job_pid}}}"
+check("per-process GPU memory is the job's", mine in r["metrics"] and
+      r["metrics"][mine]["max"] == 2 * GiB, [k for k in r["metrics"] if "proc_mem" in k])
+check("a process outside the job's tree is left out",
+      "gpu.proc_mem_bytes{gpu=0,pid=1}" not in r["metrics"],
+      [k for k in r["metrics"] if "proc_" in k and "gpu" in k])
+check("per-process SM utilization is recorded for the job's pid",
+      f"gpu.proc_sm_util{{gpu=0,pid={job_pid}}}" in r["metrics"],
+      [k for k in r["metrics"] if "proc_sm" in k])
+txt = strobe("show", "gpu", store=db)
+check("show lists the GPUs and their metrics", "gpus " in txt.stdout and "GPU METRIC" in txt.stdout
+      and "gpu.util{gpu=0}" in txt.stdout, txt.stdout[-800:])
+
+# an old driver: no buffered samples, no energy, no _v3 process query
+p = strobe("run", "--quiet", "--name", "old", "--", "sleep", "1", store=db,
+           env=env_for(FAKE_OLD, SCENARIO))
+r = show(db, "old")
+check("an old driver: the run works", p.returncode == 0 and r and r["status"] == "finished",
+      p.stderr[-300:])
+if r:
+    u = r["metrics"].get("gpu.util{gpu=0}", {})
+    check("an old driver: utilization from the plain rates, once a sample",
+          5 <= u.get("count", 0) <= 15, u)
+
+# no library: one note, no GPU metrics, the run goes on
+p = strobe("run", "--name", "nolib", "--", "true", store=db,
+           env=dict(os.environ, STROBE_NVML_LIB=os.path.join(tmp, "no-such-lib.so")))
+check("a missing library is one note, not an error",
+      p.returncode == 0 and p.stderr.count("no GPU metrics") == 1 and "error" not in p.stderr,
+      p.stderr)
+
+# a driver call that takes 500 ms does not delay the host sampler
+slow = SCENARIO + "slow 0 nvmlDeviceGetTemperature 0.5\n"
+p = strobe("run", "--quiet", "--name", "slow", "--interval", "100ms", "--", "sleep", "3", store=db,
+           env=env_for(FAKE, slow))
+r = show(db, "slow")
+if r:
+    check("a slow driver: the host sampler misses no deadline", r["missed"] == 0, r["missed"])
+    check("a slow driver: host frames keep their 100 ms cadence", 29 <= r["samples"] <= 33,
+          r["samples"])
+    t = r["metrics"].get("gpu.temp_c{gpu=0}", {})
+    check("a slow driver: the slow reading still arrives, at its own pace",
+          2 <= t.get("count", 0) <= 7, t)
+done()
