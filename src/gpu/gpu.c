@@ -94,6 +94,44 @@ static void read_device_facts(struct gpu_collector *g, struct gpu_device *d)
     d->use_samples = g->lib.nvmlDeviceGetSamples != NULL;
 }
 
+/* Which CUDA device number the job will see each GPU as. $CUDA_VISIBLE_DEVICES
+ * lists devices by index or by UUID (a prefix is enough for CUDA), in the
+ * order the job numbers them; unset, every device is visible as its own
+ * index. Indices are NVML's here, which are CUDA's only with
+ * CUDA_DEVICE_ORDER=PCI_BUS_ID (docs/gpu.md); UUIDs are exact. An entry
+ * CUDA cannot parse ends the list, as it does for CUDA. */
+static void map_visible(struct gpu_collector *g)
+{
+    const char *env = getenv("CUDA_VISIBLE_DEVICES");
+    for (unsigned i = 0; i < g->ndev; i++)
+        g->dev[i].cuda_index = env ? -1 : (int)g->dev[i].index;
+    if (!env)
+        return;
+    snprintf(g->visible, sizeof(g->visible), "%s", env);
+    char buf[512];
+    snprintf(buf, sizeof(buf), "%s", env);
+    int next = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        while (*tok == ' ')
+            tok++;
+        struct gpu_device *hit = NULL;
+        char *end;
+        unsigned long idx = strtoul(tok, &end, 10);
+        for (unsigned i = 0; i < g->ndev && !hit; i++) {
+            if (end != tok && *end == 0 && g->dev[i].index == idx)
+                hit = &g->dev[i];
+            else if (strncmp(tok, "GPU-", 4) == 0 && strlen(tok) > 4 &&
+                     strncmp(g->dev[i].uuid, tok, strlen(tok)) == 0)
+                hit = &g->dev[i];
+        }
+        if (!hit)
+            break;
+        if (hit->cuda_index < 0)
+            hit->cuda_index = next++;
+    }
+}
+
 int gpu_collector_open(struct gpu_collector *g, int64_t interval_ns)
 {
     memset(g, 0, sizeof(*g));
@@ -134,6 +172,7 @@ int gpu_collector_open(struct gpu_collector *g, int64_t interval_ns)
         read_device_facts(g, d);
         g->ndev++;
     }
+    map_visible(g);
     g->queue = malloc(GPU_QUEUE_MAX * sizeof(*g->queue));
     g->spare = malloc(GPU_QUEUE_MAX * sizeof(*g->spare));
     if (!g->queue || !g->spare) {
@@ -422,6 +461,15 @@ static void write_device_meta(struct gpu_collector *g, struct series_table *t,
     strbuf_add_json_str(&m, d->uuid);
     strbuf_addf(&m, ",\"memory_total_bytes\":%llu,\"driver\":", d->mem_total);
     strbuf_add_json_str(&m, g->driver);
+    if (d->cuda_index >= 0)
+        strbuf_addf(&m, ",\"cuda_index\":%d", d->cuda_index);
+    else
+        strbuf_adds(&m, ",\"cuda_index\":null");
+    strbuf_adds(&m, ",\"cuda_visible_devices\":");
+    if (g->visible[0])
+        strbuf_add_json_str(&m, g->visible);
+    else
+        strbuf_adds(&m, "null");
     strbuf_addch(&m, '}');
     series_set_meta(t, series, m.buf);
     strbuf_release(&m);

@@ -67,6 +67,7 @@ struct gpu_device {
     unsigned long long energy0;                                  /* mJ at the first reading */
     int have_energy0;
     int use_samples; /* nvmlDeviceGetSamples works for utilization */
+    int cuda_index;  /* the job's CUDA device number, by $CUDA_VISIBLE_DEVICES; -1 hidden */
 };
 
 struct nvml_lib {
@@ -80,6 +81,7 @@ struct gpu_collector {
     int on;
     struct nvml_lib lib;
     char driver[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
+    char visible[512]; /* $CUDA_VISIBLE_DEVICES as the job inherits it; "" when unset */
     struct gpu_device dev[GPU_MAX_DEVICES];
     unsigned ndev;
     int64_t interval_ns;

@@ -153,6 +153,18 @@ txt = strobe("show", "gpu", store=db)
 check("show lists the GPUs and their metrics", "gpus " in txt.stdout and "GPU METRIC" in txt.stdout
       and "gpu.util{gpu=0}" in txt.stdout, txt.stdout[-800:])
 
+# CUDA_VISIBLE_DEVICES: which CUDA number the job sees each GPU as
+for cvd, want in (("GPU-bbbbbbbb", [None, 0]), ("1,0", [1, 0]), (None, [0, 1]),
+                  ("0,banana,1", [0, None])):
+    e = env_for(FAKE, SCENARIO)
+    e.pop("CUDA_VISIBLE_DEVICES", None)
+    if cvd is not None:
+        e["CUDA_VISIBLE_DEVICES"] = cvd
+    p = strobe("run", "--quiet", "--name", "cvd", "--", "sleep", "0.4", store=db, env=e)
+    r = show(db, "cvd")
+    got = [g.get("cuda_index") for g in (r or {}).get("gpus", [])]
+    check(f"CUDA_VISIBLE_DEVICES={cvd}: the job's CUDA numbers are {want}", got == want, got)
+
 # an old driver: no buffered samples, no energy, no _v3 process query
 p = strobe("run", "--quiet", "--name", "old", "--", "sleep", "1", store=db,
            env=env_for(FAKE_OLD, SCENARIO))
