@@ -33,6 +33,8 @@ static const struct {
     [GM_PCIE_TX] = {"gpu.pcie_tx_bytes_per_s", "bytes/s"},
     [GM_ECC_CORRECTED] = {"gpu.ecc_corrected", "count"},
     [GM_ECC_UNCORRECTED] = {"gpu.ecc_uncorrected", "count"},
+    [GM_NVLINK_RX] = {"gpu.nvlink_rx_bytes_per_s", "bytes/s"},
+    [GM_NVLINK_TX] = {"gpu.nvlink_tx_bytes_per_s", "bytes/s"},
     [GM_PROC_MEM] = {"gpu.proc_mem_bytes", "bytes"},
     [GM_PROC_SM] = {"gpu.proc_sm_util", "pct"},
     [GM_PROC_MEMU] = {"gpu.proc_mem_util", "pct"},
@@ -325,6 +327,50 @@ static void sample_processes(struct gpu_collector *g, struct gpu_device *d, stru
             put(r, metric, d, 0, ts, (double)v_ *(scale));                                         \
     } while (0)
 
+/* NVLink data throughput: per-link KiB counters, summed over the links that
+ * answer, as a rate between two readings. A GPU without NVLink answers
+ * NOT_SUPPORTED for every link and is not asked again. */
+static void sample_nvlink(struct gpu_collector *g, struct gpu_device *d, struct round *r,
+                          int64_t ts)
+{
+    if (!wanted(d, GM_NVLINK_RX, g->lib.nvmlDeviceGetFieldValues))
+        return;
+    nvmlFieldValue_t f[2 * NVML_NVLINK_MAX_LINKS];
+    memset(f, 0, sizeof(f));
+    for (unsigned l = 0; l < NVML_NVLINK_MAX_LINKS; l++) {
+        f[2 * l] =
+            (nvmlFieldValue_t){.fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, .scopeId = l};
+        f[2 * l + 1] =
+            (nvmlFieldValue_t){.fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, .scopeId = l};
+    }
+    if (!ok(d, GM_NVLINK_RX,
+            g->lib.nvmlDeviceGetFieldValues(d->handle, 2 * NVML_NVLINK_MAX_LINKS, f)))
+        return;
+    unsigned long long sum[2] = {0, 0};
+    int answered = 0;
+    for (unsigned i = 0; i < 2 * NVML_NVLINK_MAX_LINKS; i++)
+        if (f[i].nvmlReturn == NVML_SUCCESS) {
+            sum[i & 1] += f[i].valueType == NVML_VALUE_TYPE_UNSIGNED_INT ? f[i].value.uiVal
+                                                                         : f[i].value.ullVal;
+            answered = 1;
+        }
+    if (!answered) {
+        d->unsupported |= 1u << GM_NVLINK_RX;
+        return;
+    }
+    if (d->nvlink_prev_ts && ts > d->nvlink_prev_ts) {
+        double dt = (double)(ts - d->nvlink_prev_ts) / 1e9;
+        /* counters only grow; a reset (driver reload) reads as no traffic */
+        for (int k = 0; k < 2; k++) {
+            double kib = sum[k] >= d->nvlink_prev[k] ? (double)(sum[k] - d->nvlink_prev[k]) : 0;
+            put(r, k ? GM_NVLINK_TX : GM_NVLINK_RX, d, 0, ts, kib * 1024.0 / dt);
+        }
+    }
+    d->nvlink_prev[0] = sum[0];
+    d->nvlink_prev[1] = sum[1];
+    d->nvlink_prev_ts = ts;
+}
+
 static void sample_device(struct gpu_collector *g, struct gpu_device *d, struct round *r,
                           int64_t ts)
 {
@@ -368,6 +414,7 @@ static void sample_device(struct gpu_collector *g, struct gpu_device *d, struct 
            g->lib.nvmlDeviceGetTotalEccErrors(d->handle, NVML_MEMORY_ERROR_TYPE_UNCORRECTED,
                                               NVML_VOLATILE_ECC, &ecc)))
         put(r, GM_ECC_UNCORRECTED, d, 0, ts, (double)ecc);
+    sample_nvlink(g, d, r, ts);
     sample_processes(g, d, r, ts);
 }
 

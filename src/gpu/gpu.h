@@ -41,6 +41,8 @@ enum gpu_metric {
     GM_PCIE_TX,
     GM_ECC_CORRECTED,
     GM_ECC_UNCORRECTED,
+    GM_NVLINK_RX,
+    GM_NVLINK_TX,
     GM_PROC_MEM,  /* per pid */
     GM_PROC_SM,   /* per pid */
     GM_PROC_MEMU, /* per pid */
@@ -68,6 +70,8 @@ struct gpu_device {
     int have_energy0;
     int use_samples; /* nvmlDeviceGetSamples works for utilization */
     int cuda_index;  /* the job's CUDA device number, by $CUDA_VISIBLE_DEVICES; -1 hidden */
+    unsigned long long nvlink_prev[2]; /* KiB counters at the last reading (rx, tx) */
+    int64_t nvlink_prev_ts;            /* its time; 0 before the first */
 };
 
 struct nvml_lib {

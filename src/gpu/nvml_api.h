@@ -100,6 +100,22 @@ typedef struct {
     unsigned int smUtil, memUtil, encUtil, decUtil;
 } nvmlProcessUtilizationSample_t;
 
+/* nvmlDeviceGetFieldValues: NVLink data throughput counters, KiB since the
+ * driver loaded, one field per link (scopeId is the link). */
+#define NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX 138
+#define NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX 139
+#define NVML_NVLINK_MAX_LINKS                 18
+
+typedef struct {
+    unsigned int fieldId;
+    unsigned int scopeId;
+    long long timestamp; /* µs since the epoch */
+    long long latencyUsec;
+    nvmlValueType_t valueType;
+    nvmlReturn_t nvmlReturn; /* this field's own result */
+    nvmlValue_t value;
+} nvmlFieldValue_t;
+
 /* Every function strobe resolves: X(return, name, arguments). A name that a
  * driver lacks stays NULL and its metric is skipped. */
 #define NVML_FUNCTIONS(X)                                                                          \
@@ -130,6 +146,7 @@ typedef struct {
     X(nvmlReturn_t, nvmlDeviceGetComputeRunningProcesses_v3,                                       \
       (nvmlDevice_t, unsigned int *, nvmlProcessInfo_t *))                                         \
     X(nvmlReturn_t, nvmlDeviceGetProcessUtilization,                                               \
-      (nvmlDevice_t, nvmlProcessUtilizationSample_t *, unsigned int *, unsigned long long))
+      (nvmlDevice_t, nvmlProcessUtilizationSample_t *, unsigned int *, unsigned long long))        \
+    X(nvmlReturn_t, nvmlDeviceGetFieldValues, (nvmlDevice_t, int, nvmlFieldValue_t *))
 
 #endif

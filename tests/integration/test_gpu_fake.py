@@ -44,6 +44,10 @@ lost 1.0 1
 unsupported 0 nvmlDeviceGetTotalEnergyConsumption
 unsupported 1 nvmlDeviceGetPowerUsage
 processes_file 0 {tmp}/procs0
+nvlinks 0 4
+at 0 0 nvlink.tx 1000
+at 0 0 nvlink.rx 3000
+at 1.5 0 nvlink.tx 5000
 """
 
 JOB = f"""
@@ -117,6 +121,18 @@ for metric, want in (("gpu.sm_clock_mhz", 1410), ("gpu.mem_clock_mhz", 2619),
     check(f"{metric} reads {want}", pts and {v for _, v in pts} == {want},
           sorted({v for _, v in pts})[:5])
 
+# NVLink: a rate from the per-link counters; none where the GPU has no links
+for metric, a, b in (("gpu.nvlink_tx_bytes_per_s", 1000 * 1024, 5000 * 1024),
+                     ("gpu.nvlink_rx_bytes_per_s", 3000 * 1024, 3000 * 1024)):
+    pts = points(db, metric + "{gpu=0}").get(metric + "{gpu=0}", [])
+    e, l = values_between(pts, start, 0.35, 1.25), values_between(pts, start, 1.85, 2.8)
+    ok_ = e and l and abs(median(e) / a - 1) < 0.1 and abs(median(l) / b - 1) < 0.1
+    check(f"{metric} follows the scenario within 10 % ({a} then {b})", ok_,
+          (median(e) if e else None, median(l) if l else None))
+check("no NVLink series for a GPU without links",
+      not any(k.startswith("gpu.nvlink") and "gpu=1" in k for k in r["metrics"]),
+      [k for k in r["metrics"] if k.startswith("gpu.nvlink")])
+
 # a lost GPU: one warning, its series stop, the other GPU and the run go on
 check("the lost GPU is reported once", p.stderr.count("warning: GPU 1 ") == 1, p.stderr[-600:])
 lost = points(db, "gpu.mem_used_bytes{gpu=1}").get("gpu.mem_used_bytes{gpu=1}", [])
@@ -136,6 +152,8 @@ check("a NOT_SUPPORTED function is called once (energy on GPU 0)",
       got.get(("nvmlDeviceGetTotalEnergyConsumption", 0)) == 1, got)
 check("a NOT_SUPPORTED function is called once (power on GPU 1)",
       got.get(("nvmlDeviceGetPowerUsage", 1)) == 1, got)
+check("NVLink fields are asked once of a GPU whose links all say NOT_SUPPORTED",
+      got.get(("nvmlDeviceGetFieldValues", 1)) == 1, got)
 check("no energy series where energy is not supported",
       "gpu.energy_j{gpu=0}" not in r["metrics"], [k for k in r["metrics"] if "energy" in k])
 

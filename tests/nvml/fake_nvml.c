@@ -44,6 +44,11 @@
  *       throttle               nvmlDeviceGetCurrentClocksThrottleReasons bitmask
  *       pcie.tx pcie.rx        KB/s
  *       ecc.corrected ecc.uncorrected  counts, volatile and aggregate alike
+ *       nvlink.tx nvlink.rx    KiB/s over all links; nvmlDeviceGetFieldValues gives
+ *                              link 0 the integral of it (the data throughput
+ *                              counters 138/139), other links 0
+ *   nvlinks <device> <n>             links 0..n-1 answer those fields; the rest, and
+ *                                    every other field, NOT_SUPPORTED (default 0 links)
  *   lost <t> <device>                from time t on every call on the device
  *                                    (nvmlDeviceGetHandleByIndex_v2 included) returns
  *                                    NVML_ERROR_GPU_IS_LOST; the count stays the same
@@ -137,6 +142,8 @@ enum field {
     F_PCIE_RX,
     F_ECC_CORRECTED,
     F_ECC_UNCORRECTED,
+    F_NVLINK_TX, /* KiB/s over all links, carried by link 0 */
+    F_NVLINK_RX,
     F_COUNT
 };
 
@@ -157,6 +164,8 @@ static const struct {
     [F_PCIE_RX] = {"pcie.rx", UINT32_MAX},
     [F_ECC_CORRECTED] = {"ecc.corrected", UINT64_MAX},
     [F_ECC_UNCORRECTED] = {"ecc.uncorrected", UINT64_MAX},
+    [F_NVLINK_TX] = {"nvlink.tx", UINT64_MAX},
+    [F_NVLINK_RX] = {"nvlink.rx", UINT64_MAX},
 };
 
 /* nvmlErrorString's texts, as libnvidia-ml words them. */
@@ -213,6 +222,7 @@ struct nvmlDevice_st {
     nvmlReturn_t fail[FN_COUNT]; /* scripted error, NVML_SUCCESS for none */
     uint64_t calls[FN_COUNT];
     char *processes_path; /* malloc'ed; NULL: no processes */
+    unsigned nvlinks;     /* links whose throughput fields answer; 0: NOT_SUPPORTED */
 };
 
 static pthread_mutex_t fake_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -544,6 +554,21 @@ static int do_processes_file(struct parse *p, char **argv, int argc)
     return 0;
 }
 
+/* nvlinks <device> <n>: links 0..n-1 answer the NVLink throughput fields
+ * (the whole nvlink.tx / nvlink.rx rate is carried by link 0). */
+static int do_nvlinks(struct parse *p, char **argv, int argc)
+{
+    (void)argc;
+    struct nvmlDevice_st *d;
+    uint64_t n;
+    if (parse_device(p, argv[1], &d))
+        return -1;
+    if (parse_u64(argv[2], &n) || n > NVML_NVLINK_MAX_LINKS)
+        return parse_fail(p, "bad link count '%s' (0 to %d)", argv[2], NVML_NVLINK_MAX_LINKS);
+    d->nvlinks = (unsigned)n;
+    return 0;
+}
+
 static int do_init_error(struct parse *p, char **argv, int argc)
 {
     (void)argc;
@@ -573,6 +598,7 @@ static const struct {
     {"error", 3, 3, do_error},
     {"slow", 3, 3, do_slow},
     {"processes_file", 2, 2, do_processes_file},
+    {"nvlinks", 2, 2, do_nvlinks},
     {"init_error", 1, 1, do_init_error},
     {"missing", 1, 1, do_missing},
 };
@@ -970,6 +996,50 @@ out:
 
 FAKE_GETTER(nvmlDeviceGetPowerUsage, F_POWER, unsigned int)
 FAKE_GETTER(nvmlDeviceGetCurrentClocksThrottleReasons, F_THROTTLE, unsigned long long)
+
+/* ∫ rate dt from init to t, for counters scripted as rates (KiB/s → KiB). */
+static uint64_t series_integral(const struct series *s, int64_t t_ns)
+{
+    double sum = 0;
+    uint64_t level = 0;
+    int64_t from = 0;
+    for (size_t i = 0; i < s->n && s->steps[i].t_ns <= t_ns; i++) {
+        sum += (double)level * (double)(s->steps[i].t_ns - from) / 1e9;
+        level = s->steps[i].value;
+        from = s->steps[i].t_ns;
+    }
+    sum += (double)level * (double)(t_ns - from) / 1e9;
+    return (uint64_t)sum;
+}
+
+/* Per field its own result, as NVML does: the NVLink data counters on the
+ * links the scenario gives, NOT_SUPPORTED for anything else. */
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount,
+                                                  nvmlFieldValue_t *values)
+{
+    int64_t now;
+    nvmlReturn_t rc = device_enter(device, FN_nvmlDeviceGetFieldValues, &now);
+    if (rc == NVML_SUCCESS && (valuesCount < 0 || (valuesCount > 0 && !values)))
+        rc = NVML_ERROR_INVALID_ARGUMENT;
+    for (int i = 0; rc == NVML_SUCCESS && i < valuesCount; i++) {
+        nvmlFieldValue_t *v = &values[i];
+        int tx = v->fieldId == NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX;
+        int rx = v->fieldId == NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX;
+        v->timestamp = (long long)stamp_us(now);
+        v->latencyUsec = 0;
+        if ((!tx && !rx) || v->scopeId >= device->nvlinks) {
+            v->nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+            continue;
+        }
+        v->nvmlReturn = NVML_SUCCESS;
+        v->valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
+        v->value.ullVal = v->scopeId == 0
+                              ? series_integral(&device->field[tx ? F_NVLINK_TX : F_NVLINK_RX], now)
+                              : 0;
+    }
+    pthread_mutex_unlock(&fake_lock);
+    return rc;
+}
 
 #ifndef FAKE_NVML_OLD
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device,
