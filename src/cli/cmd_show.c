@@ -329,8 +329,57 @@ static void print_processes(const struct show_ctx *c)
     }
 }
 
+/* Copy the JSON object at *p (which starts with '{') into out and move *p
+ * past it; 0 when there is none or it does not fit. The collector writes
+ * flat objects, so the first '}' outside a string ends it. */
+static int next_object(const char **p, char *out, size_t cap)
+{
+    const char *s = *p;
+    if (*s != '{')
+        return 0;
+    int in_string = 0;
+    size_t n = 0;
+    for (; *s && n + 1 < cap; s++) {
+        out[n++] = *s;
+        if (in_string && *s == '\\' && s[1])
+            out[n++] = *++s;
+        else if (*s == '"')
+            in_string = !in_string;
+        else if (*s == '}' && !in_string)
+            break;
+    }
+    if (*s != '}')
+        return 0;
+    out[n] = '\0';
+    *p = s + 1;
+    return 1;
+}
+
+/* One indented line per MIG device in a GPU's metadata ("mig":[...], the
+ * collector's last field). */
+static void print_mig_devices(const struct metric_row *m)
+{
+    const char *p = m->meta ? strstr(m->meta, "\"mig\":[") : NULL;
+    if (!p)
+        return;
+    p += strlen("\"mig\":[");
+    char obj[1024];
+    while (next_object(&p, obj, sizeof(obj))) {
+        char index[16], uuid[128], name[128], bytes[32], mem[32];
+        meta_field(obj, "index", index, sizeof(index));
+        meta_field(obj, "uuid", uuid, sizeof(uuid));
+        meta_field(obj, "name", name, sizeof(name));
+        meta_field(obj, "memory_total_bytes", bytes, sizeof(bytes));
+        printf("             mig %s: %s, %s, %s\n", index, uuid, name,
+               fmt_bytes(atof(bytes), mem, sizeof(mem)));
+        if (*p == ',')
+            p++;
+    }
+}
+
 /* The GPUs, from the metadata the collector left on gpu.mem_total_bytes,
- * and their per-device metrics (per-process ones only in --json). */
+ * each with its MIG devices, and their per-device metrics (per-process ones
+ * only in --json). */
 static void print_gpus(const struct show_ctx *c)
 {
     int header = 0;
@@ -345,6 +394,7 @@ static void print_gpus(const struct show_ctx *c)
         meta_field(m->meta, "driver", driver, sizeof(driver));
         printf("%s %s: %s, %s, %s, driver %s\n", header++ ? "         " : "gpus     ", index, name,
                uuid, fmt_bytes(m->st.max, mem, sizeof(mem)), driver);
+        print_mig_devices(m);
     }
     if (!header)
         return;

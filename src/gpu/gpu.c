@@ -18,31 +18,38 @@
 static const struct {
     const char *name;
     const char *unit; /* static: the series table keeps the pointer */
+    const char *sub;  /* the second label, named by what gpu_value.sub holds; NULL: none */
 } metric_info[GM_COUNT] = {
-    [GM_UTIL] = {"gpu.util", "pct"},
-    [GM_MEM_UTIL] = {"gpu.mem_util", "pct"},
-    [GM_MEM_USED] = {"gpu.mem_used_bytes", "bytes"},
-    [GM_MEM_TOTAL] = {"gpu.mem_total_bytes", "bytes"},
-    [GM_POWER] = {"gpu.power_w", "W"},
-    [GM_ENERGY] = {"gpu.energy_j", "J"},
-    [GM_TEMP] = {"gpu.temp_c", "C"},
-    [GM_SM_CLOCK] = {"gpu.sm_clock_mhz", "MHz"},
-    [GM_MEM_CLOCK] = {"gpu.mem_clock_mhz", "MHz"},
-    [GM_THROTTLE] = {"gpu.throttle_reasons", "mask"},
-    [GM_PCIE_RX] = {"gpu.pcie_rx_bytes_per_s", "bytes/s"},
-    [GM_PCIE_TX] = {"gpu.pcie_tx_bytes_per_s", "bytes/s"},
-    [GM_ECC_CORRECTED] = {"gpu.ecc_corrected", "count"},
-    [GM_ECC_UNCORRECTED] = {"gpu.ecc_uncorrected", "count"},
-    [GM_NVLINK_RX] = {"gpu.nvlink_rx_bytes_per_s", "bytes/s"},
-    [GM_NVLINK_TX] = {"gpu.nvlink_tx_bytes_per_s", "bytes/s"},
-    [GM_PROC_MEM] = {"gpu.proc_mem_bytes", "bytes"},
-    [GM_PROC_SM] = {"gpu.proc_sm_util", "pct"},
-    [GM_PROC_MEMU] = {"gpu.proc_mem_util", "pct"},
+    [GM_UTIL] = {"gpu.util", "pct", NULL},
+    [GM_MEM_UTIL] = {"gpu.mem_util", "pct", NULL},
+    [GM_MEM_USED] = {"gpu.mem_used_bytes", "bytes", NULL},
+    [GM_MEM_TOTAL] = {"gpu.mem_total_bytes", "bytes", NULL},
+    [GM_POWER] = {"gpu.power_w", "W", NULL},
+    [GM_ENERGY] = {"gpu.energy_j", "J", NULL},
+    [GM_TEMP] = {"gpu.temp_c", "C", NULL},
+    [GM_SM_CLOCK] = {"gpu.sm_clock_mhz", "MHz", NULL},
+    [GM_MEM_CLOCK] = {"gpu.mem_clock_mhz", "MHz", NULL},
+    [GM_THROTTLE] = {"gpu.throttle_reasons", "mask", NULL},
+    [GM_PCIE_RX] = {"gpu.pcie_rx_bytes_per_s", "bytes/s", NULL},
+    [GM_PCIE_TX] = {"gpu.pcie_tx_bytes_per_s", "bytes/s", NULL},
+    [GM_ECC_CORRECTED] = {"gpu.ecc_corrected", "count", NULL},
+    [GM_ECC_UNCORRECTED] = {"gpu.ecc_uncorrected", "count", NULL},
+    [GM_NVLINK_RX] = {"gpu.nvlink_rx_bytes_per_s", "bytes/s", NULL},
+    [GM_NVLINK_TX] = {"gpu.nvlink_tx_bytes_per_s", "bytes/s", NULL},
+    [GM_PROC_MEM] = {"gpu.proc_mem_bytes", "bytes", "pid"},
+    [GM_PROC_SM] = {"gpu.proc_sm_util", "pct", "pid"},
+    [GM_PROC_MEMU] = {"gpu.proc_mem_util", "pct", "pid"},
+    [GM_MIG_MEM_USED] = {"gpu.mig_mem_used_bytes", "bytes", "mig"},
 };
+
+static int per_process(int metric)
+{
+    return metric_info[metric].sub && strcmp(metric_info[metric].sub, "pid") == 0;
+}
 
 struct gpu_series_map {
     uint16_t metric, device;
-    int32_t pid;
+    int32_t sub;
     uint32_t series;
 };
 
@@ -96,12 +103,95 @@ static void read_device_facts(struct gpu_collector *g, struct gpu_device *d)
     d->use_samples = g->lib.nvmlDeviceGetSamples != NULL;
 }
 
-/* Which CUDA device number the job will see each GPU as. $CUDA_VISIBLE_DEVICES
- * lists devices by index or by UUID (a prefix is enough for CUDA), in the
- * order the job numbers them; unset, every device is visible as its own
- * index. Indices are NVML's here, which are CUDA's only with
- * CUDA_DEVICE_ORDER=PCI_BUS_ID (docs/gpu.md); UUIDs are exact. An entry
- * CUDA cannot parse ends the list, as it does for CUDA. */
+/* An instance id of a MIG device, -1 when the driver will not say. */
+static long long instance_id(nvmlReturn_t (*fn)(nvmlDevice_t, unsigned int *), nvmlDevice_t h)
+{
+    unsigned id;
+    return fn && fn(h, &id) == NVML_SUCCESS ? (long long)id : -1;
+}
+
+/* A MIG device's facts, through its own handle: the memory is the slice's. */
+static void read_mig_facts(struct gpu_collector *g, struct gpu_mig *m)
+{
+    if (g->lib.nvmlDeviceGetName)
+        g->lib.nvmlDeviceGetName(m->handle, m->name, sizeof(m->name));
+    if (g->lib.nvmlDeviceGetUUID)
+        g->lib.nvmlDeviceGetUUID(m->handle, m->uuid, sizeof(m->uuid));
+    nvmlMemory_t mem;
+    if (g->lib.nvmlDeviceGetMemoryInfo &&
+        g->lib.nvmlDeviceGetMemoryInfo(m->handle, &mem) == NVML_SUCCESS)
+        m->mem_total = mem.total;
+    m->name[sizeof(m->name) - 1] = m->uuid[sizeof(m->uuid) - 1] = 0;
+    m->gpu_instance_id = instance_id(g->lib.nvmlDeviceGetGpuInstanceId, m->handle);
+    m->compute_instance_id = instance_id(g->lib.nvmlDeviceGetComputeInstanceId, m->handle);
+    m->cuda_index = -1;
+}
+
+static void read_mig_mode(struct gpu_collector *g, struct gpu_device *d)
+{
+    unsigned current, pending;
+    d->mig_mode = -1; /* a driver or GPU without MIG: unknown, not off */
+    if (g->lib.nvmlDeviceGetMigMode &&
+        g->lib.nvmlDeviceGetMigMode(d->handle, &current, &pending) == NVML_SUCCESS)
+        d->mig_mode = current == NVML_DEVICE_MIG_ENABLE;
+}
+
+/* The MIG devices of a GPU in MIG mode. Their indices can have gaps (an
+ * instance destroyed since), so every index below NVML's maximum is asked and
+ * NOT_FOUND skipped. They are listed once: instances made or destroyed during
+ * the run are not seen (docs/gpu.md). */
+static void list_mig_devices(struct gpu_collector *g, struct gpu_device *d)
+{
+    unsigned max = 0;
+    if (d->mig_mode != 1 || !g->lib.nvmlDeviceGetMaxMigDeviceCount ||
+        !g->lib.nvmlDeviceGetMigDeviceHandleByIndex ||
+        g->lib.nvmlDeviceGetMaxMigDeviceCount(d->handle, &max) != NVML_SUCCESS)
+        return;
+    for (unsigned i = 0; i < max && d->nmig < GPU_MIG_MAX; i++) {
+        struct gpu_mig *m = &d->mig[d->nmig];
+        nvmlReturn_t rc = g->lib.nvmlDeviceGetMigDeviceHandleByIndex(d->handle, i, &m->handle);
+        if (rc == NVML_ERROR_GPU_IS_LOST) {
+            atomic_store(&d->lost, 1);
+            return;
+        }
+        if (rc != NVML_SUCCESS)
+            continue;
+        m->index = i;
+        read_mig_facts(g, m);
+        d->nmig++;
+    }
+}
+
+/* The cuda_index slot of the device a $CUDA_VISIBLE_DEVICES entry names:
+ * an NVML index, a "GPU-" UUID prefix for a GPU, a "MIG-" one for a MIG
+ * device; NULL when it names none. */
+static int *visible_slot(struct gpu_collector *g, const char *tok)
+{
+    char *end;
+    unsigned long idx = strtoul(tok, &end, 10);
+    int is_index = end != tok && *end == 0;
+    size_t n = strlen(tok);
+    for (unsigned i = 0; i < g->ndev; i++) {
+        struct gpu_device *d = &g->dev[i];
+        if (is_index && d->index == idx)
+            return &d->cuda_index;
+        if (strncmp(tok, "GPU-", 4) == 0 && n > 4 && strncmp(d->uuid, tok, n) == 0)
+            return &d->cuda_index;
+        for (unsigned k = 0; k < d->nmig && strncmp(tok, "MIG-", 4) == 0 && n > 4; k++)
+            if (strncmp(d->mig[k].uuid, tok, n) == 0)
+                return &d->mig[k].cuda_index;
+    }
+    return NULL;
+}
+
+/* Which CUDA device number the job will see each GPU and MIG device as.
+ * $CUDA_VISIBLE_DEVICES lists devices by index or by UUID (a prefix is
+ * enough for CUDA; MIG devices by their "MIG-" UUIDs), in the order the job
+ * numbers them; unset, every GPU is visible as its own index and no MIG
+ * device is numbered (which one CUDA picks is not NVML's to say). Indices
+ * are NVML's here, which are CUDA's only with CUDA_DEVICE_ORDER=PCI_BUS_ID
+ * (docs/gpu.md); UUIDs are exact. An entry CUDA cannot parse ends the list,
+ * as it does for CUDA. */
 static void map_visible(struct gpu_collector *g)
 {
     const char *env = getenv("CUDA_VISIBLE_DEVICES");
@@ -117,20 +207,11 @@ static void map_visible(struct gpu_collector *g)
          tok = strtok_r(NULL, ",", &save)) {
         while (*tok == ' ')
             tok++;
-        struct gpu_device *hit = NULL;
-        char *end;
-        unsigned long idx = strtoul(tok, &end, 10);
-        for (unsigned i = 0; i < g->ndev && !hit; i++) {
-            if (end != tok && *end == 0 && g->dev[i].index == idx)
-                hit = &g->dev[i];
-            else if (strncmp(tok, "GPU-", 4) == 0 && strlen(tok) > 4 &&
-                     strncmp(g->dev[i].uuid, tok, strlen(tok)) == 0)
-                hit = &g->dev[i];
-        }
-        if (!hit)
+        int *slot = visible_slot(g, tok);
+        if (!slot)
             break;
-        if (hit->cuda_index < 0)
-            hit->cuda_index = next++;
+        if (*slot < 0)
+            *slot = next++;
     }
 }
 
@@ -172,6 +253,8 @@ int gpu_collector_open(struct gpu_collector *g, int64_t interval_ns)
             continue;
         d->index = i;
         read_device_facts(g, d);
+        read_mig_mode(g, d);
+        list_mig_devices(g, d);
         g->ndev++;
     }
     map_visible(g);
@@ -197,11 +280,11 @@ struct round {
     uint32_t n;
 };
 
-static void put(struct round *r, int metric, const struct gpu_device *d, int32_t pid, int64_t ts,
+static void put(struct round *r, int metric, const struct gpu_device *d, int32_t sub, int64_t ts,
                 double value)
 {
     if (r->n < sizeof(r->v) / sizeof(r->v[0]))
-        r->v[r->n++] = (struct gpu_value){ts, value, (uint16_t)metric, (uint16_t)d->index, pid};
+        r->v[r->n++] = (struct gpu_value){ts, value, (uint16_t)metric, (uint16_t)d->index, sub};
 }
 
 static void queue_round(struct gpu_collector *g, struct round *r)
@@ -371,6 +454,20 @@ static void sample_nvlink(struct gpu_collector *g, struct gpu_device *d, struct 
     d->nvlink_prev_ts = ts;
 }
 
+/* Each MIG device's memory, through its own handle: under MIG the GPU's
+ * handle gives the whole GPU's only to privileged callers. The devices of
+ * one GPU share what they cannot do and whether the GPU is lost; an error
+ * of one device (an instance destroyed mid-run) just loses its sample. */
+static void sample_mig(struct gpu_collector *g, struct gpu_device *d, struct round *r, int64_t ts)
+{
+    for (unsigned i = 0; i < d->nmig && wanted(d, GM_MIG_MEM_USED, g->lib.nvmlDeviceGetMemoryInfo);
+         i++) {
+        nvmlMemory_t m;
+        if (ok(d, GM_MIG_MEM_USED, g->lib.nvmlDeviceGetMemoryInfo(d->mig[i].handle, &m)))
+            put(r, GM_MIG_MEM_USED, d, (int32_t)d->mig[i].index, ts, (double)m.used);
+    }
+}
+
 static void sample_device(struct gpu_collector *g, struct gpu_device *d, struct round *r,
                           int64_t ts)
 {
@@ -381,6 +478,7 @@ static void sample_device(struct gpu_collector *g, struct gpu_device *d, struct 
         put(r, GM_MEM_USED, d, 0, ts, (double)m.used);
         put(r, GM_MEM_TOTAL, d, 0, ts, (double)m.total);
     }
+    sample_mig(g, d, r, ts);
     unsigned mw;
     if (wanted(d, GM_POWER, g->lib.nvmlDeviceGetPowerUsage) &&
         ok(d, GM_POWER, g->lib.nvmlDeviceGetPowerUsage(d->handle, &mw)))
@@ -471,7 +569,7 @@ static int series_for(struct gpu_collector *g, struct series_table *t, const str
 {
     for (uint32_t i = 0; i < g->nmap; i++) {
         const struct gpu_series_map *m = &g->map[i];
-        if (m->metric == v->metric && m->device == v->device && m->pid == v->pid) {
+        if (m->metric == v->metric && m->device == v->device && m->sub == v->sub) {
             *out = m->series;
             return 0;
         }
@@ -485,15 +583,55 @@ static int series_for(struct gpu_collector *g, struct series_table *t, const str
         g->map_cap = cap;
     }
     char labels[48];
-    if (v->pid)
-        snprintf(labels, sizeof(labels), "gpu=%u,pid=%d", (unsigned)v->device, (int)v->pid);
+    const char *sub = metric_info[v->metric].sub;
+    if (sub)
+        snprintf(labels, sizeof(labels), "gpu=%u,%s=%d", (unsigned)v->device, sub, (int)v->sub);
     else
         snprintf(labels, sizeof(labels), "gpu=%u", (unsigned)v->device);
     int rc = series_get(t, metric_info[v->metric].name, labels, metric_info[v->metric].unit, out);
     if (rc < 0)
         return rc;
-    g->map[g->nmap++] = (struct gpu_series_map){v->metric, v->device, v->pid, *out};
+    g->map[g->nmap++] = (struct gpu_series_map){v->metric, v->device, v->sub, *out};
     return 0;
+}
+
+static void add_cuda_index(struct strbuf *m, int cuda_index)
+{
+    if (cuda_index >= 0)
+        strbuf_addf(m, ",\"cuda_index\":%d", cuda_index);
+    else
+        strbuf_adds(m, ",\"cuda_index\":null");
+}
+
+static void add_instance_id(struct strbuf *m, const char *key, long long id)
+{
+    if (id >= 0)
+        strbuf_addf(m, ",\"%s\":%lld", key, id);
+    else
+        strbuf_addf(m, ",\"%s\":null", key);
+}
+
+/* "mig_mode" and the "mig" list; last in the metadata, so that a reader
+ * looking for the GPU's own "name" or "uuid" finds those first. */
+static void add_mig_meta(struct strbuf *m, const struct gpu_device *d)
+{
+    if (d->mig_mode >= 0)
+        strbuf_addf(m, ",\"mig_mode\":%d,\"mig\":[", d->mig_mode);
+    else
+        strbuf_adds(m, ",\"mig_mode\":null,\"mig\":[");
+    for (unsigned i = 0; i < d->nmig; i++) {
+        const struct gpu_mig *mg = &d->mig[i];
+        strbuf_addf(m, "%s{\"index\":%u,\"uuid\":", i ? "," : "", mg->index);
+        strbuf_add_json_str(m, mg->uuid);
+        strbuf_adds(m, ",\"name\":");
+        strbuf_add_json_str(m, mg->name);
+        strbuf_addf(m, ",\"memory_total_bytes\":%llu", mg->mem_total);
+        add_instance_id(m, "gpu_instance_id", mg->gpu_instance_id);
+        add_instance_id(m, "compute_instance_id", mg->compute_instance_id);
+        add_cuda_index(m, mg->cuda_index);
+        strbuf_addch(m, '}');
+    }
+    strbuf_addch(m, ']');
 }
 
 /* The device's facts in the metadata of gpu.mem_total_bytes{gpu=G}. */
@@ -508,26 +646,16 @@ static void write_device_meta(struct gpu_collector *g, struct series_table *t,
     strbuf_add_json_str(&m, d->uuid);
     strbuf_addf(&m, ",\"memory_total_bytes\":%llu,\"driver\":", d->mem_total);
     strbuf_add_json_str(&m, g->driver);
-    if (d->cuda_index >= 0)
-        strbuf_addf(&m, ",\"cuda_index\":%d", d->cuda_index);
-    else
-        strbuf_adds(&m, ",\"cuda_index\":null");
+    add_cuda_index(&m, d->cuda_index);
     strbuf_adds(&m, ",\"cuda_visible_devices\":");
     if (g->visible[0])
         strbuf_add_json_str(&m, g->visible);
     else
         strbuf_adds(&m, "null");
+    add_mig_meta(&m, d);
     strbuf_addch(&m, '}');
     series_set_meta(t, series, m.buf);
     strbuf_release(&m);
-}
-
-static const struct gpu_device *device_of(const struct gpu_collector *g, unsigned index)
-{
-    for (unsigned i = 0; i < g->ndev; i++)
-        if (g->dev[i].index == index)
-            return &g->dev[i];
-    return NULL;
 }
 
 static void report_lost(struct gpu_collector *g)
@@ -541,6 +669,25 @@ static void report_lost(struct gpu_collector *g)
         }
 }
 
+/* Every device's facts, once, on gpu.mem_total_bytes{gpu=G}: stored even
+ * when that series never gets a point (a GPU in MIG mode refuses its whole
+ * memory to unprivileged callers), so the GPU and its MIG list are known. */
+static void write_all_facts(struct gpu_collector *g, struct series_table *t)
+{
+    for (unsigned i = 0; i < g->ndev; i++) {
+        const struct gpu_device *d = &g->dev[i];
+        if (d->index >= GPU_MAX_DEVICES || g->meta_done[d->index])
+            continue;
+        struct gpu_value key = {0, 0, GM_MEM_TOTAL, (uint16_t)d->index, 0};
+        uint32_t s;
+        if (series_for(g, t, &key, &s) < 0)
+            continue;
+        write_device_meta(g, t, d, s);
+        series_keep_empty(t, s);
+        g->meta_done[d->index] = 1;
+    }
+}
+
 void gpu_collector_merge(struct gpu_collector *g, struct series_table *t, struct proc_tree *tree)
 {
     if (!g->on)
@@ -552,19 +699,13 @@ void gpu_collector_merge(struct gpu_collector *g, struct series_table *t, struct
     g->spare = v;
     g->nqueue = 0;
     pthread_mutex_unlock(&g->lock);
+    write_all_facts(g, t);
     for (uint32_t i = 0; i < n; i++) {
-        if (v[i].pid && (!tree || !proc_tree_find(tree, v[i].pid)))
+        if (per_process(v[i].metric) && (!tree || !proc_tree_find(tree, v[i].sub)))
             continue; /* another job's process on the same GPU */
         uint32_t s;
         if (series_for(g, t, &v[i], &s) < 0)
             continue;
-        if (v[i].metric == GM_MEM_TOTAL && v[i].device < GPU_MAX_DEVICES &&
-            !g->meta_done[v[i].device]) {
-            const struct gpu_device *d = device_of(g, v[i].device);
-            if (d)
-                write_device_meta(g, t, d, s);
-            g->meta_done[v[i].device] = 1;
-        }
         series_put_at(t, s, v[i].ts_ns, v[i].value);
     }
     report_lost(g);

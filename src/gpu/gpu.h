@@ -7,7 +7,8 @@
  * moves the queue into the series table at its ticks (gpu_collector_merge),
  * keeping per-process values only for processes of the job's tree. Devices
  * and their static facts (name, UUID, memory, driver) go into the series
- * metadata of gpu.mem_total_bytes{gpu=G}.
+ * metadata of gpu.mem_total_bytes{gpu=G}, with the MIG devices of a GPU in
+ * MIG mode, whose memory is sampled into gpu.mig_mem_used_bytes{gpu=G,mig=I}.
  *
  * docs/gpu.md explains every metric and its limits.
  */
@@ -24,6 +25,7 @@
 #define GPU_MAX_DEVICES 64
 #define GPU_QUEUE_MAX   65536 /* values waiting for the sampling thread; beyond: dropped, counted */
 #define GPU_PROCS_MAX   256   /* processes read per device per sample */
+#define GPU_MIG_MAX     8     /* MIG devices kept per GPU (NVML allows 7 on A100 and H100) */
 
 /* What a queued value is. */
 enum gpu_metric {
@@ -43,9 +45,10 @@ enum gpu_metric {
     GM_ECC_UNCORRECTED,
     GM_NVLINK_RX,
     GM_NVLINK_TX,
-    GM_PROC_MEM,  /* per pid */
-    GM_PROC_SM,   /* per pid */
-    GM_PROC_MEMU, /* per pid */
+    GM_PROC_MEM,     /* per pid */
+    GM_PROC_SM,      /* per pid */
+    GM_PROC_MEMU,    /* per pid */
+    GM_MIG_MEM_USED, /* per MIG device */
     GM_COUNT
 };
 
@@ -54,7 +57,20 @@ struct gpu_value {
     double value;
     uint16_t metric; /* enum gpu_metric */
     uint16_t device;
-    int32_t pid; /* per-process metrics, else 0 */
+    int32_t sub; /* the second label: the pid of a per-process metric, the MIG device
+                  * index of a MIG one; else 0 */
+};
+
+/* One MIG device of a GPU in MIG mode: facts read once, at open. */
+struct gpu_mig {
+    nvmlDevice_t handle;
+    unsigned index; /* NVML's MIG device index under its GPU: the mig=I label */
+    char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
+    char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE]; /* "MIG-..." */
+    unsigned long long mem_total;
+    long long gpu_instance_id;     /* -1 when NVML would not say */
+    long long compute_instance_id; /* the same */
+    int cuda_index;                /* as gpu_device's; -1 hidden or unknown */
 };
 
 struct gpu_device {
@@ -72,6 +88,9 @@ struct gpu_device {
     int cuda_index;  /* the job's CUDA device number, by $CUDA_VISIBLE_DEVICES; -1 hidden */
     unsigned long long nvlink_prev[2]; /* KiB counters at the last reading (rx, tx) */
     int64_t nvlink_prev_ts;            /* its time; 0 before the first */
+    int mig_mode;                      /* current MIG mode, 0 or 1; -1 when NVML would not say */
+    struct gpu_mig mig[GPU_MIG_MAX];   /* in MIG mode: its MIG devices, by index */
+    unsigned nmig;
 };
 
 struct nvml_lib {
@@ -100,7 +119,7 @@ struct gpu_collector {
     uint64_t dropped;            /* values lost to a full queue */
     atomic_uint_fast64_t missed; /* GPU deadlines missed (a slow driver) */
     atomic_uint_fast64_t samples;
-    /* the sampling thread's map of (metric, device, pid) to series, and
+    /* the sampling thread's map of (metric, device, sub) to series, and
      * which devices' metadata is written */
     struct gpu_series_map *map;
     uint32_t nmap, map_cap;

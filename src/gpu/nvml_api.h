@@ -31,6 +31,13 @@ typedef struct nvmlDevice_st *nvmlDevice_t;
 #define NVML_DEVICE_UUID_V2_BUFFER_SIZE        96
 #define NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE 80
 
+/* nvmlDeviceGetMigMode: Multi-Instance GPU off or on. A MIG device (one
+ * compute instance of a GPU instance) has a handle of its own, from
+ * nvmlDeviceGetMigDeviceHandleByIndex, that name, UUID ("MIG-..."), memory
+ * and the instance ids accept. */
+#define NVML_DEVICE_MIG_DISABLE 0
+#define NVML_DEVICE_MIG_ENABLE  1
+
 typedef struct {
     unsigned long long total, free, used; /* bytes */
 } nvmlMemory_t;
@@ -147,6 +154,12 @@ typedef struct {
       (nvmlDevice_t, unsigned int *, nvmlProcessInfo_t *))                                         \
     X(nvmlReturn_t, nvmlDeviceGetProcessUtilization,                                               \
       (nvmlDevice_t, nvmlProcessUtilizationSample_t *, unsigned int *, unsigned long long))        \
-    X(nvmlReturn_t, nvmlDeviceGetFieldValues, (nvmlDevice_t, int, nvmlFieldValue_t *))
+    X(nvmlReturn_t, nvmlDeviceGetFieldValues, (nvmlDevice_t, int, nvmlFieldValue_t *))             \
+    X(nvmlReturn_t, nvmlDeviceGetMigMode, (nvmlDevice_t, unsigned int *, unsigned int *))          \
+    X(nvmlReturn_t, nvmlDeviceGetMaxMigDeviceCount, (nvmlDevice_t, unsigned int *))                \
+    X(nvmlReturn_t, nvmlDeviceGetMigDeviceHandleByIndex,                                           \
+      (nvmlDevice_t, unsigned int, nvmlDevice_t *))                                                \
+    X(nvmlReturn_t, nvmlDeviceGetGpuInstanceId, (nvmlDevice_t, unsigned int *))                    \
+    X(nvmlReturn_t, nvmlDeviceGetComputeInstanceId, (nvmlDevice_t, unsigned int *))
 
 #endif

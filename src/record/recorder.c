@@ -18,6 +18,7 @@
 #include "common/err.h"
 #include "common/fmt.h"
 #include "common/log.h"
+#include "gpu/dcgm.h"
 #include "gpu/gpu.h"
 #include "record/events.h"
 #include "record/runinfo.h"
@@ -47,6 +48,7 @@ struct recorder {
     struct batch batch;
     struct event_sink events;
     struct gpu_collector gpu;
+    struct dcgm_collector dcgm;
     char **child_env; /* the job's environment, built before fork */
     int in_flight;
     int sigfd, timerfd, drainfd, epfd;
@@ -525,6 +527,7 @@ static void on_timer(struct recorder *r)
     r->deadline_index += (int64_t)expirations;
     sample_frame(r, r->deadline_index * r->o->interval_ns);
     gpu_collector_merge(&r->gpu, &r->series, &r->tree);
+    dcgm_collector_merge(&r->dcgm, &r->series);
     int64_t now = clock_monotonic_ns();
     /* fast sampling drains every 10 ms, not every tick: a drain checks each
      * writing thread is alive (a syscall apiece), and 16 384-record rings
@@ -634,6 +637,7 @@ static int set_outcome(struct recorder *r)
 static int final_flush(struct recorder *r)
 {
     gpu_collector_close(&r->gpu, &r->series, &r->tree);
+    dcgm_collector_close(&r->dcgm, &r->series);
     event_sink_drain(&r->events, clock_monotonic_ns());
     event_sink_seal_all(&r->events);
     series_seal_all(&r->series);
@@ -700,6 +704,7 @@ static void record_start_failure(struct recorder *r, int err)
 static void cleanup(struct recorder *r)
 {
     gpu_collector_close(&r->gpu, &r->series, &r->tree); /* a no-op unless the run never began */
+    dcgm_collector_close(&r->dcgm, &r->series);
     writer_stop(&r->writer);
     batch_release(&r->batch);
     sampler_release(&r->sampler);
@@ -752,7 +757,9 @@ int recorder_run(const struct recorder_opts *o)
         log_error("out of memory");
         goto out;
     }
-    gpu_collector_open(&r.gpu, o->gpu_interval_ns > 0 ? o->gpu_interval_ns : 100 * NS_PER_MS);
+    int64_t gpu_interval = o->gpu_interval_ns > 0 ? o->gpu_interval_ns : 100 * NS_PER_MS;
+    if (gpu_collector_open(&r.gpu, gpu_interval) == 0)
+        dcgm_collector_open(&r.dcgm, gpu_interval); /* only worth a note where there are GPUs */
     r.live = !o->quiet && isatty(STDERR_FILENO);
     int err = start_child(&r);
     if (err) {
@@ -769,6 +776,8 @@ int recorder_run(const struct recorder_opts *o)
     event_sink_start(&r.events, r.start_mono_ns, r.start_real_ns, r.child);
     if (gpu_collector_start(&r.gpu, r.start_mono_ns, r.start_real_ns) < 0)
         log_warn("cannot start the GPU sampling thread: no GPU metrics");
+    if (dcgm_collector_start(&r.dcgm) < 0)
+        log_warn("cannot start the DCGM sampling thread: no SM-level GPU metrics");
     sample_frame(&r, 0); /* the baseline every rate starts from */
     arm_timer(&r);
     loop(&r);

@@ -79,7 +79,7 @@ int batch_collect(struct batch *b, struct series_table *t)
     batch_reset(b);
     for (uint32_t i = 0; i < t->count; i++) {
         struct series *s = &t->items[i];
-        int has_data = s->enc.st.count || s->sealed;
+        int has_data = s->enc.st.count || s->sealed || s->keep_empty;
         if ((!s->defined && has_data) || (s->defined && s->meta_dirty)) {
             if (grow_array((void **)&b->defs, &b->defs_cap, b->ndefs + 1, sizeof(*b->defs)) < 0)
                 return -ENOMEM;

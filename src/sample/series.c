@@ -252,3 +252,8 @@ void series_put_at(struct series_table *t, uint32_t index, int64_t ts_ns, double
     series_put(t, index, value);
     t->now_ns = frame_ns;
 }
+
+void series_keep_empty(struct series_table *t, uint32_t index)
+{
+    t->items[index].keep_empty = 1;
+}

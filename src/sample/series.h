@@ -42,6 +42,7 @@ struct series {
     uint32_t snap_count; /* open block count at the last snapshot */
     uint8_t defined;     /* the store has its definition */
     uint8_t meta_dirty;  /* meta changed since last persisted */
+    uint8_t keep_empty;  /* stored without points too (series_keep_empty) */
 };
 
 struct series_table {
@@ -82,6 +83,10 @@ void series_put_at(struct series_table *t, uint32_t index, int64_t ts_ns, double
 /* Give the sealed blocks up to (and including) last back to the free list,
  * once the writer has persisted them. */
 void series_release_sealed(struct series_table *t, uint32_t index, struct sealed_block *last);
+
+/* Store the series even before (or without) its first point: it carries
+ * metadata worth keeping on its own (a GPU's facts). */
+void series_keep_empty(struct series_table *t, uint32_t index);
 
 /* The series gets no more points for now (its process exited): seal what it
  * holds and give its open buffer back. A later series_put revives it. */

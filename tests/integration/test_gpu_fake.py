@@ -5,7 +5,9 @@ scenario at each sample, a GPU lost mid-run is reported once and the rest of
 the run is kept, NOT_SUPPORTED functions are tried once, per-process memory
 goes to the job's own pids only, an old driver's missing functions are
 skipped, a missing library is a note, and a 500 ms driver call does not
-delay host sampling."""
+delay host sampling. MIG: a GPU in MIG mode lists its MIG devices with their
+facts, their memory is sampled through their own handles, CUDA_VISIBLE_DEVICES
+names them by MIG- UUID prefix, and a lost MIG GPU is asked nothing more."""
 import os
 import subprocess
 
@@ -213,4 +215,137 @@ if r:
     t = r["metrics"].get("gpu.temp_c{gpu=0}", {})
     check("a slow driver: the slow reading still arrives, at its own pace",
           2 <= t.get("count", 0) <= 7, t)
+# MIG: GPU 0 in MIG mode with MIG devices 0 and 2 (index 1 a gap), GPU 1 out of
+# MIG mode, GPU 2 on a driver that will not say
+MIG0 = "MIG-11111111-aaaa-5555-8888-000000000000"
+MIG2 = "MIG-22222222-bbbb-5555-8888-000000000002"
+MIG_SCENARIO = f"""
+sample_period 0.02
+device 0 name "NVIDIA H100 80GB HBM3" uuid GPU-cccccccc-0000-0000-0000-000000000000 memory {80 * GiB}
+device 1 name "NVIDIA H100 80GB HBM3" uuid GPU-dddddddd-0000-0000-0000-000000000001 memory {80 * GiB}
+device 2 uuid GPU-eeeeeeee-0000-0000-0000-000000000002
+mig_mode 0 1
+mig_mode 1 0
+unsupported 2 nvmlDeviceGetMigMode
+mig 0 0 uuid {MIG0} name "NVIDIA H100 80GB HBM3 MIG 3g.40gb" memory 42144366592 gi 1 ci 0 used {3 * GiB}
+mig 0 2 uuid {MIG2} name "NVIDIA H100 80GB HBM3 MIG 1g.10gb" memory 10468982784 gi 9 ci 1 used {GiB}
+at 0 0 mem.used {6 * GiB}
+at 0 0 power 120000
+"""
+WANT_MIG = [
+    {"index": 0, "uuid": MIG0, "name": "NVIDIA H100 80GB HBM3 MIG 3g.40gb",
+     "memory_total_bytes": 42144366592, "gpu_instance_id": 1, "compute_instance_id": 0,
+     "cuda_index": None},
+    {"index": 2, "uuid": MIG2, "name": "NVIDIA H100 80GB HBM3 MIG 1g.10gb",
+     "memory_total_bytes": 10468982784, "gpu_instance_id": 9, "compute_instance_id": 1,
+     "cuda_index": None},
+]
+
+
+def read_calls(path):
+    """{(function, device): calls}; a MIG device's device is "G:I"."""
+    got = {}
+    if os.path.exists(path):
+        for line in open(path):
+            fn, dev, n = line.split()
+            got[(fn, dev)] = int(n)
+    return got
+
+
+def mig_run(name, scenario, seconds, cvd=None, calls=None):
+    e = env_for(FAKE, scenario, calls)
+    e.pop("CUDA_VISIBLE_DEVICES", None)
+    if cvd is not None:
+        e["CUDA_VISIBLE_DEVICES"] = cvd
+    p = strobe("run", "--quiet", "--name", name, "--", "sleep", str(seconds), store=db, env=e)
+    return p, show(db, name) if p.returncode == 0 else None
+
+
+mig_calls = os.path.join(tmp, "mig-calls")
+p, r = mig_run("mig", MIG_SCENARIO, 1.5, calls=mig_calls)
+check("MIG: the run works", r is not None and r["status"] == "finished", p.stderr[-400:])
+gpus = (r or {}).get("gpus", [])
+check("MIG: three GPUs listed", len(gpus) == 3, gpus)
+if len(gpus) == 3:
+    check("MIG: the GPU in MIG mode says so", gpus[0].get("mig_mode") == 1, gpus[0])
+    check("MIG: its MIG devices are listed with their exact facts",
+          gpus[0].get("mig") == WANT_MIG, gpus[0].get("mig"))
+    check("MIG: the GPU's own facts stay the GPU's",
+          gpus[0]["uuid"] == "GPU-cccccccc-0000-0000-0000-000000000000" and
+          gpus[0]["memory_total_bytes"] == 80 * GiB and gpus[0]["cuda_index"] == 0, gpus[0])
+    check("MIG: a GPU out of MIG mode has mig_mode 0 and no MIG devices",
+          gpus[1].get("mig_mode") == 0 and gpus[1].get("mig") == [], gpus[1])
+    check("MIG: a driver that will not say gives mig_mode null",
+          "mig_mode" in gpus[2] and gpus[2]["mig_mode"] is None and gpus[2].get("mig") == [],
+          gpus[2])
+for mig, want in ((0, 3 * GiB), (2, GiB)):
+    key = f"gpu.mig_mem_used_bytes{{gpu=0,mig={mig}}}"
+    pts = points(db, "gpu.mig_mem_used_bytes", "mig").get(key, [])
+    check(f"MIG: {key} reads the scripted {want}",
+          len(pts) >= 10 and {v for _, v in pts} == {want}, (len(pts), sorted({v for _, v in pts})))
+mig_series = [k for k in (r or {}).get("metrics", {}) if k.startswith("gpu.mig_")]
+check("MIG: MIG series only for the MIG devices",
+      sorted(mig_series) == ["gpu.mig_mem_used_bytes{gpu=0,mig=0}",
+                             "gpu.mig_mem_used_bytes{gpu=0,mig=2}"], mig_series)
+check("MIG: no utilization for the GPU in MIG mode, the other metrics go on",
+      r is not None and "gpu.util{gpu=0}" not in r["metrics"] and
+      "gpu.util{gpu=1}" in r["metrics"] and
+      r["metrics"].get("gpu.mem_used_bytes{gpu=0}", {}).get("max") == 6 * GiB and
+      r["metrics"].get("gpu.power_w{gpu=0}", {}).get("max") == 120,
+      sorted(k for k in (r or {}).get("metrics", {}) if "gpu=0" in k))
+got = read_calls(mig_calls)
+check("MIG: utilization under MIG is asked once (each way) and not again",
+      got.get(("nvmlDeviceGetUtilizationRates", "0")) == 1 and
+      got.get(("nvmlDeviceGetSamples", "0")) == 2, got)
+check("MIG: MIG devices are found once, by every index up to the maximum",
+      got.get(("nvmlDeviceGetMigDeviceHandleByIndex", "0")) == 7 and
+      ("nvmlDeviceGetMigDeviceHandleByIndex", "1") not in got, got)
+check("MIG: each MIG device's memory is read through its own handle, every sample",
+      got.get(("nvmlDeviceGetMemoryInfo", "0:0"), 0) >= 10 and
+      got.get(("nvmlDeviceGetMemoryInfo", "0:2"), 0) >= 10, got)
+txt = strobe("show", "mig", store=db)
+check("MIG: show lists the MIG devices under their GPU",
+      f"mig 0: {MIG0}, NVIDIA H100 80GB HBM3 MIG 3g.40gb," in txt.stdout and
+      f"mig 2: {MIG2}, NVIDIA H100 80GB HBM3 MIG 1g.10gb," in txt.stdout and
+      txt.stdout.index("GPU-cccccccc") < txt.stdout.index(MIG0) < txt.stdout.index("GPU-dddddddd"),
+      txt.stdout[:900])
+
+# CUDA_VISIBLE_DEVICES by MIG- UUID prefix: that MIG device is the job's, the GPUs not
+for cvd, want_mig, want_gpus in (("MIG-22222222", [None, 0], [None, None, None]),
+                                 (f"{MIG2[:17]},MIG-11111111", [1, 0], [None, None, None]),
+                                 ("MIG-11111111,1", [0, None], [None, 1, None]),
+                                 ("MIG-,0", [None, None], [None, None, None])):
+    p, r = mig_run("mig-cvd", MIG_SCENARIO, 0.4, cvd=cvd)
+    gpus = (r or {}).get("gpus", [])
+    got_mig = [m.get("cuda_index") for m in gpus[0].get("mig", [])] if gpus else None
+    got_gpus = [g.get("cuda_index") for g in gpus]
+    check(f"MIG: CUDA_VISIBLE_DEVICES={cvd}: MIG devices {want_mig}, GPUs {want_gpus}",
+          got_mig == want_mig and got_gpus == want_gpus, (got_mig, got_gpus))
+
+# a GPU in MIG mode lost mid-run: one warning, its MIG series stop, no more calls
+lost_calls = os.path.join(tmp, "mig-lost-calls")
+p, r = mig_run("mig-lost", MIG_SCENARIO + "lost 1.0 0\n", 2.5, calls=lost_calls)
+check("MIG: a lost MIG GPU is reported once", p.stderr.count("warning: GPU 0 ") == 1,
+      p.stderr[-400:])
+if r:
+    start = r["start_ns"] / 1e9
+    pts = points(db, "gpu.mig_mem_used_bytes", "mig-lost")
+    last = max((ts for v in pts.values() for ts, _ in v), default=0)
+    check("MIG: the lost GPU's MIG series stop when it was lost",
+          pts and last <= start + 1.2, (sorted(pts), last - start))
+got = read_calls(lost_calls)
+n0, n2 = got.get(("nvmlDeviceGetMemoryInfo", "0:0"), 0), got.get(("nvmlDeviceGetMemoryInfo", "0:2"), 0)
+check("MIG: after the loss its MIG devices are asked nothing more (about 1 s of samples, not 2.5)",
+      5 <= n0 <= 16 and n2 <= n0, (n0, n2))
+
+# a GPU in MIG mode that refuses its whole memory (unprivileged): its facts
+# and MIG list are stored all the same
+p, r = mig_run("mig-noperm", MIG_SCENARIO + "error 0 nvmlDeviceGetMemoryInfo NO_PERMISSION\n", 0.5)
+gpus = (r or {}).get("gpus", [])
+check("MIG without permission for the GPU's memory: the GPU and its MIG list are kept",
+      gpus and gpus[0].get("mig") == WANT_MIG, gpus[:1])
+check("MIG without permission: no gpu.mem_total_bytes points for that GPU",
+      (r or {}).get("metrics", {}).get("gpu.mem_total_bytes{gpu=0}", {}).get("count") == 0,
+      (r or {}).get("metrics", {}).get("gpu.mem_total_bytes{gpu=0}"))
+
 done()

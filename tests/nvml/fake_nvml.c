@@ -67,6 +67,14 @@
  *                                    (write it whole and rename it into place)
  *   init_error <code>                nvmlInit_v2 returns that code (say
  *                                    DRIVER_NOT_LOADED) and initializes nothing
+ *   mig_mode <device> <0|1>          nvmlDeviceGetMigMode's current and pending mode
+ *                                    (default 0)
+ *   mig <device> <index> uuid <MIG-...> [name "..."] [memory <bytes>] [gi <n>]
+ *       [ci <n>] [used <bytes>]      a MIG device (index 0 to 6) of a GPU whose
+ *                                    mig_mode line came first: its UUID, name
+ *                                    (default "NVIDIA Fake GPU MIG 1g.10gb"), total
+ *                                    memory (10737418240), GPU and compute instance
+ *                                    ids (the index, 0) and memory used (0)
  *
  * ("missing <function>" is refused with a pointer to the -old build.)
  *
@@ -79,11 +87,23 @@
  * nvmlDeviceGetProcessUtilization stamps one sample per listed process with
  * the current time (NOT_FOUND when none is newer than lastSeenTimeStamp).
  *
+ * MIG: a GPU in MIG mode answers nvmlDeviceGetMaxMigDeviceCount 7 (0 out of
+ * it) and nvmlDeviceGetMigDeviceHandleByIndex a handle for each declared
+ * index, NOT_FOUND for the others below 7 (NOT_SUPPORTED out of MIG mode);
+ * its nvmlDeviceGetUtilizationRates, utilization samples and
+ * nvmlDeviceGetProcessUtilization are NOT_SUPPORTED. A MIG device handle
+ * answers nvmlDeviceGetName, nvmlDeviceGetUUID, nvmlDeviceGetMemoryInfo,
+ * nvmlDeviceGetComputeRunningProcesses_v3 (no processes) and the instance
+ * ids, INVALID_ARGUMENT to the three MIG calls above, and
+ * NOT_SUPPORTED to everything else; it is lost with its GPU. A GPU's handle
+ * is INVALID_ARGUMENT to the instance-id calls.
+ *
  * Calls are counted per device and function (every call that passed a valid
  * handle or index after init, whatever it returned). When the last
  * nvmlShutdown runs, or the process exits still initialized, the counts go to
  * the file named by $STROBE_FAKE_NVML_CALLS (read at nvmlInit_v2), one line
- * "<function> <device> <calls>" for each count above zero, written to a
+ * "<function> <device> <calls>" for each count above zero (a MIG device's
+ * device is "<gpu>:<mig index>", after its GPU's lines), written to a
  * temporary name and renamed into place.
  *
  * Errors of nvmlInit_v2 (an unset variable, a file that cannot be read, a
@@ -117,10 +137,13 @@ NVML_FUNCTIONS(FAKE_DECLARE)
 #define FAKE_SAMPLE_RING     120 /* samples a driver keeps per device and type */
 #define FAKE_MAX_TOKENS      16
 #define FAKE_MAX_PROCESSES   4096
+#define FAKE_MAX_MIG         7 /* nvmlDeviceGetMaxMigDeviceCount of a GPU in MIG mode (A100, H100) */
 #define NS_PER_S             INT64_C(1000000000)
 #define DEFAULT_DRIVER       "550.54.15"
 #define DEFAULT_NAME         "NVIDIA Fake GPU"
 #define DEFAULT_MEMORY_BYTES UINT64_C(85899345920)
+#define DEFAULT_MIG_NAME     "NVIDIA Fake GPU MIG 1g.10gb"
+#define DEFAULT_MIG_BYTES    UINT64_C(10737418240)
 #define FAKE_ERROR_MEMORY    20 /* NVML_ERROR_MEMORY, not in nvml_api.h */
 
 #define FN_ENUM(ret, name, args) FN_##name,
@@ -210,8 +233,10 @@ struct series {
     size_t n, cap;
 };
 
-/* A device; its address is the nvmlDevice_t handle, so handles are distinct
- * and stay valid (static storage) even across nvmlShutdown. */
+/* A device, GPU or MIG device; its address is the nvmlDevice_t handle, so
+ * handles are distinct and stay valid (static storage) even across
+ * nvmlShutdown. A MIG device uses name, uuid, memory_total_bytes,
+ * field[F_MEM_USED] and calls; it is lost when its GPU is. */
 struct nvmlDevice_st {
     char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
     char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
@@ -221,12 +246,17 @@ struct nvmlDevice_st {
     int64_t slow_ns[FN_COUNT];   /* sleep before answering */
     nvmlReturn_t fail[FN_COUNT]; /* scripted error, NVML_SUCCESS for none */
     uint64_t calls[FN_COUNT];
-    char *processes_path; /* malloc'ed; NULL: no processes */
-    unsigned nvlinks;     /* links whose throughput fields answer; 0: NOT_SUPPORTED */
+    char *processes_path;         /* malloc'ed; NULL: no processes */
+    unsigned nvlinks;             /* links whose throughput fields answer; 0: NOT_SUPPORTED */
+    unsigned mig_mode;            /* a GPU's current (and pending) MIG mode */
+    struct nvmlDevice_st *parent; /* a MIG device's GPU; NULL for a GPU */
+    int declared;                 /* a MIG slot: a 'mig' line made it a device */
+    unsigned gpu_instance_id, compute_instance_id; /* a MIG device's */
 };
 
 static pthread_mutex_t fake_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct nvmlDevice_st devices[FAKE_MAX_DEVICES];
+static struct nvmlDevice_st migs[FAKE_MAX_DEVICES][FAKE_MAX_MIG]; /* by GPU, MIG index */
 static struct {
     int refs;            /* nvmlInit_v2 calls not yet undone by nvmlShutdown */
     unsigned generation; /* bumped at each full shutdown */
@@ -311,14 +341,22 @@ static uint64_t series_integral_mj(const struct series *s, int64_t t_ns)
 }
 #endif
 
+static void device_release(struct nvmlDevice_st *d)
+{
+    for (int f = 0; f < F_COUNT; f++)
+        free(d->field[f].steps);
+    free(d->processes_path);
+}
+
 static void devices_release(void)
 {
     for (unsigned i = 0; i < FAKE_MAX_DEVICES; i++) {
-        for (int f = 0; f < F_COUNT; f++)
-            free(devices[i].field[f].steps);
-        free(devices[i].processes_path);
+        device_release(&devices[i]);
+        for (unsigned k = 0; k < FAKE_MAX_MIG; k++)
+            device_release(&migs[i][k]);
     }
     memset(devices, 0, sizeof(devices));
+    memset(migs, 0, sizeof(migs));
     free(fake.calls_path);
     fake.calls_path = NULL;
     fake.device_count = 0;
@@ -569,6 +607,80 @@ static int do_nvlinks(struct parse *p, char **argv, int argc)
     return 0;
 }
 
+/* mig_mode <device> <0|1>: nvmlDeviceGetMigMode's current and pending mode. */
+static int do_mig_mode(struct parse *p, char **argv, int argc)
+{
+    (void)argc;
+    struct nvmlDevice_st *d;
+    uint64_t mode;
+    if (parse_device(p, argv[1], &d))
+        return -1;
+    if (parse_u64(argv[2], &mode) || mode > NVML_DEVICE_MIG_ENABLE)
+        return parse_fail(p, "bad MIG mode '%s' (0 or 1)", argv[2]);
+    d->mig_mode = (unsigned)mode;
+    return 0;
+}
+
+/* One "key value" pair of a 'mig' line. */
+static int mig_attribute(struct parse *p, struct nvmlDevice_st *m, const char *key,
+                         const char *value)
+{
+    uint64_t v;
+    if (strcmp(key, "uuid") == 0) {
+        if (strncmp(value, "MIG-", 4) != 0)
+            return parse_fail(p, "MIG device uuid '%s' does not start with MIG-", value);
+        return copy_word(p, m->uuid, sizeof(m->uuid), "uuid", value);
+    }
+    if (strcmp(key, "name") == 0)
+        return copy_word(p, m->name, sizeof(m->name), "name", value);
+    int id = strcmp(key, "gi") == 0 || strcmp(key, "ci") == 0;
+    if (!id && strcmp(key, "memory") != 0 && strcmp(key, "used") != 0)
+        return parse_fail(p, "unknown MIG attribute '%s' (uuid, name, memory, gi, ci, used)", key);
+    if (parse_u64(value, &v) || (id && v > UINT_MAX))
+        return parse_fail(p, "bad %s '%s'", key, value);
+    if (strcmp(key, "memory") == 0)
+        m->memory_total_bytes = v;
+    else if (strcmp(key, "gi") == 0)
+        m->gpu_instance_id = (unsigned)v;
+    else if (strcmp(key, "ci") == 0)
+        m->compute_instance_id = (unsigned)v;
+    else if (series_add(&m->field[F_MEM_USED], 0, v) != 0)
+        return parse_fail(p, "out of memory");
+    return 0;
+}
+
+/* mig <device> <index> uuid <MIG-...> [name "..."] [memory <bytes>] [gi <n>]
+ * [ci <n>] [used <bytes>]: a MIG device of a GPU in MIG mode. */
+static int do_mig(struct parse *p, char **argv, int argc)
+{
+    struct nvmlDevice_st *d;
+    uint64_t k;
+    if (parse_device(p, argv[1], &d))
+        return -1;
+    if (d->mig_mode != NVML_DEVICE_MIG_ENABLE)
+        return parse_fail(p, "device %s is not in MIG mode (a 'mig_mode %s 1' line comes first)",
+                          argv[1], argv[1]);
+    if (parse_u64(argv[2], &k) || k >= FAKE_MAX_MIG)
+        return parse_fail(p, "bad MIG device index '%s' (0 to %d)", argv[2], FAKE_MAX_MIG - 1);
+    struct nvmlDevice_st *m = &migs[d - devices][k];
+    if (m->declared)
+        return parse_fail(p, "MIG device %s of device %s is declared twice", argv[2], argv[1]);
+    snprintf(m->name, sizeof(m->name), "%s", DEFAULT_MIG_NAME);
+    m->memory_total_bytes = DEFAULT_MIG_BYTES;
+    m->gpu_instance_id = (unsigned)k;
+    m->parent = d;
+    for (int a = 3; a < argc; a += 2) {
+        if (a + 1 >= argc)
+            return parse_fail(p, "MIG attribute '%s' has no value", argv[a]);
+        if (mig_attribute(p, m, argv[a], argv[a + 1]) != 0)
+            return -1;
+    }
+    if (!m->uuid[0])
+        return parse_fail(p, "MIG device %s of device %s has no uuid", argv[2], argv[1]);
+    m->declared = 1;
+    return 0;
+}
+
 static int do_init_error(struct parse *p, char **argv, int argc)
 {
     (void)argc;
@@ -599,6 +711,8 @@ static const struct {
     {"slow", 3, 3, do_slow},
     {"processes_file", 2, 2, do_processes_file},
     {"nvlinks", 2, 2, do_nvlinks},
+    {"mig_mode", 2, 2, do_mig_mode},
+    {"mig", 4, 14, do_mig},
     {"init_error", 1, 1, do_init_error},
     {"missing", 1, 1, do_missing},
 };
@@ -703,10 +817,16 @@ static void calls_write(void)
     snprintf(tmp, n, "%s.tmp", fake.calls_path);
     FILE *f = fopen(tmp, "w");
     if (f) {
-        for (unsigned i = 0; i < fake.device_count; i++)
+        for (unsigned i = 0; i < fake.device_count; i++) {
             for (int fn = 0; fn < FN_COUNT; fn++)
                 if (devices[i].calls[fn])
                     fprintf(f, "%s %u %" PRIu64 "\n", fn_names[fn], i, devices[i].calls[fn]);
+            for (unsigned k = 0; k < FAKE_MAX_MIG; k++)
+                for (int fn = 0; fn < FN_COUNT; fn++)
+                    if (migs[i][k].calls[fn])
+                        fprintf(f, "%s %u:%u %" PRIu64 "\n", fn_names[fn], i, k,
+                                migs[i][k].calls[fn]);
+        }
         if (fclose(f) == 0)
             rename(tmp, fake.calls_path);
         else
@@ -729,11 +849,44 @@ __attribute__((destructor)) static void fake_fini(void)
 
 /* --- the API --- */
 
+/* A GPU's handle, or a declared MIG device's whose GPU is in MIG mode. */
 static int handle_ok(nvmlDevice_t d)
 {
-    uintptr_t p = (uintptr_t)d, base = (uintptr_t)devices;
-    return p >= base && p < base + fake.device_count * sizeof(devices[0]) &&
-           (p - base) % sizeof(devices[0]) == 0;
+    uintptr_t p = (uintptr_t)d, base = (uintptr_t)devices, mig = (uintptr_t)migs;
+    if (p >= base && p < base + fake.device_count * sizeof(devices[0]))
+        return (p - base) % sizeof(devices[0]) == 0;
+    if (p < mig || p >= mig + sizeof(migs) || (p - mig) % sizeof(devices[0]) != 0)
+        return 0;
+    return d->declared && d->parent->mig_mode == NVML_DEVICE_MIG_ENABLE;
+}
+
+/*
+ * What NVML answers by the kind of handle, before any value: a MIG device
+ * handle takes name, UUID, memory, running processes (none: the scenario
+ * gives MIG devices none) and the instance ids, is not a GPU for the MIG
+ * calls, and supports nothing else; a GPU's handle is not a MIG device's; a
+ * GPU in MIG mode has no utilization rates or per-process utilization, and
+ * one out of it no MIG devices. Which code NVML gives where its header is
+ * silent is our choice (README.md).
+ */
+static nvmlReturn_t mig_answer(const struct nvmlDevice_st *d, enum fn fn)
+{
+    int mig_call = fn == FN_nvmlDeviceGetMigMode || fn == FN_nvmlDeviceGetMaxMigDeviceCount ||
+                   fn == FN_nvmlDeviceGetMigDeviceHandleByIndex;
+    int id_call = fn == FN_nvmlDeviceGetGpuInstanceId || fn == FN_nvmlDeviceGetComputeInstanceId;
+    if (d->parent) {
+        if (id_call || fn == FN_nvmlDeviceGetName || fn == FN_nvmlDeviceGetUUID ||
+            fn == FN_nvmlDeviceGetMemoryInfo || fn == FN_nvmlDeviceGetComputeRunningProcesses_v3)
+            return NVML_SUCCESS;
+        return mig_call ? NVML_ERROR_INVALID_ARGUMENT : NVML_ERROR_NOT_SUPPORTED;
+    }
+    if (id_call)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (d->mig_mode == NVML_DEVICE_MIG_ENABLE)
+        return fn == FN_nvmlDeviceGetUtilizationRates || fn == FN_nvmlDeviceGetProcessUtilization
+                   ? NVML_ERROR_NOT_SUPPORTED
+                   : NVML_SUCCESS;
+    return fn == FN_nvmlDeviceGetMigDeviceHandleByIndex ? NVML_ERROR_NOT_SUPPORTED : NVML_SUCCESS;
 }
 
 /*
@@ -760,9 +913,9 @@ static nvmlReturn_t device_enter(nvmlDevice_t d, enum fn fn, int64_t *now_ns)
             return NVML_ERROR_UNINITIALIZED;
     }
     *now_ns = elapsed_ns();
-    if (*now_ns >= d->lost_ns)
+    if (*now_ns >= (d->parent ? d->parent : d)->lost_ns)
         return NVML_ERROR_GPU_IS_LOST;
-    return d->fail[fn];
+    return d->fail[fn] != NVML_SUCCESS ? d->fail[fn] : mig_answer(d, fn);
 }
 
 FAKE_EXPORT nvmlReturn_t nvmlInit_v2(void)
@@ -943,6 +1096,8 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetSamples(nvmlDevice_t device, nvmlSamplingT
             s = &device->field[F_POWER];
         if (!s || !sampleValType || !sampleCount)
             rc = NVML_ERROR_INVALID_ARGUMENT;
+        else if (device->mig_mode == NVML_DEVICE_MIG_ENABLE && type != NVML_TOTAL_POWER_SAMPLES)
+            rc = NVML_ERROR_NOT_SUPPORTED; /* no utilization under MIG */
     }
     if (rc != NVML_SUCCESS)
         goto out;
@@ -1288,3 +1443,63 @@ out:
     free(ps);
     return rc;
 }
+
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *currentMode,
+                                              unsigned int *pendingMode)
+{
+    int64_t now;
+    nvmlReturn_t rc = device_enter(device, FN_nvmlDeviceGetMigMode, &now);
+    if (rc == NVML_SUCCESS && (!currentMode || !pendingMode))
+        rc = NVML_ERROR_INVALID_ARGUMENT;
+    if (rc == NVML_SUCCESS)
+        *currentMode = *pendingMode = device->mig_mode;
+    pthread_mutex_unlock(&fake_lock);
+    return rc;
+}
+
+/* NVML's maximum, not how many exist: 0 out of MIG mode (as nvml.h says). */
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int *count)
+{
+    int64_t now;
+    nvmlReturn_t rc = device_enter(device, FN_nvmlDeviceGetMaxMigDeviceCount, &now);
+    if (rc == NVML_SUCCESS && !count)
+        rc = NVML_ERROR_INVALID_ARGUMENT;
+    if (rc == NVML_SUCCESS)
+        *count = device->mig_mode == NVML_DEVICE_MIG_ENABLE ? FAKE_MAX_MIG : 0;
+    pthread_mutex_unlock(&fake_lock);
+    return rc;
+}
+
+/* NOT_FOUND for an index below the maximum that no 'mig' line declared. */
+FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device,
+                                                             unsigned int index,
+                                                             nvmlDevice_t *migDevice)
+{
+    int64_t now;
+    nvmlReturn_t rc = device_enter(device, FN_nvmlDeviceGetMigDeviceHandleByIndex, &now);
+    if (rc == NVML_SUCCESS && (!migDevice || index >= FAKE_MAX_MIG))
+        rc = NVML_ERROR_INVALID_ARGUMENT;
+    if (rc == NVML_SUCCESS && !migs[device - devices][index].declared)
+        rc = NVML_ERROR_NOT_FOUND;
+    if (rc == NVML_SUCCESS)
+        *migDevice = &migs[device - devices][index];
+    pthread_mutex_unlock(&fake_lock);
+    return rc;
+}
+
+/* A MIG device's instance ids, as its 'mig' line gave them. */
+#define FAKE_ID_GETTER(fn_name, member)                                                            \
+    FAKE_EXPORT nvmlReturn_t fn_name(nvmlDevice_t device, unsigned int *id)                        \
+    {                                                                                              \
+        int64_t now;                                                                               \
+        nvmlReturn_t rc = device_enter(device, FN_##fn_name, &now);                                \
+        if (rc == NVML_SUCCESS && !id)                                                             \
+            rc = NVML_ERROR_INVALID_ARGUMENT;                                                      \
+        if (rc == NVML_SUCCESS)                                                                    \
+            *id = device->member;                                                                  \
+        pthread_mutex_unlock(&fake_lock);                                                          \
+        return rc;                                                                                 \
+    }
+
+FAKE_ID_GETTER(nvmlDeviceGetGpuInstanceId, gpu_instance_id)
+FAKE_ID_GETTER(nvmlDeviceGetComputeInstanceId, compute_instance_id)

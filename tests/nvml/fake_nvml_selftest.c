@@ -4,8 +4,8 @@
  * directory of this binary, resolves NVML_FUNCTIONS with dlsym, writes a
  * scenario and checks exact answers: devices and sizing, step functions over
  * time (with sleeps), the sample ring and lastSeenTimeStamp, lost devices,
- * scripted errors and the calls file, slow calls, the processes file, parse
- * errors and nesting of init and shutdown.
+ * scripted errors and the calls file, slow calls, the processes file, MIG
+ * devices and their handles, parse errors and nesting of init and shutdown.
  *
  * Times: the fake's clock starts inside nvmlInit_v2, so it lies between the
  * test's clock just before and just after that call; timed checks use those
@@ -247,6 +247,14 @@ static void expect_all(struct nvml *n, nvmlDevice_t d, nvmlReturn_t expect)
     ASSERT_EQ_INT(n->nvmlDeviceGetComputeRunningProcesses_v3(d, &count, infos), expect);
     count = 4;
     ASSERT_EQ_INT(n->nvmlDeviceGetProcessUtilization(d, putil, &count, 0), expect);
+    nvmlFieldValue_t field = {.fieldId = NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX};
+    ASSERT_EQ_INT(n->nvmlDeviceGetFieldValues(d, 1, &field), expect);
+    nvmlDevice_t mig;
+    ASSERT_EQ_INT(n->nvmlDeviceGetMigMode(d, &ui, &count), expect);
+    ASSERT_EQ_INT(n->nvmlDeviceGetMaxMigDeviceCount(d, &ui), expect);
+    ASSERT_EQ_INT(n->nvmlDeviceGetMigDeviceHandleByIndex(d, 0, &mig), expect);
+    ASSERT_EQ_INT(n->nvmlDeviceGetGpuInstanceId(d, &ui), expect);
+    ASSERT_EQ_INT(n->nvmlDeviceGetComputeInstanceId(d, &ui), expect);
 }
 
 /* nvmlInit_v2 with stderr caught: returns its code, the text in err. */
@@ -431,6 +439,20 @@ TEST(parse_errors_name_file_and_line)
         {"device 0\nerror 0 nvmlDeviceGetName BOGUS\n", 2, "unknown NVML error code 'BOGUS'"},
         {"device 0\nslow 0 nvmlDeviceGetName soon\n", 2, "bad time 'soon'"},
         {"device 0\nprocesses_file 3 /tmp/x\n", 2, "device 3 is not declared"},
+        {"device 0\nmig_mode 0 2\n", 2, "bad MIG mode '2' (0 or 1)"},
+        {"device 0\nmig 0 0 uuid MIG-a\n", 2, "device 0 is not in MIG mode"},
+        {"device 0\nmig_mode 0 1\nmig 0 7 uuid MIG-a\n", 3, "bad MIG device index '7'"},
+        {"device 0\nmig_mode 0 1\nmig 0 0 uuid GPU-a\n", 3, "does not start with MIG-"},
+        {"device 0\nmig_mode 0 1\nmig 0 0 name x\n", 3, "MIG device 0 of device 0 has no uuid"},
+        {"device 0\nmig_mode 0 1\nmig 0 1 uuid MIG-a\nmig 0 1 uuid MIG-b\n", 4,
+         "MIG device 1 of device 0 is declared twice"},
+        {"device 0\nmig_mode 0 1\nmig 0 0 uuid MIG-a colour red\n", 3,
+         "unknown MIG attribute 'colour'"},
+        {"device 0\nmig_mode 0 1\nmig 0 0 uuid MIG-a gi 4294967296\n", 3, "bad gi '4294967296'"},
+        {"device 0\nmig_mode 0 1\nmig 0 0 uuid MIG-a used\n", 3,
+         "MIG attribute 'used' has no value"},
+        {"device 0\nmig_mode 0 1\nmig 0 0 uuid\n", 3, "'mig' takes 4 to 14 words, not 3"},
+        {"device 0\nmig_mode 1 1\n", 2, "device 1 is not declared"},
     };
     struct nvml n;
     nvml_load(&n);
@@ -1088,6 +1110,194 @@ TEST(processes_follow_the_sizing_protocol)
     ASSERT_EQ_INT(n.nvmlShutdown(), NVML_SUCCESS);
 }
 
+/* What a MIG device's handle does not answer, as NVML (and its processes). */
+static void expect_mig_handle_refuses(struct nvml *n, nvmlDevice_t m)
+{
+    nvmlUtilization_t util;
+    nvmlValueType_t type;
+    nvmlSample_t samples[4];
+    unsigned int count = 4, ui, pending;
+    unsigned long long ull;
+    nvmlProcessInfo_t infos[4];
+    nvmlDevice_t other;
+
+    ASSERT_EQ_INT(n->nvmlDeviceGetUtilizationRates(m, &util), NVML_ERROR_NOT_SUPPORTED);
+    ASSERT_EQ_INT(
+        n->nvmlDeviceGetSamples(m, NVML_GPU_UTILIZATION_SAMPLES, 0, &type, &count, samples),
+        NVML_ERROR_NOT_SUPPORTED);
+    ASSERT_EQ_INT(n->nvmlDeviceGetPowerUsage(m, &ui), NVML_ERROR_NOT_SUPPORTED);
+    ASSERT_EQ_INT(n->nvmlDeviceGetTotalEnergyConsumption(m, &ull), NVML_ERROR_NOT_SUPPORTED);
+    ASSERT_EQ_INT(n->nvmlDeviceGetTemperature(m, NVML_TEMPERATURE_GPU, &ui),
+                  NVML_ERROR_NOT_SUPPORTED);
+    ASSERT_EQ_INT(n->nvmlDeviceGetClockInfo(m, NVML_CLOCK_SM, &ui), NVML_ERROR_NOT_SUPPORTED);
+    ASSERT_EQ_INT(n->nvmlDeviceGetPcieThroughput(m, NVML_PCIE_UTIL_TX_BYTES, &ui),
+                  NVML_ERROR_NOT_SUPPORTED);
+    /* per-instance processes are NVML's through MIG handles: none scripted */
+    count = 4;
+    ASSERT_EQ_INT(n->nvmlDeviceGetComputeRunningProcesses_v3(m, &count, infos), NVML_SUCCESS);
+    ASSERT_EQ_INT(count, 0);
+    /* a MIG device is not a GPU for the MIG calls */
+    ASSERT_EQ_INT(n->nvmlDeviceGetMigMode(m, &ui, &pending), NVML_ERROR_INVALID_ARGUMENT);
+    ASSERT_EQ_INT(n->nvmlDeviceGetMaxMigDeviceCount(m, &ui), NVML_ERROR_INVALID_ARGUMENT);
+    ASSERT_EQ_INT(n->nvmlDeviceGetMigDeviceHandleByIndex(m, 0, &other),
+                  NVML_ERROR_INVALID_ARGUMENT);
+}
+
+TEST(mig_devices_have_handles_of_their_own)
+{
+    struct nvml n;
+    nvml_load(&n);
+    scenario("device 0 name \"NVIDIA H100 80GB HBM3\" memory 85520809984\n"
+             "device 1\n"
+             "mig_mode 0 1\n"
+             "mig 0 0 uuid MIG-11111111-2222-3333-4444-555555555555 name \"NVIDIA H100 80GB HBM3 "
+             "MIG 3g.40gb\" memory 42144366592 gi 1 ci 0 used 1073741824\n"
+             "mig 0 2 uuid MIG-aaaaaaaa-2222-3333-4444-555555555555 gi 9 ci 2\n"
+             "at 0 0 util.gpu 50\n"
+             "at 0 0 power 90000\n"
+             "at 0 0 mem.used 5000\n"
+             "at 0 1 util.gpu 40\n");
+    init_ok(&n);
+    nvmlDevice_t d0 = handle(&n, 0), d1 = handle(&n, 1), m0 = NULL, m2 = NULL, again = NULL;
+    unsigned int current = 7, pending = 7, count = 0;
+
+    ASSERT_EQ_INT(n.nvmlDeviceGetMigMode(d0, &current, &pending), NVML_SUCCESS);
+    ASSERT_EQ_INT(current, NVML_DEVICE_MIG_ENABLE);
+    ASSERT_EQ_INT(pending, NVML_DEVICE_MIG_ENABLE);
+    ASSERT_EQ_INT(n.nvmlDeviceGetMigMode(d1, &current, &pending), NVML_SUCCESS);
+    ASSERT_EQ_INT(current, NVML_DEVICE_MIG_DISABLE);
+    ASSERT_EQ_INT(pending, NVML_DEVICE_MIG_DISABLE);
+    ASSERT_EQ_INT(n.nvmlDeviceGetMigMode(d0, NULL, &pending), NVML_ERROR_INVALID_ARGUMENT);
+    ASSERT_EQ_INT(n.nvmlDeviceGetMaxMigDeviceCount(d0, &count), NVML_SUCCESS);
+    ASSERT_EQ_INT(count, 7);
+    ASSERT_EQ_INT(n.nvmlDeviceGetMaxMigDeviceCount(d1, &count), NVML_SUCCESS);
+    ASSERT_EQ_INT(count, 0);
+    ASSERT_EQ_INT(n.nvmlDeviceGetMaxMigDeviceCount(d0, NULL), NVML_ERROR_INVALID_ARGUMENT);
+
+    /* indices with a gap: 0 and 2 exist, 1 and 3..6 not, 7 is past the maximum */
+    ASSERT_EQ_INT(n.nvmlDeviceGetMigDeviceHandleByIndex(d0, 0, &m0), NVML_SUCCESS);
+    ASSERT_EQ_INT(n.nvmlDeviceGetMigDeviceHandleByIndex(d0, 2, &m2), NVML_SUCCESS);
+    ASSERT(m0 && m2 && m0 != m2 && m0 != d0 && m0 != d1 && m2 != d0);
+    ASSERT_EQ_INT(n.nvmlDeviceGetMigDeviceHandleByIndex(d0, 0, &again), NVML_SUCCESS);
+    ASSERT(again == m0);
+    again = d1;
+    for (unsigned int i = 1; i < 7; i++)
+        if (i != 2)
+            ASSERT_EQ_INT(n.nvmlDeviceGetMigDeviceHandleByIndex(d0, i, &again),
+                          NVML_ERROR_NOT_FOUND);
+    ASSERT_EQ_INT(n.nvmlDeviceGetMigDeviceHandleByIndex(d0, 7, &again),
+                  NVML_ERROR_INVALID_ARGUMENT);
+    ASSERT_EQ_INT(n.nvmlDeviceGetMigDeviceHandleByIndex(d0, 0, NULL), NVML_ERROR_INVALID_ARGUMENT);
+    ASSERT(again == d1);
+    ASSERT_EQ_INT(n.nvmlDeviceGetMigDeviceHandleByIndex(d1, 0, &again), NVML_ERROR_NOT_SUPPORTED);
+
+    /* the facts of each, through its own handle */
+    char buf[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
+    nvmlMemory_t mem;
+    unsigned int id = 0;
+    ASSERT_EQ_INT(n.nvmlDeviceGetUUID(m0, buf, sizeof(buf)), NVML_SUCCESS);
+    ASSERT_EQ_STR(buf, "MIG-11111111-2222-3333-4444-555555555555");
+    ASSERT_EQ_INT(n.nvmlDeviceGetUUID(m0, buf, 40), NVML_ERROR_INSUFFICIENT_SIZE);
+    ASSERT_EQ_INT(n.nvmlDeviceGetName(m0, buf, sizeof(buf)), NVML_SUCCESS);
+    ASSERT_EQ_STR(buf, "NVIDIA H100 80GB HBM3 MIG 3g.40gb");
+    ASSERT_EQ_INT(n.nvmlDeviceGetMemoryInfo(m0, &mem), NVML_SUCCESS);
+    ASSERT_EQ_U64(mem.total, 42144366592ULL);
+    ASSERT_EQ_U64(mem.used, 1073741824ULL);
+    ASSERT_EQ_U64(mem.free, 42144366592ULL - 1073741824ULL);
+    ASSERT_EQ_INT(n.nvmlDeviceGetGpuInstanceId(m0, &id), NVML_SUCCESS);
+    ASSERT_EQ_INT(id, 1);
+    ASSERT_EQ_INT(n.nvmlDeviceGetComputeInstanceId(m0, &id), NVML_SUCCESS);
+    ASSERT_EQ_INT(id, 0);
+    ASSERT_EQ_INT(n.nvmlDeviceGetGpuInstanceId(m0, NULL), NVML_ERROR_INVALID_ARGUMENT);
+    /* defaults */
+    ASSERT_EQ_INT(n.nvmlDeviceGetName(m2, buf, sizeof(buf)), NVML_SUCCESS);
+    ASSERT_EQ_STR(buf, "NVIDIA Fake GPU MIG 1g.10gb");
+    ASSERT_EQ_INT(n.nvmlDeviceGetMemoryInfo(m2, &mem), NVML_SUCCESS);
+    ASSERT_EQ_U64(mem.total, 10737418240ULL);
+    ASSERT_EQ_U64(mem.used, 0);
+    ASSERT_EQ_INT(n.nvmlDeviceGetGpuInstanceId(m2, &id), NVML_SUCCESS);
+    ASSERT_EQ_INT(id, 9);
+    ASSERT_EQ_INT(n.nvmlDeviceGetComputeInstanceId(m2, &id), NVML_SUCCESS);
+    ASSERT_EQ_INT(id, 2);
+    expect_mig_handle_refuses(&n, m0);
+    expect_mig_handle_refuses(&n, m2);
+
+    /* a GPU's handle is no MIG device's */
+    ASSERT_EQ_INT(n.nvmlDeviceGetGpuInstanceId(d0, &id), NVML_ERROR_INVALID_ARGUMENT);
+    ASSERT_EQ_INT(n.nvmlDeviceGetComputeInstanceId(d1, &id), NVML_ERROR_INVALID_ARGUMENT);
+
+    /* a GPU in MIG mode: no utilization, the rest as scripted; out of it, all */
+    nvmlUtilization_t u;
+    nvmlProcessUtilizationSample_t putil[4];
+    nvmlValueType_t type;
+    nvmlSample_t samples[4];
+    unsigned int mw = 0;
+    ASSERT_EQ_INT(n.nvmlDeviceGetUtilizationRates(d0, &u), NVML_ERROR_NOT_SUPPORTED);
+    count = 4;
+    ASSERT_EQ_INT(
+        n.nvmlDeviceGetSamples(d0, NVML_GPU_UTILIZATION_SAMPLES, 0, &type, &count, samples),
+        NVML_ERROR_NOT_SUPPORTED);
+    count = 4;
+    ASSERT_EQ_INT(
+        n.nvmlDeviceGetSamples(d0, NVML_MEMORY_UTILIZATION_SAMPLES, 0, &type, &count, samples),
+        NVML_ERROR_NOT_SUPPORTED);
+    count = 4;
+    ASSERT_EQ_INT(n.nvmlDeviceGetProcessUtilization(d0, putil, &count, 0),
+                  NVML_ERROR_NOT_SUPPORTED);
+    ASSERT_EQ_INT(n.nvmlDeviceGetPowerUsage(d0, &mw), NVML_SUCCESS);
+    ASSERT_EQ_INT(mw, 90000);
+    ASSERT_EQ_INT(n.nvmlDeviceGetMemoryInfo(d0, &mem), NVML_SUCCESS);
+    ASSERT_EQ_U64(mem.total, 85520809984ULL);
+    ASSERT_EQ_U64(mem.used, 5000);
+    ASSERT_EQ_INT(n.nvmlDeviceGetUtilizationRates(d1, &u), NVML_SUCCESS);
+    ASSERT_EQ_INT(u.gpu, 40);
+
+    /* handles die with the init, as a GPU's do */
+    ASSERT_EQ_INT(n.nvmlShutdown(), NVML_SUCCESS);
+    ASSERT_EQ_INT(n.nvmlDeviceGetMemoryInfo(m0, &mem), NVML_ERROR_UNINITIALIZED);
+    /* a scenario without MIG: an old handle is no handle */
+    scenario("device 0\n");
+    init_ok(&n);
+    ASSERT_EQ_INT(n.nvmlDeviceGetMemoryInfo(m0, &mem), NVML_ERROR_INVALID_ARGUMENT);
+    ASSERT_EQ_INT(n.nvmlShutdown(), NVML_SUCCESS);
+}
+
+TEST(mig_devices_are_counted_and_lost_with_their_gpu)
+{
+    struct nvml n;
+    nvml_load(&n);
+    scenario("device 0\ndevice 1\n"
+             "mig_mode 1 1\n"
+             "mig 1 3 uuid MIG-33333333-0000-0000-0000-000000000000 used 77\n"
+             "lost 0.2 1\n");
+    const char *calls = scratch("calls");
+    setenv("STROBE_FAKE_NVML_CALLS", calls, 1);
+    struct start s = init_ok(&n);
+    nvmlDevice_t d1 = handle(&n, 1), m3 = NULL;
+    nvmlMemory_t mem;
+    if (elapsed_max(&s) < 0.15) {
+        ASSERT_EQ_INT(n.nvmlDeviceGetMigDeviceHandleByIndex(d1, 3, &m3), NVML_SUCCESS);
+        ASSERT_EQ_INT(n.nvmlDeviceGetMemoryInfo(m3, &mem), NVML_SUCCESS);
+        ASSERT_EQ_U64(mem.used, 77);
+        ASSERT_EQ_INT(n.nvmlDeviceGetMemoryInfo(m3, &mem), NVML_SUCCESS);
+        ASSERT_EQ_U64(mem.used, 77);
+    } else {
+        ASSERT_EQ_INT(n.nvmlShutdown(), NVML_SUCCESS);
+        return; /* too loaded a machine to see the MIG device before the loss */
+    }
+    sleep_until(&s, 0.25);
+    ASSERT_EQ_INT(n.nvmlDeviceGetMemoryInfo(m3, &mem), NVML_ERROR_GPU_IS_LOST);
+    unsigned int id;
+    ASSERT_EQ_INT(n.nvmlDeviceGetGpuInstanceId(m3, &id), NVML_ERROR_GPU_IS_LOST);
+    nvmlDevice_t again = NULL;
+    ASSERT_EQ_INT(n.nvmlDeviceGetMigDeviceHandleByIndex(d1, 3, &again), NVML_ERROR_GPU_IS_LOST);
+    ASSERT_EQ_INT(n.nvmlShutdown(), NVML_SUCCESS);
+    ASSERT_EQ_STR(read_text(calls), "nvmlDeviceGetHandleByIndex_v2 1 1\n"
+                                    "nvmlDeviceGetMigDeviceHandleByIndex 1 2\n"
+                                    "nvmlDeviceGetMemoryInfo 1:3 3\n"
+                                    "nvmlDeviceGetGpuInstanceId 1:3 1\n");
+}
+
 struct hammer {
     struct nvml *n;
     int failures;
@@ -1145,7 +1355,8 @@ int main(int argc, char **argv)
         samples_ring_keeps_the_last_120, lost_device_answers_gpu_is_lost,
         unsupported_and_errors_are_counted_in_the_calls_file,
         calls_file_written_at_exit_without_shutdown, slow_calls_sleep_without_blocking_others,
-        processes_follow_the_sizing_protocol, threads_share_it_safely)};
+        processes_follow_the_sizing_protocol, mig_devices_have_handles_of_their_own,
+        mig_devices_are_counted_and_lost_with_their_gpu, threads_share_it_safely)};
 
     /* the libraries sit beside this binary */
     ssize_t len = readlink("/proc/self/exe", lib_dir, sizeof(lib_dir) - 1);

@@ -52,3 +52,21 @@ $(FAKE_NVML_TEST): $(FAKE_NVML_TEST_OBJ) | $(FAKE_NVML_SO) $(FAKE_NVML_OLD_SO)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $(FAKE_NVML_TEST_OBJ) -ldl -lm
 
 -include $(FAKE_NVML_OBJ:.o=.d) $(FAKE_NVML_OLD_OBJ:.o=.d) $(FAKE_NVML_TEST_OBJ:.o=.d)
+
+# The test libdcgm (tests/nvml/fake_dcgm.c): a host engine scripted by
+# $STROBE_FAKE_DCGM, loaded through STROBE_DCGM_LIB.
+FAKE_DCGM_SO  := $(BUILD)/tests/libdcgm-fake.so
+FAKE_DCGM_OBJ := $(BUILD)/pic/tests/nvml/fake_dcgm.o
+all: $(FAKE_DCGM_SO)
+
+$(FAKE_DCGM_OBJ): tests/nvml/fake_dcgm.c
+	@mkdir -p $(@D)
+	@echo "  CC  $< (PIC)"
+	$(Q)$(CC) $(CPPFLAGS) $(FAKE_NVML_CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
+
+$(FAKE_DCGM_SO): $(FAKE_DCGM_OBJ)
+	@mkdir -p $(@D)
+	@echo "  LD  $@"
+	$(Q)$(CC) -shared -Wl,-z,defs $(FAKE_NVML_LDFLAGS) -o $@ $^ -pthread
+
+-include $(FAKE_DCGM_OBJ:.o=.d)
