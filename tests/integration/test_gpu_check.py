@@ -233,7 +233,8 @@ out = os.path.join(TMP, "dry-out")
 env = {"GPU_CHECK_NVIDIA_SMI": os.path.join(bindir, "nvidia-smi"), "GPU_CHECK_PYTHON": python,
        "GPU_CHECK_STROBE": os.path.abspath(STROBE), "GPU_CHECK_NO_BUILD": "1",
        "STROBE_NVML_LIB": os.path.abspath(lib), "STROBE_FAKE_NVML": os.path.join(dry, "scenario"),
-       "TZ": "XST-05:30"}  # nvidia-smi's local times in UTC+05:30
+       "TZ": "XST-05:30",  # nvidia-smi's local times in UTC+05:30
+       "GPU_CHECK_COST_SECONDS": "1"}
 p = gpu_check(out, env=env, timeout=150)
 check("dry run: exit 0, every check agrees", p.returncode == 0 and "checks agree" in p.stdout,
       (p.returncode, p.stderr[-1500:], p.stdout[-2500:]))
@@ -250,6 +251,14 @@ check("dry run: the UTC+05:30 local times line up with strobe's (offset within 0
 for name in ("nvidia-smi.csv", "strobe-gpu.csv", "strobe-show.txt", "strobe-show.json", "train.log",
              "train.py", "gpu.db", "meta.json", "nvidia-smi-reserved.csv"):
     check(f"dry run: {name} written", os.path.exists(os.path.join(out, name)))
+try:
+    cost = json.load(open(os.path.join(out, "cost.json")))
+except (OSError, ValueError):
+    cost = {}
+check("dry run: the CPU cost beside nvidia-smi is measured",
+      cost.get("nvidia_smi_us_per_sample_per_device", -1) >= 0 and
+      "strobe_us_per_sample_per_device" in cost and "CPU cost of GPU sampling" in md + open(
+          os.path.join(out, "comparison.md")).read(), cost)
 check("dry run: strobe show's summary is printed", "gpu.util{gpu=0}" in p.stdout, p.stdout[-800:])
 try:
     meta = json.load(open(os.path.join(out, "meta.json")))
