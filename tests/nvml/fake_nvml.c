@@ -324,22 +324,20 @@ static uint64_t series_at(const struct series *s, int64_t t_ns)
     return 0;
 }
 
-#ifndef FAKE_NVML_OLD /* only nvmlDeviceGetTotalEnergyConsumption */
-/* ∫ power dt from init to t: mW × s = mJ. */
-static uint64_t series_integral_mj(const struct series *s, int64_t t_ns)
+/* ∫ rate dt from init to t: power in mW gives mJ, a rate in KiB/s gives KiB. */
+static uint64_t series_integral(const struct series *s, int64_t t_ns)
 {
-    double mj = 0;
+    double sum = 0;
     uint64_t level = 0;
     int64_t from = 0;
     for (size_t i = 0; i < s->n && s->steps[i].t_ns <= t_ns; i++) {
-        mj += (double)level * (double)(s->steps[i].t_ns - from) / 1e9;
+        sum += (double)level * (double)(s->steps[i].t_ns - from) / 1e9;
         level = s->steps[i].value;
         from = s->steps[i].t_ns;
     }
-    mj += (double)level * (double)(t_ns - from) / 1e9;
-    return (uint64_t)mj;
+    sum += (double)level * (double)(t_ns - from) / 1e9;
+    return (uint64_t)sum;
 }
-#endif
 
 static void device_release(struct nvmlDevice_st *d)
 {
@@ -1152,21 +1150,6 @@ out:
 FAKE_GETTER(nvmlDeviceGetPowerUsage, F_POWER, unsigned int)
 FAKE_GETTER(nvmlDeviceGetCurrentClocksThrottleReasons, F_THROTTLE, unsigned long long)
 
-/* ∫ rate dt from init to t, for counters scripted as rates (KiB/s → KiB). */
-static uint64_t series_integral(const struct series *s, int64_t t_ns)
-{
-    double sum = 0;
-    uint64_t level = 0;
-    int64_t from = 0;
-    for (size_t i = 0; i < s->n && s->steps[i].t_ns <= t_ns; i++) {
-        sum += (double)level * (double)(s->steps[i].t_ns - from) / 1e9;
-        level = s->steps[i].value;
-        from = s->steps[i].t_ns;
-    }
-    sum += (double)level * (double)(t_ns - from) / 1e9;
-    return (uint64_t)sum;
-}
-
 /* Per field its own result, as NVML does: the NVLink data counters on the
  * links the scenario gives, NOT_SUPPORTED for anything else. */
 FAKE_EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount,
@@ -1206,7 +1189,7 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device
         rc = NVML_ERROR_INVALID_ARGUMENT;
     if (rc == NVML_SUCCESS) {
         const struct series *e = &device->field[F_ENERGY];
-        *energy = e->n ? series_at(e, now) : series_integral_mj(&device->field[F_POWER], now);
+        *energy = e->n ? series_at(e, now) : series_integral(&device->field[F_POWER], now);
     }
     pthread_mutex_unlock(&fake_lock);
     return rc;
