@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/array.h"
 const char *const phase_names[PHASE_COUNT] = {"data",      "forward", "backward",
                                               "optimizer", "comm",    "other"};
 
@@ -40,14 +41,8 @@ static int add_name(int64_t id, const char *name, void *arg)
 static int add_proc(const struct process_record *p, void *arg)
 {
     struct run_events *e = ((struct load_ctx *)arg)->e;
-    if (e->nprocs == e->procs_cap) {
-        uint32_t cap = e->procs_cap ? e->procs_cap * 2 : 16;
-        struct proc_info *q = realloc(e->procs, cap * sizeof(*q));
-        if (!q)
-            return -ENOMEM;
-        e->procs = q;
-        e->procs_cap = cap;
-    }
+    if (array_grow((void **)&e->procs, &e->procs_cap, e->nprocs + 1, sizeof(*e->procs), 16) < 0)
+        return -ENOMEM;
     struct proc_info *q = &e->procs[e->nprocs++];
     memset(q, 0, sizeof(*q));
     q->pid = p->pid;
@@ -66,14 +61,9 @@ static struct thread_events *find_thread(struct run_events *e, int64_t pid, int6
     for (uint32_t i = 0; i < e->nthreads; i++)
         if (e->threads[i].pid == pid && e->threads[i].tid == tid)
             return &e->threads[i];
-    if (e->nthreads == e->threads_cap) {
-        uint32_t cap = e->threads_cap ? e->threads_cap * 2 : 16;
-        struct thread_events *t = realloc(e->threads, cap * sizeof(*t));
-        if (!t)
-            return NULL;
-        e->threads = t;
-        e->threads_cap = cap;
-    }
+    if (array_grow((void **)&e->threads, &e->threads_cap, e->nthreads + 1, sizeof(*e->threads),
+                   16) < 0)
+        return NULL;
     struct thread_events *t = &e->threads[e->nthreads++];
     memset(t, 0, sizeof(*t));
     t->pid = pid;
@@ -94,16 +84,8 @@ static int add_block(const struct event_block_record *b, void *arg)
     struct thread_events *t = find_thread(e, b->pid, b->tid);
     if (!t)
         return -ENOMEM;
-    if (t->n + n > t->cap) {
-        uint32_t cap = t->cap ? t->cap : 1024;
-        while (cap < t->n + n)
-            cap *= 2;
-        struct event *ev = realloc(t->ev, cap * sizeof(*ev));
-        if (!ev)
-            return -ENOMEM;
-        t->ev = ev;
-        t->cap = cap;
-    }
+    if (array_grow((void **)&t->ev, &t->cap, t->n + n, sizeof(*t->ev), 1024) < 0)
+        return -ENOMEM;
     uint32_t got = 0;
     if (event_block_decode(&c->dec, b->data, b->len, t->ev + t->n, n, &got) < 0) {
         e->bad_blocks++; /* a damaged block loses its own events only */
@@ -239,14 +221,8 @@ static struct group_acc *group_for(struct group_acc **gs, uint32_t *n, uint32_t 
     for (uint32_t i = 0; i < *n; i++)
         if ((*gs)[i].pid == pid)
             return &(*gs)[i];
-    if (*n == *cap) {
-        uint32_t c = *cap ? *cap * 2 : 8;
-        struct group_acc *p = realloc(*gs, c * sizeof(*p));
-        if (!p)
-            return NULL;
-        *gs = p;
-        *cap = c;
-    }
+    if (array_grow((void **)gs, cap, *n + 1, sizeof(**gs), 8) < 0)
+        return NULL;
     struct group_acc *g = &(*gs)[(*n)++];
     memset(g, 0, sizeof(*g));
     g->pid = pid;
@@ -280,18 +256,11 @@ static int analyze_thread(const struct run_events *e, const struct thread_events
         }
     }
     qsort(steps, nsteps, sizeof(*steps), cmp_span);
-    if (nsteps && g->nwin + nsteps > g->wcap) {
-        uint32_t cap = g->wcap ? g->wcap : 256;
-        while (cap < g->nwin + nsteps)
-            cap *= 2;
-        struct span *w = realloc(g->windows, cap * sizeof(*w));
-        if (!w) {
-            free(steps);
-            free(ph);
-            return -ENOMEM;
-        }
-        g->windows = w;
-        g->wcap = cap;
+    if (array_grow((void **)&g->windows, &g->wcap, g->nwin + nsteps, sizeof(*g->windows), 256) <
+        0) {
+        free(steps);
+        free(ph);
+        return -ENOMEM;
     }
     if (nsteps)
         memcpy(g->windows + g->nwin, steps, nsteps * sizeof(*steps));
@@ -312,15 +281,9 @@ static int analyze_thread(const struct run_events *e, const struct thread_events
         while (last < nph && ph[last].start < steps[i].end)
             last++;
         phase_times(ph + from, last - from, steps[i].start, steps[i].end, g->phase_ns);
-        if (g->n == g->cap) {
-            uint32_t cap = g->cap ? g->cap * 2 : 256;
-            double *d = realloc(g->durs, cap * sizeof(*d));
-            if (!d) {
-                rc = -ENOMEM;
-                break;
-            }
-            g->durs = d;
-            g->cap = cap;
+        if (array_grow((void **)&g->durs, &g->cap, g->n + 1, sizeof(*g->durs), 256) < 0) {
+            rc = -ENOMEM;
+            break;
         }
         g->durs[g->n++] = (double)(steps[i].end - steps[i].start);
         first = last;

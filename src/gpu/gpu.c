@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/array.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/strbuf.h"
@@ -574,14 +575,8 @@ static int series_for(struct gpu_collector *g, struct series_table *t, const str
             return 0;
         }
     }
-    if (g->nmap == g->map_cap) {
-        uint32_t cap = g->map_cap ? g->map_cap * 2 : 64;
-        struct gpu_series_map *p = realloc(g->map, cap * sizeof(*p));
-        if (!p)
-            return -ENOMEM;
-        g->map = p;
-        g->map_cap = cap;
-    }
+    if (array_grow((void **)&g->map, &g->map_cap, g->nmap + 1, sizeof(*g->map), 64) < 0)
+        return -ENOMEM;
     char labels[48];
     const char *sub = metric_info[v->metric].sub;
     if (sub)

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/array.h"
 #include "sample/proctree.h"
 #include "sample/series.h"
 
@@ -36,14 +37,8 @@ static uint32_t intern_name(struct event_sink *k, const char *name)
     }
     if (k->nnames >= EVENT_NAMES_MAX)
         return 0;
-    if (k->nnames == k->names_cap) {
-        uint32_t cap = k->names_cap ? k->names_cap * 2 : 256;
-        char **p = realloc(k->names, cap * sizeof(*p));
-        if (!p)
-            return 0;
-        k->names = p;
-        k->names_cap = cap;
-    }
+    if (array_grow((void **)&k->names, &k->names_cap, k->nnames + 1, sizeof(*k->names), 256) < 0)
+        return 0;
     char *copy = strdup(name);
     if (!copy)
         return 0;
@@ -61,14 +56,8 @@ static struct event_proc *find_proc(struct event_sink *k, pid_t pid)
     for (uint32_t i = 0; i < k->nprocs; i++)
         if (k->procs[i].pid == pid)
             return &k->procs[i];
-    if (k->nprocs == k->procs_cap) {
-        uint32_t cap = k->procs_cap ? k->procs_cap * 2 : 16;
-        struct event_proc *p = realloc(k->procs, cap * sizeof(*p));
-        if (!p)
-            return NULL;
-        k->procs = p;
-        k->procs_cap = cap;
-    }
+    if (array_grow((void **)&k->procs, &k->procs_cap, k->nprocs + 1, sizeof(*k->procs), 16) < 0)
+        return NULL;
     struct event_proc *p = &k->procs[k->nprocs++];
     memset(p, 0, sizeof(*p));
     p->pid = pid;
@@ -160,14 +149,8 @@ static void put_app_counter(struct event_sink *k, pid_t pid, uint32_t name, int6
         if (k->apps[i].name == name && k->apps[i].rank == rank)
             index = k->apps[i].series;
     if (index == UINT32_MAX) {
-        if (k->napps == k->apps_cap) {
-            uint32_t cap = k->apps_cap ? k->apps_cap * 2 : 16;
-            struct app_series *a = realloc(k->apps, cap * sizeof(*a));
-            if (!a)
-                return;
-            k->apps = a;
-            k->apps_cap = cap;
-        }
+        if (array_grow((void **)&k->apps, &k->apps_cap, k->napps + 1, sizeof(*k->apps), 16) < 0)
+            return;
         char series_name[EVENT_NAME_BUF], labels[32] = "";
         snprintf(series_name, sizeof(series_name), "app.%s", k->names[name - 1]);
         if (rank >= 0)
@@ -435,13 +418,8 @@ int event_batch_collect(struct event_batch *b, struct event_sink *k)
     if (!k->on)
         return 0;
     uint32_t n = k->nnames - k->names_stored;
-    if (n > b->names_cap) {
-        char **p = realloc(b->names, n * sizeof(*p));
-        if (!p)
-            return -ENOMEM;
-        b->names = p;
-        b->names_cap = n;
-    }
+    if (array_grow((void **)&b->names, &b->names_cap, n, sizeof(*b->names), 64) < 0)
+        return -ENOMEM;
     if (n) /* both may still be NULL */
         memcpy(b->names, k->names + k->names_stored, n * sizeof(*b->names));
     b->names_from = k->names_stored;
@@ -449,14 +427,8 @@ int event_batch_collect(struct event_batch *b, struct event_sink *k)
     for (uint32_t i = 0; i < k->nprocs; i++) {
         if (k->procs[i].stored == k->procs[i].version)
             continue;
-        if (b->nprocs == b->procs_cap) {
-            uint32_t cap = b->procs_cap ? b->procs_cap * 2 : 16;
-            struct event_proc *p = realloc(b->procs, cap * sizeof(*p));
-            if (!p)
-                return -ENOMEM;
-            b->procs = p;
-            b->procs_cap = cap;
-        }
+        if (array_grow((void **)&b->procs, &b->procs_cap, b->nprocs + 1, sizeof(*b->procs), 16) < 0)
+            return -ENOMEM;
         b->procs[b->nprocs] = k->procs[i];
         b->procs[b->nprocs++].role = proc_role(k, &k->procs[i]);
     }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/array.h"
 #include "common/err.h"
 
 void batch_init(struct batch *b)
@@ -32,24 +33,9 @@ void batch_release(struct batch *b)
     memset(b, 0, sizeof(*b));
 }
 
-static int grow_array(void **items, uint32_t *cap, uint32_t need, size_t size)
-{
-    if (need <= *cap)
-        return 0;
-    uint32_t n = *cap ? *cap * 2 : 64;
-    while (n < need)
-        n *= 2;
-    void *p = realloc(*items, (size_t)n * size);
-    if (!p)
-        return -ENOMEM;
-    *items = p;
-    *cap = n;
-    return 0;
-}
-
 static int add_block(struct batch *b, const struct batch_block *blk)
 {
-    if (grow_array((void **)&b->blocks, &b->blocks_cap, b->nblocks + 1, sizeof(*b->blocks)) < 0)
+    if (array_grow((void **)&b->blocks, &b->blocks_cap, b->nblocks + 1, sizeof(*b->blocks), 64) < 0)
         return -ENOMEM;
     b->blocks[b->nblocks++] = *blk;
     return 0;
@@ -81,7 +67,7 @@ int batch_collect(struct batch *b, struct series_table *t)
         struct series *s = &t->items[i];
         int has_data = s->enc.st.count || s->sealed || s->keep_empty;
         if ((!s->defined && has_data) || (s->defined && s->meta_dirty)) {
-            if (grow_array((void **)&b->defs, &b->defs_cap, b->ndefs + 1, sizeof(*b->defs)) < 0)
+            if (array_grow((void **)&b->defs, &b->defs_cap, b->ndefs + 1, sizeof(*b->defs), 64) < 0)
                 return -ENOMEM;
             struct batch_def *d = &b->defs[b->ndefs++];
             d->series = i;

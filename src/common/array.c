@@ -1,0 +1,21 @@
+#include "common/array.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+int array_grow(void **items, uint32_t *cap, uint32_t need, size_t size, uint32_t first)
+{
+    if (need <= *cap)
+        return 0;
+    uint64_t n = *cap ? *cap : (first ? first : 1);
+    while (n < need)
+        n *= 2;
+    if (n > UINT32_MAX)
+        return -ENOMEM;
+    void *p = realloc(*items, (size_t)n * size);
+    if (!p)
+        return -ENOMEM;
+    *items = p;
+    *cap = (uint32_t)n;
+    return 0;
+}
