@@ -109,6 +109,17 @@ static void json_phases(struct strbuf *o, const struct step_group *g)
     strbuf_adds(o, "}");
 }
 
+/* A process's step statistics, the members of its "steps" object. */
+static void json_group_steps(struct strbuf *o, const struct step_group *g)
+{
+    strbuf_addf(o, "\"pid\":%lld,\"rank\":", (long long)g->pid);
+    if (g->rank >= 0)
+        strbuf_addf(o, "%lld,", (long long)g->rank);
+    else
+        strbuf_adds(o, "null,");
+    json_duration_stats(o, &g->steps);
+}
+
 void show_steps_json(struct strbuf *o, const struct run_record *r, const struct run_events *e,
                      const struct step_analysis *a)
 {
@@ -118,12 +129,8 @@ void show_steps_json(struct strbuf *o, const struct run_record *r, const struct 
     const struct step_group *g = a->ngroups ? &a->groups[a->primary] : NULL;
     strbuf_adds(o, ",\"steps\":");
     if (g) {
-        strbuf_addf(o, "{\"pid\":%lld,\"rank\":", (long long)g->pid);
-        if (g->rank >= 0)
-            strbuf_addf(o, "%lld,", (long long)g->rank);
-        else
-            strbuf_adds(o, "null,");
-        json_duration_stats(o, &g->steps);
+        strbuf_addch(o, '{');
+        json_group_steps(o, g);
         strbuf_adds(o, "},\"phases\":");
         json_phases(o, g);
     } else {
@@ -132,12 +139,8 @@ void show_steps_json(struct strbuf *o, const struct run_record *r, const struct 
     strbuf_adds(o, ",\"ranks\":[");
     for (uint32_t i = 0; i < a->ngroups; i++) {
         const struct step_group *x = &a->groups[i];
-        strbuf_addf(o, "%s{\"pid\":%lld,\"rank\":", i ? "," : "", (long long)x->pid);
-        if (x->rank >= 0)
-            strbuf_addf(o, "%lld,", (long long)x->rank);
-        else
-            strbuf_adds(o, "null,");
-        json_duration_stats(o, &x->steps);
+        strbuf_adds(o, i ? ",{" : "{");
+        json_group_steps(o, x);
         strbuf_adds(o, ",\"phases\":");
         json_phases(o, x);
         strbuf_adds(o, "}");
