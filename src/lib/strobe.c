@@ -171,42 +171,44 @@ static inline struct thread_state *thread_state(void)
     return thread_state_slow();
 }
 
-/* The id of name in this thread's ring, defining it on first use. 0 when the
- * name is unusable or the table is full (the event then goes without). */
-static uint32_t intern_slow(struct thread_state *t, const char *name, int64_t ts)
+/* The slot of name in this thread's table, defining it in the ring on first
+ * use. NULL when the name is unusable or the table is full (the event then
+ * goes without). */
+__attribute__((noinline)) static struct name_slot *intern_slow(struct thread_state *t,
+                                                               const char *name, int64_t ts)
 {
     size_t len;
     uint64_t h = name_hash(name, &len);
     if (len == 0 || len > STROBE_NAME_MAX) {
         ring_count_drop(&lib_seg, t->ring); /* an unusable name loses its event, counted */
-        return 0;
+        return NULL;
     }
     for (uint32_t k = (uint32_t)h & (NAME_SLOTS - 1);; k = (k + 1) & (NAME_SLOTS - 1)) {
         struct name_slot *s = &t->names[k];
         if (s->id && s->hash == h && s->len == len && memcmp(s->text, name, len) == 0)
-            return s->id;
+            return s;
         if (s->id)
             continue;
         if (t->next_id >= NAME_SLOTS) { /* keep one slot empty: lookups end */
             ring_count_drop(&lib_seg, t->ring);
-            return 0;
+            return NULL;
         }
         /* defined in the ring before use; if the ring is full the name is
          * dropped, and so is the event: retried next time */
         char *copy = strndup(name, len);
         if (!copy) {
             ring_count_drop(&lib_seg, t->ring);
-            return 0;
+            return NULL;
         }
         if (ring_push_name(&lib_seg, t->ring, t->next_id, name, ts) < 0) {
             free(copy);
-            return 0;
+            return NULL;
         }
         s->hash = h;
         s->len = (uint32_t)len;
         s->text = copy;
         s->id = t->next_id++;
-        return s->id;
+        return s;
     }
 }
 
@@ -216,18 +218,11 @@ static inline uint32_t intern(struct thread_state *t, const char *name, int64_t 
     /* strcmp stops at the first NUL: a shorter string now in the buffer is never overread */
     if (c->ptr == name && strcmp(c->text, name) == 0)
         return c->id;
-    uint32_t id = intern_slow(t, name, ts);
-    if (id) {
-        size_t len;
-        uint64_t h = name_hash(name, &len);
-        for (uint32_t k = (uint32_t)h & (NAME_SLOTS - 1); t->names[k].id;
-             k = (k + 1) & (NAME_SLOTS - 1))
-            if (t->names[k].id == id) {
-                *c = (struct ptr_entry){name, t->names[k].text, t->names[k].len, id};
-                break;
-            }
-    }
-    return id;
+    struct name_slot *slot = intern_slow(t, name, ts);
+    if (!slot)
+        return 0;
+    *c = (struct ptr_entry){name, slot->text, slot->len, slot->id};
+    return slot->id;
 }
 
 /* ring_push with the consumer's tail read only when the ring looks full. */
