@@ -132,13 +132,7 @@ const char *run_events_name(const struct run_events *e, uint32_t id)
 
 /* ---- steps and phases ----------------------------------------------------- */
 
-struct span {
-    int64_t start, end;
-    int phase;        /* enum phase, or -1 for the step itself */
-    int64_t child_ns; /* time covered by spans nested directly inside */
-};
-
-static int phase_of(const char *name)
+int steps_phase_of(const char *name)
 {
     if (strncmp(name, "comm:", 5) == 0)
         return PHASE_COMM;
@@ -148,9 +142,9 @@ static int phase_of(const char *name)
     return -1;
 }
 
-static int cmp_span(const void *a, const void *b)
+int steps_cmp_span(const void *a, const void *b)
 {
-    const struct span *x = a, *y = b;
+    const struct phase_span *x = a, *y = b;
     if (x->start != y->start)
         return (x->start > y->start) - (x->start < y->start);
     return (x->end < y->end) - (x->end > y->end); /* the outer (longer) first */
@@ -172,9 +166,7 @@ static int64_t max64(int64_t a, int64_t b)
     return a > b ? a : b;
 }
 
-/* Exclusive time per phase of the spans ph[0..n) (sorted), clipped to the
- * step [s0, s1). Nesting: a span's time minus what its direct children cover. */
-static void phase_times(struct span *ph, uint32_t n, int64_t s0, int64_t s1, double *out)
+void steps_phase_times(struct phase_span *ph, uint32_t n, int64_t s0, int64_t s1, double *out)
 {
     uint32_t stack[64];
     uint32_t depth = 0;
@@ -186,7 +178,7 @@ static void phase_times(struct span *ph, uint32_t n, int64_t s0, int64_t s1, dou
             /* the part of the child inside both its parent and the step: a
              * child running past the step's end takes from its parent only
              * what the parent counts */
-            struct span *parent = &ph[stack[depth - 1]];
+            struct phase_span *parent = &ph[stack[depth - 1]];
             int64_t inside = min64(min64(ph[i].end, parent->end), s1) - max64(ph[i].start, s0);
             parent->child_ns += inside > 0 ? inside : 0;
         }
@@ -212,7 +204,7 @@ struct group_acc {
     uint32_t n, cap;
     double phase_ns[PHASE_COUNT];
     double comm_all;
-    struct span *windows; /* the process's steps, every thread: comm is counted inside them */
+    struct phase_span *windows; /* the process's steps, every thread: comm is counted inside them */
     uint32_t nwin, wcap;
 };
 
@@ -233,8 +225,8 @@ static struct group_acc *group_for(struct group_acc **gs, uint32_t *n, uint32_t 
 static int analyze_thread(const struct run_events *e, const struct thread_events *t,
                           struct group_acc *g)
 {
-    struct span *steps = malloc((t->n + 1) * sizeof(*steps));
-    struct span *ph = malloc((t->n + 1) * sizeof(*ph));
+    struct phase_span *steps = malloc((t->n + 1) * sizeof(*steps));
+    struct phase_span *ph = malloc((t->n + 1) * sizeof(*ph));
     if (!steps || !ph) {
         free(steps);
         free(ph);
@@ -246,8 +238,8 @@ static int analyze_thread(const struct run_events *e, const struct thread_events
         if (ev->kind != STROBE_EV_COMPLETE || ev->value < 0)
             continue;
         const char *name = run_events_name(e, ev->name);
-        struct span sp = {ev->ts_ns, ev->ts_ns + ev->value, -1, 0};
-        int p = phase_of(name);
+        struct phase_span sp = {ev->ts_ns, ev->ts_ns + ev->value, -1, 0};
+        int p = steps_phase_of(name);
         if (strcmp(name, "step") == 0)
             steps[nsteps++] = sp;
         else if (p >= 0) {
@@ -255,7 +247,7 @@ static int analyze_thread(const struct run_events *e, const struct thread_events
             ph[nph++] = sp;
         }
     }
-    qsort(steps, nsteps, sizeof(*steps), cmp_span);
+    qsort(steps, nsteps, sizeof(*steps), steps_cmp_span);
     if (array_grow((void **)&g->windows, &g->wcap, g->nwin + nsteps, sizeof(*g->windows), 256) <
         0) {
         free(steps);
@@ -265,14 +257,14 @@ static int analyze_thread(const struct run_events *e, const struct thread_events
     if (nsteps)
         memcpy(g->windows + g->nwin, steps, nsteps * sizeof(*steps));
     g->nwin += nsteps;
-    qsort(ph, nph, sizeof(*ph), cmp_span);
+    qsort(ph, nph, sizeof(*ph), steps_cmp_span);
     int rc = 0;
     uint32_t first = 0;
     for (uint32_t i = 0; i < nsteps && rc == 0; i++) {
         while (first < nph && ph[first].start < steps[i].start)
             first++;
         /* spans that began before the step and run into it count for their
-         * part inside (phase_times clips): a few back are enough, phases on
+         * part inside (steps_phase_times clips): a few back are enough, phases on
          * a thread follow each other */
         uint32_t from = first;
         while (from > 0 && first - from < 64 && ph[from - 1].end > steps[i].start)
@@ -280,7 +272,7 @@ static int analyze_thread(const struct run_events *e, const struct thread_events
         uint32_t last = first;
         while (last < nph && ph[last].start < steps[i].end)
             last++;
-        phase_times(ph + from, last - from, steps[i].start, steps[i].end, g->phase_ns);
+        steps_phase_times(ph + from, last - from, steps[i].start, steps[i].end, g->phase_ns);
         if (array_grow((void **)&g->durs, &g->cap, g->n + 1, sizeof(*g->durs), 256) < 0) {
             rc = -ENOMEM;
             break;
@@ -300,7 +292,7 @@ static void comm_in_steps(const struct run_events *e, struct group_acc *g)
 {
     if (!g->nwin)
         return;
-    qsort(g->windows, g->nwin, sizeof(*g->windows), cmp_span);
+    qsort(g->windows, g->nwin, sizeof(*g->windows), steps_cmp_span);
     for (uint32_t t = 0; t < e->nthreads; t++) {
         const struct thread_events *th = &e->threads[t];
         if (th->pid != g->pid)

@@ -82,6 +82,23 @@ struct step_analysis {
     double worker_busy_ns; /* their dataloader.worker spans, summed */
 };
 
+/* A span inside a step, for the phase arithmetic (shared with the rules). */
+struct phase_span {
+    int64_t start, end;
+    int phase;        /* enum phase, or -1 for the step itself */
+    int64_t child_ns; /* time covered by spans nested directly inside */
+};
+
+/* The phase a span name stands for (data, forward, backward, optimizer,
+ * comm:*), or -1. */
+int steps_phase_of(const char *name);
+/* qsort order of phase spans: by start, the outer (longer) first. */
+int steps_cmp_span(const void *a, const void *b);
+/* Add to out[] the exclusive time per phase of ph[0..n) (sorted with
+ * steps_cmp_span), clipped to the step [s0, s1); what no span covers goes to
+ * PHASE_OTHER. Nesting: a span's time minus what its direct children cover. */
+void steps_phase_times(struct phase_span *ph, uint32_t n, int64_t s0, int64_t s1, double *out);
+
 int step_analysis_run(const struct run_events *e, struct step_analysis *out);
 void step_analysis_release(struct step_analysis *a);
 

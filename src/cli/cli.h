@@ -2,6 +2,8 @@
 #ifndef STROBE_CLI_CLI_H
 #define STROBE_CLI_CLI_H
 
+#include <stdio.h>
+
 #include "store/store.h"
 
 /* Each command gets argv after its own name (argv[0] is the command). It
@@ -13,6 +15,8 @@ int cmd_ls(int argc, char **argv);
 int cmd_show(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_rm(int argc, char **argv);
+int cmd_import(int argc, char **argv);
+int cmd_rules(int argc, char **argv);
 
 struct run_events;
 struct step_analysis;
@@ -22,6 +26,16 @@ void show_steps_text(const struct run_record *r, const struct run_events *e,
                      const struct step_analysis *a);
 void show_steps_json(struct strbuf *o, const struct run_record *r, const struct run_events *e,
                      const struct step_analysis *a);
+
+/* Findings (findings.c): most severe first in text; JSON as stored order. */
+struct stored_findings { /* a run's stored findings, strings owned */
+    struct finding_record *f;
+    uint32_t n, cap;
+};
+int stored_findings_load(struct store *s, const char *run_id, struct stored_findings *out);
+void stored_findings_release(struct stored_findings *sf);
+void findings_print_text(FILE *out, const struct finding_record *f, uint32_t n, int64_t start_ns);
+void findings_json(struct strbuf *o, const struct finding_record *f, uint32_t n);
 
 /* Exit statuses of the read-side commands. */
 #define CLI_EXIT_OK    0

@@ -9,13 +9,16 @@
 #include "cli/cli.h"
 #include "common/log.h"
 #include "common/strbuf.h"
+#include "import/sagemaker.h"
 #include "store/points.h"
 
 static const char export_usage[] =
     "usage: strobe export [--store S] --format csv|jsonl [--metric GLOB]... [-o FILE] RUN\n"
+    "       strobe export [--store S] --format sagemaker -o DIR RUN\n"
     "  csv:   time_ns,metric,value   (metric as name{labels})\n"
     "  jsonl: "
-    "{\"time_ns\":...,\"metric\":\"cpu.util\",\"labels\":{\"core\":\"0\"},\"value\":...}\n";
+    "{\"time_ns\":...,\"metric\":\"cpu.util\",\"labels\":{\"core\":\"0\"},\"value\":...}\n"
+    "  sagemaker: SageMaker Debugger's profiler layout under DIR (system/, framework/)\n";
 
 struct export_ctx {
     struct store *s;
@@ -103,6 +106,27 @@ static void csv_value(struct strbuf *o, double v)
         strbuf_add_json_num(o, v);
 }
 
+/* --format sagemaker: a directory, not a stream (import/sagemaker.h). */
+static int export_sagemaker(struct store *s, const struct run_record *r, const char *dir)
+{
+    struct sagemaker_export_counts n;
+    struct strbuf err;
+    strbuf_init(&err);
+    int rc = sagemaker_export(s, r, dir, &n, &err);
+    if (rc < 0)
+        log_error("export of run %s failed: %s", r->id, err.buf);
+    else
+        log_note("exported run %s to '%s': %llu system files (%llu lines), %llu trace files "
+                 "(%llu events, %llu steps); %llu series have no SageMaker equivalent, %llu "
+                 "non-finite values left out",
+                 r->id, dir, (unsigned long long)n.system_files, (unsigned long long)n.lines,
+                 (unsigned long long)n.trace_files, (unsigned long long)n.events,
+                 (unsigned long long)n.steps, (unsigned long long)n.series_left_out,
+                 (unsigned long long)n.skipped_points);
+    strbuf_release(&err);
+    return rc < 0 ? CLI_EXIT_ERROR : CLI_EXIT_OK;
+}
+
 static int export_series(const struct series_record *sr, void *arg)
 {
     struct export_ctx *c = arg;
@@ -187,10 +211,15 @@ int cmd_export(int argc, char **argv)
             return CLI_EXIT_USAGE;
         }
     }
-    if (!format || (strcmp(format, "csv") != 0 && strcmp(format, "jsonl") != 0) ||
-        optind != argc - 1) {
-        if (format && strcmp(format, "csv") != 0 && strcmp(format, "jsonl") != 0)
-            log_error("unknown export format '%s' (csv or jsonl)", format);
+    int sagemaker = format && strcmp(format, "sagemaker") == 0;
+    if (!format || (strcmp(format, "csv") != 0 && strcmp(format, "jsonl") != 0 && !sagemaker) ||
+        optind != argc - 1 || (sagemaker && (!path || c.nglobs))) {
+        if (format && strcmp(format, "csv") != 0 && strcmp(format, "jsonl") != 0 && !sagemaker)
+            log_error("unknown export format '%s' (csv, jsonl or sagemaker)", format);
+        else if (sagemaker && !path)
+            log_error("--format sagemaker writes a directory: give it with -o DIR");
+        else if (sagemaker && c.nglobs)
+            log_error("--metric does not apply to --format sagemaker");
         fputs(export_usage, stderr);
         return CLI_EXIT_USAGE;
     }
@@ -199,7 +228,10 @@ int cmd_export(int argc, char **argv)
         return CLI_EXIT_ERROR;
     struct run_record r;
     int status = CLI_EXIT_ERROR;
-    if (cli_resolve(c.s, argv[optind], &r) == 0) {
+    if (sagemaker && cli_resolve(c.s, argv[optind], &r) == 0) {
+        status = export_sagemaker(c.s, &r, path);
+        run_record_release(&r);
+    } else if (!sagemaker && cli_resolve(c.s, argv[optind], &r) == 0) {
         c.out = path ? fopen(path, "w") : stdout;
         if (!c.out) {
             log_error("cannot write '%s': %s", path, strerror(errno));

@@ -9,6 +9,7 @@
 #include "common/strbuf.h"
 #include "record/recorder.h"
 #include "record/runinfo.h"
+#include "rules/rules.h"
 
 #define INTERVAL_MIN_NS NS_PER_MS
 #define INTERVAL_MAX_NS (60 * NS_PER_S)
@@ -16,12 +17,17 @@
 static const char run_usage[] =
     "usage: strobe run [--store S] [--name N] [--experiment E] [--tag K=V]... [--param K=V]...\n"
     "                  [--interval DUR] [--gpu-interval DUR] [--no-framework] [--quiet]\n"
+    "                  [--rules LIST|none] [--rule-param RULE.P=V]... [--rule-interval DUR]\n"
     "                  -- CMD [ARG...]\n"
     "\n"
     "  --interval DUR   sampling period, 1ms to 60s (default 100ms); units ns us ms s m\n"
     "  --gpu-interval DUR  GPU sampling period, 10ms to 60s (default 100ms), on its own thread\n"
     "  --no-framework   no zero-code PyTorch capture (strobe.span() and libstrobe still record)\n"
-    "  --quiet          no live status line, no closing summary\n"
+    "  --quiet          no live status line, no findings as they fire, no closing summary\n"
+    "  --rules LIST     bottleneck rules to run live (default all; none: off); strobe rules "
+    "--list\n"
+    "  --rule-param R.P=V  a rule's parameter, e.g. StepOutlier.stddev=5 (repeatable)\n"
+    "  --rule-interval DUR window the rules judge at a time (default 10s)\n"
     "  --proc-root DIR, --sys-root DIR   read another /proc and /sys (tests)\n"
     "  --collectors LIST                 only these collectors (cpu,mem,psi,disk,net,cgroup,proc)\n"
     "\n"
@@ -34,8 +40,13 @@ enum {
     OPT_SYS_ROOT,
     OPT_COLLECTORS,
     OPT_NO_FRAMEWORK,
-    OPT_GPU_INTERVAL
+    OPT_GPU_INTERVAL,
+    OPT_RULES,
+    OPT_RULE_PARAM,
+    OPT_RULE_INTERVAL
 };
+
+#define MAX_RULE_PARAMS 64
 
 static const struct option run_options[] = {
     {"store", required_argument, NULL, OPT_STORE},
@@ -50,6 +61,9 @@ static const struct option run_options[] = {
     {"collectors", required_argument, NULL, OPT_COLLECTORS},
     {"no-framework", no_argument, NULL, OPT_NO_FRAMEWORK},
     {"gpu-interval", required_argument, NULL, OPT_GPU_INTERVAL},
+    {"rules", required_argument, NULL, OPT_RULES},
+    {"rule-param", required_argument, NULL, OPT_RULE_PARAM},
+    {"rule-interval", required_argument, NULL, OPT_RULE_INTERVAL},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -101,8 +115,27 @@ static int parse_gpu_interval(const char *arg, int64_t *out)
     return 0;
 }
 
+/* The rule options, checked before anything is recorded: a typo in a
+ * parameter must not cost a run. */
+static int check_rules(const struct recorder_opts *o)
+{
+    struct rules_options ro = {o->rule_interval_ns, o->rules, o->rule_params};
+    struct rules_run_info info = {0, 1, 0, ""};
+    struct rules_engine *e = NULL;
+    struct strbuf err;
+    strbuf_init(&err);
+    int rc = rules_engine_new(&ro, &info, &e, &err);
+    if (rc < 0)
+        log_error("%s", err.len ? err.buf : "out of memory");
+    rules_engine_free(e);
+    strbuf_release(&err);
+    return rc;
+}
+
 int cmd_run(int argc, char **argv)
 {
+    const char *rule_params[MAX_RULE_PARAMS + 1] = {NULL};
+    int nrule_params = 0;
     struct recorder_opts o;
     memset(&o, 0, sizeof(o));
     o.interval_ns = 100 * NS_PER_MS;
@@ -150,6 +183,24 @@ int cmd_run(int argc, char **argv)
         case OPT_GPU_INTERVAL:
             bad = parse_gpu_interval(optarg, &o.gpu_interval_ns) < 0;
             break;
+        case OPT_RULES:
+            o.rules = optarg;
+            break;
+        case OPT_RULE_PARAM:
+            if (nrule_params == MAX_RULE_PARAMS) {
+                log_error("at most %d --rule-param", MAX_RULE_PARAMS);
+                bad = 1;
+            } else {
+                rule_params[nrule_params++] = optarg;
+            }
+            break;
+        case OPT_RULE_INTERVAL:
+            if (duration_parse(optarg, &o.rule_interval_ns) < 0 ||
+                o.rule_interval_ns < 100 * NS_PER_MS) {
+                log_error("--rule-interval wants a duration of 100ms or more (got '%s')", optarg);
+                bad = 1;
+            }
+            break;
         case 'h':
             fputs(run_usage, stdout);
             kv_list_release(&o.tags);
@@ -163,6 +214,9 @@ int cmd_run(int argc, char **argv)
         log_error("no command to run; usage: strobe run [options] -- CMD [ARG...]");
         bad = 1;
     }
+    o.rule_params = rule_params;
+    if (!bad && check_rules(&o) < 0)
+        bad = 1;
     int status = RECORDER_EXIT_SELF;
     if (!bad) {
         o.store_uri = store_default_uri(store_flag);

@@ -36,6 +36,7 @@ struct show_ctx {
     int failed;
     struct run_events ev;
     struct step_analysis steps;
+    struct stored_findings findings;
 };
 
 static int collect_series(const struct series_record *sr, void *arg)
@@ -199,6 +200,8 @@ static void show_json(const struct run_record *r, const struct show_ctx *c)
     json_kv_object(&o, "params", &r->params);
     json_kv_object(&o, "env", &r->env);
     show_steps_json(&o, r, &c->ev, &c->steps);
+    strbuf_adds(&o, ",\"findings\":");
+    findings_json(&o, c->findings.f, c->findings.n);
     json_gpus(&o, c);
     strbuf_adds(&o, ",\"app\":{");
     int first_app = 1;
@@ -456,6 +459,10 @@ static void show_text(const struct run_record *r, const struct show_ctx *c)
     for (size_t i = 0; i < r->tags.n; i++)
         printf("tag       %s=%s\n", r->tags.items[i].key, r->tags.items[i].value);
     show_steps_text(r, &c->ev, &c->steps);
+    if (c->findings.n) {
+        printf("findings  %u (strobe rules %.8s for every rule's verdict)\n", c->findings.n, r->id);
+        findings_print_text(stdout, c->findings.f, c->findings.n, r->start_ns);
+    }
     int apps = 0;
     for (size_t i = 0; i < c->n; i++) {
         if (strncmp(c->rows[i].name, "app.", 4) != 0)
@@ -481,6 +488,14 @@ static void show_text(const struct run_record *r, const struct show_ctx *c)
         printf("\n%zu more series per core, device and process: 'strobe show --json' or "
                "'strobe export'\n",
                labelled);
+}
+
+/* A store from before the rules has no findings table: none, not an error. */
+static int load_findings(struct store *s, const char *run_id, struct stored_findings *out)
+{
+    if (stored_findings_load(s, run_id, out) < 0)
+        stored_findings_release(out);
+    return 0;
 }
 
 int cmd_show(int argc, char **argv)
@@ -516,7 +531,8 @@ int cmd_show(int argc, char **argv)
     if (cli_resolve(s, argv[optind], &r) == 0) {
         struct show_ctx c = {.s = s, .interval_ns = r.interval_ns};
         if (s->ops->series_query(s, r.id, collect_series, &c) < 0 || c.failed ||
-            run_events_load(s, r.id, &c.ev) < 0 || step_analysis_run(&c.ev, &c.steps) < 0)
+            run_events_load(s, r.id, &c.ev) < 0 || step_analysis_run(&c.ev, &c.steps) < 0 ||
+            load_findings(s, r.id, &c.findings) < 0)
             log_error("cannot read run %s: %s", r.id, s->err.buf);
         else {
             if (json)
@@ -526,6 +542,7 @@ int cmd_show(int argc, char **argv)
             status = CLI_EXIT_OK;
         }
         rows_release(&c);
+        stored_findings_release(&c.findings);
         step_analysis_release(&c.steps);
         run_events_release(&c.ev);
         run_record_release(&r);

@@ -14,6 +14,8 @@ static const struct command {
     {"show", cmd_show, "summarise one run"},
     {"export", cmd_export, "write a run's samples as CSV or JSON lines"},
     {"rm", cmd_rm, "remove runs from the store"},
+    {"import", cmd_import, "bring in another tool's recording (SageMaker Debugger)"},
+    {"rules", cmd_rules, "evaluate the bottleneck rules over a run"},
 };
 
 static void usage(FILE *out)

@@ -125,6 +125,8 @@ static void set_meta(struct event_sink *k, pid_t pid, const char *key, double va
     if (field && *field != v) {
         *field = v;
         p->version++;
+        if (k->proc_tap)
+            k->proc_tap(k->tap_arg, pid, p->rank, p->worker_id);
     }
 }
 
@@ -223,6 +225,9 @@ static void append(struct event_sink *k, struct event_stream *s, struct event ev
         s->first_mono_ns = now;
     s->buf[s->n++] = ev;
     k->events++;
+    if (k->span_tap && ev.kind == STROBE_EV_COMPLETE && ev.value >= 0)
+        k->span_tap(k->tap_arg, s->pid, s->tid, ev.ts_ns, ev.ts_ns + ev.value, ev.name,
+                    ev.name ? k->names[ev.name - 1] : "");
 }
 
 /* Spans still open are kept as span-begin events: the end never came. */

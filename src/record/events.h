@@ -88,8 +88,17 @@ struct event_batch {
 struct series_table;
 struct proc_tree;
 
+/* Called for every finished span kept, and when a process's rank or worker
+ * id becomes known (the live rules read events this way). */
+typedef void event_span_tap_fn(void *arg, pid_t pid, pid_t tid, int64_t start_ns, int64_t end_ns,
+                               uint32_t name_id, const char *name);
+typedef void event_proc_tap_fn(void *arg, pid_t pid, int64_t rank, int64_t worker_id);
+
 struct event_sink {
     int on;
+    event_span_tap_fn *span_tap; /* NULL: none */
+    event_proc_tap_fn *proc_tap;
+    void *tap_arg;
     struct ring_segment seg;
     struct event_stream *streams; /* seg.ring_count */
     char **names;                 /* names[id - 1] */

@@ -21,7 +21,9 @@
 #include "gpu/dcgm.h"
 #include "gpu/gpu.h"
 #include "record/events.h"
+#include "record/live_rules.h"
 #include "record/runinfo.h"
+#include "rules/replay.h"
 #include "record/writer.h"
 #include "sample/collector.h"
 #include "sample/proctree.h"
@@ -49,6 +51,7 @@ struct recorder {
     struct event_sink events;
     struct gpu_collector gpu;
     struct dcgm_collector dcgm;
+    struct live_rules rules;
     char **child_env; /* the job's environment, built before fork */
     int in_flight;
     int sigfd, timerfd, drainfd, epfd;
@@ -399,6 +402,22 @@ static void reap_children(struct recorder *r)
     }
 }
 
+/* The rule engine, before the job starts: a bad --rule-param fails here. */
+static int open_rules(struct recorder *r)
+{
+    struct rules_options ro = {r->o->rule_interval_ns, r->o->rules, r->o->rule_params};
+    struct rules_run_info info = {r->run.start_ns, r->run.cpu_count, r->run.mem_total_bytes,
+                                  r->run.host};
+    struct strbuf err;
+    strbuf_init(&err);
+    int rc = live_rules_open(&r->rules, &ro, &info, &r->series, &r->events, &err);
+    if (rc < 0)
+        log_error("%s", err.len ? err.buf : "out of memory");
+    strbuf_release(&err);
+    r->rules.announce = !r->o->quiet;
+    return rc;
+}
+
 /* ---- sampling ------------------------------------------------------------- */
 
 /*
@@ -536,6 +555,8 @@ static void on_timer(struct recorder *r)
         event_sink_drain(&r->events, now);
         r->last_drain_ns = now;
     }
+    /* windows close on the samples' clock: the run's UTC start plus monotonic time */
+    live_rules_tick(&r->rules, r->start_real_ns + (now - r->start_mono_ns));
     if (now - r->last_flush_ns >= FLUSH_INTERVAL_NS) {
         flush(r);
         r->last_flush_ns = now;
@@ -654,6 +675,18 @@ static int final_flush(struct recorder *r)
     return r->batch.result < 0 ? r->batch.result : -STROBE_ESTORE;
 }
 
+/* The last window and the whole-run verdicts, once every event is in; then
+ * stored beside the run (the writer is idle after final_flush). */
+static void finish_rules(struct recorder *r)
+{
+    if (!r->rules.e)
+        return;
+    live_rules_finish(&r->rules, rules_run_end_ns(&r->run));
+    if (live_rules_save(&r->rules, r->store, r->run.id) < 0)
+        log_warn("cannot store the findings in '%s': %s; 'strobe rules %.8s' recomputes them",
+                 r->o->store_uri, r->store->err.buf, r->run.id);
+}
+
 static void summary(struct recorder *r, int final_rc)
 {
     if (r->live) {
@@ -687,6 +720,10 @@ static void summary(struct recorder *r, int final_rc)
     if (r->missed)
         log_note("%lld sampling deadlines were missed (the machine was too busy)",
                  (long long)r->missed);
+    char names[512];
+    live_rules_names(&r->rules, names, sizeof(names));
+    if (*names)
+        log_note("findings: %s; see 'strobe show %.8s'", names, r->run.id);
 }
 
 static void record_start_failure(struct recorder *r, int err)
@@ -719,6 +756,7 @@ static void cleanup(struct recorder *r)
     if (r->drainfd >= 0)
         close(r->drainfd);
     event_sink_close(&r->events);
+    live_rules_close(&r->rules);
     free_child_env(r);
     if (r->epfd >= 0)
         close(r->epfd);
@@ -742,6 +780,8 @@ int recorder_run(const struct recorder_opts *o)
     int erc = event_sink_open(&r.events, r.run.id, &r.series, &r.tree);
     if (erc < 0)
         log_warn("framework events are off: cannot create shared memory: %s", err_str(erc));
+    if (open_rules(&r) < 0)
+        goto out;
     if (build_child_env(&r) < 0) {
         log_error("out of memory");
         goto out;
@@ -761,6 +801,7 @@ int recorder_run(const struct recorder_opts *o)
     if (gpu_collector_open(&r.gpu, gpu_interval) == 0)
         dcgm_collector_open(&r.dcgm, gpu_interval); /* only worth a note where there are GPUs */
     r.live = !o->quiet && isatty(STDERR_FILENO);
+    r.rules.clear_line = r.live;
     int err = start_child(&r);
     if (err) {
         record_start_failure(&r, err);
@@ -784,6 +825,8 @@ int recorder_run(const struct recorder_opts *o)
     final_frame(&r);
     exit_status = set_outcome(&r);
     int rc = final_flush(&r);
+    if (rc == 0)
+        finish_rules(&r);
     summary(&r, rc);
     if (r.tree.n)
         log_note("%u processes of the job are still running", r.tree.n);

@@ -216,10 +216,13 @@ void series_put(struct series_table *t, uint32_t index, double value)
         seal(t, index);
         rc = block_enc_append(&s->enc, t->now_ns, value);
     }
-    if (rc == 0)
+    if (rc == 0) {
         t->points++;
-    else
+        if (t->tap)
+            t->tap(t->tap_arg, index, t->now_ns, value);
+    } else {
         t->rejected++;
+    }
 }
 
 void series_release_sealed(struct series_table *t, uint32_t index, struct sealed_block *last)

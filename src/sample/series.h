@@ -45,7 +45,12 @@ struct series {
     uint8_t keep_empty;  /* stored without points too (series_keep_empty) */
 };
 
+/* Called with every point appended (the live rules read the data this way). */
+typedef void series_tap_fn(void *arg, uint32_t index, int64_t ts_ns, double value);
+
 struct series_table {
+    series_tap_fn *tap; /* NULL: none */
+    void *tap_arg;
     struct series *items;
     uint32_t count;
     uint32_t cap;

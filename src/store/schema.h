@@ -6,7 +6,7 @@
 #ifndef STROBE_STORE_SCHEMA_H
 #define STROBE_STORE_SCHEMA_H
 
-#define SCHEMA_VERSION 2
+#define SCHEMA_VERSION 3
 
 /* clang-format off */
 /* one SQL clause per line reads better than reflowed */
@@ -74,6 +74,29 @@ static const char *const schema_migrations[SCHEMA_VERSION] = {
     " data BLOB NOT NULL);"          /* codec/events.h block */
     "CREATE INDEX event_blocks_by_time ON event_blocks(run_id, start_ns);"
     "CREATE INDEX event_blocks_by_step ON event_blocks(run_id, step_min);",
+    /* 3: bottleneck rules: how they were evaluated, their verdicts, findings */
+    "CREATE TABLE rule_config("
+    " run_id TEXT PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,"
+    " interval_ns INTEGER NOT NULL,"  /* window length */
+    " rules TEXT NOT NULL,"           /* comma list, or all */
+    " params TEXT NOT NULL,"          /* Rule.param=value lines that differ from defaults */
+    " mode TEXT NOT NULL,"            /* live|offline */
+    " evaluated_ns INTEGER NOT NULL) WITHOUT ROWID;"
+    "CREATE TABLE rule_results("
+    " run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    " rule TEXT NOT NULL,"
+    " status TEXT NOT NULL,"          /* ok|fired|waiting|n/a|report */
+    " datapoints INTEGER, violations INTEGER,"
+    " detail TEXT, report TEXT,"      /* report: JSON statistics of the Overall* rules */
+    " PRIMARY KEY(run_id, rule)) WITHOUT ROWID;"
+    "CREATE TABLE findings("
+    " run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    " seq INTEGER NOT NULL,"          /* the order they first fired in */
+    " rule TEXT NOT NULL, severity TEXT NOT NULL,"
+    " start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,"
+    " scope TEXT NOT NULL,"           /* node, gpu=G, rank=R, node=N,... */
+    " evidence TEXT NOT NULL, events TEXT, recommendation TEXT,"
+    " PRIMARY KEY(run_id, seq)) WITHOUT ROWID;",
 };
 /* clang-format on */
 

@@ -37,6 +37,12 @@ enum {
     ST_EVENT_NAMES_OF_RUN,
     ST_PROCESSES_OF_RUN,
     ST_EVENT_BLOCKS_OF_RUN,
+    ST_RULE_CONFIG_PUT,
+    ST_RULE_RESULT_INSERT,
+    ST_FINDING_INSERT,
+    ST_RULE_CONFIG_OF_RUN,
+    ST_RULE_RESULTS_OF_RUN,
+    ST_FINDINGS_OF_RUN,
     ST_COUNT
 };
 
@@ -94,6 +100,21 @@ static const char *const statements[ST_COUNT] = {
     [ST_EVENT_BLOCKS_OF_RUN] =
         "SELECT pid, tid, start_ns, end_ns, step_min, step_max, count, data FROM event_blocks"
         " WHERE run_id=?1 AND end_ns >= ?2 AND start_ns <= ?3 ORDER BY start_ns, id",
+    [ST_RULE_CONFIG_PUT] =
+        "INSERT OR REPLACE INTO rule_config(run_id, interval_ns, rules, params, mode, evaluated_ns)"
+        " VALUES(?1,?2,?3,?4,?5,?6)",
+    [ST_RULE_RESULT_INSERT] =
+        "INSERT OR REPLACE INTO rule_results(run_id, rule, status, datapoints, violations, detail,"
+        " report) VALUES(?1,?2,?3,?4,?5,?6,?7)",
+    [ST_FINDING_INSERT] =
+        "INSERT OR REPLACE INTO findings(run_id, seq, rule, severity, start_ns, end_ns, scope,"
+        " evidence, events, recommendation) VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)",
+    [ST_RULE_CONFIG_OF_RUN] = "SELECT interval_ns, rules, params, mode, evaluated_ns"
+                              " FROM rule_config WHERE run_id=?1",
+    [ST_RULE_RESULTS_OF_RUN] = "SELECT rule, status, datapoints, violations, detail, report"
+                               " FROM rule_results WHERE run_id=?1",
+    [ST_FINDINGS_OF_RUN] = "SELECT rule, severity, start_ns, end_ns, scope, evidence, events,"
+                           " recommendation FROM findings WHERE run_id=?1 ORDER BY seq",
 };
 
 struct sqlite_store {
@@ -667,10 +688,154 @@ static int sqlite_event_blocks_query(struct store *base, const char *run_id, int
     return finish_query(s, q, rc, stop, "cannot read event blocks");
 }
 
+static int run_rows_delete(struct sqlite_store *s, const char *const *sql, size_t n,
+                           const char *run_id, const char *what)
+{
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        sqlite3_stmt *q = NULL;
+        if (sqlite3_prepare_v2(s->db, sql[i], -1, &q, NULL) != SQLITE_OK)
+            return map_rc(s, sqlite3_errcode(s->db), what);
+        bind_text(q, 1, run_id);
+        rc = step_done(s, q, what);
+        sqlite3_finalize(q);
+    }
+    return rc;
+}
+
+static int sqlite_rules_clear(struct store *base, const char *run_id)
+{
+    static const char *const sql[] = {
+        "DELETE FROM findings WHERE run_id=?1",
+        "DELETE FROM rule_results WHERE run_id=?1",
+        "DELETE FROM rule_config WHERE run_id=?1",
+    };
+    return run_rows_delete((struct sqlite_store *)base, sql, sizeof(sql) / sizeof(sql[0]), run_id,
+                           "cannot clear findings");
+}
+
+static int sqlite_rule_config_put(struct store *base, const char *run_id,
+                                  const struct rule_config_record *c)
+{
+    struct sqlite_store *s = (struct sqlite_store *)base;
+    sqlite3_stmt *q = stmt(s, ST_RULE_CONFIG_PUT);
+    if (q) {
+        bind_text(q, 1, run_id);
+        sqlite3_bind_int64(q, 2, c->interval_ns);
+        bind_text(q, 3, c->rules);
+        bind_text(q, 4, c->params);
+        bind_text(q, 5, c->mode);
+        sqlite3_bind_int64(q, 6, c->evaluated_ns);
+    }
+    return step_done(s, q, "cannot record rule settings");
+}
+
+static int sqlite_rule_result_insert(struct store *base, const char *run_id,
+                                     const struct rule_result_record *r)
+{
+    struct sqlite_store *s = (struct sqlite_store *)base;
+    sqlite3_stmt *q = stmt(s, ST_RULE_RESULT_INSERT);
+    if (q) {
+        bind_text(q, 1, run_id);
+        bind_text(q, 2, r->rule);
+        bind_text(q, 3, r->status);
+        sqlite3_bind_int64(q, 4, r->datapoints);
+        sqlite3_bind_int64(q, 5, r->violations);
+        bind_text(q, 6, r->detail);
+        bind_text(q, 7, r->report);
+    }
+    return step_done(s, q, "cannot record rule result");
+}
+
+static int sqlite_finding_insert(struct store *base, const char *run_id, int64_t seq,
+                                 const struct finding_record *f)
+{
+    struct sqlite_store *s = (struct sqlite_store *)base;
+    sqlite3_stmt *q = stmt(s, ST_FINDING_INSERT);
+    if (q) {
+        bind_text(q, 1, run_id);
+        sqlite3_bind_int64(q, 2, seq);
+        bind_text(q, 3, f->rule);
+        bind_text(q, 4, f->severity);
+        sqlite3_bind_int64(q, 5, f->start_ns);
+        sqlite3_bind_int64(q, 6, f->end_ns);
+        bind_text(q, 7, f->scope);
+        bind_text(q, 8, f->evidence ? f->evidence : "");
+        bind_text(q, 9, f->events);
+        bind_text(q, 10, f->recommendation);
+    }
+    return step_done(s, q, "cannot record finding");
+}
+
+static const char *col_text(sqlite3_stmt *q, int i)
+{
+    return (const char *)sqlite3_column_text(q, i);
+}
+
+static int sqlite_rule_config_query(struct store *base, const char *run_id, rule_config_fn *fn,
+                                    void *arg)
+{
+    struct sqlite_store *s = (struct sqlite_store *)base;
+    sqlite3_stmt *q = run_query(s, ST_RULE_CONFIG_OF_RUN, run_id);
+    if (!q)
+        return map_rc(s, sqlite3_errcode(s->db), "cannot read rule settings");
+    int rc, stop = 0;
+    while (!stop && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        struct rule_config_record c = {sqlite3_column_int64(q, 0), col_text(q, 1), col_text(q, 2),
+                                       col_text(q, 3), sqlite3_column_int64(q, 4)};
+        stop = fn(&c, arg);
+    }
+    return finish_query(s, q, rc, stop, "cannot read rule settings");
+}
+
+static int sqlite_rule_results_query(struct store *base, const char *run_id, rule_result_fn *fn,
+                                     void *arg)
+{
+    struct sqlite_store *s = (struct sqlite_store *)base;
+    sqlite3_stmt *q = run_query(s, ST_RULE_RESULTS_OF_RUN, run_id);
+    if (!q)
+        return map_rc(s, sqlite3_errcode(s->db), "cannot read rule results");
+    int rc, stop = 0;
+    while (!stop && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        struct rule_result_record r = {
+            col_text(q, 0), col_text(q, 1), sqlite3_column_int64(q, 2), sqlite3_column_int64(q, 3),
+            col_text(q, 4), col_text(q, 5)};
+        stop = fn(&r, arg);
+    }
+    return finish_query(s, q, rc, stop, "cannot read rule results");
+}
+
+static int sqlite_findings_query(struct store *base, const char *run_id, finding_rec_fn *fn,
+                                 void *arg)
+{
+    struct sqlite_store *s = (struct sqlite_store *)base;
+    sqlite3_stmt *q = run_query(s, ST_FINDINGS_OF_RUN, run_id);
+    if (!q)
+        return map_rc(s, sqlite3_errcode(s->db), "cannot read findings");
+    int rc, stop = 0;
+    while (!stop && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        struct finding_record f = {
+            .rule = col_text(q, 0),
+            .severity = col_text(q, 1),
+            .start_ns = sqlite3_column_int64(q, 2),
+            .end_ns = sqlite3_column_int64(q, 3),
+            .scope = col_text(q, 4),
+            .evidence = col_text(q, 5),
+            .events = col_text(q, 6),
+            .recommendation = col_text(q, 7),
+        };
+        stop = fn(&f, arg);
+    }
+    return finish_query(s, q, rc, stop, "cannot read findings");
+}
+
 static int sqlite_run_delete(struct store *base, const char *run_id)
 {
     struct sqlite_store *s = (struct sqlite_store *)base;
     static const char *const sql[] = {
+        "DELETE FROM findings WHERE run_id=?1",
+        "DELETE FROM rule_results WHERE run_id=?1",
+        "DELETE FROM rule_config WHERE run_id=?1",
         "DELETE FROM event_blocks WHERE run_id=?1",
         "DELETE FROM event_names WHERE run_id=?1",
         "DELETE FROM processes WHERE run_id=?1",
@@ -717,6 +882,13 @@ static const struct store_ops sqlite_ops = {
     .event_names_query = sqlite_event_names_query,
     .processes_query = sqlite_processes_query,
     .event_blocks_query = sqlite_event_blocks_query,
+    .rules_clear = sqlite_rules_clear,
+    .rule_config_put = sqlite_rule_config_put,
+    .rule_result_insert = sqlite_rule_result_insert,
+    .finding_insert = sqlite_finding_insert,
+    .rule_config_query = sqlite_rule_config_query,
+    .rule_results_query = sqlite_rule_results_query,
+    .findings_query = sqlite_findings_query,
 };
 
 static int query_int(struct sqlite_store *s, const char *sql, int64_t *out)

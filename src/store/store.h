@@ -115,6 +115,30 @@ struct event_block_record {
     size_t len;
 };
 
+/* The rules' output for a run (rules/rules.h), as stored. */
+struct finding_record {
+    const char *rule, *severity, *scope;
+    int64_t start_ns, end_ns;
+    const char *evidence;
+    const char *events;         /* may be NULL */
+    const char *recommendation; /* may be NULL */
+};
+
+struct rule_result_record {
+    const char *rule, *status;
+    int64_t datapoints, violations;
+    const char *detail; /* may be NULL */
+    const char *report; /* JSON, or NULL */
+};
+
+struct rule_config_record {
+    int64_t interval_ns;
+    const char *rules;  /* "all" or a comma list */
+    const char *params; /* "Rule.param=value" lines, "" for the defaults */
+    const char *mode;   /* "live" or "offline" */
+    int64_t evaluated_ns;
+};
+
 /* Callbacks return 0 to go on, non-zero to stop (passed back to the caller). */
 typedef int run_fn(const struct run_record *r, void *arg);
 typedef int series_fn(const struct series_record *s, void *arg);
@@ -122,6 +146,9 @@ typedef int block_fn(const struct block_record *b, void *arg);
 typedef int event_name_fn(int64_t id, const char *name, void *arg);
 typedef int process_fn(const struct process_record *p, void *arg);
 typedef int event_block_fn(const struct event_block_record *b, void *arg);
+typedef int finding_rec_fn(const struct finding_record *f, void *arg);
+typedef int rule_result_fn(const struct rule_result_record *r, void *arg);
+typedef int rule_config_fn(const struct rule_config_record *c, void *arg);
 
 struct store;
 
@@ -161,6 +188,18 @@ struct store_ops {
      * (INT64_MIN, INT64_MAX for all). */
     int (*event_blocks_query)(struct store *s, const char *run_id, int64_t from_ns, int64_t to_ns,
                               event_block_fn *fn, void *arg);
+    /* Rules: rules_clear removes a run's config, results and findings (before
+     * writing a new evaluation, in the same transaction). */
+    int (*rules_clear)(struct store *s, const char *run_id);
+    int (*rule_config_put)(struct store *s, const char *run_id, const struct rule_config_record *c);
+    int (*rule_result_insert)(struct store *s, const char *run_id,
+                              const struct rule_result_record *r);
+    int (*finding_insert)(struct store *s, const char *run_id, int64_t seq,
+                          const struct finding_record *f);
+    int (*rule_config_query)(struct store *s, const char *run_id, rule_config_fn *fn, void *arg);
+    int (*rule_results_query)(struct store *s, const char *run_id, rule_result_fn *fn, void *arg);
+    /* Findings in the order they fired. */
+    int (*findings_query)(struct store *s, const char *run_id, finding_rec_fn *fn, void *arg);
 };
 
 struct store {

@@ -1,0 +1,218 @@
+/* strobe import: other tools' recordings into the store, one subcommand per
+ * format (a new format is a function and a row in importers[]). */
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "common/log.h"
+#include "common/strbuf.h"
+#include "import/sagemaker.h"
+#include "record/runinfo.h"
+
+static const char sagemaker_usage[] =
+    "usage: strobe import sagemaker [--store S] [--name N] [--experiment E] [--tag K=V]... DIR\n"
+    "  DIR: a SageMaker Debugger profiler output directory (system/, framework/)\n"
+    "  --name N   default sagemaker-<DIR's name>\n";
+
+/* The command line as the run's command: a JSON array. */
+static char *command_json(int argc, char **argv)
+{
+    struct strbuf o;
+    strbuf_init(&o);
+    strbuf_adds(&o, "[\"strobe\",\"import\"");
+    for (int i = 0; i < argc; i++) {
+        strbuf_addch(&o, ',');
+        strbuf_add_json_str(&o, argv[i]);
+    }
+    strbuf_addch(&o, ']');
+    return strbuf_detach(&o);
+}
+
+static int check_text(const char *what, const char *text)
+{
+    struct strbuf why;
+    strbuf_init(&why);
+    int rc = runinfo_check_name(what, text, &why);
+    if (rc < 0)
+        log_error("invalid %s", why.buf);
+    strbuf_release(&why);
+    return rc;
+}
+
+static int add_tag(struct kv_list *l, const char *arg)
+{
+    char *k, *v;
+    if (cli_split_kv(arg, &k, &v) < 0) {
+        log_error("--tag wants KEY=VALUE, got '%s'", arg);
+        return -1;
+    }
+    int rc = check_text("--tag", k) < 0 || (v[0] && check_text("--tag", v) < 0)
+                 ? -1
+                 : kv_list_add(l, k, v);
+    free(k);
+    free(v);
+    return rc;
+}
+
+/* sagemaker-<the directory's last component> */
+static char *default_name(const char *dir)
+{
+    char *copy = strdup(dir);
+    if (!copy)
+        return NULL;
+    size_t n = strlen(copy);
+    while (n > 1 && copy[n - 1] == '/')
+        copy[--n] = '\0';
+    const char *slash = strrchr(copy, '/');
+    const char *base = slash && slash[1] ? slash + 1 : copy;
+    struct strbuf name;
+    strbuf_init(&name);
+    strbuf_addf(&name, "sagemaker-%.180s", base);
+    for (char *p = name.buf; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            *p = '_';
+    free(copy);
+    return strbuf_detach(&name);
+}
+
+static int import_sagemaker(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"store", required_argument, NULL, 's'},
+        {"name", required_argument, NULL, 'n'},
+        {"experiment", required_argument, NULL, 'e'},
+        {"tag", required_argument, NULL, 't'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *store_flag = NULL, *name = NULL, *experiment = NULL;
+    struct run_record r;
+    run_record_init(&r);
+    int ch, bad = 0;
+    optind = 1;
+    while (!bad && (ch = getopt_long(argc, argv, "n:e:t:h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 's':
+            store_flag = optarg;
+            break;
+        case 'n':
+            name = optarg;
+            bad = check_text("run name", optarg) < 0;
+            break;
+        case 'e':
+            experiment = optarg;
+            bad = check_text("experiment name", optarg) < 0;
+            break;
+        case 't':
+            bad = add_tag(&r.tags, optarg) < 0;
+            break;
+        case 'h':
+            fputs(sagemaker_usage, stdout);
+            run_record_release(&r);
+            return CLI_EXIT_OK;
+        default:
+            bad = 1;
+        }
+    }
+    if (bad || optind != argc - 1) {
+        if (!bad)
+            fputs(sagemaker_usage, stderr);
+        run_record_release(&r);
+        return CLI_EXIT_USAGE;
+    }
+    const char *dir = argv[optind];
+    int status = CLI_EXIT_ERROR;
+    struct strbuf err;
+    strbuf_init(&err);
+    struct sagemaker_import *im = NULL;
+    struct store *s = NULL;
+    /* read everything first: a directory with nothing to import fails
+     * before the store is opened, and no run is created */
+    if (sagemaker_import_read(dir, &im, &err) < 0) {
+        log_error("cannot import '%s': %s", dir, err.buf);
+        goto out;
+    }
+    if (cli_open_store(store_flag, 0, &s) < 0)
+        goto out;
+    r.name = name ? strdup(name) : default_name(dir);
+    r.experiment = experiment ? strdup(experiment) : NULL;
+    r.command_json = command_json(argc, argv);
+    char abs[PATH_MAX];
+    kv_list_add(&r.tags, "source", "sagemaker");
+    if (realpath(dir, abs) && strlen(abs) <= 200)
+        kv_list_add(&r.params, "sagemaker_dir", abs);
+    if (sagemaker_import_store(im, s, &r) < 0) {
+        log_error("cannot import '%s' into store '%s': %s", dir, s->uri, s->err.buf);
+        goto out;
+    }
+    struct strbuf line;
+    strbuf_init(&line);
+    sagemaker_import_summary(im, &r, &line);
+    printf("%s\n", line.buf);
+    strbuf_release(&line);
+    status = CLI_EXIT_OK;
+out:
+    if (s)
+        store_close(s);
+    sagemaker_import_free(im);
+    strbuf_release(&err);
+    run_record_release(&r);
+    return status;
+}
+
+static const struct importer {
+    const char *name;
+    cmd_fn *fn;
+    const char *summary;
+} importers[] = {
+    {"sagemaker", import_sagemaker, "SageMaker Debugger profiler output (a directory)"},
+};
+
+static void import_usage(FILE *out)
+{
+    fputs("usage: strobe import <format> [options] ...\n\nformats:\n", out);
+    for (size_t i = 0; i < sizeof(importers) / sizeof(importers[0]); i++)
+        fprintf(out, "  %-12s %s\n", importers[i].name, importers[i].summary);
+    fputs("\nSee 'strobe import <format> --help'.\n", out);
+}
+
+int cmd_import(int argc, char **argv)
+{
+    /* the format is the first word that is not an option: options may come
+     * before it (strobe import --store S sagemaker DIR) */
+    int f = 1;
+    while (f < argc && argv[f][0] == '-' && strcmp(argv[f], "--help") != 0 &&
+           strcmp(argv[f], "-h") != 0)
+        f += strcmp(argv[f], "--store") == 0 ? 2 : 1;
+    if (f >= argc) {
+        import_usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    if (strcmp(argv[f], "--help") == 0 || strcmp(argv[f], "-h") == 0) {
+        import_usage(stdout);
+        return CLI_EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof(importers) / sizeof(importers[0]); i++) {
+        if (strcmp(argv[f], importers[i].name) != 0)
+            continue;
+        /* the format's own argv: its name, then every other argument */
+        char **args = malloc((size_t)argc * sizeof(*args));
+        if (!args) {
+            log_error("out of memory");
+            return CLI_EXIT_ERROR;
+        }
+        int n = 0;
+        args[n++] = argv[f];
+        for (int j = 1; j < argc; j++)
+            if (j != f)
+                args[n++] = argv[j];
+        int status = importers[i].fn(n, args);
+        free(args);
+        return status;
+    }
+    log_error("'%s' is not an import format; see 'strobe import --help'", argv[f]);
+    return CLI_EXIT_USAGE;
+}

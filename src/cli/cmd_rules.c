@@ -1,0 +1,341 @@
+/*
+ * strobe rules: evaluate the bottleneck rules over a stored run, offline,
+ * with the engine the recorder runs live (rules/rules.h). By default with
+ * the settings the run was recorded with, so the findings match what the
+ * recorder found; --rules, --rule-param and --rule-interval change them.
+ */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/strbuf.h"
+#include "rules/replay.h"
+#include "rules/rules.h"
+
+static const char rules_usage[] =
+    "usage: strobe rules [--store S] [--json] [--rules LIST] [--rule-param RULE.P=V]...\n"
+    "                    [--rule-interval DUR] [--save] RUN\n"
+    "       strobe rules --list [--json]\n"
+    "\n"
+    "  --rules LIST          only these rules (comma list), 'all' (default)\n"
+    "  --rule-param R.P=V    set parameter P of rule R (also SageMaker's R_P=V)\n"
+    "  --rule-interval DUR   window length (default: the run's, else 10s)\n"
+    "  --save                replace the run's stored findings with this evaluation\n"
+    "  --list                every rule with its parameters and defaults\n";
+
+#define MAX_RULE_PARAMS 64
+
+struct rules_cli {
+    const char *store_flag;
+    int json, save, list;
+    const char *rules;
+    int64_t interval_ns;
+    const char *params[MAX_RULE_PARAMS + 1];
+    int nparams;
+};
+
+/* ---- --list ------------------------------------------------------------------ */
+
+static void list_text(void)
+{
+    for (uint32_t i = 0; i < rule_def_count; i++) {
+        const struct rule_def *d = rule_defs[i];
+        printf("%-24s %-9s %-6s %s\n", d->name, d->origin, severity_names[d->severity],
+               d->nparams ? "" : "(a report: never fires)");
+        for (uint32_t p = 0; p < d->nparams; p++) {
+            char v[48];
+            if (d->params[p].choices)
+                snprintf(v, sizeof(v), "%s", rule_param_choice(&d->params[p], d->params[p].value));
+            else
+                snprintf(v, sizeof(v), "%g", d->params[p].value);
+            printf("    %-26s = %-8s %s\n", d->params[p].name, v, d->params[p].doc);
+        }
+    }
+}
+
+static void list_json(void)
+{
+    struct strbuf o;
+    strbuf_init(&o);
+    strbuf_addch(&o, '[');
+    for (uint32_t i = 0; i < rule_def_count; i++) {
+        const struct rule_def *d = rule_defs[i];
+        strbuf_adds(&o, i ? ",{\"rule\":" : "{\"rule\":");
+        strbuf_add_json_str(&o, d->name);
+        strbuf_adds(&o, ",\"origin\":");
+        strbuf_add_json_str(&o, d->origin);
+        strbuf_adds(&o, ",\"severity\":");
+        strbuf_add_json_str(&o, severity_names[d->severity]);
+        strbuf_adds(&o, ",\"recommendation\":");
+        strbuf_add_json_str(&o, d->recommendation);
+        strbuf_adds(&o, ",\"params\":{");
+        for (uint32_t p = 0; p < d->nparams; p++) {
+            if (p)
+                strbuf_addch(&o, ',');
+            strbuf_add_json_str(&o, d->params[p].name);
+            strbuf_addch(&o, ':');
+            if (d->params[p].choices)
+                strbuf_add_json_str(&o, rule_param_choice(&d->params[p], d->params[p].value));
+            else
+                strbuf_add_json_num(&o, d->params[p].value);
+        }
+        strbuf_adds(&o, "}}");
+    }
+    strbuf_adds(&o, "]\n");
+    fputs(o.buf, stdout);
+    strbuf_release(&o);
+}
+
+/* ---- the stored settings -------------------------------------------------------- */
+
+struct stored_config {
+    int found;
+    int64_t interval_ns;
+    char *rules;
+    char *params; /* lines */
+};
+
+static int keep_config(const struct rule_config_record *c, void *arg)
+{
+    struct stored_config *sc = arg;
+    sc->found = 1;
+    sc->interval_ns = c->interval_ns;
+    sc->rules = strdup(c->rules ? c->rules : "all");
+    sc->params = strdup(c->params ? c->params : "");
+    return 0;
+}
+
+/* The parameters to use: the stored ones first, the command line's after
+ * (later ones win). Pointers into sc->params (split in place) and argv. */
+static void merge_params(struct stored_config *sc, const struct rules_cli *o, const char **out)
+{
+    int n = 0;
+    for (char *p = sc->params; p && *p && n < MAX_RULE_PARAMS;) {
+        char *nl = strchr(p, '\n');
+        if (nl)
+            *nl = 0;
+        if (*p)
+            out[n++] = p;
+        if (!nl)
+            break;
+        p = nl + 1;
+    }
+    for (int i = 0; i < o->nparams && n < 2 * MAX_RULE_PARAMS; i++)
+        out[n++] = o->params[i];
+    out[n] = NULL;
+}
+
+/* ---- output ---------------------------------------------------------------------- */
+
+static void print_text(const struct run_record *r, const struct rules_engine *e)
+{
+    printf("rules over run %s '%s', windows of %.0f s\n", r->id, r->name,
+           (double)rules_interval_ns(e) / 1e9);
+    for (uint32_t i = 0; i < rules_count(e); i++) {
+        const struct rule_result *res = rules_result_at(e, i);
+        printf("  %-24s %-8s %s\n", res->rule, rule_status_names[res->status], res->detail);
+    }
+    uint32_t n;
+    const struct finding *f = rules_findings(e, &n);
+    if (!n) {
+        printf("no findings\n");
+        return;
+    }
+    struct finding_record *recs = calloc(n, sizeof(*recs));
+    if (!recs)
+        return;
+    for (uint32_t i = 0; i < n; i++)
+        rules_finding_record(&f[i], &recs[i]);
+    printf("findings:\n");
+    findings_print_text(stdout, recs, n, r->start_ns);
+    free(recs);
+}
+
+static void print_json(const struct run_record *r, const struct rules_engine *e)
+{
+    struct strbuf o;
+    strbuf_init(&o);
+    strbuf_adds(&o, "{\"id\":");
+    strbuf_add_json_str(&o, r->id);
+    strbuf_adds(&o, ",\"interval_s\":");
+    strbuf_add_json_num(&o, (double)rules_interval_ns(e) / 1e9);
+    strbuf_adds(&o, ",\"rules\":[");
+    for (uint32_t i = 0; i < rules_count(e); i++) {
+        const struct rule_result *res = rules_result_at(e, i);
+        const struct rule_def *d = rules_def_at(e, i);
+        const double *pv = rules_param_values(e, i);
+        strbuf_adds(&o, i ? ",{\"rule\":" : "{\"rule\":");
+        strbuf_add_json_str(&o, res->rule);
+        strbuf_adds(&o, ",\"status\":");
+        strbuf_add_json_str(&o, rule_status_names[res->status]);
+        strbuf_addf(&o, ",\"datapoints\":%llu,\"violations\":%llu,\"detail\":",
+                    (unsigned long long)res->datapoints, (unsigned long long)res->violations);
+        strbuf_add_json_str(&o, res->detail);
+        strbuf_adds(&o, ",\"params\":{");
+        for (uint32_t p = 0; p < d->nparams; p++) {
+            if (p)
+                strbuf_addch(&o, ',');
+            strbuf_add_json_str(&o, d->params[p].name);
+            strbuf_addch(&o, ':');
+            if (d->params[p].choices)
+                strbuf_add_json_str(&o, rule_param_choice(&d->params[p], pv[p]));
+            else
+                strbuf_add_json_num(&o, pv[p]);
+        }
+        strbuf_adds(&o, "},\"report\":");
+        strbuf_adds(&o, res->report ? res->report : "null");
+        strbuf_addch(&o, '}');
+    }
+    strbuf_adds(&o, "],\"findings\":");
+    uint32_t n;
+    const struct finding *f = rules_findings(e, &n);
+    struct finding_record *recs = n ? calloc(n, sizeof(*recs)) : NULL;
+    for (uint32_t i = 0; recs && i < n; i++)
+        rules_finding_record(&f[i], &recs[i]);
+    findings_json(&o, recs, recs ? n : 0);
+    free(recs);
+    strbuf_addf(&o, ",\"dropped\":%llu}\n", (unsigned long long)rules_dropped(e));
+    fputs(o.buf, stdout);
+    strbuf_release(&o);
+}
+
+/* ---- the command ------------------------------------------------------------------ */
+
+static int evaluate(struct store *s, const struct run_record *r, const struct rules_cli *o)
+{
+    struct stored_config sc = {0};
+    if (s->ops->rule_config_query(s, r->id, keep_config, &sc) < 0)
+        sc.found = 0; /* a store from before the rules: defaults */
+    const char *params[2 * MAX_RULE_PARAMS + 1];
+    merge_params(&sc, o, params);
+    struct rules_options ro = {
+        .interval_ns = o->interval_ns ? o->interval_ns
+                       : sc.found     ? sc.interval_ns
+                                      : 0,
+        .rules = o->rules   ? o->rules
+                 : sc.found ? sc.rules
+                            : "all",
+        .params = params,
+    };
+    struct rules_run_info info = {r->start_ns, r->cpu_count, r->mem_total_bytes, r->host};
+    struct rules_engine *e = NULL;
+    struct strbuf err;
+    strbuf_init(&err);
+    int status = CLI_EXIT_ERROR;
+    int rc = rules_engine_new(&ro, &info, &e, &err);
+    if (rc < 0) {
+        log_error("%s", err.buf);
+        status = CLI_EXIT_USAGE;
+    } else if (!e) {
+        log_error("--rules none: nothing to evaluate");
+        status = CLI_EXIT_USAGE;
+    } else if (rules_replay(s, r, e, &err) < 0) {
+        log_error("%s", err.buf);
+    } else {
+        status = CLI_EXIT_OK;
+        if (o->json)
+            print_json(r, e);
+        else
+            print_text(r, e);
+        if (o->save && (rc = rules_save(s, r->id, e, ro.rules, "offline")) < 0) {
+            log_error("cannot save findings to store '%s': %s", s->uri, s->err.buf);
+            status = CLI_EXIT_ERROR;
+        }
+    }
+    rules_engine_free(e);
+    strbuf_release(&err);
+    free(sc.rules);
+    free(sc.params);
+    return status;
+}
+
+static int parse_args(int argc, char **argv, struct rules_cli *o)
+{
+    static const struct option opts[] = {
+        {"store", required_argument, NULL, 's'},
+        {"json", no_argument, NULL, 'j'},
+        {"rules", required_argument, NULL, 'r'},
+        {"rule-param", required_argument, NULL, 'p'},
+        {"rule-interval", required_argument, NULL, 'i'},
+        {"save", no_argument, NULL, 'S'},
+        {"list", no_argument, NULL, 'l'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int ch;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
+        switch (ch) {
+        case 's':
+            o->store_flag = optarg;
+            break;
+        case 'j':
+            o->json = 1;
+            break;
+        case 'r':
+            o->rules = optarg;
+            break;
+        case 'p':
+            if (o->nparams == MAX_RULE_PARAMS) {
+                log_error("at most %d --rule-param", MAX_RULE_PARAMS);
+                return CLI_EXIT_USAGE;
+            }
+            o->params[o->nparams++] = optarg;
+            break;
+        case 'i':
+            if (duration_parse(optarg, &o->interval_ns) < 0 || o->interval_ns < 100 * NS_PER_MS) {
+                log_error("--rule-interval wants a duration of 100ms or more (got '%s')", optarg);
+                return CLI_EXIT_USAGE;
+            }
+            break;
+        case 'S':
+            o->save = 1;
+            break;
+        case 'l':
+            o->list = 1;
+            break;
+        case 'h':
+            fputs(rules_usage, stdout);
+            return CLI_EXIT_OK;
+        default:
+            fputs(rules_usage, stderr);
+            return CLI_EXIT_USAGE;
+        }
+    }
+    return -1;
+}
+
+int cmd_rules(int argc, char **argv)
+{
+    struct rules_cli o = {0};
+    int rc = parse_args(argc, argv, &o);
+    if (rc >= 0)
+        return rc;
+    if (o.list) {
+        if (o.json)
+            list_json();
+        else
+            list_text();
+        return CLI_EXIT_OK;
+    }
+    if (optind != argc - 1) {
+        fputs(rules_usage, stderr);
+        return CLI_EXIT_USAGE;
+    }
+    struct store *s;
+    if (cli_open_store(o.store_flag, !o.save, &s) < 0)
+        return CLI_EXIT_ERROR;
+    struct run_record r;
+    int status = CLI_EXIT_ERROR;
+    if (cli_resolve(s, argv[optind], &r) == 0) {
+        status = evaluate(s, &r, &o);
+        run_record_release(&r);
+    }
+    store_close(s);
+    return status;
+}

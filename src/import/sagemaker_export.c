@@ -1,0 +1,711 @@
+/*
+ * strobe export --format sagemaker: a stored run written out in SageMaker
+ * Debugger's profiler layout (docs/import.md): the inverse of sagemaker.c's
+ * mapping, for the metrics SageMaker has, and every framework event.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "analyze/steps.h"
+#include "common/array.h"
+#include "import/json.h"
+#include "import/sagemaker.h"
+#include "import/sagemaker_format.h"
+#include "store/points.h"
+
+struct ex_series {
+    int64_t id;
+    char *name;
+    char *labels; /* without node= */
+    char *meta;
+    uint32_t node;
+    int out; /* index in outs, or -1 */
+};
+
+/* A SageMaker metric identity (Type, Name, Dimension) of one node. */
+struct ex_out {
+    char *type, *name, *dim;
+};
+
+struct ex_line {
+    int64_t ts_ns;
+    double value;
+    uint32_t out;
+};
+
+struct ex_ctx {
+    struct store *s;
+    const struct run_record *r;
+    const char *dir;
+    struct strbuf *err;
+    struct sagemaker_export_counts *c;
+    char **nodes;
+    uint32_t nnodes, nodes_cap;
+    char *default_node;
+    struct ex_series *series;
+    uint32_t nseries, series_cap;
+    struct ex_out *outs;
+    uint32_t nouts, outs_cap;
+};
+
+static int mkdir_p(const char *path)
+{
+    char *p = strdup(path);
+    if (!p)
+        return -ENOMEM;
+    int rc = 0;
+    for (char *q = p + 1;; q++) {
+        if (*q != '/' && *q)
+            continue;
+        char c = *q;
+        *q = '\0';
+        if (mkdir(p, 0777) < 0 && errno != EEXIST) {
+            rc = -errno;
+            break;
+        }
+        *q = c;
+        if (!c)
+            break;
+    }
+    free(p);
+    return rc;
+}
+
+static int node_id(struct ex_ctx *x, const char *id, uint32_t *out)
+{
+    for (uint32_t i = 0; i < x->nnodes; i++)
+        if (strcmp(x->nodes[i], id) == 0) {
+            *out = i;
+            return 0;
+        }
+    if (array_grow((void **)&x->nodes, &x->nodes_cap, x->nnodes + 1, sizeof(*x->nodes), 8) < 0 ||
+        !(x->nodes[x->nnodes] = strdup(id)))
+        return -ENOMEM;
+    /* a node id goes into file names */
+    for (char *p = x->nodes[x->nnodes]; *p; p++)
+        if (*p == '/' || (unsigned char)*p < 0x20)
+            *p = '_';
+    *out = x->nnodes++;
+    return 0;
+}
+
+/* labels without node=, and the node (default when none) */
+static int split_node(struct ex_ctx *x, const char *labels, char **rest, uint32_t *node)
+{
+    struct strbuf o;
+    strbuf_init(&o);
+    const char *id = NULL;
+    size_t id_len = 0;
+    for (const char *p = labels; *p;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (len > 5 && strncmp(p, "node=", 5) == 0) {
+            id = p + 5;
+            id_len = len - 5;
+        } else {
+            if (o.len)
+                strbuf_addch(&o, ',');
+            strbuf_add(&o, p, len);
+        }
+        p = comma ? comma + 1 : p + len;
+    }
+    int rc;
+    if (id) {
+        char *copy = strndup(id, id_len);
+        rc = copy ? node_id(x, copy, node) : -ENOMEM;
+        free(copy);
+    } else {
+        rc = node_id(x, x->default_node, node);
+    }
+    *rest = strbuf_detach(&o);
+    return *rest ? rc : -ENOMEM;
+}
+
+static int collect_series(const struct series_record *sr, void *arg)
+{
+    struct ex_ctx *x = arg;
+    if (array_grow((void **)&x->series, &x->series_cap, x->nseries + 1, sizeof(*x->series), 64) < 0)
+        return -ENOMEM;
+    struct ex_series *e = &x->series[x->nseries];
+    memset(e, 0, sizeof(*e));
+    e->id = sr->id;
+    e->out = -1;
+    e->name = strdup(sr->name);
+    e->meta = sr->meta ? strdup(sr->meta) : NULL;
+    int rc = split_node(x, sr->labels, &e->labels, &e->node);
+    if (rc < 0 || !e->name || (sr->meta && !e->meta)) {
+        free(e->name);
+        free(e->labels);
+        free(e->meta);
+        return rc < 0 ? rc : -ENOMEM;
+    }
+    x->nseries++;
+    return 0;
+}
+
+static int add_out(struct ex_ctx *x, const char *type, const char *name, const char *dim)
+{
+    if (array_grow((void **)&x->outs, &x->outs_cap, x->nouts + 1, sizeof(*x->outs), 64) < 0)
+        return -ENOMEM;
+    struct ex_out *o = &x->outs[x->nouts];
+    o->type = strdup(type);
+    o->name = strdup(name);
+    o->dim = strdup(dim);
+    if (!o->type || !o->name || !o->dim) {
+        free(o->type);
+        free(o->name);
+        free(o->dim);
+        return -ENOMEM;
+    }
+    return (int)x->nouts++;
+}
+
+static const struct ex_series *find_series(const struct ex_ctx *x, uint32_t node, const char *name,
+                                           const char *labels_prefix)
+{
+    for (uint32_t i = 0; i < x->nseries; i++) {
+        const struct ex_series *e = &x->series[i];
+        if (e->node == node && strcmp(e->name, name) == 0 &&
+            strncmp(e->labels, labels_prefix, strlen(labels_prefix)) == 0)
+            return e;
+    }
+    return NULL;
+}
+
+/* The SageMaker identity of a series, the inverse of the import's mapping;
+ * -1 when SageMaker has no such metric. */
+static int map_series(struct ex_ctx *x, const struct ex_series *e)
+{
+    char name[64];
+    long i;
+    if (strcmp(e->name, "cpu.util") == 0 && sscanf(e->labels, "core=%ld", &i) == 1) {
+        snprintf(name, sizeof(name), "cpu%ld", i);
+        return add_out(x, "cpu", name, "CPUUtilization");
+    }
+    if (strcmp(e->name, "cpu.iowait") == 0) {
+        if (sscanf(e->labels, "core=%ld", &i) == 1) {
+            snprintf(name, sizeof(name), "cpu%ld", i);
+            return add_out(x, "cpu", name, "I/OWaitPercentage");
+        }
+        /* the whole host's, where the cores' are not there to give it */
+        if (!e->labels[0] && !find_series(x, e->node, "cpu.iowait", "core="))
+            return add_out(x, "cpu", "cpu", "I/OWaitPercentage");
+        return -1;
+    }
+    if ((strcmp(e->name, "gpu.util") == 0 || strcmp(e->name, "gpu.mem_util") == 0) &&
+        sscanf(e->labels, "gpu=%ld", &i) == 1) {
+        snprintf(name, sizeof(name), "gpu%ld", i);
+        return add_out(x, "gpu", name,
+                       strcmp(e->name, "gpu.util") == 0 ? "GPUUtilization"
+                                                        : "GPUMemoryUtilization");
+    }
+    if (strcmp(e->name, "mem.used_pct") == 0 && !e->labels[0])
+        return add_out(x, "memory", "MemoryUsedPercent", "MemoryUsedPercent");
+    if (strncmp(e->name, "sagemaker.", 10) == 0) {
+        /* the names it came with, kept in its meta; else from its own name */
+        struct json_doc doc;
+        json_doc_init(&doc);
+        struct json *v = NULL;
+        int rc = -1;
+        if (e->meta && json_parse(&doc, e->meta, strlen(e->meta), &v) == 0 &&
+            json_str(json_get(v, "Type")) && json_str(json_get(v, "Name")) &&
+            json_str(json_get(v, "Dimension")))
+            rc = add_out(x, json_str(json_get(v, "Type")), json_str(json_get(v, "Name")),
+                         json_str(json_get(v, "Dimension")));
+        json_doc_release(&doc);
+        if (rc != -1)
+            return rc;
+        const char *rest = e->name + 10, *dot = strchr(rest, '.');
+        char type[64];
+        snprintf(type, sizeof(type), "%.*s", dot ? (int)(dot - rest) : (int)strlen(rest), rest);
+        const char *nm = strncmp(e->labels, "name=", 5) == 0 ? e->labels + 5 : "";
+        return add_out(x, type, nm, dot ? dot + 1 : "");
+    }
+    return -1;
+}
+
+/* "1700000130.5": seconds with as many decimals as the ns need */
+static void add_seconds(struct strbuf *o, int64_t ns)
+{
+    int64_t s = ns / 1000000000, f = ns % 1000000000;
+    if (f < 0) {
+        s--;
+        f += 1000000000;
+    }
+    char frac[16];
+    snprintf(frac, sizeof(frac), "%09" PRId64, f);
+    size_t n = 9;
+    while (n > 1 && frac[n - 1] == '0')
+        n--;
+    frac[n] = '\0';
+    strbuf_addf(o, "%" PRId64 ".%s", s, frac);
+}
+
+/* microseconds with up to three decimals */
+static void add_us(struct strbuf *o, int64_t ns)
+{
+    int64_t us = ns / 1000, f = ns % 1000;
+    if (f < 0) {
+        us--;
+        f += 1000;
+    }
+    if (!f) {
+        strbuf_addf(o, "%" PRId64, us);
+        return;
+    }
+    char frac[8];
+    snprintf(frac, sizeof(frac), "%03" PRId64, f);
+    size_t n = 3;
+    while (n > 1 && frac[n - 1] == '0')
+        n--;
+    frac[n] = '\0';
+    strbuf_addf(o, "%" PRId64 ".%s", us, frac);
+}
+
+static void hour_dir(int64_t ns, char out[16])
+{
+    time_t t = (time_t)(ns / 1000000000 - (ns % 1000000000 < 0));
+    struct tm tm;
+    if (!gmtime_r(&t, &tm) || strftime(out, 16, "%Y%m%d%H", &tm) == 0)
+        snprintf(out, 16, "0000000000");
+}
+
+static int write_file(struct ex_ctx *x, const char *path, const struct strbuf *data)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        strbuf_addf(x->err, "cannot write '%s': %s", path, strerror(errno));
+        return -errno;
+    }
+    int bad = fwrite(data->buf, 1, data->len, f) != data->len;
+    if (fclose(f) != 0 || bad) {
+        strbuf_addf(x->err, "cannot write '%s': %s", path, strerror(errno ? errno : EIO));
+        return -EIO;
+    }
+    return 0;
+}
+
+static int cmp_line(const void *a, const void *b)
+{
+    const struct ex_line *x = a, *y = b;
+    if (x->ts_ns != y->ts_ns)
+        return (x->ts_ns > y->ts_ns) - (x->ts_ns < y->ts_ns);
+    return (x->out > y->out) - (x->out < y->out);
+}
+
+static int push_line(struct ex_line **v, uint32_t *n, uint32_t *cap, int64_t ts, double value,
+                     uint32_t out)
+{
+    if (array_grow((void **)v, cap, *n + 1, sizeof(**v), 4096) < 0)
+        return -ENOMEM;
+    (*v)[(*n)++] = (struct ex_line){ts, value, out};
+    return 0;
+}
+
+/* One node's system metric lines, one file per minute. */
+static int write_system_node(struct ex_ctx *x, uint32_t node, struct ex_line *v, uint32_t n)
+{
+    qsort(v, n, sizeof(*v), cmp_line);
+    struct strbuf data, path;
+    strbuf_init(&data);
+    strbuf_init(&path);
+    int rc = 0;
+    int64_t minute = 0;
+    for (uint32_t i = 0; i <= n && rc == 0; i++) {
+        int64_t m = 0;
+        if (i < n) {
+            int64_t s = v[i].ts_ns / 1000000000 - (v[i].ts_ns % 1000000000 < 0);
+            m = s - ((s % 60) + 60) % 60;
+        }
+        if (data.len && (i == n || m != minute)) {
+            char hour[16];
+            hour_dir(minute * 1000000000, hour);
+            strbuf_reset(&path);
+            strbuf_addf(&path, "%s/system/incremental/%s", x->dir, hour);
+            if ((rc = mkdir_p(path.buf)) < 0) {
+                strbuf_addf(x->err, "cannot create '%s': %s", path.buf, strerror(-rc));
+                break;
+            }
+            strbuf_addf(&path, "/%" PRId64 ".%s.json", minute, x->nodes[node]);
+            if ((rc = write_file(x, path.buf, &data)) < 0)
+                break;
+            x->c->system_files++;
+            strbuf_reset(&data);
+        }
+        if (i == n)
+            break;
+        minute = m;
+        const struct ex_out *o = &x->outs[v[i].out];
+        strbuf_adds(&data, "{\"Type\":");
+        strbuf_add_json_str(&data, o->type);
+        strbuf_adds(&data, ",\"Name\":");
+        strbuf_add_json_str(&data, o->name);
+        strbuf_adds(&data, ",\"Dimension\":");
+        strbuf_add_json_str(&data, o->dim);
+        strbuf_adds(&data, ",\"Value\":");
+        strbuf_add_json_num(&data, v[i].value);
+        strbuf_adds(&data, ",\"NodeId\":");
+        strbuf_add_json_str(&data, x->nodes[node]);
+        strbuf_adds(&data, ",\"Timestamp\":");
+        add_seconds(&data, v[i].ts_ns);
+        strbuf_adds(&data, "}\n");
+        x->c->lines++;
+    }
+    strbuf_release(&data);
+    strbuf_release(&path);
+    return rc;
+}
+
+/* mem.used_pct from mem.used_bytes / mem.total_bytes at the same times, for
+ * a node that has no mem.used_pct (a strobe recording). */
+static int memory_pct(struct ex_ctx *x, uint32_t node, struct ex_line **v, uint32_t *n,
+                      uint32_t *cap)
+{
+    if (find_series(x, node, "mem.used_pct", ""))
+        return 0;
+    const struct ex_series *used = NULL, *total = NULL;
+    for (uint32_t i = 0; i < x->nseries; i++) {
+        const struct ex_series *e = &x->series[i];
+        if (e->node == node && !e->labels[0] && strcmp(e->name, "mem.used_bytes") == 0)
+            used = e;
+        if (e->node == node && !e->labels[0] && strcmp(e->name, "mem.total_bytes") == 0)
+            total = e;
+    }
+    if (!used || !total)
+        return 0;
+    int out = add_out(x, "memory", "MemoryUsedPercent", "MemoryUsedPercent");
+    if (out < 0)
+        return out;
+    struct point_buf a, b;
+    point_buf_init(&a);
+    point_buf_init(&b);
+    int rc = store_read_points(x->s, used->id, &a);
+    if (rc == 0)
+        rc = store_read_points(x->s, total->id, &b);
+    for (size_t i = 0, j = 0; rc == 0 && i < a.n && j < b.n;) {
+        if (a.p[i].ts_ns < b.p[j].ts_ns)
+            i++;
+        else if (a.p[i].ts_ns > b.p[j].ts_ns)
+            j++;
+        else {
+            double pct = 100.0 * a.p[i].value / b.p[j].value;
+            if (isfinite(pct))
+                rc = push_line(v, n, cap, a.p[i].ts_ns, pct, (uint32_t)out);
+            i++;
+            j++;
+        }
+    }
+    point_buf_release(&a);
+    point_buf_release(&b);
+    return rc;
+}
+
+static int export_system(struct ex_ctx *x)
+{
+    int rc = 0;
+    for (uint32_t i = 0; i < x->nseries && rc == 0; i++) {
+        x->series[i].out = map_series(x, &x->series[i]);
+        if (x->series[i].out == -ENOMEM)
+            rc = -ENOMEM;
+        else if (x->series[i].out < 0)
+            x->c->series_left_out++;
+    }
+    for (uint32_t node = 0; node < x->nnodes && rc == 0; node++) {
+        struct ex_line *v = NULL;
+        uint32_t n = 0, cap = 0;
+        for (uint32_t i = 0; i < x->nseries && rc == 0; i++) {
+            const struct ex_series *e = &x->series[i];
+            if (e->node != node || e->out < 0)
+                continue;
+            struct point_buf pb;
+            point_buf_init(&pb);
+            rc = store_read_points(x->s, e->id, &pb);
+            for (size_t j = 0; rc == 0 && j < pb.n; j++) {
+                if (!isfinite(pb.p[j].value)) { /* JSON has no NaN or infinity */
+                    x->c->skipped_points++;
+                    continue;
+                }
+                rc = push_line(&v, &n, &cap, pb.p[j].ts_ns, pb.p[j].value, (uint32_t)e->out);
+            }
+            point_buf_release(&pb);
+        }
+        if (rc == 0)
+            rc = memory_pct(x, node, &v, &n, &cap);
+        if (rc == 0 && n)
+            rc = write_system_node(x, node, v, n);
+        free(v);
+    }
+    if (rc < 0 && !x->err->len)
+        strbuf_addf(x->err, "%s", rc == -ENOMEM ? strerror(ENOMEM) : x->s->err.buf);
+    return rc;
+}
+
+/* ---- framework events --------------------------------------------------------- */
+
+struct ex_ref {
+    int64_t hour;
+    uint32_t thread;
+    uint32_t index;
+};
+
+static int cmp_ref(const void *a, const void *b)
+{
+    const struct ex_ref *x = a, *y = b;
+    if (x->hour != y->hour)
+        return (x->hour > y->hour) - (x->hour < y->hour);
+    if (x->thread != y->thread)
+        return (x->thread > y->thread) - (x->thread < y->thread);
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+static int64_t ev_end(const struct event *e)
+{
+    if (e->kind != STROBE_EV_COMPLETE || e->value <= 0)
+        return e->ts_ns;
+    int64_t end;
+    return __builtin_add_overflow(e->ts_ns, e->value, &end) ? INT64_MAX : end;
+}
+
+/* The node of a process: the "@node" an import of several nodes gave its
+ * comm, else the default one. comm_len: the part before it. */
+static uint32_t proc_node(struct ex_ctx *x, const struct proc_info *p, size_t *comm_len)
+{
+    *comm_len = strlen(p->comm);
+    const char *at = strrchr(p->comm, '@');
+    for (uint32_t i = 0; i < x->nnodes; i++) {
+        if (at && strcmp(at + 1, x->nodes[i]) == 0) {
+            *comm_len = (size_t)(at - p->comm);
+            return i;
+        }
+        if (strcmp(p->comm, x->nodes[i]) == 0 && x->nnodes > 1) {
+            *comm_len = 0;
+            return i;
+        }
+    }
+    uint32_t n = 0;
+    node_id(x, x->default_node, &n);
+    return n;
+}
+
+static void trace_event(struct strbuf *o, const struct run_events *e, const struct event *ev,
+                        int64_t pid, int64_t tid, int64_t base_ns,
+                        struct sagemaker_export_counts *c)
+{
+    const char *name = run_events_name(e, ev->name);
+    static const char ph[] = {
+        [STROBE_EV_SPAN_BEGIN] = 'B', [STROBE_EV_SPAN_END] = 'E', [STROBE_EV_COMPLETE] = 'X',
+        [STROBE_EV_INSTANT] = 'i',    [STROBE_EV_STEP] = 'i',     [STROBE_EV_COUNTER] = 'C'};
+    char kind = ev->kind < sizeof(ph) ? ph[ev->kind] : 0;
+    if (!kind)
+        return;
+    double value = 0;
+    if (ev->kind == STROBE_EV_COUNTER) {
+        memcpy(&value, &ev->value, sizeof(value));
+        if (!isfinite(value)) {
+            c->skipped_points++;
+            return;
+        }
+    }
+    int is_step = ev->kind == STROBE_EV_COMPLETE && strcmp(name, "step") == 0;
+    strbuf_adds(o, ",\n{\"name\":");
+    if (is_step)
+        strbuf_adds(o, "\"Step:ModeKeys.TRAIN\"");
+    else if (ev->kind == STROBE_EV_STEP)
+        strbuf_adds(o, "\"strobe.step\"");
+    else
+        strbuf_add_json_str(o, name);
+    strbuf_addf(o, ",\"ph\":\"%c\",\"ts\":", kind);
+    add_us(o, ev->ts_ns - base_ns);
+    if (ev->kind == STROBE_EV_COMPLETE) {
+        strbuf_adds(o, ",\"dur\":");
+        add_us(o, ev->value > 0 ? ev->value : 0);
+    }
+    if (kind == 'i')
+        strbuf_adds(o, ",\"s\":\"t\"");
+    strbuf_addf(o, ",\"pid\":%" PRId64 ",\"tid\":%" PRId64, pid, tid);
+    if (is_step) {
+        strbuf_addf(o, ",\"args\":{\"step_num\":%" PRIu32 "}", ev->step);
+        c->steps++;
+    } else if (ev->kind == STROBE_EV_STEP) {
+        strbuf_addf(o, ",\"args\":{\"step_num\":%" PRId64 "}", ev->value);
+    } else if (ev->kind == STROBE_EV_COUNTER) {
+        strbuf_adds(o, ",\"args\":{\"value\":");
+        strbuf_add_json_num(o, value);
+        strbuf_addch(o, '}');
+    }
+    strbuf_addch(o, '}');
+    c->events++;
+}
+
+static void process_meta(struct strbuf *o, const struct proc_info *p, size_t comm_len)
+{
+    strbuf_addf(o, ",\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%" PRId64 ",\"args\":{",
+                p->pid);
+    char comm[64];
+    snprintf(comm, sizeof(comm), "%.*s", (int)comm_len, p->comm);
+    strbuf_adds(o, "\"name\":");
+    strbuf_add_json_str(o, comm);
+    const int64_t *fields[] = {&p->ppid, &p->rank, &p->local_rank, &p->world_size, &p->worker_id};
+    static const char *const keys[] = {"ppid", "rank", "local_rank", "world_size", "worker_id"};
+    for (size_t k = 0; k < 5; k++)
+        if (*fields[k] >= 0)
+            strbuf_addf(o, ",\"%s\":%" PRId64, keys[k], *fields[k]);
+    strbuf_adds(o, "}}");
+}
+
+/* One node's events: one pythontimeline file per hour of their end times. */
+static int write_trace_node(struct ex_ctx *x, const struct run_events *e, uint32_t node,
+                            const uint32_t *thread_node, const size_t *comm_len)
+{
+    uint32_t n = 0, cap = 0;
+    struct ex_ref *refs = NULL;
+    for (uint32_t t = 0; t < e->nthreads; t++) {
+        if (thread_node[t] != node)
+            continue;
+        for (uint32_t i = 0; i < e->threads[t].n; i++) {
+            if (array_grow((void **)&refs, &cap, n + 1, sizeof(*refs), 4096) < 0) {
+                free(refs);
+                return -ENOMEM;
+            }
+            int64_t end = ev_end(&e->threads[t].ev[i]);
+            refs[n++] = (struct ex_ref){end / 3600000000000LL - (end % 3600000000000LL < 0), t, i};
+        }
+    }
+    if (n)
+        qsort(refs, n, sizeof(*refs), cmp_ref);
+    struct strbuf data, path;
+    strbuf_init(&data);
+    strbuf_init(&path);
+    int rc = 0;
+    for (uint32_t a = 0; a < n && rc == 0;) {
+        uint32_t b = a;
+        int64_t lo = INT64_MAX, hi = INT64_MIN;
+        for (; b < n && refs[b].hour == refs[a].hour; b++) {
+            const struct event *ev = &e->threads[refs[b].thread].ev[refs[b].index];
+            if (ev->ts_ns < lo)
+                lo = ev->ts_ns;
+            if (ev_end(ev) > hi)
+                hi = ev_end(ev);
+        }
+        int64_t base_us = lo / 1000 - (lo % 1000 < 0);
+        int64_t end_us = hi / 1000 + (hi % 1000 > 0);
+        strbuf_reset(&data);
+        strbuf_addf(&data,
+                    "[\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":0,"
+                    "\"args\":{\"start_time_since_epoch_in_micros\":%" PRId64 "}}",
+                    base_us);
+        /* the processes that have events in this file */
+        for (uint32_t p = 0; p < e->nprocs; p++) {
+            int here = 0;
+            for (uint32_t t = 0; t < e->nthreads && !here; t++)
+                here = thread_node[t] == node && e->threads[t].pid == e->procs[p].pid;
+            if (here)
+                process_meta(&data, &e->procs[p], comm_len[p]);
+        }
+        for (uint32_t i = a; i < b; i++) {
+            const struct thread_events *th = &e->threads[refs[i].thread];
+            trace_event(&data, e, &th->ev[refs[i].index], th->pid, th->tid, base_us * 1000, x->c);
+        }
+        strbuf_adds(&data, "\n]\n");
+        char hour[16];
+        hour_dir(hi, hour);
+        strbuf_reset(&path);
+        strbuf_addf(&path, "%s/framework/pevents/%s", x->dir, hour);
+        if ((rc = mkdir_p(path.buf)) < 0) {
+            strbuf_addf(x->err, "cannot create '%s': %s", path.buf, strerror(-rc));
+            break;
+        }
+        strbuf_addf(&path, "/%" PRId64 "_%s_pythontimeline.json", end_us, x->nodes[node]);
+        if ((rc = write_file(x, path.buf, &data)) == 0)
+            x->c->trace_files++;
+        a = b;
+    }
+    strbuf_release(&data);
+    strbuf_release(&path);
+    free(refs);
+    return rc;
+}
+
+static int export_framework(struct ex_ctx *x)
+{
+    struct run_events e;
+    int rc = run_events_load(x->s, x->r->id, &e);
+    if (rc < 0) {
+        strbuf_addf(x->err, "%s", x->s->err.buf);
+        return rc;
+    }
+    if (!e.nthreads) {
+        run_events_release(&e);
+        return 0;
+    }
+    uint32_t *thread_node = malloc(e.nthreads * sizeof(*thread_node));
+    uint32_t *proc_nodes = malloc((e.nprocs + 1) * sizeof(*proc_nodes));
+    size_t *comm_len = malloc((e.nprocs + 1) * sizeof(*comm_len));
+    if (!thread_node || !proc_nodes || !comm_len)
+        rc = -ENOMEM;
+    for (uint32_t p = 0; rc == 0 && p < e.nprocs; p++)
+        proc_nodes[p] = proc_node(x, &e.procs[p], &comm_len[p]);
+    for (uint32_t t = 0; rc == 0 && t < e.nthreads; t++) {
+        uint32_t n = UINT32_MAX;
+        for (uint32_t p = 0; p < e.nprocs && n == UINT32_MAX; p++)
+            if (e.procs[p].pid == e.threads[t].pid)
+                n = proc_nodes[p];
+        if (n == UINT32_MAX) /* events of a process with no row */
+            rc = node_id(x, x->default_node, &n);
+        thread_node[t] = n;
+    }
+    for (uint32_t node = 0; rc == 0 && node < x->nnodes; node++)
+        rc = write_trace_node(x, &e, node, thread_node, comm_len);
+    if (rc == -ENOMEM && !x->err->len)
+        strbuf_adds(x->err, strerror(ENOMEM));
+    free(thread_node);
+    free(proc_nodes);
+    free(comm_len);
+    run_events_release(&e);
+    return rc;
+}
+
+int sagemaker_export(struct store *s, const struct run_record *r, const char *dir,
+                     struct sagemaker_export_counts *counts, struct strbuf *err)
+{
+    memset(counts, 0, sizeof(*counts));
+    struct ex_ctx x = {.s = s, .r = r, .dir = dir, .err = err, .c = counts};
+    /* the node of what has none: the host of a one-node import, else
+     * SageMaker's name for a job's first host */
+    const char *source = kv_list_get(&r->tags, "source");
+    int imported = source && strcmp(source, "sagemaker") == 0 && r->host && *r->host &&
+                   !strchr(r->host, ',') && !strchr(r->host, '/');
+    x.default_node = strdup(imported ? r->host : SM_DEFAULT_NODE);
+    int rc = x.default_node ? mkdir_p(dir) : -ENOMEM;
+    if (rc < 0)
+        strbuf_addf(err, "cannot create '%s': %s", dir, strerror(-rc));
+    if (rc == 0 && (rc = s->ops->series_query(s, r->id, collect_series, &x)) < 0)
+        strbuf_addf(err, "%s", rc == -ENOMEM ? strerror(ENOMEM) : s->err.buf);
+    if (rc == 0)
+        rc = export_system(&x);
+    if (rc == 0)
+        rc = export_framework(&x);
+    for (uint32_t i = 0; i < x.nseries; i++) {
+        free(x.series[i].name);
+        free(x.series[i].labels);
+        free(x.series[i].meta);
+    }
+    free(x.series);
+    for (uint32_t i = 0; i < x.nouts; i++) {
+        free(x.outs[i].type);
+        free(x.outs[i].name);
+        free(x.outs[i].dim);
+    }
+    free(x.outs);
+    for (uint32_t i = 0; i < x.nnodes; i++)
+        free(x.nodes[i]);
+    free(x.nodes);
+    free(x.default_node);
+    return rc;
+}

@@ -1,0 +1,934 @@
+/*
+ * The rule engine: input buffering, windows, the steps of each window,
+ * parameters and findings. The rules themselves are in sagemaker.c and
+ * own.c; rules.h explains the model.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/array.h"
+#include "rules/rules.h"
+#include "rules/stats.h"
+
+const char *const severity_names[4] = {"info", "low", "medium", "high"};
+const char *const rule_status_names[5] = {"ok", "fired", "waiting", "n/a", "report"};
+
+static const struct {
+    const char *name;
+    enum rule_metric metric;
+} metric_names[] = {
+    {"cpu.util", RM_CPU_UTIL},
+    {"cpu.iowait", RM_CPU_IOWAIT},
+    {"mem.used_bytes", RM_MEM_USED},
+    {"mem.total_bytes", RM_MEM_TOTAL},
+    {"mem.available_bytes", RM_MEM_AVAILABLE},
+    {"mem.used_pct", RM_MEM_USED_PCT},
+    {"mem.swapin_per_s", RM_SWAPIN},
+    {"psi.cpu_some", RM_PSI_CPU},
+    {"psi.mem_some", RM_PSI_MEM},
+    {"disk.read_bytes_per_s", RM_DISK_READ},
+    {"disk.write_bytes_per_s", RM_DISK_WRITE},
+    {"net.rx_bytes_per_s", RM_NET_RX},
+    {"net.tx_bytes_per_s", RM_NET_TX},
+    {"cgroup.mem_used_bytes", RM_CG_MEM_USED},
+    {"cgroup.mem_limit_bytes", RM_CG_MEM_LIMIT},
+    {"cgroup.throttled_pct", RM_CG_THROTTLED},
+    {"proc.cpu", RM_PROC_CPU},
+    {"proc.rss_bytes", RM_PROC_RSS},
+    {"proc.threads", RM_PROC_THREADS},
+    {"gpu.util", RM_GPU_UTIL},
+    {"gpu.mem_util", RM_GPU_MEM_UTIL},
+    {"gpu.mem_used_bytes", RM_GPU_MEM_USED},
+    {"gpu.mem_total_bytes", RM_GPU_MEM_TOTAL},
+    {"gpu.throttle_reasons", RM_GPU_THROTTLE},
+    {"gpu.sm_clock_mhz", RM_GPU_SM_CLOCK},
+};
+
+/* ---- internal state --------------------------------------------------------- */
+
+struct slot { /* one series and its points not yet judged */
+    struct rule_series view;
+    char *name, *labels;
+    char node[48];
+    int64_t *ts;
+    double *v;
+    uint32_t n, cap;
+    int64_t last_ts;
+};
+
+enum span_class { SC_UNKNOWN, SC_STEP, SC_PHASE, SC_WORKER, SC_IGNORE };
+
+struct span_rec {
+    int64_t start, end;
+    uint8_t cls;
+    int8_t phase;
+};
+
+struct thread_buf {
+    int64_t pid, tid;
+    struct span_rec *s;
+    uint32_t n, cap;
+    int64_t last_step_end; /* spans ending before it belong to no future step */
+    int has_steps;
+};
+
+struct proc_attr {
+    int64_t pid, rank, worker_id;
+};
+
+struct rule_inst {
+    const struct rule_def *def;
+    double param[RULES_MAX_PARAMS];
+    void *state;
+    struct rule_result result;
+};
+
+struct rules_engine {
+    struct rules_run_info run;
+    char host[64];
+    int64_t interval_ns;
+    int64_t next_t0; /* the next window to close starts here */
+    struct rule_inst *rules;
+    uint32_t nrules;
+    struct slot *slots;
+    uint32_t nslots, slots_cap;
+    struct thread_buf *threads;
+    uint32_t nthreads, threads_cap;
+    struct proc_attr *procs;
+    uint32_t nprocs, procs_cap;
+    uint8_t *name_class; /* by run-wide name id */
+    int8_t *name_phase;
+    uint32_t names_cap;
+    struct finding *findings;
+    uint32_t nfindings, findings_cap;
+    struct rule_series *views; /* a window's series */
+    struct rule_step *steps;   /* a window's steps */
+    uint32_t nsteps, steps_cap;
+    struct phase_span *scratch;
+    uint32_t scratch_cap;
+    int64_t *pids_seen; /* a window's worker pids */
+    uint32_t npids, pids_cap;
+    int gpu_seen;
+    uint64_t dropped, late;
+    finding_fn *on_finding;
+    void *on_finding_arg;
+    int finished;
+};
+
+/* ---- parameters ------------------------------------------------------------- */
+
+const struct rule_def *rule_def_find(const char *name)
+{
+    for (uint32_t i = 0; i < rule_def_count; i++)
+        if (strcmp(rule_defs[i]->name, name) == 0)
+            return rule_defs[i];
+    return NULL;
+}
+
+static int param_index(const struct rule_def *d, const char *name)
+{
+    for (uint32_t i = 0; i < d->nparams; i++)
+        if (strcmp(d->params[i].name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* "Rule.param=value" into the rule's value; SageMaker's ProfilerReport form
+ * "Rule_param=value" is accepted too. */
+static int apply_param(struct rules_engine *e, const char *text, struct strbuf *err)
+{
+    const char *eq = strchr(text, '=');
+    const char *dot = strchr(text, '.');
+    if (!dot || (eq && dot > eq))
+        dot = strchr(text, '_');
+    if (!eq || !dot || dot > eq) {
+        strbuf_addf(err, "bad rule parameter '%s': expected Rule.param=value", text);
+        return -EINVAL;
+    }
+    char rule[64], param[64];
+    snprintf(rule, sizeof(rule), "%.*s", (int)(dot - text), text);
+    snprintf(param, sizeof(param), "%.*s", (int)(eq - dot - 1), dot + 1);
+    const struct rule_def *d = rule_def_find(rule);
+    if (!d) {
+        strbuf_addf(err, "unknown rule '%s' in '%s'; see 'strobe rules --list'", rule, text);
+        return -EINVAL;
+    }
+    int pi = param_index(d, param);
+    if (pi < 0) {
+        strbuf_addf(err, "rule %s has no parameter '%s'; see 'strobe rules --list'", rule, param);
+        return -EINVAL;
+    }
+    const char *val = eq + 1;
+    double v;
+    if (d->params[pi].choices) {
+        v = -1;
+        const char *c = d->params[pi].choices;
+        for (int k = 0; *c; k++) {
+            size_t len = strcspn(c, ",");
+            if (strlen(val) == len && strncmp(val, c, len) == 0)
+                v = k;
+            c += len + (c[len] == ',');
+        }
+        if (v < 0) {
+            strbuf_addf(err, "%s.%s must be one of %s, not '%s'", rule, param,
+                        d->params[pi].choices, val);
+            return -EINVAL;
+        }
+    } else {
+        char *end;
+        v = strtod(val, &end);
+        if (end == val || *end || !isfinite(v) || v < 0) {
+            strbuf_addf(err, "%s.%s needs a number >= 0, not '%s'", rule, param, val);
+            return -EINVAL;
+        }
+    }
+    for (uint32_t i = 0; i < e->nrules; i++)
+        if (e->rules[i].def == d)
+            e->rules[i].param[pi] = v;
+    return 0;
+}
+
+static int rule_listed(const char *list, const char *name)
+{
+    size_t len = strlen(name);
+    for (const char *p = list; *p;) {
+        size_t n = strcspn(p, ",");
+        if (n == len && strncmp(p, name, n) == 0)
+            return 1;
+        p += n + (p[n] == ',');
+    }
+    return 0;
+}
+
+static int check_rule_list(const char *list, struct strbuf *err)
+{
+    for (const char *p = list; *p;) {
+        size_t n = strcspn(p, ",");
+        char name[64];
+        snprintf(name, sizeof(name), "%.*s", (int)n, p);
+        if (n && !rule_def_find(name)) {
+            strbuf_addf(err, "unknown rule '%s'; see 'strobe rules --list'", name);
+            return -EINVAL;
+        }
+        p += n + (p[n] == ',');
+    }
+    return 0;
+}
+
+void rules_params_text(const struct rules_engine *e, struct strbuf *out, int only_changed)
+{
+    for (uint32_t i = 0; i < e->nrules; i++) {
+        const struct rule_def *d = e->rules[i].def;
+        for (uint32_t p = 0; p < d->nparams; p++) {
+            double v = e->rules[i].param[p];
+            if (only_changed && v == d->params[p].value)
+                continue;
+            if (d->params[p].choices)
+                strbuf_addf(out, "%s.%s=%s\n", d->name, d->params[p].name,
+                            rule_param_choice(&d->params[p], v));
+            else
+                strbuf_addf(out, "%s.%s=%.17g\n", d->name, d->params[p].name, v);
+        }
+    }
+}
+
+const char *rule_param_choice(const struct rule_param *p, double v)
+{
+    static __thread char buf[32];
+    const char *c = p->choices;
+    for (int k = 0; c && *c; k++) {
+        size_t len = strcspn(c, ",");
+        if (k == (int)v) {
+            snprintf(buf, sizeof(buf), "%.*s", (int)len, c);
+            return buf;
+        }
+        c += len + (c[len] == ',');
+    }
+    return "?";
+}
+
+/* ---- lifecycle -------------------------------------------------------------- */
+
+int rules_engine_new(const struct rules_options *opts, const struct rules_run_info *run,
+                     struct rules_engine **out, struct strbuf *err)
+{
+    *out = NULL;
+    const char *list = opts->rules && *opts->rules ? opts->rules : "all";
+    if (strcmp(list, "none") == 0)
+        return 0;
+    int all = strcmp(list, "all") == 0;
+    if (!all && check_rule_list(list, err) < 0)
+        return -EINVAL;
+    if (opts->interval_ns < 0 || (opts->interval_ns && opts->interval_ns < 100000000LL)) {
+        strbuf_addf(err, "--rule-interval must be at least 100ms");
+        return -EINVAL;
+    }
+    struct rules_engine *e = calloc(1, sizeof(*e));
+    if (!e)
+        return -ENOMEM;
+    e->run = *run;
+    snprintf(e->host, sizeof(e->host), "%s", run->host ? run->host : "");
+    e->run.host = e->host;
+    e->interval_ns = opts->interval_ns ? opts->interval_ns : RULES_DEFAULT_INTERVAL_NS;
+    e->next_t0 = run->start_ns;
+    e->rules = calloc(rule_def_count, sizeof(*e->rules));
+    if (!e->rules)
+        goto nomem;
+    for (uint32_t i = 0; i < rule_def_count; i++) {
+        const struct rule_def *d = rule_defs[i];
+        if (!all && !rule_listed(list, d->name))
+            continue;
+        struct rule_inst *ri = &e->rules[e->nrules++];
+        ri->def = d;
+        for (uint32_t p = 0; p < d->nparams && p < RULES_MAX_PARAMS; p++)
+            ri->param[p] = d->params[p].value;
+        ri->result.rule = d->name;
+        ri->result.status = RULE_WAITING;
+        snprintf(ri->result.detail, sizeof(ri->result.detail), "no data yet");
+        if (d->state_size && !(ri->state = calloc(1, d->state_size)))
+            goto nomem;
+    }
+    for (const char *const *p = opts->params; p && *p; p++)
+        if (apply_param(e, *p, err) < 0) {
+            rules_engine_free(e);
+            return -EINVAL;
+        }
+    *out = e;
+    return 0;
+nomem:
+    rules_engine_free(e);
+    return -ENOMEM;
+}
+
+void rules_engine_free(struct rules_engine *e)
+{
+    if (!e)
+        return;
+    for (uint32_t i = 0; i < e->nrules; i++) {
+        if (e->rules[i].def->release && e->rules[i].state)
+            e->rules[i].def->release(e->rules[i].state);
+        free(e->rules[i].state);
+        free(e->rules[i].result.report);
+    }
+    free(e->rules);
+    for (uint32_t i = 0; i < e->nslots; i++) {
+        free(e->slots[i].name);
+        free(e->slots[i].labels);
+        free(e->slots[i].ts);
+        free(e->slots[i].v);
+    }
+    free(e->slots);
+    for (uint32_t i = 0; i < e->nthreads; i++)
+        free(e->threads[i].s);
+    free(e->threads);
+    free(e->procs);
+    free(e->name_class);
+    free(e->name_phase);
+    for (uint32_t i = 0; i < e->nfindings; i++) {
+        free(e->findings[i].evidence);
+        free(e->findings[i].events);
+    }
+    free(e->findings);
+    free(e->views);
+    free(e->steps);
+    free(e->scratch);
+    free(e->pids_seen);
+    free(e);
+}
+
+void rules_engine_on_finding(struct rules_engine *e, finding_fn *fn, void *arg)
+{
+    e->on_finding = fn;
+    e->on_finding_arg = arg;
+}
+
+/* ---- input ------------------------------------------------------------------ */
+
+static int metric_of(const char *name, const char *labels, enum rule_metric *out)
+{
+    for (size_t i = 0; i < sizeof(metric_names) / sizeof(metric_names[0]); i++)
+        if (strcmp(metric_names[i].name, name) == 0) {
+            *out = metric_names[i].metric;
+            int has_core = strstr(labels, "core=") != NULL;
+            int has_pid = strstr(labels, "pid=") != NULL;
+            if (*out == RM_CPU_UTIL && has_core)
+                *out = RM_CPU_CORE;
+            else if (*out == RM_PROC_CPU && has_pid)
+                *out = RM_PROC_CPU_PID;
+            else if (has_pid) /* per-process RSS, threads, GPU memory: not read */
+                return -1;
+            return 0;
+        }
+    return -1;
+}
+
+/* The value of key in "a=1,b=2", into out. */
+static int label_value(const char *labels, const char *key, char *out, size_t cap)
+{
+    size_t klen = strlen(key);
+    for (const char *p = labels; *p;) {
+        size_t n = strcspn(p, ",");
+        if (n > klen && strncmp(p, key, klen) == 0 && p[klen] == '=') {
+            snprintf(out, cap, "%.*s", (int)(n - klen - 1), p + klen + 1);
+            return 1;
+        }
+        p += n + (p[n] == ',');
+    }
+    if (cap)
+        out[0] = 0;
+    return 0;
+}
+
+int rules_series(struct rules_engine *e, const char *name, const char *labels)
+{
+    enum rule_metric m;
+    if (!labels)
+        labels = "";
+    if (metric_of(name, labels, &m) < 0)
+        return -1;
+    if (array_grow((void **)&e->slots, &e->slots_cap, e->nslots + 1, sizeof(*e->slots), 64) < 0)
+        return -1;
+    struct slot *s = &e->slots[e->nslots];
+    memset(s, 0, sizeof(*s));
+    if (!(s->name = strdup(name)) || !(s->labels = strdup(labels))) {
+        free(s->name);
+        free(s->labels);
+        return -1;
+    }
+    label_value(labels, "node", s->node, sizeof(s->node));
+    char idx[32];
+    s->view.index = -1;
+    if (label_value(labels, "core", idx, sizeof(idx)) ||
+        label_value(labels, "gpu", idx, sizeof(idx)) ||
+        label_value(labels, "pid", idx, sizeof(idx)))
+        s->view.index = strtoll(idx, NULL, 10);
+    s->view.metric = m;
+    s->view.name = s->name;
+    s->view.labels = s->labels;
+    s->view.node = s->node;
+    s->last_ts = INT64_MIN;
+    return (int)e->nslots++;
+}
+
+void rules_put(struct rules_engine *e, int slot, int64_t ts_ns, double v)
+{
+    if (!e || slot < 0 || (uint32_t)slot >= e->nslots)
+        return;
+    struct slot *s = &e->slots[slot];
+    if (ts_ns <= s->last_ts)
+        return; /* out of order: the store refuses it too */
+    s->last_ts = ts_ns;
+    if (ts_ns < e->next_t0) { /* its window is closed: later than the grace */
+        e->late++;
+        return;
+    }
+    if (s->n >= RULES_MAX_PENDING) {
+        e->dropped++;
+        return;
+    }
+    if (s->n == s->cap) {
+        uint32_t cap = s->cap;
+        if (array_grow((void **)&s->ts, &cap, s->n + 1, sizeof(*s->ts), 256) < 0 ||
+            array_grow((void **)&s->v, &s->cap, s->n + 1, sizeof(*s->v), 256) < 0) {
+            e->dropped++;
+            return;
+        }
+    }
+    s->ts[s->n] = ts_ns;
+    s->v[s->n++] = v;
+    if (isfinite(v) && (s->view.metric == RM_GPU_UTIL || s->view.metric == RM_GPU_MEM_USED))
+        e->gpu_seen = 1;
+}
+
+static int classify(struct rules_engine *e, uint32_t id, const char *name, int8_t *phase)
+{
+    if (id && id < e->names_cap && e->name_class[id] != SC_UNKNOWN) {
+        *phase = e->name_phase[id];
+        return e->name_class[id];
+    }
+    int cls = SC_IGNORE;
+    int p = -1;
+    if (name) {
+        if (strcmp(name, "step") == 0)
+            cls = SC_STEP;
+        else if (strcmp(name, "dataloader.worker") == 0)
+            cls = SC_WORKER;
+        else if ((p = steps_phase_of(name)) >= 0)
+            cls = SC_PHASE;
+    }
+    *phase = (int8_t)p;
+    if (id && id < (1u << 24)) {
+        uint32_t cap = e->names_cap;
+        if (id >= cap) {
+            uint32_t ncap = cap ? cap : 256;
+            while (ncap <= id)
+                ncap *= 2;
+            uint8_t *c = realloc(e->name_class, ncap);
+            if (!c)
+                return cls;
+            e->name_class = c;
+            int8_t *ph = realloc(e->name_phase, ncap);
+            if (!ph)
+                return cls;
+            e->name_phase = ph;
+            memset(e->name_class + cap, 0, ncap - cap);
+            memset(e->name_phase + cap, -1, ncap - cap);
+            e->names_cap = ncap;
+        }
+        e->name_class[id] = (uint8_t)cls;
+        e->name_phase[id] = (int8_t)p;
+    }
+    return cls;
+}
+
+static struct thread_buf *thread_of(struct rules_engine *e, int64_t pid, int64_t tid)
+{
+    for (uint32_t i = e->nthreads; i-- > 0;)
+        if (e->threads[i].pid == pid && e->threads[i].tid == tid)
+            return &e->threads[i];
+    if (array_grow((void **)&e->threads, &e->threads_cap, e->nthreads + 1, sizeof(*e->threads), 8) <
+        0)
+        return NULL;
+    struct thread_buf *t = &e->threads[e->nthreads++];
+    memset(t, 0, sizeof(*t));
+    t->pid = pid;
+    t->tid = tid;
+    t->last_step_end = INT64_MIN;
+    return t;
+}
+
+void rules_put_span(struct rules_engine *e, int64_t pid, int64_t tid, int64_t start_ns,
+                    int64_t end_ns, uint32_t name_id, const char *name)
+{
+    if (!e || end_ns < start_ns)
+        return;
+    int8_t phase;
+    int cls = classify(e, name_id, name, &phase);
+    if (cls == SC_IGNORE)
+        return;
+    if (end_ns < e->next_t0) {
+        e->late++;
+        return;
+    }
+    struct thread_buf *t = thread_of(e, pid, tid);
+    if (!t || t->n >= RULES_MAX_PENDING ||
+        array_grow((void **)&t->s, &t->cap, t->n + 1, sizeof(*t->s), 64) < 0) {
+        e->dropped++;
+        return;
+    }
+    t->s[t->n++] = (struct span_rec){start_ns, end_ns, (uint8_t)cls, phase};
+}
+
+void rules_put_process(struct rules_engine *e, int64_t pid, int64_t rank, int64_t worker_id)
+{
+    if (!e)
+        return;
+    for (uint32_t i = 0; i < e->nprocs; i++)
+        if (e->procs[i].pid == pid) {
+            e->procs[i].rank = rank;
+            e->procs[i].worker_id = worker_id;
+            return;
+        }
+    if (array_grow((void **)&e->procs, &e->procs_cap, e->nprocs + 1, sizeof(*e->procs), 8) < 0)
+        return;
+    e->procs[e->nprocs++] = (struct proc_attr){pid, rank, worker_id};
+}
+
+static int64_t rank_of(const struct rules_engine *e, int64_t pid)
+{
+    for (uint32_t i = 0; i < e->nprocs; i++)
+        if (e->procs[i].pid == pid)
+            return e->procs[i].rank;
+    return -1;
+}
+
+/* ---- a window's steps ------------------------------------------------------- */
+
+static int add_step(struct rules_engine *e, const struct thread_buf *t, const struct span_rec *st)
+{
+    if (array_grow((void **)&e->steps, &e->steps_cap, e->nsteps + 1, sizeof(*e->steps), 64) < 0)
+        return -ENOMEM;
+    struct rule_step *s = &e->steps[e->nsteps++];
+    memset(s, 0, sizeof(*s));
+    s->pid = t->pid;
+    s->tid = t->tid;
+    s->rank = rank_of(e, t->pid);
+    s->start_ns = st->start;
+    s->end_ns = st->end;
+    return 0;
+}
+
+static int cmp_step_end(const void *a, const void *b)
+{
+    const struct rule_step *x = a, *y = b;
+    if (x->end_ns != y->end_ns)
+        return (x->end_ns > y->end_ns) - (x->end_ns < y->end_ns);
+    if (x->pid != y->pid)
+        return (x->pid > y->pid) - (x->pid < y->pid);
+    return (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+/* Phases of the steps of thread t that end in [t0, t1): from its phase spans
+ * that ended before t1. */
+static int thread_steps(struct rules_engine *e, struct thread_buf *t, int64_t t0, int64_t t1)
+{
+    uint32_t first = e->nsteps;
+    for (uint32_t i = 0; i < t->n; i++) {
+        const struct span_rec *r = &t->s[i];
+        if (r->cls == SC_STEP && r->end >= t0 && r->end < t1 && add_step(e, t, r) < 0)
+            return -ENOMEM;
+    }
+    uint32_t nsteps = e->nsteps - first;
+    if (!nsteps)
+        return 0;
+    t->has_steps = 1;
+    int64_t earliest = INT64_MAX;
+    for (uint32_t i = first; i < e->nsteps; i++)
+        if (e->steps[i].start_ns < earliest)
+            earliest = e->steps[i].start_ns;
+    uint32_t nph = 0;
+    for (uint32_t i = 0; i < t->n; i++) {
+        const struct span_rec *r = &t->s[i];
+        if (r->cls != SC_PHASE || r->end >= t1 || r->end <= earliest)
+            continue;
+        if (array_grow((void **)&e->scratch, &e->scratch_cap, nph + 1, sizeof(*e->scratch), 64) < 0)
+            return -ENOMEM;
+        e->scratch[nph++] = (struct phase_span){r->start, r->end, r->phase, 0};
+    }
+    qsort(e->scratch, nph, sizeof(*e->scratch), steps_cmp_span);
+    for (uint32_t i = first; i < e->nsteps; i++) {
+        struct rule_step *s = &e->steps[i];
+        /* spans overlapping the step: phases on a thread are few per step,
+         * so a scan from a binary-searched start is enough */
+        uint32_t lo = 0, hi = nph;
+        while (lo < hi) {
+            uint32_t mid = lo + (hi - lo) / 2;
+            if (e->scratch[mid].start < s->start_ns)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        uint32_t from = lo;
+        while (from > 0 && lo - from < 64 && e->scratch[from - 1].end > s->start_ns)
+            from--;
+        uint32_t last = lo;
+        while (last < nph && e->scratch[last].start < s->end_ns)
+            last++;
+        steps_phase_times(e->scratch + from, last - from, s->start_ns, s->end_ns, s->phase_ns);
+        if (s->end_ns > t->last_step_end)
+            t->last_step_end = s->end_ns;
+    }
+    return 0;
+}
+
+/* comm:* spans of every thread of each step's process, where they overlap it.
+ * Most runs have none: one pass finds out before any per-step work. */
+static void steps_comm_all(struct rules_engine *e, int64_t t1)
+{
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < e->nthreads; k++) {
+        const struct thread_buf *t = &e->threads[k];
+        for (uint32_t j = 0; j < t->n; j++) {
+            const struct span_rec *r = &t->s[j];
+            if (r->cls != SC_PHASE || r->phase != PHASE_COMM || r->end >= t1)
+                continue;
+            if (array_grow((void **)&e->scratch, &e->scratch_cap, n + 1, sizeof(*e->scratch), 64) <
+                0)
+                return;
+            /* child_ns carries the pid: the scratch is free after thread_steps */
+            e->scratch[n++] = (struct phase_span){r->start, r->end, PHASE_COMM, t->pid};
+        }
+    }
+    for (uint32_t i = 0; n && i < e->nsteps; i++) {
+        struct rule_step *s = &e->steps[i];
+        for (uint32_t j = 0; j < n; j++) {
+            const struct phase_span *c = &e->scratch[j];
+            if (c->child_ns != s->pid)
+                continue;
+            int64_t a = c->start > s->start_ns ? c->start : s->start_ns;
+            int64_t b = c->end < s->end_ns ? c->end : s->end_ns;
+            if (b > a)
+                s->comm_all_ns += (double)(b - a);
+        }
+    }
+}
+
+static void count_workers(struct rules_engine *e, struct rule_window *w)
+{
+    e->npids = 0;
+    for (uint32_t k = 0; k < e->nthreads; k++) {
+        const struct thread_buf *t = &e->threads[k];
+        for (uint32_t j = 0; j < t->n; j++) {
+            const struct span_rec *r = &t->s[j];
+            if (r->end < w->t0 || r->end >= w->t1)
+                continue;
+            if (r->cls == SC_PHASE && r->phase == PHASE_DATA)
+                w->data_spans++;
+            if (r->cls != SC_WORKER)
+                continue;
+            uint32_t p = 0;
+            while (p < e->npids && e->pids_seen[p] != t->pid)
+                p++;
+            if (p == e->npids && array_grow((void **)&e->pids_seen, &e->pids_cap, e->npids + 1,
+                                            sizeof(*e->pids_seen), 16) == 0)
+                e->pids_seen[e->npids++] = t->pid;
+        }
+    }
+    w->workers = e->npids;
+}
+
+/* Spans no future window needs: those of finished steps, phases that ended
+ * before their thread's last step did (steps on a thread follow each other),
+ * and anything older than RULES_SPAN_RETAIN_NS. */
+static void prune_spans(struct rules_engine *e, int64_t t1)
+{
+    for (uint32_t k = 0; k < e->nthreads; k++) {
+        struct thread_buf *t = &e->threads[k];
+        int64_t before = t1 - RULES_SPAN_RETAIN_NS;
+        if (t->has_steps && t->last_step_end > before)
+            before = t->last_step_end;
+        uint32_t out = 0;
+        for (uint32_t j = 0; j < t->n; j++) {
+            const struct span_rec *r = &t->s[j];
+            int done = r->end < t1 && (r->cls == SC_STEP || r->cls == SC_WORKER);
+            int old = r->end <= before && !(r->cls == SC_PHASE && r->phase == PHASE_COMM &&
+                                            r->end > t1 - RULES_SPAN_RETAIN_NS);
+            if (!done && !old)
+                t->s[out++] = *r;
+        }
+        t->n = out;
+    }
+}
+
+/* ---- windows ------------------------------------------------------------------ */
+
+static void series_views(struct rules_engine *e, struct rule_window *w)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < e->nslots; i++) {
+        struct slot *s = &e->slots[i];
+        uint32_t k = 0;
+        while (k < s->n && s->ts[k] < w->t1)
+            k++;
+        if (!k)
+            continue;
+        s->view.ts = s->ts;
+        s->view.v = s->v;
+        s->view.n = k;
+        s->view.node = s->node; /* the slot may have moved since it was made */
+        e->views[n++] = s->view;
+    }
+    w->series = e->views;
+    w->nseries = n;
+}
+
+static void drop_judged_points(struct rules_engine *e, int64_t t1)
+{
+    for (uint32_t i = 0; i < e->nslots; i++) {
+        struct slot *s = &e->slots[i];
+        uint32_t k = 0;
+        while (k < s->n && s->ts[k] < t1)
+            k++;
+        if (!k)
+            continue;
+        memmove(s->ts, s->ts + k, (s->n - k) * sizeof(*s->ts));
+        memmove(s->v, s->v + k, (s->n - k) * sizeof(*s->v));
+        s->n -= k;
+    }
+}
+
+static void run_rules(struct rules_engine *e, const struct rule_window *w)
+{
+    for (uint32_t i = 0; i < e->nrules; i++) {
+        struct rule_inst *ri = &e->rules[i];
+        struct rule_ctx c = {e, ri->def, ri->param, &ri->result};
+        if (!w->final)
+            ri->def->window(&c, w, ri->state);
+        else if (ri->def->finish)
+            ri->def->finish(&c, w, ri->state);
+    }
+}
+
+static void close_window(struct rules_engine *e, int64_t t0, int64_t t1)
+{
+    struct rule_window w = {.t0 = t0, .t1 = t1};
+    struct rule_series *v = realloc(e->views, (e->nslots + 1) * sizeof(*v));
+    if (!v)
+        return;
+    e->views = v;
+    series_views(e, &w);
+    e->nsteps = 0;
+    for (uint32_t k = 0; k < e->nthreads; k++)
+        thread_steps(e, &e->threads[k], t0, t1);
+    steps_comm_all(e, t1);
+    qsort(e->steps, e->nsteps, sizeof(*e->steps), cmp_step_end);
+    w.steps = e->steps;
+    w.nsteps = e->nsteps;
+    count_workers(e, &w);
+    run_rules(e, &w);
+    drop_judged_points(e, t1);
+    prune_spans(e, t1);
+}
+
+static int close_windows(struct rules_engine *e, int64_t until_ns)
+{
+    int n = 0;
+    while (e->next_t0 + e->interval_ns <= until_ns) {
+        close_window(e, e->next_t0, e->next_t0 + e->interval_ns);
+        e->next_t0 += e->interval_ns;
+        n++;
+    }
+    return n;
+}
+
+int rules_tick(struct rules_engine *e, int64_t now_ns)
+{
+    if (!e || e->finished)
+        return 0;
+    return close_windows(e, now_ns - RULES_GRACE_NS);
+}
+
+int rules_close_until(struct rules_engine *e, int64_t end_ns)
+{
+    if (!e || e->finished)
+        return 0;
+    return close_windows(e, end_ns);
+}
+
+void rules_finish(struct rules_engine *e, int64_t end_ns)
+{
+    if (!e || e->finished)
+        return;
+    close_windows(e, end_ns);
+    if (end_ns >= e->next_t0) /* the last, partial window: everything up to the end */
+        close_window(e, e->next_t0, end_ns + 1);
+    e->next_t0 = end_ns + 1;
+    struct rule_window w = {.t0 = e->run.start_ns, .t1 = end_ns + 1, .final = 1};
+    run_rules(e, &w);
+    e->finished = 1;
+}
+
+/* ---- findings ------------------------------------------------------------------ */
+
+static struct finding *finding_for(struct rules_engine *e, const char *rule, const char *scope)
+{
+    for (uint32_t i = 0; i < e->nfindings; i++)
+        if (strcmp(e->findings[i].rule, rule) == 0 && strcmp(e->findings[i].scope, scope) == 0)
+            return &e->findings[i];
+    return NULL;
+}
+
+void rule_fire_range(struct rule_ctx *c, int64_t t0, int64_t t1, const char *scope,
+                     const char *events, const char *fmt, ...)
+{
+    struct rules_engine *e = c->eng;
+    char ev[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ev, sizeof(ev), fmt, ap);
+    va_end(ap);
+    c->result->status = RULE_FIRED;
+    c->result->violations++;
+    snprintf(c->result->detail, sizeof(c->result->detail), "%s: %.200s", scope, ev);
+    struct finding *f = finding_for(e, c->def->name, scope);
+    if (f) {
+        if (t0 < f->start_ns)
+            f->start_ns = t0;
+        if (t1 > f->end_ns)
+            f->end_ns = t1;
+        f->windows++;
+        char *dup = strdup(ev);
+        if (dup) {
+            free(f->evidence);
+            f->evidence = dup;
+        }
+        if (events && (dup = strdup(events))) {
+            free(f->events);
+            f->events = dup;
+        }
+        return;
+    }
+    if (array_grow((void **)&e->findings, &e->findings_cap, e->nfindings + 1, sizeof(*e->findings),
+                   8) < 0)
+        return;
+    f = &e->findings[e->nfindings++];
+    memset(f, 0, sizeof(*f));
+    snprintf(f->rule, sizeof(f->rule), "%s", c->def->name);
+    snprintf(f->scope, sizeof(f->scope), "%s", scope);
+    f->severity = c->def->severity;
+    f->start_ns = t0;
+    f->end_ns = t1;
+    f->windows = 1;
+    f->evidence = strdup(ev);
+    f->events = events ? strdup(events) : NULL;
+    f->recommendation = c->def->recommendation;
+    if (e->on_finding)
+        e->on_finding(f, e->on_finding_arg);
+}
+
+void rule_status(struct rule_ctx *c, enum rule_status st, const char *fmt, ...)
+{
+    if (c->result->status == RULE_FIRED && st != RULE_REPORT)
+        return; /* a rule that fired keeps saying so; its detail is the finding */
+    c->result->status = st;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->result->detail, sizeof(c->result->detail), fmt, ap);
+    va_end(ap);
+}
+
+void rule_set_report(struct rule_ctx *c, char *json)
+{
+    free(c->result->report);
+    c->result->report = json;
+}
+
+const struct finding *rules_findings(const struct rules_engine *e, uint32_t *n)
+{
+    *n = e ? e->nfindings : 0;
+    return e ? e->findings : NULL;
+}
+
+const struct rule_result *rules_result_at(const struct rules_engine *e, uint32_t i)
+{
+    return i < e->nrules ? &e->rules[i].result : NULL;
+}
+
+uint32_t rules_count(const struct rules_engine *e)
+{
+    return e ? e->nrules : 0;
+}
+
+const double *rules_param_values(const struct rules_engine *e, uint32_t i)
+{
+    return e->rules[i].param;
+}
+
+const struct rule_def *rules_def_at(const struct rules_engine *e, uint32_t i)
+{
+    return e->rules[i].def;
+}
+
+int64_t rules_interval_ns(const struct rules_engine *e)
+{
+    return e ? e->interval_ns : 0;
+}
+
+uint64_t rules_dropped(const struct rules_engine *e)
+{
+    return e ? e->dropped + e->late : 0;
+}
+
+int rules_have_gpu(const struct rules_engine *e)
+{
+    return e->gpu_seen;
+}
+
+const struct rules_run_info *rules_run(const struct rules_engine *e)
+{
+    return &e->run;
+}

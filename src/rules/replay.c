@@ -1,0 +1,301 @@
+#include "rules/replay.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "codec/events.h"
+#include "codec/gorilla.h"
+#include "common/array.h"
+
+struct kept_block {
+    uint8_t *data;
+    size_t len;
+    uint32_t count;
+};
+
+struct kept_series {
+    int64_t id;
+    int slot;
+    struct kept_block *blocks;
+    uint32_t n, cap;
+    uint32_t next; /* the next block to decode */
+    struct block_dec dec;
+    int open;   /* dec holds a block */
+    int64_t ts; /* a decoded point not yet pushed */
+    double v;
+    int have;
+};
+
+struct kept_events {
+    int64_t pid, tid, start_ns;
+    uint8_t *data;
+    size_t len;
+};
+
+struct replay {
+    struct store *s;
+    struct rules_engine *e;
+    struct kept_series *series;
+    uint32_t nseries, series_cap;
+    struct kept_events *ev;
+    uint32_t nev, ev_cap, ev_next;
+    char **names;
+    uint32_t nnames;
+    struct event_decoder dec;
+    struct event *buf;
+    uint32_t buf_cap;
+    uint64_t bad_blocks;
+};
+
+int64_t rules_run_end_ns(const struct run_record *r)
+{
+    int64_t end = r->end_ns > r->last_ns ? r->end_ns : r->last_ns;
+    return end > r->start_ns ? end : r->start_ns;
+}
+
+static int on_series(const struct series_record *sr, void *arg)
+{
+    struct replay *rp = arg;
+    int slot = rules_series(rp->e, sr->name, sr->labels);
+    if (slot < 0)
+        return 0;
+    if (array_grow((void **)&rp->series, &rp->series_cap, rp->nseries + 1, sizeof(*rp->series),
+                   32) < 0)
+        return -ENOMEM;
+    struct kept_series *k = &rp->series[rp->nseries++];
+    memset(k, 0, sizeof(*k));
+    k->id = sr->id;
+    k->slot = slot;
+    return 0;
+}
+
+static int on_block(const struct block_record *b, void *arg)
+{
+    struct kept_series *k = arg;
+    if (array_grow((void **)&k->blocks, &k->cap, k->n + 1, sizeof(*k->blocks), 16) < 0)
+        return -ENOMEM;
+    uint8_t *copy = malloc(b->len ? b->len : 1);
+    if (!copy)
+        return -ENOMEM;
+    memcpy(copy, b->data, b->len);
+    k->blocks[k->n++] = (struct kept_block){copy, b->len, b->st.count};
+    return 0;
+}
+
+static int on_name(int64_t id, const char *name, void *arg)
+{
+    struct replay *rp = arg;
+    if (id <= 0 || id > (1 << 24))
+        return 0;
+    if ((uint32_t)id > rp->nnames) {
+        char **p = realloc(rp->names, (size_t)id * sizeof(*p));
+        if (!p)
+            return -ENOMEM;
+        memset(p + rp->nnames, 0, ((size_t)id - rp->nnames) * sizeof(*p));
+        rp->names = p;
+        rp->nnames = (uint32_t)id;
+    }
+    free(rp->names[id - 1]);
+    rp->names[id - 1] = strdup(name);
+    return 0;
+}
+
+static int on_process(const struct process_record *p, void *arg)
+{
+    struct replay *rp = arg;
+    rules_put_process(rp->e, p->pid, p->rank, p->worker_id);
+    return 0;
+}
+
+static int on_event_block(const struct event_block_record *b, void *arg)
+{
+    struct replay *rp = arg;
+    if (array_grow((void **)&rp->ev, &rp->ev_cap, rp->nev + 1, sizeof(*rp->ev), 64) < 0)
+        return -ENOMEM;
+    uint8_t *copy = malloc(b->len ? b->len : 1);
+    if (!copy)
+        return -ENOMEM;
+    memcpy(copy, b->data, b->len);
+    rp->ev[rp->nev++] = (struct kept_events){b->pid, b->tid, b->start_ns, copy, b->len};
+    return 0;
+}
+
+/* The next point of k, or 0 at its end (a damaged block ends its series'
+ * replay early: what decoded is kept). */
+static int next_point(struct kept_series *k)
+{
+    for (;;) {
+        if (!k->open) {
+            if (k->next == k->n)
+                return 0;
+            struct kept_block *b = &k->blocks[k->next++];
+            block_dec_init(&k->dec, b->data, b->len, b->count);
+            k->open = 1;
+        }
+        int rc = block_dec_next(&k->dec, &k->ts, &k->v);
+        if (rc == 1)
+            return 1;
+        k->open = 0;
+        if (rc < 0)
+            k->next = k->n;
+    }
+}
+
+static void push_points(struct replay *rp, int64_t before_ns)
+{
+    for (uint32_t i = 0; i < rp->nseries; i++) {
+        struct kept_series *k = &rp->series[i];
+        for (;;) {
+            if (!k->have && !(k->have = next_point(k)))
+                break;
+            if (k->ts >= before_ns)
+                break;
+            rules_put(rp->e, k->slot, k->ts, k->v);
+            k->have = 0;
+        }
+    }
+}
+
+static const char *name_of(const struct replay *rp, uint32_t id)
+{
+    return id && id <= rp->nnames && rp->names[id - 1] ? rp->names[id - 1] : "";
+}
+
+static void push_events(struct replay *rp, int64_t before_ns)
+{
+    while (rp->ev_next < rp->nev && rp->ev[rp->ev_next].start_ns < before_ns) {
+        struct kept_events *b = &rp->ev[rp->ev_next++];
+        uint32_t n;
+        if (event_block_peek_count(b->data, b->len, &n) < 0) {
+            rp->bad_blocks++;
+            continue;
+        }
+        if (array_grow((void **)&rp->buf, &rp->buf_cap, n + 1, sizeof(*rp->buf), 4096) < 0)
+            return;
+        uint32_t got = 0;
+        if (event_block_decode(&rp->dec, b->data, b->len, rp->buf, rp->buf_cap, &got) < 0) {
+            rp->bad_blocks++;
+            continue;
+        }
+        for (uint32_t i = 0; i < got; i++) {
+            const struct event *ev = &rp->buf[i];
+            if (ev->kind != STROBE_EV_COMPLETE || ev->value < 0)
+                continue;
+            rules_put_span(rp->e, b->pid, b->tid, ev->ts_ns, ev->ts_ns + ev->value, ev->name,
+                           name_of(rp, ev->name));
+        }
+    }
+}
+
+static void replay_release(struct replay *rp)
+{
+    for (uint32_t i = 0; i < rp->nseries; i++) {
+        for (uint32_t j = 0; j < rp->series[i].n; j++)
+            free(rp->series[i].blocks[j].data);
+        free(rp->series[i].blocks);
+    }
+    free(rp->series);
+    for (uint32_t i = 0; i < rp->nev; i++)
+        free(rp->ev[i].data);
+    free(rp->ev);
+    for (uint32_t i = 0; i < rp->nnames; i++)
+        free(rp->names[i]);
+    free(rp->names);
+    free(rp->buf);
+    event_decoder_release(&rp->dec);
+}
+
+int rules_replay(struct store *s, const struct run_record *r, struct rules_engine *e,
+                 struct strbuf *err)
+{
+    struct replay rp = {.s = s, .e = e};
+    if (event_decoder_init(&rp.dec) < 0)
+        return -ENOMEM;
+    int rc = s->ops->series_query(s, r->id, on_series, &rp);
+    for (uint32_t i = 0; rc == 0 && i < rp.nseries; i++)
+        rc = s->ops->blocks_query(s, rp.series[i].id, on_block, &rp.series[i]);
+    if (rc == 0)
+        rc = s->ops->event_names_query(s, r->id, on_name, &rp);
+    if (rc == 0)
+        rc = s->ops->processes_query(s, r->id, on_process, &rp);
+    if (rc == 0)
+        rc = s->ops->event_blocks_query(s, r->id, INT64_MIN, INT64_MAX, on_event_block, &rp);
+    if (rc < 0) {
+        strbuf_addf(err, "cannot read run %s: %s", r->id, s->err.len ? s->err.buf : "error");
+        replay_release(&rp);
+        return rc;
+    }
+    int64_t end = rules_run_end_ns(r), step = rules_interval_ns(e);
+    for (int64_t t1 = r->start_ns + step; t1 <= end; t1 += step) {
+        push_points(&rp, t1);
+        push_events(&rp, t1);
+        rules_close_until(e, t1);
+    }
+    push_points(&rp, INT64_MAX);
+    push_events(&rp, INT64_MAX);
+    rules_finish(e, end);
+    replay_release(&rp);
+    return 0;
+}
+
+void rules_finding_record(const struct finding *f, struct finding_record *out)
+{
+    out->rule = f->rule;
+    out->severity = severity_names[f->severity];
+    out->scope = f->scope;
+    out->start_ns = f->start_ns;
+    out->end_ns = f->end_ns;
+    out->evidence = f->evidence ? f->evidence : "";
+    out->events = f->events;
+    out->recommendation = f->recommendation;
+}
+
+static int save_all(struct store *s, const char *run_id, const struct rules_engine *e,
+                    const char *rules_list, const char *mode)
+{
+    struct strbuf params;
+    strbuf_init(&params);
+    rules_params_text(e, &params, 1);
+    struct rule_config_record cfg = {rules_interval_ns(e), rules_list ? rules_list : "all",
+                                     params.buf, mode, 0};
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    cfg.evaluated_ns = (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec;
+    int rc = s->ops->rules_clear(s, run_id);
+    if (rc == 0)
+        rc = s->ops->rule_config_put(s, run_id, &cfg);
+    strbuf_release(&params);
+    for (uint32_t i = 0; rc == 0 && i < rules_count(e); i++) {
+        const struct rule_result *r = rules_result_at(e, i);
+        struct rule_result_record rec = {r->rule,
+                                         rule_status_names[r->status],
+                                         (int64_t)r->datapoints,
+                                         (int64_t)r->violations,
+                                         r->detail,
+                                         r->report};
+        rc = s->ops->rule_result_insert(s, run_id, &rec);
+    }
+    uint32_t n;
+    const struct finding *f = rules_findings(e, &n);
+    for (uint32_t i = 0; rc == 0 && i < n; i++) {
+        struct finding_record rec;
+        rules_finding_record(&f[i], &rec);
+        rc = s->ops->finding_insert(s, run_id, i, &rec);
+    }
+    return rc;
+}
+
+int rules_save(struct store *s, const char *run_id, const struct rules_engine *e,
+               const char *rules_list, const char *mode)
+{
+    int rc = s->ops->begin(s);
+    if (rc < 0)
+        return rc;
+    rc = save_all(s, run_id, e, rules_list, mode);
+    if (rc == 0)
+        return s->ops->commit(s);
+    s->ops->rollback(s);
+    return rc;
+}
