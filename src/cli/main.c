@@ -12,7 +12,7 @@ static const struct command {
     {"run", cmd_run, "run a command and record it"},
     {"ls", cmd_ls, "list the runs in the store"},
     {"show", cmd_show, "summarise one run"},
-    {"export", cmd_export, "write a run's samples as CSV or JSON lines"},
+    {"export", cmd_export, "write a run's samples as CSV or JSON lines, or as SageMaker data"},
     {"rm", cmd_rm, "remove runs from the store"},
     {"import", cmd_import, "bring in another tool's recording (SageMaker Debugger)"},
     {"rules", cmd_rules, "evaluate the bottleneck rules over a run"},

@@ -33,7 +33,6 @@ struct sm_point {
 };
 
 struct sm_node_info {
-    uint32_t cores;      /* highest cpuN seen + 1 */
     uint64_t snapshots;  /* CPU snapshots */
     int64_t interval_ns; /* median time between them */
 };
@@ -100,7 +99,6 @@ struct sm_raw {
 };
 
 struct sagemaker_import {
-    char *dir;
     struct sagemaker_node *nodes; /* in order of first sight */
     uint32_t nnodes, nodes_cap;
     struct sm_node_info *info; /* beside nodes[] */
@@ -131,6 +129,7 @@ struct sagemaker_import {
     struct json_doc doc;
     struct sagemaker_counts counts;
     uint32_t seq;
+    uint32_t last_node; /* node_index's guess */
     int64_t start_ns, end_ns;
 };
 
@@ -147,6 +146,15 @@ static uint32_t fnv(uint32_t h, const void *data, size_t n)
 static uint32_t fnv_str(uint32_t h, const char *s)
 {
     return fnv(h, s, strlen(s) + 1);
+}
+
+/* a - b, saturating at the ends of int64 (hostile times must not overflow) */
+static int64_t sat_sub(int64_t a, int64_t b)
+{
+    int64_t r;
+    if (!__builtin_sub_overflow(a, b, &r))
+        return r;
+    return b < 0 ? INT64_MAX : INT64_MIN;
 }
 
 /* Grow an open-addressing table to twice its size; rehash calls back for
@@ -279,6 +287,8 @@ static int read_file(const char *path, char **out, size_t *len)
 
 static int node_index(struct sagemaker_import *im, const char *id, uint32_t *out)
 {
+    if (*out < im->nnodes && strcmp(im->nodes[*out].id, id) == 0)
+        return 0; /* the node of the previous line, usually */
     for (uint32_t i = 0; i < im->nnodes; i++)
         if (strcmp(im->nodes[i].id, id) == 0) {
             *out = i;
@@ -430,8 +440,6 @@ static int system_record(struct sagemaker_import *im, uint32_t node, const char 
     if (strcmp(dim, "CPUUtilization") == 0 && (i = indexed(name, "cpu")) >= 0) {
         snprintf(mname, sizeof(mname), "cpu.util");
         snprintf(labels, sizeof(labels), "core=%ld", i);
-        if ((uint32_t)i + 1 > im->info[node].cores)
-            im->info[node].cores = (uint32_t)i + 1;
     } else if (strcmp(dim, "I/OWaitPercentage") == 0) {
         snprintf(mname, sizeof(mname), "cpu.iowait");
         if ((i = indexed(name, "cpu")) >= 0)
@@ -503,10 +511,14 @@ static int system_line(struct sagemaker_import *im, const char *line, size_t len
     }
     if (!node || !*node)
         node = *file_node ? file_node : SM_DEFAULT_NODE;
-    uint32_t ni;
-    if ((rc = node_index(im, node, &ni)) < 0)
-        return rc;
-    return system_record(im, ni, type ? type : "", name ? name : "", dim ? dim : "", ts_ns, value);
+    if ((rc = node_index(im, node, &im->last_node)) == 0)
+        rc = system_record(im, im->last_node, type ? type : "", name ? name : "", dim ? dim : "",
+                           ts_ns, value);
+    if (rc == -E2BIG) { /* past the limits on nodes or series: garbage, surely */
+        im->counts.lines_garbled++;
+        rc = 0;
+    }
+    return rc;
 }
 
 static int system_file(struct sagemaker_import *im, const char *path, const char *base)
@@ -586,9 +598,11 @@ static struct sm_proc *proc_get(struct sagemaker_import *im, uint32_t node, int6
     return p;
 }
 
+/* NULL with *rc -ENOMEM, or -E2BIG past the limits on threads and processes */
 static struct sm_thread *thread_get(struct sagemaker_import *im, uint32_t node, int64_t pid,
-                                    int64_t tid)
+                                    int64_t tid, int *rc)
 {
+    *rc = -ENOMEM;
     if (slots_grow(im, &im->thread_slots, &im->thread_nslots, im->nthreads, thread_hash) < 0)
         return NULL;
     uint32_t mask = im->thread_nslots - 1;
@@ -598,11 +612,16 @@ static struct sm_thread *thread_get(struct sagemaker_import *im, uint32_t node, 
         if (t->node == node && t->pid == pid && t->tid == tid)
             return t;
     }
+    if (im->nthreads >= SM_THREADS_MAX) {
+        *rc = -E2BIG;
+        return NULL;
+    }
     uint32_t proc;
     struct sm_proc *p = proc_get(im, node, pid, &proc);
-    if (!p || im->nthreads >= SM_THREADS_MAX ||
-        array_grow((void **)&im->threads, &im->threads_cap, im->nthreads + 1, sizeof(*im->threads),
-                   16) < 0)
+    if (!p && im->nprocs >= SM_PROCS_MAX)
+        *rc = -E2BIG;
+    if (!p || array_grow((void **)&im->threads, &im->threads_cap, im->nthreads + 1,
+                         sizeof(*im->threads), 16) < 0)
         return NULL;
     p->has_events = 1;
     struct sm_thread *t = &im->threads[im->nthreads];
@@ -841,9 +860,14 @@ static int trace_feed(struct sagemaker_import *im, struct trace_file *f, const c
             im->counts.events_bad++;
             continue;
         }
-        struct sm_thread *t = thread_get(im, f->node, r->pid, r->tid);
+        int why;
+        struct sm_thread *t = thread_get(im, f->node, r->pid, r->tid, &why);
+        if (!t && why == -E2BIG) {
+            im->counts.events_bad++;
+            continue;
+        }
         if (!t)
-            return -ENOMEM;
+            return why;
         if (f->rank >= 0 && im->procs[t->proc].rank < 0)
             im->procs[t->proc].rank = f->rank;
         switch (r->ph) {
@@ -879,8 +903,8 @@ static int trace_feed(struct sagemaker_import *im, struct trace_file *f, const c
                 o.step = r->step;
                 o.flags |= EVF_STEP_NUM;
             }
-            rc = thread_push(im, t, o.ts_ns, ts > o.ts_ns ? ts - o.ts_ns : 0, o.name, o.step,
-                             STROBE_EV_COMPLETE, o.flags);
+            rc = thread_push(im, t, o.ts_ns, ts > o.ts_ns ? sat_sub(ts, o.ts_ns) : 0, o.name,
+                             o.step, STROBE_EV_COMPLETE, o.flags);
             break;
         }
         case 'C':
@@ -942,6 +966,11 @@ static int trace_file(struct sagemaker_import *im, const char *path, const char 
 {
     struct trace_file f = {0};
     int rc = trace_node(im, base, &f);
+    if (rc == -E2BIG) {
+        log_warn("'%s': too many nodes; skipped", path);
+        im->counts.files_unreadable++;
+        return 0;
+    }
     if (rc < 0)
         return rc;
     char *buf;
@@ -1124,7 +1153,7 @@ static int derive_mean(struct sagemaker_import *im, uint32_t node, const char *n
         int64_t t0 = all[i].ts_ns;
         double sum = 0;
         uint32_t k = 0;
-        for (; i < n && all[i].ts_ns - t0 < SAGEMAKER_SNAPSHOT_NS; i++, k++)
+        for (; i < n && (uint64_t)all[i].ts_ns - (uint64_t)t0 < SAGEMAKER_SNAPSHOT_NS; i++, k++)
             sum += all[i].value;
         rc = series_add(im, index, t0, sum / k);
         if (starts)
@@ -1136,7 +1165,7 @@ static int derive_mean(struct sagemaker_import *im, uint32_t node, const char *n
         /* the sampling interval: the median gap between snapshots */
         if (snaps > 1) {
             for (uint64_t i = 0; i + 1 < snaps; i++)
-                starts[i] = starts[i + 1] - starts[i];
+                starts[i] = sat_sub(starts[i + 1], starts[i]);
             *interval_ns = sagemaker_median_i64(starts, snaps - 1);
         }
     }
@@ -1233,7 +1262,7 @@ static int estimate_offsets(struct sagemaker_import *im)
             else if (v[i].key > ref[j].key)
                 j++;
             else
-                diffs[nd++] = v[i++].ts_ns - ref[j++].ts_ns;
+                diffs[nd++] = sat_sub(v[i++].ts_ns, ref[j++].ts_ns);
         }
         free(v);
         if (nd) {
@@ -1315,11 +1344,11 @@ static void shift_node(struct sagemaker_import *im, uint32_t node, int64_t by)
     for (uint32_t i = 0; i < im->nseries; i++)
         if (im->series[i].node == node)
             for (uint32_t j = 0; j < im->series[i].n; j++)
-                im->series[i].p[j].ts_ns -= by;
+                im->series[i].p[j].ts_ns = sat_sub(im->series[i].p[j].ts_ns, by);
     for (uint32_t i = 0; i < im->nthreads; i++)
         if (im->threads[i].node == node)
             for (uint32_t j = 0; j < im->threads[i].n; j++)
-                im->threads[i].ev[j].ts_ns -= by;
+                im->threads[i].ev[j].ts_ns = sat_sub(im->threads[i].ev[j].ts_ns, by);
 }
 
 static const struct sagemaker_import *sort_im; /* qsort has no context argument */
@@ -1417,7 +1446,7 @@ int sagemaker_import_read(const char *dir, struct sagemaker_import **out, struct
         rc = -ENOENT;
         goto out;
     }
-    if (!(im = calloc(1, sizeof(*im))) || !(im->dir = strdup(dir))) {
+    if (!(im = calloc(1, sizeof(*im)))) {
         rc = -ENOMEM;
         goto fail;
     }
@@ -1462,7 +1491,7 @@ int64_t sagemaker_median_i64(int64_t *v, uint64_t n)
     if (n % 2)
         return v[n / 2];
     int64_t a = v[n / 2 - 1], b = v[n / 2];
-    return a + (b - a) / 2; /* no overflow for times of one run */
+    return a + (int64_t)(((uint64_t)b - (uint64_t)a) / 2); /* b >= a */
 }
 
 /* labels plus node=<node>, keys sorted, as strobe writes labels. */
@@ -1673,8 +1702,13 @@ int sagemaker_import_store(struct sagemaker_import *im, struct store *s, struct 
             samples = in->snapshots;
         if (!interval_ns && in->interval_ns > 0)
             interval_ns = in->interval_ns;
-        if ((int)in->cores > cpu_count)
-            cpu_count = (int)in->cores;
+        int cores = 0; /* the node's cpu.util{core=N} series */
+        for (uint32_t i = 0; i < im->nseries; i++)
+            cores += im->series[i].node == node && im->series[i].n &&
+                     strcmp(im->series[i].name, "cpu.util") == 0 &&
+                     strncmp(im->series[i].labels, "core=", 5) == 0;
+        if (cores > cpu_count)
+            cpu_count = cores;
     }
     free(r->host);
     r->host = strbuf_detach(&host);
@@ -1806,6 +1840,5 @@ void sagemaker_import_free(struct sagemaker_import *im)
     free(im->name_slots);
     free(im->raw);
     json_doc_release(&im->doc);
-    free(im->dir);
     free(im);
 }

@@ -70,8 +70,9 @@ int sagemaker_import_read(const char *dir, struct sagemaker_import **out, struct
  */
 int sagemaker_import_store(struct sagemaker_import *im, struct store *s, struct run_record *r);
 
-/* The counts, and the nodes in natural order of their ids ("algo-2" before
- * "algo-10"); valid until the import is freed. */
+/* The counts, and the nodes in the order first seen (the summary lists
+ * them in natural order of their ids, "algo-2" before "algo-10"); valid
+ * until the import is freed. */
 const struct sagemaker_counts *sagemaker_import_counts(const struct sagemaker_import *im);
 const struct sagemaker_node *sagemaker_import_nodes(const struct sagemaker_import *im, uint32_t *n);
 

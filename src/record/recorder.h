@@ -22,14 +22,14 @@ struct recorder_opts {
     int64_t interval_ns;
     int64_t gpu_interval_ns; /* GPU sampling period; 0: the default, 100 ms */
     int quiet;
-    const char *proc_root;  /* "/proc" unless testing */
-    const char *sys_root;   /* "/sys" unless testing */
-    const char *collectors; /* comma list, or NULL for all */
-    int no_framework;       /* no zero-code PyTorch capture (the event API still works) */
-    const char *rules;      /* --rules: NULL or "all", "none", or a comma list */
+    const char *proc_root;          /* "/proc" unless testing */
+    const char *sys_root;           /* "/sys" unless testing */
+    const char *collectors;         /* comma list, or NULL for all */
+    int no_framework;               /* no zero-code PyTorch capture (the event API still works) */
+    const char *rules;              /* --rules: NULL or "all", "none", or a comma list */
     const char *const *rule_params; /* --rule-param "Rule.p=v", NULL-terminated; may be NULL */
     int64_t rule_interval_ns;       /* --rule-interval; 0: the default, 10 s */
-    char **argv;            /* the job's command, NULL-terminated */
+    char **argv;                    /* the job's command, NULL-terminated */
 };
 
 /* Run the job under the recorder. Returns the exit status strobe should

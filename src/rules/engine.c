@@ -599,7 +599,8 @@ static int thread_steps(struct rules_engine *e, struct thread_buf *t, int64_t t0
             return -ENOMEM;
         e->scratch[nph++] = (struct phase_span){r->start, r->end, r->phase, 0};
     }
-    qsort(e->scratch, nph, sizeof(*e->scratch), steps_cmp_span);
+    if (nph) /* steps without phases: the scratch may still be NULL */
+        qsort(e->scratch, nph, sizeof(*e->scratch), steps_cmp_span);
     for (uint32_t i = first; i < e->nsteps; i++) {
         struct rule_step *s = &e->steps[i];
         /* spans overlapping the step: phases on a thread are few per step,
@@ -765,7 +766,8 @@ static void close_window(struct rules_engine *e, int64_t t0, int64_t t1)
     for (uint32_t k = 0; k < e->nthreads; k++)
         thread_steps(e, &e->threads[k], t0, t1);
     steps_comm_all(e, t1);
-    qsort(e->steps, e->nsteps, sizeof(*e->steps), cmp_step_end);
+    if (e->nsteps) /* e->steps is NULL until a step is seen: qsort(NULL, 0) is undefined */
+        qsort(e->steps, e->nsteps, sizeof(*e->steps), cmp_step_end);
     w.steps = e->steps;
     w.nsteps = e->nsteps;
     count_workers(e, &w);

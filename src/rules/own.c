@@ -69,11 +69,13 @@ static void input_bound_window(struct rule_ctx *c, const struct rule_window *w, 
         return;
     }
     double worst = 0;
+    uint32_t judged = 0;
     for (uint32_t i = 0; i < nr; i++) {
         struct step_totals t;
         window_step_totals(w, ranks[i], &t);
         if (t.steps < min_steps || t.step_ns <= 0)
             continue;
+        judged++;
         c->result->datapoints += t.steps;
         double share = 100.0 * t.phase_ns[PHASE_DATA] / t.step_ns;
         if (share > worst)
@@ -90,6 +92,11 @@ static void input_bound_window(struct rule_ctx *c, const struct rule_window *w, 
                         "waiting for data took %.0f %% of step time over %u steps (%u data-loader "
                         "workers%s)",
                         share, t.steps, w->workers, cpu);
+    }
+    if (!judged) { /* too few steps to judge: this window says nothing */
+        if (c->result->status == RULE_WAITING)
+            rule_status(c, RULE_WAITING, "no window with %u steps yet", min_steps);
+        return;
     }
     rule_status(c, RULE_OK, "data wait at most %.0f %% of step time", worst);
 }
@@ -316,11 +323,13 @@ static void comm_window(struct rule_ctx *c, const struct rule_window *w, void *p
         struct step_totals t;
         window_step_totals(w, -2, &t);
         step_totals_text(&t, ev, sizeof(ev));
+        char who[40] = "the steps without a rank"; /* ranks -1: no rank, and no pid here */
+        if (least_rank >= 0)
+            snprintf(who, sizeof(who), "rank %lld", (long long)least_rank);
         rule_fire_range(c, w->t0, w->t1, "node", ev,
-                        "collectives take %.0f %% or more of step time on every rank (least: %s "
-                        "%lld, %.0f %%; most %.0f %%)",
-                        least, least_rank >= 0 ? "rank" : "pid", (long long)least_rank, least,
-                        most);
+                        "collectives take %.0f %% or more of step time on every rank (least: %s, "
+                        "%.0f %%; most %.0f %%)",
+                        least, who, least, most);
     } else {
         rule_status(c, RULE_OK, "communication at least %.0f %% of step time", least);
     }
@@ -370,11 +379,14 @@ static void throttling_window(struct rule_ctx *c, const struct rule_window *w, v
         struct step_totals t;
         window_step_totals(w, -2, &t);
         step_totals_text(&t, ev, sizeof(ev));
-        const struct rule_series *cpu = window_series(w, RM_PROC_CPU, -1, NULL);
+        double used = series_mean(window_series(w, RM_PROC_CPU, -1, NULL));
+        char cpu[48] = ""; /* NaN without proc.cpu (an imported run) */
+        if (isfinite(used))
+            snprintf(cpu, sizeof(cpu), "; the job used %.0f %% of a core", used);
         rule_fire_range(c, w->t0, w->t1, "node", ev,
                         "the job's cgroup was throttled %.0f %% of the time (CFS quota) while "
-                        "steps ran; the job used %.0f %% of a core",
-                        mean, series_mean(cpu));
+                        "steps ran%s",
+                        mean, cpu);
     } else {
         rule_status(c, RULE_OK, "throttled %.1f %% of the time", mean);
     }
@@ -623,10 +635,13 @@ static void gpu_throttle_window(struct rule_ctx *c, const struct rule_window *w,
             char scope[80], why[128];
             scope_name(scope, sizeof(scope), tr->node, tr->index);
             reasons_text(st->reasons[ni][tr->index], why, sizeof(why));
-            double clock = series_mean(window_series(w, RM_GPU_SM_CLOCK, tr->index, tr->node));
+            double mhz = series_mean(window_series(w, RM_GPU_SM_CLOCK, tr->index, tr->node));
+            char clock[48] = ""; /* NaN without gpu.sm_clock_mhz */
+            if (isfinite(mhz))
+                snprintf(clock, sizeof(clock), "; mean SM clock this window %.0f MHz", mhz);
             rule_fire_range(c, w->t0, w->t1, scope, NULL,
                             "GPU %lld was power or thermal throttled in %.0f %% of %llu busy "
-                            "samples (%s); mean SM clock this window %.0f MHz",
+                            "samples (%s)%s",
                             (long long)tr->index, share, (unsigned long long)busy, why, clock);
         } else {
             rule_status(c, RULE_OK, "throttled in %.0f %% of busy samples", share);

@@ -1081,12 +1081,16 @@ static void usage_finish(struct rule_ctx *c, const struct rule_window *w, void *
             json_stat(&o, usage_names[u], &st->sk[n][u]);
         }
         strbuf_addch(&o, '}');
-        if (!n)
-            snprintf(detail, sizeof(detail), "CPU p50 %.0f %%, p95 %.0f %%; memory p95 %.0f %%%s",
+        if (!n) {
+            char mem[48] = ""; /* without memory samples its quantile is NaN */
+            if (st->sk[n][U_MEM].count)
+                snprintf(mem, sizeof(mem), "; memory p95 %.0f %%",
+                         sketch_quantile(&st->sk[n][U_MEM], 0.95));
+            snprintf(detail, sizeof(detail), "CPU p50 %.0f %%, p95 %.0f %%%s%s",
                      sketch_quantile(&st->sk[n][U_CPU], 0.5),
-                     sketch_quantile(&st->sk[n][U_CPU], 0.95),
-                     sketch_quantile(&st->sk[n][U_MEM], 0.95),
+                     sketch_quantile(&st->sk[n][U_CPU], 0.95), mem,
                      st->sk[n][U_GPU].count ? "; GPUs in the report" : "");
+        }
     }
     strbuf_adds(&o, "}}");
     rule_set_report(c, strbuf_detach(&o));

@@ -115,6 +115,28 @@ check("--list names all 18 rules with their defaults",
       len(rl) == 18 and rl[0]["rule"] == "CPUBottleneck" and rl[0]["params"]["patience"] == 1000,
       rl[:1])
 
+# the same data through SageMaker's format: exported, imported, the same verdicts
+sm = store_path("sm")
+e = strobe("export", "--format", "sagemaker", "-o", sm, "last", store=db)
+i = strobe("import", "sagemaker", sm, store=db)
+check("a run exported to SageMaker's format imports again", e.returncode == 0 and
+      i.returncode == 0, (e.stderr, i.stderr))
+same = ["--rule-param", "InputBound.threshold=30", "--rule-param", "StepOutlier.n_outliers=2"]
+imp = json.loads(strobe("rules", "--json", *same,
+                        "--rule-interval", "4s", "last", store=db).stdout or "{}")
+nat = json.loads(strobe("rules", "--json", *same,
+                        "--rule-interval", "4s", findings and off["id"], store=db).stdout or "{}")
+def framework_findings(d):
+    # the host CPU in the evidence is the mean of the cores after an import,
+    # /proc/stat's total line natively: compare what the steps say
+    return sorted((f["rule"], f["evidence"].split(" (")[0]) for f in d.get("findings", [])
+                  if f["rule"] in ("InputBound", "StepOutlier"))
+check("imported SageMaker data fires the same framework rules with the same numbers",
+      framework_findings(imp) and framework_findings(imp) == framework_findings(nat),
+      f"imported {framework_findings(imp)}\nnative {framework_findings(nat)}")
+check("and the same GPU rules say n/a",
+      [r["status"] for r in imp.get("rules", []) if r["rule"] == "CPUBottleneck"] == ["n/a"])
+
 # --rules none, and bad options refused before anything is recorded
 db2 = store_path("none.db")
 p = strobe("run", "--quiet", "--rules", "none", "--", PYTHON, *workload(2), store=db2)

@@ -36,7 +36,7 @@ struct steps_spec {
 
 struct expect {
     char what[16]; /* fired, not-fired, status, evidence */
-    char arg[128];
+    char arg[256];
     int min;
 };
 
@@ -185,19 +185,23 @@ static int parse_line(struct rcase *c, char *line)
             return -1;
         char *tilde = strchr(what, '~');
         char *eq = strchr(what, '=');
-        if (tilde) { /* evidence~TEXT: the rest of the line */
+        if (tilde) { /* evidence~TEXT, detail~TEXT, report~TEXT: the rest of the line */
             *tilde = 0;
+            if (strcmp(what, "evidence") && strcmp(what, "detail") && strcmp(what, "report"))
+                return -1;
             snprintf(x->what, sizeof(x->what), "%s", what);
             char *more = strtok(NULL, "");
-            snprintf(x->arg, sizeof(x->arg), "%s%s%s", tilde + 1, more ? " " : "",
-                     more ? more : "");
-            return 0;
+            int n = snprintf(x->arg, sizeof(x->arg), "%s%s%s", tilde + 1, more ? " " : "",
+                             more ? more : "");
+            return n > 0 && (size_t)n < sizeof(x->arg) ? 0 : -1; /* cut short: say so */
         }
         if (eq) {
             *eq = 0;
             snprintf(x->arg, sizeof(x->arg), "%s", eq + 1);
         }
         snprintf(x->what, sizeof(x->what), "%s", what);
+        if (strcmp(what, "fired") && strcmp(what, "not-fired") && strcmp(what, "status"))
+            return -1; /* an expectation the runner would not check */
         for (char *tok = strtok(NULL, " \t"); tok; tok = strtok(NULL, " \t")) {
             if (strncmp(tok, "scope=", 6) == 0)
                 snprintf(x->arg, sizeof(x->arg), "%s", tok + 6);
@@ -391,8 +395,10 @@ static void run_case(struct rules_engine *e, const struct rcase *c)
     struct feed f = {0};
     gen_series(e, c, &f);
     gen_steps(e, c, &f);
-    qsort(f.p, f.np, sizeof(*f.p), cmp_point);
-    qsort(f.s, f.ns, sizeof(*f.s), cmp_span_end); /* as the recorder stores them: at their end */
+    if (f.np) /* qsort(NULL, 0, ...) is undefined: a case without series or steps */
+        qsort(f.p, f.np, sizeof(*f.p), cmp_point);
+    if (f.ns) /* as the recorder stores them: at their end */
+        qsort(f.s, f.ns, sizeof(*f.s), cmp_span_end);
     size_t ip = 0, is = 0;
     int64_t step = rules_interval_ns(e), end = START_NS + c->duration;
     for (int64_t t1 = START_NS + step; t1 <= end; t1 += step) {
@@ -454,6 +460,15 @@ static int check(const struct rules_engine *e, const struct rcase *c, char *why,
                          nf ? "; first: " : "", nf ? f[0].evidence : "");
                 return -1;
             }
+        }
+        if (strcmp(x->what, "detail") == 0 && !strstr(res->detail, x->arg)) {
+            snprintf(why, cap, "the detail does not contain '%s': %s", x->arg, res->detail);
+            return -1;
+        }
+        if (strcmp(x->what, "report") == 0 && (!res->report || !strstr(res->report, x->arg))) {
+            snprintf(why, cap, "the report does not contain '%s': %.600s", x->arg,
+                     res->report ? res->report : "(none)");
+            return -1;
         }
     }
     return 0;

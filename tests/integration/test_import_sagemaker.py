@@ -1,0 +1,365 @@
+#!/usr/bin/python3
+"""strobe import sagemaker, and strobe export --format sagemaker.
+
+The test writes a SageMaker Debugger profiler directory itself: two nodes
+(algo-1, algo-2) of 2 cores and 1 GPU each, system metrics every 500 ms for
+60 s in one JSON-lines file per node per minute, and pythontimeline trace
+files with 100 steps per node (data, forward, backward as a B/E pair,
+optimizer, one other op). algo-2's clock runs 2.000 s ahead. One system file
+ends in a line cut short, another holds a garbled line, and one trace file
+ends inside an event. Then: a directory with nothing in it, one that does
+not exist, and a round trip of a real recording through the SageMaker
+format.
+"""
+import datetime
+import json
+import os
+import random
+import re
+
+from strobetest import *
+
+db = store_path("sm.db")
+T0 = 1700000130.0  # 22:15:30 UTC: the 60 s span two minutes, so two files per node
+SKEW = {"algo-1": 0.0, "algo-2": 2.0}
+SNAPS = 120  # 60 s at 500 ms
+STEPS = 100
+rnd = random.Random(20240611)
+
+
+def hour_dir(base, t):
+    return os.path.join(base, datetime.datetime.fromtimestamp(t, datetime.timezone.utc)
+                        .strftime("%Y%m%d%H"))
+
+
+def write_system(base):
+    """{node: {series key: [(written time, value)]}}, as written (cut and
+    garbled lines left out)."""
+    truth = {}
+    files = {}  # (node, minute) -> lines
+    for node, skew in SKEW.items():
+        t = truth.setdefault(node, {})
+        for k in range(SNAPS):
+            # each sampler thread wakes a little apart: within one snapshot
+            ts = T0 + 0.5 * k + skew + rnd.uniform(0, 0.004)
+            recs = [
+                ("memory", "MemoryUsedPercent", "", "mem.used_pct", ts),
+                ("gpu", "gpu0", "GPUUtilization", "gpu.util{gpu=0}", ts + 0.002),
+                ("gpu", "gpu0", "GPUMemoryUtilization", "gpu.mem_util{gpu=0}", ts + 0.002),
+                ("network", "ReceiveBytesPerSecond", "Algorithm",
+                 "sagemaker.network.Algorithm{name=ReceiveBytesPerSecond}", ts + 0.003),
+                ("cpu", "cpu0", "I/OWaitPercentage", "cpu.iowait{core=0}", ts + 0.001),
+                ("cpu", "cpu1", "I/OWaitPercentage", "cpu.iowait{core=1}", ts + 0.001),
+                ("cpu", "cpu0", "CPUUtilization", "cpu.util{core=0}", ts + 0.001),
+                ("cpu", "cpu1", "CPUUtilization", "cpu.util{core=1}", ts + 0.001),
+            ]
+            for typ, name, dim, key, when in recs:
+                value = rnd.random() * 100  # full doubles: checked bit for bit
+                when = round(when, 6)  # SageMaker writes float seconds
+                line = json.dumps({"Type": typ, "Name": name, "Dimension": dim, "Value": value,
+                                   "NodeId": node, "Timestamp": when})
+                minute = int(when // 60 * 60)
+                files.setdefault((node, minute), []).append(line)
+                t.setdefault(key, []).append((when, value))
+    cut = garbled = None
+    for (node, minute), lines in sorted(files.items()):
+        d = hour_dir(os.path.join(base, "system", "incremental"), minute)
+        os.makedirs(d, exist_ok=True)
+        text = "\n".join(lines) + "\n"
+        if node == "algo-1" and minute == max(m for n, m in files if n == node):
+            # the writer was still writing its last line: cpu1 of the last snapshot
+            text = "\n".join(lines[:-1]) + "\n" + lines[-1][:len(lines[-1]) // 2]
+            cut = ("algo-1", "cpu.util{core=1}")
+        if node == "algo-2" and minute == min(m for n, m in files if n == node):
+            # a garbled line in the middle: cpu0's utilization of snapshot 10
+            i = 10 * 8 + 6
+            bad = lines[i].replace('"Value": ', '"Value": x')
+            text = "\n".join(lines[:i] + [bad] + lines[i + 1:]) + "\n"
+            garbled = ("algo-2", "cpu.util{core=0}", 10)
+        with open(os.path.join(d, f"{minute}.{node}.json"), "w") as f:
+            f.write(text)
+    truth["algo-1"]["cpu.util{core=1}"].pop()
+    del truth["algo-2"]["cpu.util{core=0}"][10]
+    return truth, cut, garbled
+
+
+def write_framework(base):
+    """{node: {step: true start}}; the files hold the node's own clock."""
+    starts = {}
+    for node, skew in SKEW.items():
+        pid = tid = 4242  # the same pid on both nodes, as in containers
+        evs = [[], []]
+        st = starts.setdefault(node, {})
+        for k in range(1, STEPS + 1):
+            true = T0 + 1.0 + 0.5 * k + rnd.uniform(-0.002, 0.002)
+            st[k] = true
+            t = true + skew
+            half = 0 if k <= STEPS // 2 else 1
+            evs[half].append((t, k))
+        for half in (0, 1):
+            first = evs[half][0][0]
+            start_us = int(first * 1e6) - 1000
+            out = [{"name": "process_name", "ph": "M", "pid": 0,
+                    "args": {"start_time_since_epoch_in_micros": start_us}},
+                   {"name": "process_sort_index", "ph": "M", "pid": 0, "args": {"sort_index": 0}},
+                   {"name": "process_name", "ph": "M", "pid": pid, "args": {"name": "python"}}]
+
+            def us(t):
+                return int(round(t * 1e6)) - start_us
+
+            end = 0
+            for t, k in evs[half]:
+                d, f, b, o = 0.05, 0.15, 0.2, 0.03
+                step_num = k if k % 2 else str(k)  # smdebug writes some as strings
+                out.append({"name": "Step:ModeKeys.TRAIN", "ph": "X", "ts": us(t),
+                            "dur": us(t + d + f + b + o + 0.004) - us(t), "pid": pid,
+                            "tid": tid, "args": {"step_num": step_num}})
+                out.append({"name": "DataLoaderIter.__next__", "ph": "X", "ts": us(t + 0.001),
+                            "dur": us(t + 0.001 + d) - us(t + 0.001), "pid": pid, "tid": tid})
+                out.append({"name": "Forward pass", "ph": "X", "ts": us(t + 0.001 + d),
+                            "dur": us(t + 0.001 + d + f) - us(t + 0.001 + d), "pid": pid,
+                            "tid": tid})
+                out.append({"name": "backward", "ph": "B", "ts": us(t + 0.002 + d + f),
+                            "pid": pid, "tid": tid})
+                out.append({"name": "backward", "ph": "E", "ts": us(t + 0.002 + d + f + b),
+                            "pid": pid, "tid": tid})
+                out.append({"name": "Optimizer.step", "ph": "X",
+                            "ts": us(t + 0.003 + d + f + b), "dur": int(round(o * 1e6)), "pid": pid,
+                            "tid": tid})
+                out.append({"name": "some_other_op", "ph": "X", "ts": us(t + 0.0035 + d + f + b + o),
+                            "dur": 100, "pid": pid, "tid": tid})
+                end = max(end, us(t + 0.5))
+            end_us = start_us + end
+            d = hour_dir(os.path.join(base, "framework", "pevents"), end_us / 1e6)
+            os.makedirs(d, exist_ok=True)
+            text = "[\n" + ",\n".join(json.dumps(e) for e in out)
+            if node == "algo-2" and half == 1:
+                text += ',\n{"name": "some_other_op", "ph": "X", "ts": 12'  # cut inside an event
+            else:
+                text += "\n]\n"
+            with open(os.path.join(d, f"{end_us}_{node}_pythontimeline.json"), "w") as f:
+                f.write(text)
+    return starts
+
+
+def read_export(d):
+    """An exported directory: ({node: {key: [(t, v)]}}, {node: {step: start_s}})."""
+    sysm, steps = {}, {}
+    for root, _, files in os.walk(os.path.join(d, "system")):
+        for fn in files:
+            for line in open(os.path.join(root, fn)):
+                r = json.loads(line)
+                sysm.setdefault(r["NodeId"], {}).setdefault((r["Name"], r["Dimension"]), []).append(
+                    (r["Timestamp"], r["Value"]))
+    for root, _, files in os.walk(os.path.join(d, "framework")):
+        for fn in files:
+            node = fn.split("_", 1)[1].rsplit("_", 1)[0]
+            evs = json.load(open(os.path.join(root, fn)))
+            base = next(e["args"]["start_time_since_epoch_in_micros"] for e in evs
+                        if e["ph"] == "M" and "start_time_since_epoch_in_micros" in e.get("args", {}))
+            for e in evs:
+                if e["name"] == "Step:ModeKeys.TRAIN":
+                    steps.setdefault(node, {})[int(e["args"]["step_num"])] = (base + e["ts"]) / 1e6
+    for v in sysm.values():
+        for k in v:
+            v[k].sort()
+    return sysm, steps
+
+
+def runs(store):
+    p = strobe("ls", "--json", store=store)
+    return json.loads(p.stdout) if p.returncode == 0 else []
+
+
+# ---- the two-node directory ---------------------------------------------------
+src = os.path.join(TMP, "sm-job")
+truth, cut, garbled = write_system(src)
+starts = write_framework(src)
+
+p = strobe("import", "sagemaker", src, store=db)
+check("import: exit 0", p.returncode == 0, (p.returncode, p.stderr))
+summary = p.stdout.strip()
+print("# " + summary)
+check("import: one summary line", len(p.stdout.splitlines()) == 1, p.stdout)
+check("import: the summary names the nodes", "2 nodes (algo-1, algo-2)" in summary, summary)
+check("import: skipped lines reported (one cut short, one garbled)",
+      "skipped 2 lines (1 cut short, 1 garbled)" in summary, summary)
+check("import: the cut trace event is counted", "1 bad events" in summary, summary)
+m = re.search(r"algo-2 ([+-]\d+\.\d+)s \((\d+) steps\)", summary)
+check("import: an offset is estimated for algo-2 from its common steps",
+      m is not None and int(m.group(2)) == STEPS, summary)
+if m:
+    near("import: algo-2's offset is 2 s (10 ms)", float(m.group(1)), 2.0, 0.010, "s")
+offset = float(m.group(1)) if m else 2.0
+
+r = show(db)
+check("import: the run is finished", r["status"] == "finished", r["status"])
+check("import: name sagemaker-<dir>", r["name"] == "sagemaker-sm-job", r["name"])
+check("import: tagged source=sagemaker", r["tags"].get("source") == "sagemaker", r["tags"])
+check("import: host is both nodes", r["host"] == "algo-1,algo-2", r["host"])
+ranks = r["ranks"]
+check("import: one step group per node", len(ranks) == 2, ranks)
+check("import: 100 steps per node", [g["count"] for g in ranks] == [STEPS, STEPS],
+      [g["count"] for g in ranks])
+procs = {p["pid"]: p for p in r["processes"]}
+check("import: the pids that collide across nodes are told apart", len(procs) == 2, procs)
+check("import: each process carries its node",
+      sorted(p["comm"] for p in procs.values()) == ["python@algo-1", "python@algo-2"],
+      [p["comm"] for p in procs.values()])
+for g in ranks:
+    ph = g["phases"]
+    check(f"import: pid {g['pid']}: data, forward, backward and optimizer phases found",
+          all(ph[k]["share"] > 0.02 for k in ("data", "forward", "backward", "optimizer")), ph)
+    near(f"import: pid {g['pid']}: mean step 434 ms", g["mean_ns"] / 1e6, 434.0, 1.0, "ms")
+
+metrics = r["metrics"]
+for node in SKEW:
+    for key, pts in truth[node].items():
+        name, _, labels = key.partition("{")
+        labels = labels.rstrip("}")
+        full = f"{name}{{{','.join(sorted((labels.split(',') if labels else []) + ['node=' + node]))}}}"
+        got = metrics.get(full, {}).get("count")
+        if not check(f"import: {full}: {len(pts)} points", got == len(pts), got):
+            continue
+for node in SKEW:
+    for key in (f"cpu.util{{node={node}}}", f"cpu.iowait{{node={node}}}"):
+        check(f"import: {key}, the mean over cores of each snapshot, has {SNAPS} points",
+              metrics.get(key, {}).get("count") == SNAPS, metrics.get(key))
+
+pts = points(db, "cpu.util")
+for node in SKEW:
+    for core in (0, 1):
+        want = truth[node][f"cpu.util{{core={core}}}"]
+        got = pts.get(f"cpu.util{{core={core},node={node}}}", [])
+        sk = offset if node == "algo-2" else 0.0
+        ok = len(got) == len(want) and all(
+            gv == wv and abs(gt - (wt - sk)) < 1e-6 for (gt, gv), (wt, wv) in zip(got, want))
+        check(f"import: cpu.util core {core} of {node}: values bit-exact, times corrected", ok,
+              (got[:2], want[:2]))
+    mean = pts.get(f"cpu.util{{node={node}}}", [])
+    a = truth[node]["cpu.util{core=0}"]
+    b = dict(truth[node]["cpu.util{core=1}"])
+    if mean and node == "algo-1":
+        check("import: the whole-host mean of snapshot 0 is the cores' mean",
+              mean[0][1] == (a[0][1] + b[a[0][0]]) / 2, (mean[0], a[0], b.get(a[0][0])))
+a1 = pts.get("cpu.util{core=0,node=algo-1}", [])
+a2 = pts.get("cpu.util{core=0,node=algo-2}", [])
+if a1 and a2:
+    d = [abs(x[0] - y[0]) for x, y in zip(a1[:10], a2[:10])]
+    check("import: system times of algo-2 corrected onto algo-1's (within 10 ms)",
+          max(d) < 0.010, d)
+
+# the step starts, through an export of the imported run
+out = os.path.join(TMP, "sm-out")
+p = strobe("export", "--format", "sagemaker", "-o", out, "last", store=db)
+check("export of the import: exit 0", p.returncode == 0, p.stderr)
+sysm, steps = read_export(out)
+check("export of the import: both nodes' traces", sorted(steps) == ["algo-1", "algo-2"],
+      sorted(steps))
+if sorted(steps) == ["algo-1", "algo-2"]:
+    common = sorted(set(steps["algo-1"]) & set(steps["algo-2"]))
+    check("export of the import: 100 steps per node",
+          len(steps["algo-1"]) == STEPS and len(steps["algo-2"]) == STEPS and len(common) == STEPS,
+          (len(steps["algo-1"]), len(steps["algo-2"])))
+    worst = max(abs(steps["algo-1"][k] - steps["algo-2"][k]) for k in common)
+    check("import: algo-2's step starts line up with algo-1's (within 10 ms)", worst < 0.010,
+          worst)
+    err = max(abs(steps["algo-1"][k] - starts["algo-1"][k]) for k in common)
+    check("import: algo-1's step starts are where the files put them (1 us)", err < 1e-6, err)
+check("export of the import: per-core CPU of both nodes",
+      len(sysm.get("algo-2", {}).get(("cpu0", "CPUUtilization"), [])) == SNAPS - 1,
+      {n: len(v.get(("cpu0", "CPUUtilization"), [])) for n, v in sysm.items()})
+check("export of the import: the kept SageMaker series go back under their own names",
+      ("ReceiveBytesPerSecond", "Algorithm") in sysm.get("algo-1", {}),
+      list(sysm.get("algo-1", {}))[:12])
+
+# ---- nothing to import ------------------------------------------------------------
+before = len(runs(db))
+empty = os.path.join(TMP, "empty")
+os.makedirs(empty)
+for what, d in (("an empty directory", empty), ("a directory that does not exist",
+                                                  os.path.join(TMP, "nope"))):
+    p = strobe("import", "sagemaker", d, store=db)
+    check(f"{what}: exit 1", p.returncode == 1, (p.returncode, p.stderr))
+    check(f"{what}: one line, naming the directory",
+          len(p.stderr.strip().splitlines()) == 1 and p.stderr.startswith(f"strobe: cannot import '{d}'"),
+          p.stderr)
+check("nothing to import: no run is created", len(runs(db)) == before, len(runs(db)))
+p = strobe("import", "sagemaker", empty, store=db)
+check("an empty directory: says there is no SageMaker output",
+      "no SageMaker profiler output (system/ or framework/) found" in p.stderr, p.stderr)
+fresh = store_path("never.db")
+strobe("import", "sagemaker", empty, store=fresh)
+check("nothing to import: no store is created", not os.path.exists(fresh))
+
+# ---- garbage -------------------------------------------------------------------------
+junk = os.path.join(TMP, "junk")
+sysd = os.path.join(junk, "system", "incremental", "2023111422")
+fwd = os.path.join(junk, "framework", "pevents", "2023111422")
+os.makedirs(sysd)
+os.makedirs(fwd)
+g = random.Random(7)
+hostile = [
+    '{"Type":"cpu","Name":"cpu0","Dimension":"CPUUtilization","Value":1,"NodeId":"n","Timestamp":9223372036.854775807}',
+    '{"Type":"cpu","Name":"cpu0","Dimension":"CPUUtilization","Value":1,"NodeId":"n","Timestamp":-9223372036.854775808}',
+    '{"Type":"cpu","Name":"cpu0","Dimension":"CPUUtilization","Value":1e308,"NodeId":"n","Timestamp":1e300}',
+    '{"Type":"cpu","Name":"cpu99999999999","Dimension":"CPUUtilization","Value":1,"Timestamp":5}',
+    '{"Type":"a,b=c","Name":"x}{","Dimension":"d=e","Value":-0.0,"NodeId":"a/b","Timestamp":"7"}',
+    "[" * 100000, '"\\ud800"', "\x00\xff", "{}", "[]", "null",
+]
+with open(os.path.join(sysd, "1700000000.n.json"), "w") as f:
+    f.write("\n".join(hostile + ["".join(chr(g.randrange(1, 256)) for _ in range(200))
+                                  for _ in range(50)]))
+trace = [
+    '{"name":"process_name","ph":"M","pid":0,"args":{"start_time_since_epoch_in_micros":9223372036854775}}',
+    '{"name":"Step:ModeKeys.TRAIN","ph":"X","ts":9223372036854775807,"dur":9223372036854775807,"pid":1,"tid":1,"args":{"step_num":4294967295}}',
+    '{"name":"Step:ModeKeys.TRAIN","ph":"X","ts":-9223372036854775808,"dur":-5,"pid":1,"tid":1,"args":{"step_num":"x"}}',
+    '{"name":"x","ph":"E","ts":1,"pid":"p","tid":[1]}',
+    '{"name":"y","ph":"B","ts":2}', '{"name":"c","ph":"C","ts":3,"args":{"a":1,"b":"s","value":2}}',
+    '{"ph":"X"}', '{"name":"strobe.step","ph":"i","ts":4,"args":{"step_num":-1}}', "[[[[[[1]]]]]]",
+]
+with open(os.path.join(fwd, "1_n_pythontimeline.json"), "w") as f:
+    f.write("[\n" + ",\n".join(trace) + "\n]")
+with open(os.path.join(fwd, "2_n_model_timeline.json"), "wb") as f:
+    f.write(bytes(g.randrange(256) for _ in range(5000)))
+with open(os.path.join(fwd, "3__horovod_timeline.json"), "w") as f:
+    f.write('{"traceEvents": [{"name":"allreduce","ph":"X","ts":5,"dur":1,"pid":1,"tid":1}]}')
+p = strobe("import", "sagemaker", junk, store=db)
+check("garbage: no crash, a clean exit", p.returncode in (0, 1), (p.returncode, p.stderr[-500:]))
+print("# " + p.stdout.strip())
+if p.returncode == 0:
+    check("garbage: show reads the run", strobe("show", "last", store=db).returncode == 0)
+    p = strobe("export", "--format", "sagemaker", "-o", os.path.join(TMP, "junk-out"), "last",
+               store=db)
+    check("garbage: export of it does not crash", p.returncode in (0, 1), p.stderr[-500:])
+
+# ---- a round trip of a real recording ---------------------------------------------
+db2 = store_path("rt.db")
+p = run(db2, PYTHON, "examples/train.py", "--steps", "40", opts=("--name", "orig"))
+check("round trip: the recording runs", p.returncode == 0, p.stderr[-500:])
+rt = os.path.join(TMP, "rt-sm")
+p = strobe("export", "--format", "sagemaker", "-o", rt, "orig", store=db2)
+check("round trip: export exit 0", p.returncode == 0, p.stderr)
+p = strobe("import", "sagemaker", "--name", "back", rt, store=db2)
+check("round trip: import exit 0", p.returncode == 0, p.stderr)
+print("# " + p.stdout.strip())
+a, b = show(db2, "orig"), show(db2, "back")
+check("round trip: the same step count", a["steps"] and b["steps"] and
+      a["steps"]["count"] == b["steps"]["count"] == 40,
+      (a["steps"] and a["steps"]["count"], b["steps"] and b["steps"]["count"]))
+if a["phases"] and b["phases"]:
+    for ph in ("data", "forward", "backward", "optimizer", "comm", "other"):
+        near(f"round trip: {ph} share (0.5 %)", b["phases"][ph]["share"],
+             a["phases"][ph]["share"], 0.005)
+pa, pb = points(db2, "cpu.util", "orig"), points(db2, "cpu.util", "back")
+cores = [k for k in pa if "core=" in k]
+check("round trip: every per-core cpu.util series", cores and sorted(cores) == sorted(
+    k for k in pb if "core=" in k), (sorted(pa), sorted(pb)))
+for k in cores:
+    x, y = pa[k], pb.get(k, [])
+    ok = len(x) == len(y) and all(abs(s[0] - t[0]) < 1e-6 and s[1] == t[1] for s, t in zip(x, y))
+    check(f"round trip: {k}: same points (times 1 us, values exact)", ok,
+          (len(x), len(y), x[:2], y[:2]))
+check("round trip: data-loader workers kept",
+      a["workers"]["count"] == b["workers"]["count"], (a["workers"], b["workers"]))
+done()
