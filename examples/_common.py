@@ -4,6 +4,7 @@ strobe records). Standard library and torch only."""
 import argparse
 import math
 import os
+import sys
 import time
 
 import torch
@@ -24,6 +25,18 @@ def parser(doc, seconds, threads=2):
                    help=f"torch intra-op threads (default {threads})")
     p.add_argument("--verbose", action="store_true", help="print step-time statistics at the end")
     return p
+
+
+def length(args):
+    """How long the training runs, in words."""
+    return f"{args.steps} steps" if args.steps else f"about {args.seconds:g} s"
+
+
+def say(line):
+    """One line in one write, so that the lines of processes sharing a
+    terminal do not interleave."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
 
 
 def setup(args):
@@ -70,10 +83,10 @@ class Steps:
         """One line, and with --verbose the statistics StepOutlier uses."""
         t = sorted(self.times)
         median = t[len(t) // 2] * 1e3 if t else 0.0
-        print(f"done: {self.count} steps in {self.elapsed():.1f} s, median step {median:.2f} ms"
-              + (f", {what}" if what else ""), flush=True)
+        say(f"done: {self.count} steps in {self.elapsed():.1f} s, median step {median:.2f} ms"
+            + (f", {what}" if what else ""))
         if self.args.verbose and len(t) > 1:
-            print(describe(self.times), flush=True)
+            say(describe(self.times))
 
 
 def describe(times):

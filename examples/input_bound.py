@@ -77,7 +77,7 @@ def main():
     model = SmallNet(10).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.02, momentum=0.9)
     print(f"input_bound: batch {args.batch_size}, {args.workers} workers, "
-          f"{latency * 1e3:g} ms per sample read, {args.device}, about {args.seconds:g} s", flush=True)
+          f"{latency * 1e3:g} ms per sample read, {args.device}, {_common.length(args)}", flush=True)
 
     steps, loss = _common.Steps(args, device), None
     waited = 0.0  # the script's own measure of time spent in next(loader)

@@ -21,6 +21,11 @@ read ~100 % while the threads do nothing. This script therefore sets
 OMP_WAIT_POLICY=PASSIVE (unless it is set already) so that `cpu.util` shows
 work done, not waiting.
 
+SageMaker's BatchSize rule judges only after a patience of 1000 samples and
+then a window of 500 (150 s at strobe's 100 ms interval): give it
+`--seconds 180`, or shorten them (`strobe run --rule-param
+BatchSize.patience=100 ...`).
+
     strobe run -- python3 examples/small_batch.py [--seconds 90] [--fixed | --batch-size 256]
 """
 import os
@@ -72,7 +77,7 @@ def main():
     model = ConvNet(10).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
     print(f"small_batch: batch {batch}, lr {lr:g}, {torch.get_num_threads()} threads, {args.device}, "
-          f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}, about {args.seconds:g} s", flush=True)
+          f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}, {_common.length(args)}", flush=True)
 
     steps, loss, order, at = _common.Steps(args, device), None, None, len(images)
     while not steps.done():

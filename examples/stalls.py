@@ -7,7 +7,7 @@ temporary directory, fsync, then an "upload" to slow remote storage (a
 sleep), all on the training thread. The step that does it is a stall about
 --stall-factor (8) x the typical step: the step-time distribution gets a
 second mode, and those steps lie far above mean + 3 sigma (what SageMaker's
-StepOutlier counts). At the default 60 s that is about 1000 steps and 40
+StepOutlier counts). At the default 60 s that is about 3000 steps and 120
 stalls here.
 
 What to do about it: find what the slow steps do (strobe's phases put the
@@ -75,7 +75,7 @@ def main():
     path = os.path.join(tmp.name, "checkpoint.pt")
     print(f"stalls: batch {args.batch_size}, a {'background' if args.fixed else 'synchronous'} checkpoint "
           f"every {args.every} steps, {torch.get_num_threads()} threads, {args.device}, "
-          f"about {args.seconds:g} s", flush=True)
+          f"{_common.length(args)}", flush=True)
 
     steps, loss, writer, saves = _common.Steps(args, device), None, None, 0
     while not steps.done():
