@@ -245,9 +245,7 @@ static void straggler_window(struct rule_ctx *c, const struct rule_window *w, vo
                  isfinite(my_cpu) ? "" : " as far as strobe can see");
     char scope[32], ev[512];
     rank_scope(scope, sizeof(scope), rank);
-    struct step_totals t;
-    window_step_totals(w, rank, &t);
-    step_totals_text(&t, ev, sizeof(ev));
+    window_steps_text(w, rank, ev, sizeof(ev));
     rule_fire_range(c, w->t0, w->t1, scope, ev,
                     "rank %lld (pid %lld) works %.0f %% longer per step than the others (median "
                     "%.1f ms against %.1f ms, waiting excluded) in %u windows in a row; likely "
@@ -320,9 +318,7 @@ static void comm_window(struct rule_ctx *c, const struct rule_window *w, void *p
      * others' extra wait is a straggler's doing (the Straggler rule) */
     if (least > threshold) {
         char ev[512];
-        struct step_totals t;
-        window_step_totals(w, -2, &t);
-        step_totals_text(&t, ev, sizeof(ev));
+        window_steps_text(w, -2, ev, sizeof(ev));
         char who[40] = "the steps without a rank"; /* ranks -1: no rank, and no pid here */
         if (least_rank >= 0)
             snprintf(who, sizeof(who), "rank %lld", (long long)least_rank);
@@ -376,9 +372,7 @@ static void throttling_window(struct rule_ctx *c, const struct rule_window *w, v
     c->result->datapoints += s->n;
     if (mean > threshold) {
         char ev[512];
-        struct step_totals t;
-        window_step_totals(w, -2, &t);
-        step_totals_text(&t, ev, sizeof(ev));
+        window_steps_text(w, -2, ev, sizeof(ev));
         double used = series_mean(window_series(w, RM_PROC_CPU, -1, NULL));
         char cpu[48] = ""; /* NaN without proc.cpu (an imported run) */
         if (isfinite(used))
@@ -693,9 +687,7 @@ static void oversub_window(struct rule_ctx *c, const struct rule_window *w, void
     if (isfinite(stall) && isfinite(cpu) && stall > psi_t && cpu > cpu_t && job_fills) {
         double threads = series_mean(window_series(w, RM_PROC_THREADS, -1, ""));
         char ev[512];
-        struct step_totals t;
-        window_step_totals(w, -2, &t);
-        step_totals_text(&t, ev, sizeof(ev));
+        window_steps_text(w, -2, ev, sizeof(ev));
         rule_fire_range(c, w->t0, w->t1, "node", ev,
                         "runnable threads waited for a core %.0f %% of the time while the %d "
                         "cores were %.0f %% busy; the job runs %.0f threads (%u data-loader "

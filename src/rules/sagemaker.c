@@ -77,16 +77,6 @@ static double gpu_mem_pct(double v, double total, int as_bytes)
     return as_bytes ? 100.0 * v / total : v;
 }
 
-static void events_text(const struct rule_window *w, int64_t rank, char *out, size_t cap)
-{
-    struct step_totals t;
-    window_step_totals(w, rank, &t);
-    if (t.steps)
-        step_totals_text(&t, out, cap);
-    else
-        out[0] = 0;
-}
-
 static const char *events_or_null(const char *s)
 {
     return *s ? s : NULL;
@@ -189,7 +179,7 @@ static void bottleneck_window(struct rule_ctx *c, const struct rule_window *w,
         if (bn->datapoints && share > threshold && bn->violations > before) {
             char scope[80], ev[512];
             scope_name(scope, sizeof(scope), node, -1);
-            events_text(w, -2, ev, sizeof(ev));
+            window_steps_text(w, -2, ev, sizeof(ev));
             rule_fire_range(c, w->t0, w->t1, scope, events_or_null(ev),
                             "in %.0f %% of %llu snapshots a GPU was below %.0f %% while %s was "
                             "above %.0f %% (the highest this window %.0f %%)",
@@ -743,36 +733,20 @@ static void outlier_window(struct rule_ctx *c, const struct rule_window *w, void
     /* the outliers of this window and what took their time */
     struct step_totals t = {0};
     t.slowest_phase = -1;
-    for (uint32_t i = 0; i < w->nsteps; i++) {
-        const struct rule_step *s = &w->steps[i];
-        double d = (double)(s->end_ns - s->start_ns);
-        if (d <= limit)
-            continue;
-        t.steps++;
-        t.step_ns += d;
-        for (int q = 0; q < PHASE_COUNT; q++)
-            t.phase_ns[q] += s->phase_ns[q];
-        if (d > t.slowest_ns) {
-            t.slowest_ns = d;
-            int best = 0;
-            for (int q = 1; q < PHASE_COUNT; q++)
-                if (s->phase_ns[q] > s->phase_ns[best])
-                    best = q;
-            t.slowest_phase = best;
-        }
-    }
+    for (uint32_t i = 0; i < w->nsteps; i++)
+        if ((double)(w->steps[i].end_ns - w->steps[i].start_ns) > limit)
+            step_totals_add(&t, &w->steps[i]);
     char ev[512] = "";
     if (t.steps) {
         char tmp[480];
         step_totals_text(&t, tmp, sizeof(tmp));
         snprintf(ev, sizeof(ev), "outliers in this window: %s", tmp);
     }
-    uint32_t violations = out;
     rule_fire_range(c, w->t0, w->t1, "node", events_or_null(ev),
                     "%u of %u steps took longer than mean + %.0f sd = %.1f ms (mean %.1f ms, sd "
                     "%.1f ms; fires above %u)",
                     out, n, k, limit / 1e6, mean / 1e6, sd / 1e6, n_outliers);
-    c->result->violations = violations;
+    c->result->violations = out; /* the outliers, not the firings counted by rule_fire_range */
 }
 
 static void outlier_finish(struct rule_ctx *c, const struct rule_window *w, void *p)

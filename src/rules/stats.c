@@ -333,31 +333,43 @@ double series_quantile(const struct rule_series *s, double q, double *scratch)
     return n ? stats_quantile_sort(scratch, n, q) : NAN;
 }
 
+void step_totals_add(struct step_totals *t, const struct rule_step *s)
+{
+    double d = (double)(s->end_ns - s->start_ns);
+    t->steps++;
+    t->step_ns += d;
+    for (int p = 0; p < PHASE_COUNT; p++)
+        t->phase_ns[p] += s->phase_ns[p];
+    double comm =
+        s->phase_ns[PHASE_COMM] > s->comm_all_ns ? s->phase_ns[PHASE_COMM] : s->comm_all_ns;
+    t->comm_exposed_ns += comm < d ? comm : d;
+    if (d > t->slowest_ns) {
+        t->slowest_ns = d;
+        int best = 0;
+        for (int p = 1; p < PHASE_COUNT; p++)
+            if (s->phase_ns[p] > s->phase_ns[best])
+                best = p;
+        t->slowest_phase = best;
+    }
+}
+
 void window_step_totals(const struct rule_window *w, int64_t rank, struct step_totals *t)
 {
     memset(t, 0, sizeof(*t));
     t->slowest_phase = -1;
-    for (uint32_t i = 0; i < w->nsteps; i++) {
-        const struct rule_step *s = &w->steps[i];
-        if (rank != -2 && s->rank != rank)
-            continue;
-        double d = (double)(s->end_ns - s->start_ns);
-        t->steps++;
-        t->step_ns += d;
-        for (int p = 0; p < PHASE_COUNT; p++)
-            t->phase_ns[p] += s->phase_ns[p];
-        double comm =
-            s->phase_ns[PHASE_COMM] > s->comm_all_ns ? s->phase_ns[PHASE_COMM] : s->comm_all_ns;
-        t->comm_exposed_ns += comm < d ? comm : d;
-        if (d > t->slowest_ns) {
-            t->slowest_ns = d;
-            int best = 0;
-            for (int p = 1; p < PHASE_COUNT; p++)
-                if (s->phase_ns[p] > s->phase_ns[best])
-                    best = p;
-            t->slowest_phase = best;
-        }
-    }
+    for (uint32_t i = 0; i < w->nsteps; i++)
+        if (rank == -2 || w->steps[i].rank == rank)
+            step_totals_add(t, &w->steps[i]);
+}
+
+void window_steps_text(const struct rule_window *w, int64_t rank, char *out, size_t cap)
+{
+    struct step_totals t;
+    window_step_totals(w, rank, &t);
+    if (t.steps)
+        step_totals_text(&t, out, cap);
+    else
+        out[0] = 0;
 }
 
 void step_totals_text(const struct step_totals *t, char *out, size_t cap)

@@ -86,6 +86,10 @@ struct step_totals {
     int slowest_phase; /* the phase that took most of the slowest step */
 };
 void window_step_totals(const struct rule_window *w, int64_t rank, struct step_totals *t);
+/* Add one step to t (start t zeroed, slowest_phase -1). */
+void step_totals_add(struct step_totals *t, const struct rule_step *s);
+/* window_step_totals() as step_totals_text() says it; "" without steps. */
+void window_steps_text(const struct rule_window *w, int64_t rank, char *out, size_t cap);
 /* "over 120 steps (median ...): data 61 %, forward 12 %, ...; slowest step 210 ms, mostly data" */
 void step_totals_text(const struct step_totals *t, char *out, size_t cap);
 
