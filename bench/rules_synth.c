@@ -1125,6 +1125,7 @@ int main(int argc, char **argv)
     rng_init(&y->rng, seed);
     if (plan_make(&y->plan, hours, hz, (uint32_t)steps, &y->rng) < 0) {
         fprintf(stderr, "rules_synth: %lld steps do not fit in %g hours\n", steps, hours);
+        free(y);
         return 2;
     }
     y->next_step = 1;

@@ -35,6 +35,8 @@ struct sm_point {
 struct sm_node_info {
     uint64_t snapshots;  /* CPU snapshots */
     int64_t interval_ns; /* median time between them */
+    int has_trace_start;
+    int64_t trace_start_ns; /* the earliest start_time_since_epoch_in_micros */
 };
 
 struct sm_series {
@@ -851,6 +853,11 @@ static int trace_feed(struct sagemaker_import *im, struct trace_file *f, const c
             return 0;
         }
         f->start_ns = 0;
+    } else {
+        struct sm_node_info *in = &im->info[f->node];
+        if (!in->has_trace_start || f->start_ns < in->trace_start_ns)
+            in->trace_start_ns = f->start_ns;
+        in->has_trace_start = 1;
     }
     int rc = 0;
     for (uint32_t i = 0; i < im->nraw && rc == 0; i++) {
@@ -1359,6 +1366,27 @@ static int cmp_node_order(const void *a, const void *b)
                        sort_im->nodes[*(const uint32_t *)b].id);
 }
 
+/*
+ * A trace file's start_time_since_epoch_in_micros is when its profiler
+ * began: the run's start when it comes before the first sample or event,
+ * so that rule windows fall where they fell for the job that recorded it.
+ * Files rotate hourly, so a start more than an hour before the data is not
+ * the profiler's and is ignored.
+ */
+static void run_start_from_traces(struct sagemaker_import *im)
+{
+    if (im->start_ns == INT64_MAX)
+        return;
+    for (uint32_t k = 0; k < im->nnodes; k++) {
+        const struct sm_node_info *in = &im->info[k];
+        if (!in->has_trace_start)
+            continue;
+        int64_t t = sat_sub(in->trace_start_ns, im->nodes[k].offset_ns);
+        if (t < im->start_ns && im->start_ns - t <= 3600000000000LL)
+            im->start_ns = t;
+    }
+}
+
 static int finish(struct sagemaker_import *im)
 {
     int rc = 0;
@@ -1417,6 +1445,7 @@ static int finish(struct sagemaker_import *im)
                 im->end_ns = event_end(e);
         }
     }
+    run_start_from_traces(im);
     return rc;
 }
 

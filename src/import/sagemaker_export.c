@@ -614,6 +614,10 @@ static int write_trace_node(struct ex_ctx *x, const struct run_events *e, uint32
             if (ev_end(ev) > hi)
                 hi = ev_end(ev);
         }
+        /* the first file's start is the run's, as SageMaker's profiler
+         * starts its timeline when the job starts */
+        if (a == 0 && x->r->start_ns > 0 && x->r->start_ns < lo)
+            lo = x->r->start_ns;
         int64_t base_us = lo / 1000 - (lo % 1000 < 0);
         int64_t end_us = hi / 1000 + (hi % 1000 > 0);
         strbuf_reset(&data);

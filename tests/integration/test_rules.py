@@ -134,6 +134,11 @@ def framework_findings(d):
 check("imported SageMaker data fires the same framework rules with the same numbers",
       framework_findings(imp) and framework_findings(imp) == framework_findings(nat),
       f"imported {framework_findings(imp)}\nnative {framework_findings(nat)}")
+# windows start at the run's start: the import takes it from the trace
+# file's start_time_since_epoch_in_micros, so both runs cut the same windows
+check("the imported run starts when the native one did (its rule windows are the same)",
+      abs(show(db)["start_ns"] - show(db, off["id"])["start_ns"]) < 1000,
+      (show(db)["start_ns"], show(db, off["id"])["start_ns"]))
 check("and the same GPU rules say n/a",
       [r["status"] for r in imp.get("rules", []) if r["rule"] == "CPUBottleneck"] == ["n/a"])
 
