@@ -40,6 +40,11 @@ _step_listeners = []
 
 _current_step = 0  # libstrobe's too: events before the first step() belong to step 0
 
+# Called with the new step number whenever it changes, counted for the script
+# or by it (strobe run --torch-profile's window, _torch_profile.py). A hook
+# must not raise; one that does is removed.
+_step_hooks = []
+
 # code flags of functions whose call only makes a generator or coroutine
 _CO_LAZY = 0x20 | 0x80 | 0x100 | 0x200  # GENERATOR, COROUTINE, ITERABLE_COROUTINE, ASYNC_GENERATOR
 
@@ -69,6 +74,12 @@ def _step(n=None, notify=False):
             n = _current_step  # the step an optimizer step had just begun is this one
     _strobe.step(n)  # checks 0 <= n < 2**32 before anything changes
     _current_step = n
+    for fn in _step_hooks:
+        try:
+            fn(n)
+        except Exception:
+            _step_hooks.remove(fn)
+            break
     if notify:
         for fn in list(_step_listeners):
             try:

@@ -421,3 +421,10 @@ def install():
         except Exception as e:  # an unexpected torch: lose that part, not the run
             _note(f"PyTorch capture of {what} is off: {type(e).__name__}: {e}")
     _announce_rank()
+    if os.environ.get("STROBE_TORCH_PROFILE"):
+        try:
+            from strobe import _torch_profile
+
+            _torch_profile.install(torch, strobe._step_hooks.append)
+        except Exception as e:  # the job goes on without the profile
+            _note(f"--torch-profile is off: {type(e).__name__}: {e}")

@@ -17,6 +17,13 @@ int cmd_export(int argc, char **argv);
 int cmd_rm(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_rules(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+
+/* The report at the end of strobe run (cmd_report.c): to path, or NULL for
+ * <store dir>/reports/<run name>-<id>.html; prints the path as a note, or
+ * one warning line when it cannot be written. */
+void cli_run_report(const char *store_uri, const char *run_id, const char *path);
+int cmd_trace(int argc, char **argv);
 
 struct run_events;
 struct step_analysis;

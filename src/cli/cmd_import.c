@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "common/strbuf.h"
 #include "import/sagemaker.h"
+#include "import/torch_trace.h"
 #include "record/runinfo.h"
 
 static const char sagemaker_usage[] =
@@ -163,12 +164,88 @@ out:
     return status;
 }
 
+static const char torch_trace_usage[] =
+    "usage: strobe import torch-trace [--store S] [--pid P] RUN FILE\n"
+    "  FILE: a PyTorch profiler trace (export_chrome_trace(): legacy or Kineto JSON)\n"
+    "  RUN   the run it goes into (an id, a unique id prefix, a name, or 'last')\n"
+    "  --pid P  the process of the run that wrote the trace (default: from the trace)\n";
+
+static int import_torch_trace(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"store", required_argument, NULL, 's'},
+        {"pid", required_argument, NULL, 'p'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *store_flag = NULL;
+    long long pid = -1;
+    int ch, bad = 0;
+    optind = 1;
+    while (!bad && (ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        char *end;
+        switch (ch) {
+        case 's':
+            store_flag = optarg;
+            break;
+        case 'p':
+            pid = strtoll(optarg, &end, 10);
+            if (*end || pid < 0) {
+                log_error("--pid wants a process id, got '%s'", optarg);
+                bad = 1;
+            }
+            break;
+        case 'h':
+            fputs(torch_trace_usage, stdout);
+            return CLI_EXIT_OK;
+        default:
+            bad = 1;
+        }
+    }
+    if (bad || optind != argc - 2) {
+        if (!bad)
+            fputs(torch_trace_usage, stderr);
+        return CLI_EXIT_USAGE;
+    }
+    const char *ref = argv[optind], *path = argv[optind + 1];
+    struct store *s = NULL;
+    if (cli_open_store(store_flag, 0, &s) < 0)
+        return CLI_EXIT_ERROR;
+    int status = CLI_EXIT_ERROR;
+    struct run_record r;
+    run_record_init(&r);
+    struct strbuf err, line;
+    strbuf_init(&err);
+    strbuf_init(&line);
+    struct torch_trace_result res;
+    if (cli_resolve(s, ref, &r) < 0)
+        goto out;
+    if (torch_trace_import(s, &r, path, pid, &res, &err) < 0) {
+        log_error("cannot import '%s' into run %s: %s", path, r.id, err.buf);
+        goto out;
+    }
+    torch_trace_warning(&res, path, &line);
+    if (line.len)
+        log_warn("%s", line.buf);
+    strbuf_reset(&line);
+    torch_trace_summary(&res, path, &r, &line);
+    printf("%s\n", line.buf);
+    status = CLI_EXIT_OK;
+out:
+    strbuf_release(&line);
+    strbuf_release(&err);
+    run_record_release(&r);
+    store_close(s);
+    return status;
+}
+
 static const struct importer {
     const char *name;
     cmd_fn *fn;
     const char *summary;
 } importers[] = {
     {"sagemaker", import_sagemaker, "SageMaker Debugger profiler output (a directory)"},
+    {"torch-trace", import_torch_trace, "a PyTorch profiler trace, into a recorded run"},
 };
 
 static void import_usage(FILE *out)

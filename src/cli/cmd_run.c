@@ -9,6 +9,7 @@
 #include "common/strbuf.h"
 #include "record/recorder.h"
 #include "record/runinfo.h"
+#include "record/torch_profile.h"
 #include "rules/rules.h"
 
 #define INTERVAL_MIN_NS NS_PER_MS
@@ -18,16 +19,20 @@ static const char run_usage[] =
     "usage: strobe run [--store S] [--name N] [--experiment E] [--tag K=V]... [--param K=V]...\n"
     "                  [--interval DUR] [--gpu-interval DUR] [--no-framework] [--quiet]\n"
     "                  [--rules LIST|none] [--rule-param RULE.P=V]... [--rule-interval DUR]\n"
-    "                  -- CMD [ARG...]\n"
+    "                  [--no-report | --report PATH] [--torch-profile STEPS] -- CMD [ARG...]\n"
     "\n"
     "  --interval DUR   sampling period, 1ms to 60s (default 100ms); units ns us ms s m\n"
     "  --gpu-interval DUR  GPU sampling period, 10ms to 60s (default 100ms), on its own thread\n"
     "  --no-framework   no zero-code PyTorch capture (strobe.span() and libstrobe still record)\n"
+    "  --torch-profile A-B  torch.profiler over steps A to B (or one step A), its operators\n"
+    "                   imported into the run\n"
     "  --quiet          no live status line, no findings as they fire, no closing summary\n"
     "  --rules LIST     bottleneck rules to run live (default all; none: off); strobe rules "
     "--list\n"
     "  --rule-param R.P=V  a rule's parameter, e.g. StepOutlier.stddev=5 (repeatable)\n"
     "  --rule-interval DUR window the rules judge at a time (default 10s)\n"
+    "  --report PATH    where the HTML report goes (default: reports/ beside the store)\n"
+    "  --no-report      write no report (strobe report RUN writes one later)\n"
     "  --proc-root DIR, --sys-root DIR   read another /proc and /sys (tests)\n"
     "  --collectors LIST                 only these collectors (cpu,mem,psi,disk,net,cgroup,proc)\n"
     "\n"
@@ -43,7 +48,10 @@ enum {
     OPT_GPU_INTERVAL,
     OPT_RULES,
     OPT_RULE_PARAM,
-    OPT_RULE_INTERVAL
+    OPT_RULE_INTERVAL,
+    OPT_REPORT,
+    OPT_NO_REPORT,
+    OPT_TORCH_PROFILE
 };
 
 #define MAX_RULE_PARAMS 64
@@ -64,6 +72,9 @@ static const struct option run_options[] = {
     {"rules", required_argument, NULL, OPT_RULES},
     {"rule-param", required_argument, NULL, OPT_RULE_PARAM},
     {"rule-interval", required_argument, NULL, OPT_RULE_INTERVAL},
+    {"report", required_argument, NULL, OPT_REPORT},
+    {"no-report", no_argument, NULL, OPT_NO_REPORT},
+    {"torch-profile", required_argument, NULL, OPT_TORCH_PROFILE},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -139,8 +150,9 @@ int cmd_run(int argc, char **argv)
     struct recorder_opts o;
     memset(&o, 0, sizeof(o));
     o.interval_ns = 100 * NS_PER_MS;
-    const char *store_flag = NULL;
-    int c, bad = 0;
+    const char *store_flag = NULL, *report_path = NULL;
+    char run_id[RUN_ID_LEN + 1] = "";
+    int c, bad = 0, no_report = 0;
     optind = 1;
     /* "+": stop at the first non-option, the job's command */
     while (!bad && (c = getopt_long(argc, argv, "+n:e:t:p:i:qh", run_options, NULL)) != -1) {
@@ -201,6 +213,23 @@ int cmd_run(int argc, char **argv)
                 bad = 1;
             }
             break;
+        case OPT_REPORT:
+            report_path = optarg;
+            break;
+        case OPT_NO_REPORT:
+            no_report = 1;
+            break;
+        case OPT_TORCH_PROFILE: {
+            uint32_t first, last;
+            o.torch_profile = optarg;
+            if (torch_profile_parse(optarg, &first, &last) < 0) {
+                log_error("--torch-profile wants steps A-B (from 1, B >= A) or one step A, such "
+                          "as 5-7 (got '%s')",
+                          optarg);
+                bad = 1;
+            }
+            break;
+        }
         case 'h':
             fputs(run_usage, stdout);
             kv_list_release(&o.tags);
@@ -214,6 +243,10 @@ int cmd_run(int argc, char **argv)
         log_error("no command to run; usage: strobe run [options] -- CMD [ARG...]");
         bad = 1;
     }
+    if (!bad && o.torch_profile && o.no_framework) {
+        log_error("--torch-profile needs the PyTorch capture: drop --no-framework");
+        bad = 1;
+    }
     o.rule_params = rule_params;
     if (!bad && check_rules(&o) < 0)
         bad = 1;
@@ -221,8 +254,12 @@ int cmd_run(int argc, char **argv)
     if (!bad) {
         o.store_uri = store_default_uri(store_flag);
         o.argv = argv + optind;
+        o.run_id_out = run_id;
         log_set_quiet(o.quiet);
         status = recorder_run(&o);
+        /* the report never changes the job's status: a failure is a warning */
+        if (!no_report && run_id[0] && status != RECORDER_EXIT_SELF)
+            cli_run_report(o.store_uri, run_id, report_path);
     }
     kv_list_release(&o.tags);
     kv_list_release(&o.params);

@@ -16,6 +16,8 @@ static const struct command {
     {"rm", cmd_rm, "remove runs from the store"},
     {"import", cmd_import, "bring in another tool's recording (SageMaker Debugger)"},
     {"rules", cmd_rules, "evaluate the bottleneck rules over a run"},
+    {"report", cmd_report, "write a run's profiler report (one HTML file)"},
+    {"trace", cmd_trace, "write a run as one timeline (Chrome JSON or Perfetto)"},
 };
 
 static void usage(FILE *out)

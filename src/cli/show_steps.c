@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "analyze/operators.h"
 #include "analyze/steps.h"
 #include "cli/cli.h"
 #include "common/fmt.h"
@@ -27,6 +28,56 @@ static void print_group_line(const struct step_group *g)
     printf("%lld steps: mean %s  p50 %s  p95 %s  max %s", (long long)g->steps.count,
            ms(g->steps.mean_ns, a, sizeof(a)), ms(g->steps.p50_ns, b, sizeof(b)),
            ms(g->steps.p95_ns, c, sizeof(c)), ms(g->steps.max_ns, d, sizeof(d)));
+}
+
+#define TOP_OPERATORS 10
+
+/* The torch.profiler window's heaviest operators, when the run has one. */
+static void print_operators(const struct run_events *e)
+{
+    struct operator_stats s;
+    if (operator_stats_run(e, &s) < 0 || !s.n) {
+        operator_stats_release(&s);
+        return;
+    }
+    char w[32];
+    printf("\noperators %llu from torch.profiler, steps %u-%u (%s); inclusive times, nested "
+           "operators count in each\n",
+           (unsigned long long)s.events, s.step_min, s.step_max, ms(s.window_ns, w, sizeof(w)));
+    printf("  %-44s %8s %10s %7s\n", "OPERATOR", "COUNT", "TOTAL ms", "SHARE");
+    for (uint32_t i = 0; i < s.n && i < TOP_OPERATORS; i++)
+        printf("  %-44.44s %8llu %10.3f %6.1f%%\n", s.ops[i].name,
+               (unsigned long long)s.ops[i].count, s.ops[i].total_ns / 1e6,
+               100.0 * operator_share(&s, &s.ops[i]));
+    if (s.n > TOP_OPERATORS)
+        printf("  ... %u more operators\n", s.n - TOP_OPERATORS);
+    operator_stats_release(&s);
+}
+
+static void json_operators(struct strbuf *o, const struct run_events *e)
+{
+    struct operator_stats s;
+    strbuf_adds(o, ",\"top_operators\":");
+    if (operator_stats_run(e, &s) < 0 || !s.n) {
+        strbuf_adds(o, "null");
+        operator_stats_release(&s);
+        return;
+    }
+    strbuf_addf(o, "{\"events\":%llu,\"step_min\":%u,\"step_max\":%u,\"window_ns\":",
+                (unsigned long long)s.events, s.step_min, s.step_max);
+    strbuf_add_json_num(o, s.window_ns);
+    strbuf_adds(o, ",\"operators\":[");
+    for (uint32_t i = 0; i < s.n && i < TOP_OPERATORS; i++) {
+        strbuf_adds(o, i ? ",{\"name\":" : "{\"name\":");
+        strbuf_add_json_str(o, s.ops[i].name);
+        strbuf_addf(o, ",\"count\":%llu,\"total_ms\":", (unsigned long long)s.ops[i].count);
+        strbuf_add_json_num(o, s.ops[i].total_ns / 1e6);
+        strbuf_adds(o, ",\"share\":");
+        strbuf_add_json_num(o, operator_share(&s, &s.ops[i]));
+        strbuf_adds(o, "}");
+    }
+    strbuf_addf(o, "],\"distinct\":%u}", s.n);
+    operator_stats_release(&s);
 }
 
 void show_steps_text(const struct run_record *r, const struct run_events *e,
@@ -76,6 +127,7 @@ void show_steps_text(const struct run_record *r, const struct run_events *e,
     if (e->bad_blocks)
         printf(", %llu damaged blocks skipped", (unsigned long long)e->bad_blocks);
     printf("\n");
+    print_operators(e);
 }
 
 static void json_duration_stats(struct strbuf *o, const struct duration_stats *s)
@@ -126,6 +178,7 @@ void show_steps_json(struct strbuf *o, const struct run_record *r, const struct 
     strbuf_addf(o, ",\"events\":%llu,\"event_bytes\":%lld,\"dropped_events\":%lld",
                 (unsigned long long)e->events, (long long)e->bytes, (long long)r->events_dropped);
     strbuf_addf(o, ",\"invalid_events\":%lld", (long long)r->events_invalid);
+    json_operators(o, e);
     const struct step_group *g = a->ngroups ? &a->groups[a->primary] : NULL;
     strbuf_adds(o, ",\"steps\":");
     if (g) {

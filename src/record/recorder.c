@@ -23,6 +23,7 @@
 #include "record/events.h"
 #include "record/live_rules.h"
 #include "record/runinfo.h"
+#include "record/torch_profile.h"
 #include "rules/replay.h"
 #include "record/writer.h"
 #include "sample/collector.h"
@@ -52,7 +53,8 @@ struct recorder {
     struct gpu_collector gpu;
     struct dcgm_collector dcgm;
     struct live_rules rules;
-    char **child_env; /* the job's environment, built before fork */
+    struct torch_profile torch_profile; /* --torch-profile's trace directory */
+    char **child_env;                   /* the job's environment, built before fork */
     int in_flight;
     int sigfd, timerfd, drainfd, epfd;
     sigset_t old_mask;
@@ -282,6 +284,7 @@ static int build_child_env(struct recorder *r)
     for (char **e = environ; rc == 0 && *e; e++) {
         if (strncmp(*e, STROBE_SHM_ENV "=", sizeof(STROBE_SHM_ENV)) == 0 ||
             strncmp(*e, "STROBE_FRAMEWORK=", 17) == 0 ||
+            strncmp(*e, TORCH_PROFILE_ENV, sizeof(TORCH_PROFILE_ENV) - 1) == 0 ||
             (py && strncmp(*e, "PYTHONPATH=", 11) == 0))
             continue;
         rc = env_push(&env, &n, &cap, strdup(*e));
@@ -290,6 +293,11 @@ static int build_child_env(struct recorder *r)
         rc = env_push(&env, &n, &cap, env_entry(STROBE_SHM_ENV, shm));
     if (rc == 0 && shm && r->o->no_framework)
         rc = env_push(&env, &n, &cap, env_entry("STROBE_FRAMEWORK", "0"));
+    if (rc == 0 && shm && r->torch_profile.dir[0]) {
+        rc = env_push(&env, &n, &cap, env_entry(TORCH_PROFILE_ENV, r->torch_profile.spec));
+        if (rc == 0)
+            rc = env_push(&env, &n, &cap, env_entry(TORCH_PROFILE_DIR_ENV, r->torch_profile.dir));
+    }
     if (rc == 0 && py) {
         struct strbuf b;
         strbuf_init(&b);
@@ -757,6 +765,7 @@ static void cleanup(struct recorder *r)
         close(r->drainfd);
     event_sink_close(&r->events);
     live_rules_close(&r->rules);
+    torch_profile_close(&r->torch_profile);
     free_child_env(r);
     if (r->epfd >= 0)
         close(r->epfd);
@@ -777,11 +786,15 @@ int recorder_run(const struct recorder_opts *o)
     int exit_status = RECORDER_EXIT_SELF;
     if (series_table_init(&r.series) < 0 || open_roots(&r) < 0 || open_store_and_run(&r) < 0)
         goto out;
+    if (o->run_id_out) /* for the report strobe run writes afterwards */
+        memcpy(o->run_id_out, r.run.id, sizeof(r.run.id));
     int erc = event_sink_open(&r.events, r.run.id, &r.series, &r.tree);
     if (erc < 0)
         log_warn("framework events are off: cannot create shared memory: %s", err_str(erc));
     if (open_rules(&r) < 0)
         goto out;
+    if (o->torch_profile && erc == 0)
+        torch_profile_open(&r.torch_profile, o->torch_profile); /* warns; the run goes on */
     if (build_child_env(&r) < 0) {
         log_error("out of memory");
         goto out;
@@ -827,6 +840,8 @@ int recorder_run(const struct recorder_opts *o)
     int rc = final_flush(&r);
     if (rc == 0)
         finish_rules(&r);
+    if (rc == 0) /* the writer is idle: the store is ours */
+        torch_profile_import(&r.torch_profile, r.store, &r.run, o->quiet);
     summary(&r, rc);
     if (r.tree.n)
         log_note("%u processes of the job are still running", r.tree.n);

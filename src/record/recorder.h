@@ -29,7 +29,10 @@ struct recorder_opts {
     const char *rules;              /* --rules: NULL or "all", "none", or a comma list */
     const char *const *rule_params; /* --rule-param "Rule.p=v", NULL-terminated; may be NULL */
     int64_t rule_interval_ns;       /* --rule-interval; 0: the default, 10 s */
+    const char *torch_profile;      /* --torch-profile "A-B", or NULL */
     char **argv;                    /* the job's command, NULL-terminated */
+    char *run_id_out;               /* if not NULL (RUN_ID_LEN + 1 bytes): the run's id, set
+                                       once the run is in the store, else left "" */
 };
 
 /* Run the job under the recorder. Returns the exit status strobe should

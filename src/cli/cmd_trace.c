@@ -1,0 +1,166 @@
+/*
+ * strobe trace RUN [-o FILE] [--format chrome|perfetto] [--steps A-B]: one
+ * run's events, metrics and findings as one timeline (render/trace.h).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "common/log.h"
+#include "render/trace.h"
+
+static const char trace_usage[] =
+    "usage: strobe trace [--store S] [-o FILE] [--format chrome|perfetto] [--steps A-B] RUN\n"
+    "  chrome:   Chrome trace-event JSON (default; FILE ending in .gz is compressed)\n"
+    "  perfetto: Perfetto's protobuf TrackEvent format, with interned names\n"
+    "  -o FILE   default <run name>.trace.json or .perfetto-trace in the current directory;\n"
+    "            '-' writes to stdout\n"
+    "  --steps A-B  only the time from the start of step A to the end of step B\n";
+
+/* "A-B" or "A" into the options; 0 when it parses. */
+static int parse_steps(const char *arg, struct trace_options *o)
+{
+    char *end;
+    errno = 0;
+    unsigned long a = strtoul(arg, &end, 10), b = a;
+    if (end == arg || errno)
+        return -1;
+    if (*end == '-') {
+        const char *s = end + 1;
+        b = strtoul(s, &end, 10);
+        if (end == s || errno)
+            return -1;
+    }
+    if (*end || a == 0 || b < a || b > UINT32_MAX)
+        return -1;
+    o->step_from = (uint32_t)a;
+    o->step_to = (uint32_t)b;
+    return 0;
+}
+
+/* <name>.<ext> with what a file name cannot hold (/, control bytes, a
+ * leading dot) replaced by '_'; the id when the run has no name. */
+static char *default_path(const struct run_record *r, const char *ext)
+{
+    const char *base = r->name && *r->name ? r->name : r->id;
+    size_t n = strlen(base);
+    if (n > 200)
+        n = 200;
+    char *p = malloc(n + strlen(ext) + 1);
+    if (!p)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)base[i];
+        p[i] = c == '/' || c < 0x20 || c == 0x7f || (i == 0 && c == '.') ? '_' : (char)c;
+    }
+    strcpy(p + n, ext);
+    return p;
+}
+
+static int write_trace(struct store *s, const struct run_record *r, const struct trace_options *o,
+                       int perfetto, const char *path)
+{
+    struct stored_findings sf;
+    if (stored_findings_load(s, r->id, &sf) < 0) {
+        log_error("cannot read the findings of run %s: %s", r->id, s->err.buf);
+        return CLI_EXIT_ERROR;
+    }
+    struct trace t;
+    struct trace_sink k;
+    struct strbuf err;
+    strbuf_init(&err);
+    int status = CLI_EXIT_ERROR;
+    int rc = trace_build(s, r, o, sf.f, sf.n, &t, &err);
+    if (rc < 0) {
+        log_error("%s", err.len ? err.buf : "cannot build the trace");
+        goto out_trace;
+    }
+    if (trace_sink_open(&k, path, &err) < 0) {
+        log_error("%s", err.buf);
+        goto out_trace;
+    }
+    rc = perfetto ? trace_write_perfetto(&t, &k) : trace_write_chrome(&t, &k);
+    uint64_t bytes = k.bytes + k.buf.len;
+    if (trace_sink_close(&k) < 0 || rc < 0) {
+        log_error("cannot write '%s': %s", path, rc == -ENOMEM ? "out of memory" : "write error");
+        goto out_trace;
+    }
+    if (strcmp(path, "-") != 0)
+        log_note("wrote %s: %" PRIu64 " slices, %" PRIu64 " instants, %" PRIu64
+                 " counter points, %u findings (%.1f MiB%s)",
+                 path, t.slices, t.instants, t.points, t.nfindings, (double)bytes / 1048576.0,
+                 strlen(path) > 3 && strcmp(path + strlen(path) - 3, ".gz") == 0
+                     ? " before compression"
+                     : "");
+    status = CLI_EXIT_OK;
+out_trace:
+    trace_release(&t);
+    stored_findings_release(&sf);
+    strbuf_release(&err);
+    return status;
+}
+
+int cmd_trace(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"store", required_argument, NULL, 's'},  {"output", required_argument, NULL, 'o'},
+        {"format", required_argument, NULL, 'f'}, {"steps", required_argument, NULL, 'S'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+    };
+    const char *store_flag = NULL, *path = NULL, *format = "chrome";
+    struct trace_options o = {0, 0};
+    int ch;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "o:f:h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 's':
+            store_flag = optarg;
+            break;
+        case 'o':
+            path = optarg;
+            break;
+        case 'f':
+            format = optarg;
+            break;
+        case 'S':
+            if (parse_steps(optarg, &o) < 0) {
+                log_error("bad --steps '%s': give A-B, steps counted from 1", optarg);
+                return CLI_EXIT_USAGE;
+            }
+            break;
+        case 'h':
+            fputs(trace_usage, stdout);
+            return CLI_EXIT_OK;
+        default:
+            fputs(trace_usage, stderr);
+            return CLI_EXIT_USAGE;
+        }
+    }
+    int perfetto = strcmp(format, "perfetto") == 0;
+    if (!perfetto && strcmp(format, "chrome") != 0) {
+        log_error("unknown trace format '%s' (chrome or perfetto)", format);
+        return CLI_EXIT_USAGE;
+    }
+    if (optind != argc - 1) {
+        fputs(trace_usage, stderr);
+        return CLI_EXIT_USAGE;
+    }
+    struct store *s;
+    if (cli_open_store(store_flag, 1, &s) < 0)
+        return CLI_EXIT_ERROR;
+    struct run_record r;
+    int status = CLI_EXIT_ERROR;
+    if (cli_resolve(s, argv[optind], &r) == 0) {
+        char *owned = path ? NULL : default_path(&r, perfetto ? ".perfetto-trace" : ".trace.json");
+        if (path || owned)
+            status = write_trace(s, &r, &o, perfetto, path ? path : owned);
+        free(owned);
+        run_record_release(&r);
+    }
+    store_close(s);
+    return status;
+}

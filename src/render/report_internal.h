@@ -1,0 +1,38 @@
+/* Shared between the report's files (src/render/report*.c); not an API. */
+#ifndef STROBE_RENDER_REPORT_INTERNAL_H
+#define STROBE_RENDER_REPORT_INTERNAL_H
+
+#include "analyze/steps.h"
+#include "common/strbuf.h"
+#include "store/store.h"
+
+/* Points of the time axis at most: about one per pixel of a wide chart, and
+ * what keeps 100 series of a 24 h run near 2 MB (docs/report.md). */
+#define REPORT_BUCKETS 1200
+/* Steps drawn one by one up to this many; beyond, per time bin (min, max,
+ * mean) plus the outliers one by one. */
+#define REPORT_STEPS_EXACT 3000
+#define REPORT_STEP_BINS   1200
+#define REPORT_OUTLIERS    2000 /* the longest outliers drawn one by one */
+#define REPORT_HIST_BINS   40
+#define REPORT_TOP_OPS     25
+#define REPORT_WORKERS     64 /* data-loader workers listed one by one */
+
+/* The k-th smallest of v[0..n), looking only at v[from..n) (which must hold
+ * the n - from largest): Hoare's selection, O(n), where sorting 86 M points
+ * for three percentiles would not fit the report's time budget. Reorders
+ * v[from..n) so that v[k] is in its sorted place, with nothing smaller after
+ * it. */
+double report_select_kth(double *v, size_t from, size_t n, size_t k);
+
+/* The run's status as stored ("lost" is strobe show's judgement on a live
+ * host; a report is a record of what the store says). */
+const char *report_run_status(const struct run_record *r);
+
+/* The event-derived members of the data object (",\"summary\":...,
+ * \"steps\":..., \"phases\":..., \"dataloader\":..., \"ops\":..."), appended
+ * to o (report_events.c). 0 or -ENOMEM. */
+int report_add_events(struct strbuf *o, const struct run_record *r, const struct run_events *e,
+                      const struct step_analysis *a);
+
+#endif

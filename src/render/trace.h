@@ -1,0 +1,165 @@
+/*
+ * strobe trace: one run's framework events, metrics and findings laid out as
+ * one timeline, then written as Chrome trace-event JSON (trace_chrome.c) or
+ * Perfetto's protobuf TrackEvent format (trace_perfetto.c). docs/trace.md
+ * describes the layout.
+ *
+ * The model (struct trace) is built once from the store and read by both
+ * writers, so they show the same tracks and the same events:
+ *   - a process per process that wrote events, named by its role and comm
+ *     ("rank 1 (python3)", "dataloader worker 0 (pt_data_worker)");
+ *   - a thread per thread, with its spans (slices) and instants;
+ *   - per node, a metrics process holding a counter track per stored series
+ *     (a series with a pid= label goes to that process instead) and, on the
+ *     first node, the findings as instants;
+ *   - with several nodes (series labelled node=, comms ending in @node, as
+ *     imports write them) each node's processes sort together, its name first.
+ *
+ * Times: the store keeps every time as ns since the Unix epoch (UTC), events
+ * and samples alike, so they are on one axis already. Chrome JSON writes µs
+ * since the run's start with 3 decimals (ns kept); Perfetto writes the UTC ns.
+ */
+#ifndef STROBE_RENDER_TRACE_H
+#define STROBE_RENDER_TRACE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "analyze/steps.h"
+#include "store/points.h"
+#include "store/store.h"
+
+/* The category of a slice or instant, from its name. */
+enum trace_cat {
+    TRACE_CAT_STEP,       /* step */
+    TRACE_CAT_PHASE,      /* data, forward, backward, optimizer */
+    TRACE_CAT_COMM,       /* comm:* */
+    TRACE_CAT_OPERATOR,   /* op:* (torch.profiler operators) */
+    TRACE_CAT_DATALOADER, /* dataloader.* */
+    TRACE_CAT_SPAN,       /* anything else: the script's own spans */
+    TRACE_CAT_INSTANT,    /* instants; span ends whose begin was lost */
+    TRACE_CAT_FINDING,    /* a rule's finding */
+    TRACE_CAT_COUNT
+};
+
+extern const char *const trace_cat_names[TRACE_CAT_COUNT];
+
+struct trace_slice {
+    int64_t start_ns, end_ns; /* UTC */
+    uint32_t name;            /* run-wide name id (run_events_name) */
+    uint32_t step;            /* the step the span belongs to */
+    uint8_t cat;              /* enum trace_cat */
+    uint8_t lane;             /* 0: the thread's track; k: its k-th overlap track */
+    uint8_t open;             /* began and never ended: ends at the run's end */
+};
+
+struct trace_instant {
+    int64_t ts_ns;
+    uint32_t name;
+    uint32_t step;
+    uint8_t cat;
+    uint8_t orphan_end; /* a span end whose begin was lost */
+};
+
+/* Tracks that do not fit one stack of properly nested slices go to extra
+ * lanes (Perfetto's begin/end pairs need proper nesting); beyond this many
+ * the last lane takes the rest. */
+#define TRACE_LANES_MAX 8
+
+struct trace_thread {
+    int64_t pid, tid;
+    uint32_t proc; /* index into procs */
+    char name[32];
+    struct trace_slice *slices; /* by start, the outer (longer) first */
+    uint32_t nslices, slices_cap;
+    struct trace_instant *instants; /* by time */
+    uint32_t ninstants, instants_cap;
+    uint8_t lanes; /* lanes used, 1 or more when there are slices */
+};
+
+struct trace_proc {
+    int64_t pid; /* the store's pid; a made-up one for a metrics process */
+    char *name;  /* owned */
+    uint32_t node;
+    int64_t sort; /* order in the viewer: node, then metrics, main, ranks, workers */
+    int metrics;  /* a node's metrics process, no events of its own */
+};
+
+struct trace_counter {
+    char *name; /* name{labels}, owned */
+    const char *unit;
+    uint32_t proc; /* where the track goes */
+    struct point *p;
+    size_t n; /* finite points inside the window */
+};
+
+struct trace_options {
+    uint32_t step_from, step_to; /* --steps A-B; both 0 for the whole run */
+};
+
+struct trace {
+    const struct run_record *run;
+    int64_t origin_ns;      /* the run's start: Chrome times are relative to it */
+    int64_t from_ns, to_ns; /* the window (the whole run: INT64_MIN, INT64_MAX) */
+    int64_t end_ns;         /* where open spans end */
+    struct run_events ev;   /* names (and, until built, the events) */
+    uint8_t *name_cat;      /* name id -> enum trace_cat, [nnames + 1] */
+    uint32_t step_name;     /* the name id added for step boundaries */
+    char **nodes;           /* node names, owned; nodes[0] always exists */
+    uint32_t nnodes;
+    struct trace_proc *procs;
+    uint32_t nprocs, procs_cap;
+    struct trace_thread *threads;
+    uint32_t nthreads;
+    struct trace_counter *counters;
+    uint32_t ncounters, counters_cap;
+    const struct finding_record *findings; /* the caller's, inside the window */
+    uint32_t *finding_idx;
+    uint32_t nfindings;
+    /* counts of what is in the trace, for the summary line and the tests */
+    uint64_t slices, instants, points;
+    uint64_t skipped_counter_events; /* COUNTER events: their values are the app.* series */
+    uint64_t skipped_nonfinite;      /* NaN/inf points: JSON cannot hold them */
+};
+
+/*
+ * Build the timeline of run r: its events, every series, and the findings
+ * f[0..nf) (the caller's; they must outlive t). 0, or negative with a
+ * one-line reason in err (-ENOENT: a step of --steps is not in the run).
+ * trace_release frees what this allocates, also after a failure.
+ */
+int trace_build(struct store *s, const struct run_record *r, const struct trace_options *opt,
+                const struct finding_record *f, uint32_t nf, struct trace *t, struct strbuf *err);
+void trace_release(struct trace *t);
+
+/* The name of id, valid UTF-8 (bad bytes replaced) once built. */
+const char *trace_name(const struct trace *t, uint32_t id);
+
+/*
+ * Where a trace goes: a file (gzip-compressed when its name ends in .gz) or
+ * stdout ("-"). Writers append to buf and call trace_sink_flush when it grows
+ * past TRACE_SINK_CHUNK.
+ */
+#define TRACE_SINK_CHUNK (1u << 20)
+
+struct trace_sink {
+    FILE *f;
+    void *gz; /* gzFile when compressing */
+    struct strbuf buf;
+    uint64_t bytes; /* bytes written before compression */
+    int failed;
+};
+
+int trace_sink_open(struct trace_sink *k, const char *path, struct strbuf *err);
+/* Write out buf (all of it when force, else only past TRACE_SINK_CHUNK). */
+int trace_sink_flush(struct trace_sink *k, int force);
+/* Flush and close; 0, or negative when anything failed. */
+int trace_sink_close(struct trace_sink *k);
+
+/* Copy s into o as valid UTF-8 (each bad byte becomes U+FFFD). */
+int trace_add_utf8(struct strbuf *o, const char *s);
+
+int trace_write_chrome(const struct trace *t, struct trace_sink *k);
+int trace_write_perfetto(const struct trace *t, struct trace_sink *k);
+
+#endif

@@ -1,0 +1,439 @@
+/* strobe report: draws the page from the JSON in #strobe-data (built by
+ * src/render/report_data.c; docs/report.md). Every string from the run is
+ * put in with textContent (el() below), never as markup. */
+(function () {
+  'use strict';
+  var D = JSON.parse(document.getElementById('strobe-data').textContent);
+  var app = document.getElementById('app');
+  var PAL = ['#2f6fdb', '#e07b00', '#2e9d5b', '#c62828', '#7b4fd0', '#0096a6', '#b5487f',
+    '#7d8b00', '#8a6d3b', '#4c5a73'];
+  var PHASE_COLORS = {data: '#e07b00', forward: '#2f6fdb', backward: '#7b4fd0',
+    optimizer: '#2e9d5b', comm: '#c62828', other: '#9aa3b2'};
+  var SEV_RANK = {high: 0, medium: 1, low: 2, info: 3};
+  var charts = [];     /* every uPlot on the shared time axis */
+  var syncing = false; /* a zoom being passed on to the others */
+
+  /* ---- helpers --------------------------------------------------------- */
+  function el(tag, attrs) {
+    var e = document.createElement(tag);
+    if (attrs) Object.keys(attrs).forEach(function (k) {
+      if (attrs[k] == null) return;
+      if (k === 'class') e.className = attrs[k];
+      else if (k === 'style') e.style.cssText = attrs[k];
+      else if (k.slice(0, 2) === 'on') e.addEventListener(k.slice(2), attrs[k]);
+      else e.setAttribute(k, attrs[k]);
+    });
+    for (var i = 2; i < arguments.length; i++) add(e, arguments[i]);
+    return e;
+  }
+  function add(e, c) {
+    if (c == null || c === false) return;
+    if (Array.isArray(c)) { c.forEach(function (x) { add(e, x); }); return; }
+    e.appendChild(typeof c === 'object' ? c : document.createTextNode(String(c)));
+  }
+  function fmtBytes(v) {
+    if (v == null || !isFinite(v)) return '-';
+    var u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'], i = 0, a = Math.abs(v);
+    while (a >= 1024 && i < u.length - 1) { a /= 1024; v /= 1024; i++; }
+    return (i ? v.toFixed(a < 10 ? 2 : a < 100 ? 1 : 0) : Math.round(v)) + ' ' + u[i];
+  }
+  function fmtDur(s) {
+    if (s == null || !isFinite(s)) return '-';
+    if (s < 0) return '-' + fmtDur(-s);
+    if (s < 1e-3) return (s * 1e6).toFixed(0) + ' µs';
+    if (s < 1) return (s * 1e3).toPrecision(3) + ' ms';
+    if (s < 60) return s.toFixed(s < 10 ? 2 : 1) + ' s';
+    var h = Math.floor(s / 3600), m = Math.floor(s % 3600 / 60), r = Math.round(s % 60);
+    return h ? h + 'h' + String(m).padStart(2, '0') + 'm' : m + 'm' + String(r).padStart(2, '0') + 's';
+  }
+  function fmtNum(v) {
+    if (v == null || !isFinite(v)) return '-';
+    var a = Math.abs(v);
+    if (a >= 1e9) return (v / 1e9).toPrecision(3) + 'G';
+    if (a >= 1e6) return (v / 1e6).toPrecision(3) + 'M';
+    if (a >= 1e4) return (v / 1e3).toPrecision(3) + 'k';
+    return a >= 100 ? v.toFixed(0) : a >= 1 ? v.toPrecision(3) : v.toPrecision(2);
+  }
+  function fmtVal(v, unit) {
+    if (v == null || !isFinite(v)) return '-';
+    if (unit === 'bytes') return fmtBytes(v);
+    if (unit === 'bytes/s') return fmtBytes(v) + '/s';
+    if (unit === 'pct') return v.toFixed(1) + '%';
+    return fmtNum(v) + (unit && unit !== 'count' && unit !== '' ? ' ' + unit : '');
+  }
+  function pct(x) { return (100 * x).toFixed(1) + '%'; }
+  function fmtTime(ns) { return new Date(ns / 1e6).toISOString().replace('T', ' ').slice(0, 19) + ' UTC'; }
+  function key(s) { return s.name + (s.labels ? '{' + s.labels + '}' : ''); }
+  function section(id, title, lead) {
+    var s = el('section', {id: id}, el('h2', null, title), lead ? el('p', {class: 'lead'}, lead) : null);
+    main.appendChild(s);
+    toc.appendChild(el('a', {href: '#' + id}, title));
+    return s;
+  }
+  function table(head, rows, numeric) {
+    var t = el('table');
+    t.appendChild(el('tr', null, head.map(function (h, i) {
+      return el('th', numeric && numeric[i] ? {class: 'num'} : null, h);
+    })));
+    rows.forEach(function (r) {
+      t.appendChild(el('tr', null, r.map(function (c, i) {
+        return el('td', numeric && numeric[i] ? {class: 'num'} : null, c);
+      })));
+    });
+    return t;
+  }
+  /* A figure the tests compare with strobe show --json: exact value kept. */
+  function card(k, v, note, dataKey, dataValue) {
+    var attrs = {class: 'card'};
+    if (dataKey) { attrs['data-key'] = dataKey; attrs['data-value'] = String(dataValue); }
+    return el('div', attrs, el('div', {class: 'k'}, k), el('div', {class: 'v'}, v),
+      note ? el('div', {class: 'n'}, note) : null);
+  }
+  function stackedBar(parts) { /* [{label, value, color}] */
+    var total = parts.reduce(function (a, p) { return a + Math.max(0, p.value); }, 0) || 1;
+    var bar = el('div', {class: 'bar'});
+    var leg = el('div', {class: 'legend'});
+    parts.forEach(function (p) {
+      var w = Math.max(0, p.value) / total;
+      bar.appendChild(el('div', {style: 'width:' + (100 * w) + '%;background:' + p.color,
+        title: p.label + ' ' + pct(w)}));
+      leg.appendChild(el('span', null, el('i', {style: 'background:' + p.color}),
+        p.label + ' ' + pct(w)));
+    });
+    return [bar, leg];
+  }
+
+  /* ---- page frame ------------------------------------------------------ */
+  var R = D.run;
+  var title = R.name || R.id;
+  document.title = 'strobe report: ' + title;
+  var top = el('header', {class: 'top'}, el('h1', {id: 'run-name'}, title),
+    el('div', {class: 'sub'}, 'run ' + R.id + (R.experiment ? ' · experiment ' + R.experiment : '') +
+      ' · ' + R.status + ' · started ' + fmtTime(R.start_ns) + ' · ' + (R.host || '?')));
+  var toc = el('nav', {class: 'toc'});
+  var main = el('main');
+  app.appendChild(top);
+  app.appendChild(toc);
+  app.appendChild(main);
+
+  var grid = D.grid, xs = new Float64Array(grid.n);
+  for (var i = 0; i < grid.n; i++) xs[i] = (i + 0.5) * grid.width_ns / 1e9;
+  var runEnd = D.summary.total_s;
+
+  /* ---- summary ---------------------------------------------------------- */
+  (function () {
+    var s = section('summary', 'Job summary', 'Initialization is the run\'s start to its first ' +
+      'step, the training loop the first step to the end of the last, finalization the rest.');
+    var S = D.summary, st = D.steps;
+    var cards = el('div', {class: 'cards'});
+    cards.appendChild(card('Duration', fmtDur(R.duration_s), null, 'duration_s', R.duration_s));
+    cards.appendChild(card('Status', R.status, R.signal ? 'signal ' + R.signal :
+      R.exit_code >= 0 ? 'exit ' + R.exit_code : null, 'status', R.status));
+    if (st) {
+      cards.appendChild(card('Steps', String(st.count), 'rank ' + (st.rank >= 0 ? st.rank : '-') +
+        ', pid ' + st.pid, 'steps.count', st.count));
+      cards.appendChild(card('Step p50', fmtDur(st.p50_ns / 1e9), 'mean ' + fmtDur(st.mean_ns / 1e9),
+        'steps.p50_ns', st.p50_ns));
+      cards.appendChild(card('Step p95', fmtDur(st.p95_ns / 1e9), 'max ' + fmtDur(st.max_ns / 1e9),
+        'steps.p95_ns', st.p95_ns));
+      cards.appendChild(card('Outliers', String(st.outliers), '> ' + fmtDur(st.threshold_ms / 1e3) +
+        ' (mean + 3σ)'));
+    }
+    cards.appendChild(card('Findings', String(D.findings.length), null, 'findings', D.findings.length));
+    cards.appendChild(card('Samples', String(R.samples), 'every ' + fmtDur(R.interval_ns / 1e9) +
+      ', ' + R.missed + ' missed', 'samples', R.samples));
+    s.appendChild(cards);
+    if (S.first_step_s != null) {
+      var init = S.first_step_s, loop = S.last_step_end_s - S.first_step_s,
+        fin = Math.max(0, S.total_s - S.last_step_end_s);
+      s.appendChild(el('h3', {style: 'font-size:14px;margin:16px 0 0'}, 'Where the time went'));
+      add(s, stackedBar([{label: 'initialization ' + fmtDur(init), value: init, color: '#9aa3b2'},
+        {label: 'training loop ' + fmtDur(loop), value: loop, color: '#2f6fdb'},
+        {label: 'finalization ' + fmtDur(fin), value: fin, color: '#e07b00'}]));
+    } else {
+      s.appendChild(el('p', {class: 'empty'}, 'No steps were recorded, so the run is not split ' +
+        'into initialization, training loop and finalization.'));
+    }
+  })();
+
+  /* ---- findings --------------------------------------------------------- */
+  (function () {
+    var s = section('findings', 'Findings', 'What the rules found, most severe first; click a ' +
+      'time range to zoom every chart to it.');
+    var f = D.findings.slice().sort(function (a, b) {
+      return (SEV_RANK[a.severity] || 9) - (SEV_RANK[b.severity] || 9) || a.start_ns - b.start_ns;
+    });
+    if (!f.length) { s.appendChild(el('p', {class: 'empty'}, 'No rule fired.')); return; }
+    s.appendChild(table(['Severity', 'Rule', 'When', 'Evidence', 'Recommendation'], f.map(function (x) {
+      var a = (x.start_ns - R.start_ns) / 1e9, b = (x.end_ns - R.start_ns) / 1e9;
+      return [el('span', {class: 'sev ' + x.severity}, x.severity), el('b', null, x.rule),
+        el('a', {class: 'range', onclick: function () { zoomTo(a, b); }},
+          fmtDur(a) + ' – ' + fmtDur(b)),
+        x.evidence || '', x.recommendation || ''];
+    })));
+  })();
+
+  /* ---- charts on one time axis ----------------------------------------- */
+  function zoomTo(a, b) {
+    var pad = Math.max((b - a) * 0.1, grid.width_ns / 1e9 * 2);
+    charts.forEach(function (u) { u.setScale('x', {min: Math.max(0, a - pad), max: b + pad}); });
+    document.getElementById('timeseries').scrollIntoView({behavior: 'smooth'});
+  }
+  function resetZoom() { charts.forEach(function (u) { u.setScale('x', {min: 0, max: runEnd}); }); }
+  function chartWidth() { return Math.max(400, main.clientWidth - 48); }
+  function passZoom(u, k) {
+    if (k !== 'x' || syncing) return;
+    syncing = true;
+    var mn = u.scales.x.min, mx = u.scales.x.max;
+    charts.forEach(function (o) { if (o !== u) o.setScale('x', {min: mn, max: mx}); });
+    syncing = false;
+  }
+  function baseOpts(titleText, unit, height) {
+    return {
+      title: titleText, width: chartWidth(), height: height || 170,
+      cursor: {sync: {key: 'strobe', setSeries: false}, drag: {x: true, y: false}},
+      scales: {x: {time: false, min: 0, max: runEnd}},
+      legend: {live: true},
+      axes: [{values: function (u, v) { return v.map(function (x) { return fmtDur(x); }); }},
+        {size: 70, values: function (u, v) { return v.map(function (x) { return fmtVal(x, unit); }); }}],
+      hooks: {setScale: [passZoom]},
+      series: [{value: function (u, v) { return v == null ? '-' : fmtDur(v); }}]
+    };
+  }
+  function lineChart(parent, titleText, list, unit) {
+    if (!list.length) return;
+    var o = baseOpts(titleText, unit), data = [xs];
+    o.bands = [];
+    list.forEach(function (s, n) {
+      var c = PAL[n % PAL.length], label = s.label || key(s);
+      var fmt = function (u, v) { return fmtVal(v, s.unit); };
+      if (s.v) {
+        o.series.push({label: label, stroke: c, width: 1.5, value: fmt, spanGaps: false});
+        data.push(s.v);
+      } else { /* the envelope: highest and lowest value of each bucket */
+        o.series.push({label: label + ' (max)', stroke: c, width: 1.2, value: fmt});
+        o.series.push({label: label + ' (min)', stroke: c + '88', width: 0.8, value: fmt});
+        o.bands.push({series: [data.length, data.length + 1], fill: c + '33'});
+        data.push(s.hi, s.lo);
+      }
+    });
+    var box = el('div', {class: 'chart'});
+    parent.appendChild(box);
+    charts.push(new uPlot(o, data, box));
+  }
+  function byName(name, pred) {
+    return D.series.filter(function (s) { return s.name === name && (!pred || pred(s)); });
+  }
+  function busy(s) { return s.stats && s.stats.max > 0; }
+  /* The per-core heatmap: one row per core, the bucket's mean busy share as
+   * colour, drawn on uPlot's canvas so it zooms with the others. */
+  function heatmap(parent, cores) {
+    cores.sort(function (a, b) {
+      return parseInt(a.labels.slice(5), 10) - parseInt(b.labels.slice(5), 10);
+    });
+    var o = baseOpts('CPU per core (busy %, mean per bucket)', '', Math.min(320, 60 + cores.length * 8));
+    o.scales.y = {range: [0, cores.length]};
+    o.axes[1] = {size: 70, values: function (u, v) { return v.map(function (x) {
+      return Number.isInteger(x) && x < cores.length ? 'core ' + cores[x].labels.slice(5) : ''; }); }};
+    o.series.push({label: 'cores', stroke: 'transparent', points: {show: false}, paths: function () { return null; }});
+    o.legend = {show: false};
+    o.hooks.draw = [function (u) {
+      var ctx = u.ctx, bb = u.bbox, rowH = bb.height / cores.length;
+      ctx.save();
+      ctx.beginPath(); ctx.rect(bb.left, bb.top, bb.width, bb.height); ctx.clip();
+      var i0 = Math.max(0, Math.floor(u.scales.x.min / (grid.width_ns / 1e9)) - 1),
+        i1 = Math.min(grid.n, Math.ceil(u.scales.x.max / (grid.width_ns / 1e9)) + 1);
+      for (var r = 0; r < cores.length; r++) {
+        var m = cores[r].mean, y = bb.top + bb.height - (r + 1) * rowH;
+        for (var i = i0; i < i1; i++) {
+          if (m[i] == null) continue;
+          var x0 = u.valToPos(i * grid.width_ns / 1e9, 'x', true),
+            x1 = u.valToPos((i + 1) * grid.width_ns / 1e9, 'x', true);
+          var v = Math.max(0, Math.min(100, m[i])) / 100;
+          ctx.fillStyle = 'hsl(' + (220 - 220 * v) + ',75%,' + (92 - 45 * v) + '%)';
+          ctx.fillRect(x0, y, Math.max(1, x1 - x0 + 0.5), Math.max(1, rowH - 0.5));
+        }
+      }
+      ctx.restore();
+    }];
+    var box = el('div', {class: 'chart'});
+    parent.appendChild(box);
+    charts.push(new uPlot(o, [xs, new Array(grid.n).fill(null)], box));
+  }
+  function stepChart(parent) {
+    var st = D.steps;
+    if (!st) return;
+    var o = baseOpts('Step duration', 'ms');
+    o.axes[1].values = function (u, v) { return v.map(function (x) { return fmtDur(x / 1e3); }); };
+    var ms = function (u, v) { return v == null ? '-' : fmtDur(v / 1e3); };
+    var data;
+    if (st.t) {
+      var out = st.ms.map(function (v) { return v > st.threshold_ms && st.outliers ? v : null; });
+      o.series.push({label: 'step', stroke: '#2f6fdb', width: 1, value: ms, points: {show: false}});
+      data = [st.t, st.ms, out];
+    } else {
+      var b = st.bins, bt = b.lo.map(function (_, i) { return b.t0 + (i + 0.5) * b.width; });
+      var j = uPlot.join([[bt, b.hi, b.lo, b.mean], [st.outlier_t, st.outlier_ms]]);
+      o.series.push({label: 'max', stroke: '#2f6fdb88', width: 1, value: ms, spanGaps: true});
+      o.series.push({label: 'min', stroke: '#2f6fdb88', width: 1, value: ms, spanGaps: true});
+      o.series.push({label: 'mean', stroke: '#2f6fdb', width: 1.5, value: ms, spanGaps: true});
+      o.bands = [{series: [1, 2], fill: '#2f6fdb22'}];
+      data = j;
+    }
+    o.series.push({label: 'outlier', stroke: '#c62828', fill: '#c62828', width: 0, value: ms,
+      paths: function () { return null; }, points: {show: true, size: 6, stroke: '#c62828', fill: '#c62828'}});
+    var box = el('div', {class: 'chart'});
+    parent.appendChild(box);
+    charts.push(new uPlot(o, data, box));
+  }
+
+  (function () {
+    var s = section('timeseries', 'Time series', 'Every chart shares one time axis (seconds since ' +
+      'the start): drag across any chart to zoom them all. Long runs are shown as the lowest and ' +
+      'highest value of each ' + fmtDur(grid.width_ns / 1e9) + ' bucket, so no spike is lost.');
+    s.appendChild(el('div', {class: 'toolbar'}, el('button', {onclick: resetZoom}, 'Reset zoom'),
+      D.series.length + ' series, ' + grid.n + ' buckets'));
+    var c = el('div', {class: 'charts'});
+    s.appendChild(c);
+    var noLabel = function (x) { return !x.labels; };
+    lineChart(c, 'CPU (% of all cores)', ['cpu.util', 'cpu.iowait', 'cpu.system', 'cpu.steal']
+      .reduce(function (a, n) { return a.concat(byName(n, noLabel)); }, []), 'pct');
+    var cores = byName('cpu.util', function (x) { return x.labels.indexOf('core=') === 0; });
+    if (cores.length) heatmap(c, cores);
+    ['gpu.util', 'gpu.mem_used_bytes', 'gpu.power_w', 'gpu.temp_c', 'gpu.sm_active'].forEach(function (n) {
+      var l = byName(n);
+      if (l.length) lineChart(c, 'GPU ' + n.slice(4), l, l[0].unit);
+    });
+    lineChart(c, 'Memory', ['mem.used_bytes', 'mem.available_bytes', 'proc.rss_bytes',
+      'cgroup.mem_used_bytes'].reduce(function (a, n) { return a.concat(byName(n, noLabel)); }, []), 'bytes');
+    lineChart(c, 'Disk', D.series.filter(function (x) {
+      return /^disk\.(read|write)_bytes_per_s$/.test(x.name) && busy(x); }), 'bytes/s');
+    lineChart(c, 'Network', D.series.filter(function (x) {
+      return /^net\.(rx|tx)_bytes_per_s$/.test(x.name) && busy(x); }), 'bytes/s');
+    lineChart(c, 'Process tree CPU (% of one core)', byName('proc.cpu', noLabel), 'pct');
+    D.series.filter(function (x) { return x.name.indexOf('app.') === 0; }).forEach(function (x) {
+      lineChart(c, 'Script: ' + key(x).slice(4), [x], x.unit);
+    });
+    stepChart(c);
+  })();
+
+  /* ---- steps ------------------------------------------------------------ */
+  (function () {
+    var st = D.steps;
+    var s = section('steps', 'Step analysis', 'Duration of each training step of the primary ' +
+      'process (rank 0, or the one with most steps); outliers are steps longer than mean + 3σ.');
+    if (!st) { s.appendChild(el('p', {class: 'empty'}, 'No steps were recorded.')); return; }
+    var g = el('div', {class: 'grid2'});
+    s.appendChild(g);
+    var h = st.hist, n = h.counts.length, w = (h.hi_ms - h.lo_ms) / n;
+    var hx = h.counts.map(function (_, i) { return h.lo_ms + (i + 0.5) * w; });
+    var box = el('div', {class: 'chart'});
+    g.appendChild(box);
+    new uPlot({title: 'Histogram of step durations', width: Math.max(300, chartWidth() / 2 - 20), height: 200,
+      scales: {x: {time: false}}, legend: {show: false}, cursor: {drag: {x: false, y: false}},
+      axes: [{values: function (u, v) { return v.map(function (x) { return fmtDur(x / 1e3); }); }}, {size: 50}],
+      series: [{}, {label: 'steps', fill: '#2f6fdb99', stroke: '#2f6fdb',
+        paths: uPlot.paths.bars({size: [0.92]})}]}, [hx, h.counts], box);
+    g.appendChild(table(['Process', 'Steps', 'Mean', 'p50', 'p95', 'Max'], D.groups.map(function (x) {
+      return [x.rank >= 0 ? 'rank ' + x.rank : 'pid ' + x.pid, String(x.count), fmtDur(x.mean_ns / 1e9),
+        fmtDur(x.p50_ns / 1e9), fmtDur(x.p95_ns / 1e9), fmtDur(x.max_ns / 1e9)];
+    }), [0, 1, 1, 1, 1, 1]));
+  })();
+
+  /* ---- phases ----------------------------------------------------------- */
+  (function () {
+    var s = section('phases', 'Phase breakdown', 'Share of step time in each phase (exclusive ' +
+      'time: a collective inside backward counts as comm); what no phase covers is other.');
+    if (!D.groups.length) { s.appendChild(el('p', {class: 'empty'}, 'No steps were recorded.')); return; }
+    D.groups.forEach(function (g, gi) {
+      var tot = g.phase_ns.reduce(function (a, b) { return a + b; }, 0) || 1;
+      s.appendChild(el('div', {style: 'margin-top:8px', 'data-key': gi === D.primary ? 'phases' : null},
+        el('b', null, g.rank >= 0 ? 'rank ' + g.rank : 'pid ' + g.pid), ' · ' + g.count + ' steps'));
+      add(s, stackedBar(D.phase_names.map(function (p, i) {
+        return {label: p, value: g.phase_ns[i] / tot, color: PHASE_COLORS[p]};
+      })));
+    });
+  })();
+
+  /* ---- data loader ------------------------------------------------------ */
+  (function () {
+    var L = D.dataloader;
+    var s = section('dataloader', 'Data loader', 'Worker processes of the DataLoader and how ' +
+      'long the training loop waited for its batches.');
+    var cards = el('div', {class: 'cards'});
+    cards.appendChild(card('Workers', String(L.workers), null, 'workers', L.workers));
+    cards.appendChild(card('Waiting for data', pct(L.data_share), 'of step time'));
+    cards.appendChild(card('Workers busy', L.workers ? pct(L.busy_ns / 1e9 / (R.duration_s * L.workers)) : '-',
+      'of the run, on average'));
+    s.appendChild(cards);
+    if (L.data_share > 0.2)
+      s.appendChild(el('p', null, 'The loop waits for data ' + pct(L.data_share) + ' of the time: ' +
+        'more workers (num_workers), pin_memory, prefetching or faster storage would help.'));
+    if (L.list.length)
+      s.appendChild(table(['Worker', 'PID', 'Parent', 'Batches', 'Busy'], L.list.map(function (w) {
+        return [String(w.worker_id), String(w.pid), String(w.ppid), String(w.batches), fmtDur(w.busy_ns / 1e9)];
+      }), [0, 1, 1, 1, 1]));
+  })();
+
+  /* ---- operators ------------------------------------------------------- */
+  if (D.ops.length) (function () {
+    var s = section('operators', 'Top operators', 'Operators recorded by torch.profiler, by total time.');
+    var all = D.ops.reduce(function (a, o) { return a + o.total_ns; }, 0) || 1;
+    s.appendChild(table(['Operator', 'Calls', 'Total', 'Share', 'Mean', 'Max'], D.ops.map(function (o) {
+      return [el('code', null, o.name), String(o.count), fmtDur(o.total_ns / 1e9), pct(o.total_ns / all),
+        fmtDur(o.total_ns / o.count / 1e9), fmtDur(o.max_ns / 1e9)];
+    }), [0, 1, 1, 1, 1, 1]));
+  })();
+
+  /* ---- system usage statistics ----------------------------------------- */
+  (function () {
+    var s = section('system', 'System usage statistics', 'Per metric over every sample of the ' +
+      'run, node ' + (R.host || '?') + '.');
+    var rows = D.series.filter(function (x) { return x.stats && x.stats.count; }).map(function (x) {
+      var t = x.stats, u = x.unit;
+      return [el('code', null, key(x)), fmtVal(t.min, u), fmtVal(t.p50, u), fmtVal(t.p95, u),
+        fmtVal(t.p99, u), fmtVal(t.max, u), fmtVal(t.mean, u)];
+    });
+    s.appendChild(table(['Metric', 'Min', 'p50', 'p95', 'p99', 'Max', 'Mean'], rows,
+      [0, 1, 1, 1, 1, 1, 1]));
+  })();
+
+  /* ---- environment ------------------------------------------------------ */
+  (function () {
+    var s = section('environment', 'Environment', 'What ran, where, with what.');
+    s.appendChild(el('div', {class: 'k muted'}, 'Command'));
+    s.appendChild(el('pre', {id: 'command'}, R.command.join(' ')));
+    var dl = el('dl', {class: 'kv'});
+    function row(k, v) { if (v != null && v !== '') { dl.appendChild(el('dt', null, k)); dl.appendChild(el('dd', null, String(v))); } }
+    row('Run', R.id); row('Name', R.name); row('Experiment', R.experiment);
+    row('Status', R.status + (R.signal ? ' (signal ' + R.signal + ')' : R.exit_code >= 0 ? ' (exit ' + R.exit_code + ')' : ''));
+    row('Error', R.error);
+    row('Started', fmtTime(R.start_ns)); row('Duration', fmtDur(R.duration_s));
+    row('Working directory', R.cwd); row('User', R.user); row('Host', R.host);
+    row('Kernel', R.kernel); row('CPU', R.cpu_count + ' × ' + (R.cpu_model || '?'));
+    row('Memory', fmtBytes(R.mem_total_bytes));
+    D.gpus.forEach(function (g, i) { row('GPU ' + (g.index != null ? g.index : i), [g.name, g.uuid,
+      g.memory_total_bytes ? fmtBytes(g.memory_total_bytes) : null, g.driver ? 'driver ' + g.driver : null]
+      .filter(function (x) { return x; }).join(', ')); });
+    row('Git', R.git_commit ? R.git_commit + (R.git_dirty > 0 ? ' (dirty)' : '') : null);
+    row('Python', R.python_version); row('torch', R.torch_version); row('strobe', R.strobe_version);
+    row('Sampling', 'every ' + fmtDur(R.interval_ns / 1e9) + ', ' + R.samples + ' samples, ' +
+      R.points + ' points, ' + R.dropped + ' dropped');
+    row('Events', R.events + ' stored, ' + R.events_dropped + ' dropped');
+    s.appendChild(dl);
+    [['Parameters', R.params, 'params'], ['Tags', R.tags, 'tags'], ['Environment variables', R.env, 'env']]
+      .forEach(function (p) {
+        if (!p[1].length) return;
+        s.appendChild(el('h3', {style: 'font-size:14px;margin:14px 0 4px'}, p[0]));
+        var t = table(['Name', 'Value'], p[1].map(function (kv) { return [el('code', null, kv[0]), kv[1]]; }));
+        t.id = p[2];
+        s.appendChild(t);
+      });
+  })();
+
+  window.addEventListener('resize', function () {
+    charts.forEach(function (u) { u.setSize({width: chartWidth(), height: u.height}); });
+  });
+  window.strobeReport = {charts: charts.length, zoomTo: zoomTo};
+  document.body.setAttribute('data-ready', '1');
+})();
