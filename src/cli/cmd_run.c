@@ -46,8 +46,6 @@ enum {
     OPT_RULE_INTERVAL
 };
 
-#define MAX_RULE_PARAMS 64
-
 static const struct option run_options[] = {
     {"store", required_argument, NULL, OPT_STORE},
     {"name", required_argument, NULL, 'n'},
@@ -134,7 +132,7 @@ static int check_rules(const struct recorder_opts *o)
 
 int cmd_run(int argc, char **argv)
 {
-    const char *rule_params[MAX_RULE_PARAMS + 1] = {NULL};
+    const char *rule_params[CLI_MAX_RULE_PARAMS + 1] = {NULL};
     int nrule_params = 0;
     struct recorder_opts o;
     memset(&o, 0, sizeof(o));
@@ -187,19 +185,10 @@ int cmd_run(int argc, char **argv)
             o.rules = optarg;
             break;
         case OPT_RULE_PARAM:
-            if (nrule_params == MAX_RULE_PARAMS) {
-                log_error("at most %d --rule-param", MAX_RULE_PARAMS);
-                bad = 1;
-            } else {
-                rule_params[nrule_params++] = optarg;
-            }
+            bad = cli_rule_param_add(rule_params, &nrule_params, optarg) < 0;
             break;
         case OPT_RULE_INTERVAL:
-            if (duration_parse(optarg, &o.rule_interval_ns) < 0 ||
-                o.rule_interval_ns < 100 * NS_PER_MS) {
-                log_error("--rule-interval wants a duration of 100ms or more (got '%s')", optarg);
-                bad = 1;
-            }
+            bad = cli_rule_interval(optarg, &o.rule_interval_ns) < 0;
             break;
         case 'h':
             fputs(run_usage, stdout);

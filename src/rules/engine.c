@@ -816,12 +816,62 @@ void rules_finish(struct rules_engine *e, int64_t end_ns)
 
 /* ---- findings ------------------------------------------------------------------ */
 
-static struct finding *finding_for(struct rules_engine *e, const char *rule, const char *scope)
+/*
+ * A finding is one episode of a rule for one scope: windows that fire within
+ * EPISODE_GAP_WINDOWS of each other extend it; a firing after a longer quiet
+ * spell is a new finding (announced again), up to EPISODES_MAX per rule and
+ * scope, after which the last one grows. Without this a leak at hour 19
+ * would be reported from the 50 s of start-up growth that fired first.
+ */
+#define EPISODE_GAP_WINDOWS 3
+#define EPISODES_MAX        16
+
+struct episode {
+    struct finding *last;  /* NULL: none yet */
+    int64_t before_end_ns; /* end of the episode before it; INT64_MIN: none */
+    uint32_t count;
+};
+
+static struct episode episode_of(struct rules_engine *e, const char *rule, const char *scope)
 {
+    struct episode ep = {NULL, INT64_MIN, 0};
     for (uint32_t i = 0; i < e->nfindings; i++)
-        if (strcmp(e->findings[i].rule, rule) == 0 && strcmp(e->findings[i].scope, scope) == 0)
-            return &e->findings[i];
-    return NULL;
+        if (strcmp(e->findings[i].rule, rule) == 0 && strcmp(e->findings[i].scope, scope) == 0) {
+            if (ep.last)
+                ep.before_end_ns = ep.last->end_ns;
+            ep.last = &e->findings[i];
+            ep.count++;
+        }
+    return ep;
+}
+
+static int episode_continues(const struct rules_engine *e, const struct episode *ep, int64_t t0)
+{
+    int64_t gap = EPISODE_GAP_WINDOWS * e->interval_ns;
+    return ep->count >= EPISODES_MAX || t0 <= ep->last->end_ns + gap;
+}
+
+static void episode_extend(struct finding *f, int64_t floor_ns, int64_t t0, int64_t t1,
+                           const char *ev, const char *events)
+{
+    /* a whole-run verdict starts at the run's start: an episode does not
+     * reach back over the one before it */
+    if (t0 < floor_ns)
+        t0 = floor_ns;
+    if (t0 < f->start_ns)
+        f->start_ns = t0;
+    if (t1 > f->end_ns)
+        f->end_ns = t1;
+    f->windows++;
+    char *dup = strdup(ev);
+    if (dup) {
+        free(f->evidence);
+        f->evidence = dup;
+    }
+    if (events && (dup = strdup(events))) {
+        free(f->events);
+        f->events = dup;
+    }
 }
 
 void rule_fire_range(struct rule_ctx *c, int64_t t0, int64_t t1, const char *scope,
@@ -836,28 +886,15 @@ void rule_fire_range(struct rule_ctx *c, int64_t t0, int64_t t1, const char *sco
     c->result->status = RULE_FIRED;
     c->result->violations++;
     snprintf(c->result->detail, sizeof(c->result->detail), "%s: %.200s", scope, ev);
-    struct finding *f = finding_for(e, c->def->name, scope);
-    if (f) {
-        if (t0 < f->start_ns)
-            f->start_ns = t0;
-        if (t1 > f->end_ns)
-            f->end_ns = t1;
-        f->windows++;
-        char *dup = strdup(ev);
-        if (dup) {
-            free(f->evidence);
-            f->evidence = dup;
-        }
-        if (events && (dup = strdup(events))) {
-            free(f->events);
-            f->events = dup;
-        }
+    struct episode ep = episode_of(e, c->def->name, scope);
+    if (ep.last && episode_continues(e, &ep, t0)) {
+        episode_extend(ep.last, ep.before_end_ns, t0, t1, ev, events);
         return;
     }
     if (array_grow((void **)&e->findings, &e->findings_cap, e->nfindings + 1, sizeof(*e->findings),
                    8) < 0)
         return;
-    f = &e->findings[e->nfindings++];
+    struct finding *f = &e->findings[e->nfindings++];
     memset(f, 0, sizeof(*f));
     snprintf(f->rule, sizeof(f->rule), "%s", c->def->name);
     snprintf(f->scope, sizeof(f->scope), "%s", scope);
