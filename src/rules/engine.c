@@ -444,6 +444,40 @@ void rules_put(struct rules_engine *e, int slot, int64_t ts_ns, double v)
         e->gpu_seen = 1;
 }
 
+void rules_put_many(struct rules_engine *e, int slot, const int64_t *ts_ns, const double *v,
+                    uint32_t n)
+{
+    if (!e || slot < 0 || (uint32_t)slot >= e->nslots || !n)
+        return;
+    struct slot *s = &e->slots[slot];
+    /* the fast path: in order, after the last point, in an open window,
+     * room for all; anything else goes point by point */
+    int64_t floor_ns = s->last_ts >= e->next_t0 ? s->last_ts : e->next_t0 - 1;
+    int ordered = ts_ns[0] > floor_ns;
+    for (uint32_t i = 1; i < n && ordered; i++)
+        ordered = ts_ns[i] > ts_ns[i - 1];
+    if (!ordered || s->n + n > RULES_MAX_PENDING) {
+        for (uint32_t i = 0; i < n; i++)
+            rules_put(e, slot, ts_ns[i], v[i]);
+        return;
+    }
+    if (s->n + n > s->cap) {
+        uint32_t cap = s->cap;
+        if (array_grow((void **)&s->ts, &cap, s->n + n, sizeof(*s->ts), 256) < 0 ||
+            array_grow((void **)&s->v, &s->cap, s->n + n, sizeof(*s->v), 256) < 0) {
+            e->dropped += n;
+            return;
+        }
+    }
+    memcpy(s->ts + s->n, ts_ns, n * sizeof(*ts_ns));
+    memcpy(s->v + s->n, v, n * sizeof(*v));
+    s->n += n;
+    s->last_ts = ts_ns[n - 1];
+    if (!e->gpu_seen && (s->view.metric == RM_GPU_UTIL || s->view.metric == RM_GPU_MEM_USED))
+        for (uint32_t i = 0; i < n && !e->gpu_seen; i++)
+            e->gpu_seen = isfinite(v[i]);
+}
+
 static int classify(struct rules_engine *e, uint32_t id, const char *name, int8_t *phase)
 {
     if (id && id < e->names_cap && e->name_class[id] != SC_UNKNOWN) {
