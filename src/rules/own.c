@@ -255,7 +255,7 @@ static void straggler_window(struct rule_ctx *c, const struct rule_window *w, vo
 }
 
 static const struct rule_param straggler_params[] = {
-    {"threshold", 20, "pct more work per step than the median of the other ranks", NULL},
+    {"threshold", 25, "pct more work per step than the median of the other ranks", NULL},
     {"min_steps", 5, "steps per rank a window needs", NULL},
     {"windows", 2, "consecutive windows the same rank must lag", NULL},
 };
