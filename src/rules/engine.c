@@ -110,6 +110,8 @@ struct rules_engine {
     uint32_t nsteps, steps_cap;
     struct phase_span *scratch;
     uint32_t scratch_cap;
+    struct comm_span *comm; /* steps_comm_all's collectives of a window */
+    uint32_t comm_cap;
     int64_t *pids_seen; /* a window's worker pids */
     uint32_t npids, pids_cap;
     int gpu_seen;
@@ -336,6 +338,7 @@ void rules_engine_free(struct rules_engine *e)
     free(e->views);
     free(e->steps);
     free(e->scratch);
+    free(e->comm);
     free(e->pids_seen);
     free(e);
 }
@@ -660,6 +663,10 @@ static int thread_steps(struct rules_engine *e, struct thread_buf *t, int64_t t0
     return 0;
 }
 
+struct comm_span {
+    int64_t start, end, pid;
+};
+
 /* comm:* spans of every thread of each step's process, where they overlap it.
  * Most runs have none: one pass finds out before any per-step work. */
 static void steps_comm_all(struct rules_engine *e, int64_t t1)
@@ -671,18 +678,16 @@ static void steps_comm_all(struct rules_engine *e, int64_t t1)
             const struct span_rec *r = &t->s[j];
             if (r->cls != SC_PHASE || r->phase != PHASE_COMM || r->end >= t1)
                 continue;
-            if (array_grow((void **)&e->scratch, &e->scratch_cap, n + 1, sizeof(*e->scratch), 64) <
-                0)
+            if (array_grow((void **)&e->comm, &e->comm_cap, n + 1, sizeof(*e->comm), 64) < 0)
                 return;
-            /* child_ns carries the pid: the scratch is free after thread_steps */
-            e->scratch[n++] = (struct phase_span){r->start, r->end, PHASE_COMM, t->pid};
+            e->comm[n++] = (struct comm_span){r->start, r->end, t->pid};
         }
     }
     for (uint32_t i = 0; n && i < e->nsteps; i++) {
         struct rule_step *s = &e->steps[i];
         for (uint32_t j = 0; j < n; j++) {
-            const struct phase_span *c = &e->scratch[j];
-            if (c->child_ns != s->pid)
+            const struct comm_span *c = &e->comm[j];
+            if (c->pid != s->pid)
                 continue;
             int64_t a = c->start > s->start_ns ? c->start : s->start_ns;
             int64_t b = c->end < s->end_ns ? c->end : s->end_ns;
