@@ -2,6 +2,7 @@
 #ifndef STROBE_CLI_CLI_H
 #define STROBE_CLI_CLI_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "store/store.h"
@@ -43,6 +44,13 @@ int stored_findings_load(struct store *s, const char *run_id, struct stored_find
 void stored_findings_release(struct stored_findings *sf);
 void findings_print_text(FILE *out, const struct finding_record *f, uint32_t n, int64_t start_ns);
 void findings_json(struct strbuf *o, const struct finding_record *f, uint32_t n);
+
+/* The rule options strobe run and strobe rules share: one --rule-param
+ * kept in params[*n] (NULL-terminated, CLI_MAX_RULE_PARAMS at most), one
+ * --rule-interval parsed. 0, or -1 after saying why. */
+#define CLI_MAX_RULE_PARAMS 64
+int cli_rule_param_add(const char **params, int *n, const char *arg);
+int cli_rule_interval(const char *arg, int64_t *out_ns);
 
 /* Exit statuses of the read-side commands. */
 #define CLI_EXIT_OK    0

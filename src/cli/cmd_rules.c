@@ -28,7 +28,7 @@ static const char rules_usage[] =
     "  --save                replace the run's stored findings with this evaluation\n"
     "  --list                every rule with its parameters and defaults\n";
 
-#define MAX_RULE_PARAMS 64
+#define MAX_RULE_PARAMS CLI_MAX_RULE_PARAMS
 
 struct rules_cli {
     const char *store_flag;
@@ -281,17 +281,12 @@ static int parse_args(int argc, char **argv, struct rules_cli *o)
             o->rules = optarg;
             break;
         case 'p':
-            if (o->nparams == MAX_RULE_PARAMS) {
-                log_error("at most %d --rule-param", MAX_RULE_PARAMS);
+            if (cli_rule_param_add(o->params, &o->nparams, optarg) < 0)
                 return CLI_EXIT_USAGE;
-            }
-            o->params[o->nparams++] = optarg;
             break;
         case 'i':
-            if (duration_parse(optarg, &o->interval_ns) < 0 || o->interval_ns < 100 * NS_PER_MS) {
-                log_error("--rule-interval wants a duration of 100ms or more (got '%s')", optarg);
+            if (cli_rule_interval(optarg, &o->interval_ns) < 0)
                 return CLI_EXIT_USAGE;
-            }
             break;
         case 'S':
             o->save = 1;

@@ -54,8 +54,6 @@ enum {
     OPT_TORCH_PROFILE
 };
 
-#define MAX_RULE_PARAMS 64
-
 static const struct option run_options[] = {
     {"store", required_argument, NULL, OPT_STORE},
     {"name", required_argument, NULL, 'n'},
@@ -145,7 +143,7 @@ static int check_rules(const struct recorder_opts *o)
 
 int cmd_run(int argc, char **argv)
 {
-    const char *rule_params[MAX_RULE_PARAMS + 1] = {NULL};
+    const char *rule_params[CLI_MAX_RULE_PARAMS + 1] = {NULL};
     int nrule_params = 0;
     struct recorder_opts o;
     memset(&o, 0, sizeof(o));
@@ -199,19 +197,10 @@ int cmd_run(int argc, char **argv)
             o.rules = optarg;
             break;
         case OPT_RULE_PARAM:
-            if (nrule_params == MAX_RULE_PARAMS) {
-                log_error("at most %d --rule-param", MAX_RULE_PARAMS);
-                bad = 1;
-            } else {
-                rule_params[nrule_params++] = optarg;
-            }
+            bad = cli_rule_param_add(rule_params, &nrule_params, optarg) < 0;
             break;
         case OPT_RULE_INTERVAL:
-            if (duration_parse(optarg, &o.rule_interval_ns) < 0 ||
-                o.rule_interval_ns < 100 * NS_PER_MS) {
-                log_error("--rule-interval wants a duration of 100ms or more (got '%s')", optarg);
-                bad = 1;
-            }
+            bad = cli_rule_interval(optarg, &o.rule_interval_ns) < 0;
             break;
         case OPT_REPORT:
             report_path = optarg;

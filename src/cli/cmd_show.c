@@ -242,6 +242,13 @@ static const char *fmt_value(double v, const char *unit, char *buf, size_t cap)
     return buf;
 }
 
+/* A host's own series: no labels, or only the node of an imported
+ * multi-node run (each node's host metrics are its main rows). */
+static int host_level(const char *labels)
+{
+    return !labels[0] || (strncmp(labels, "node=", 5) == 0 && !strchr(labels, ','));
+}
+
 static void print_metric(const struct metric_row *m)
 {
     char a[32], b[32], c[32], d[32];
@@ -476,7 +483,7 @@ static void show_text(const struct run_record *r, const struct show_ctx *c)
     printf("\n  %-32s %12s %12s %12s %12s\n", "METRIC", "MEAN", "P50", "P95", "MAX");
     size_t labelled = 0;
     for (size_t i = 0; i < c->n; i++) {
-        if (c->rows[i].labels[0])
+        if (!host_level(c->rows[i].labels))
             labelled++;
         else if (strncmp(c->rows[i].name, "app.", 4) != 0)
             print_metric(&c->rows[i]);

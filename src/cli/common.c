@@ -5,6 +5,7 @@
 #include <sys/utsname.h>
 
 #include "cli/cli.h"
+#include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
 
@@ -53,6 +54,27 @@ int cli_split_kv(const char *arg, char **key, char **value)
         free(*key);
         free(*value);
         return -ENOMEM;
+    }
+    return 0;
+}
+
+int cli_rule_param_add(const char **params, int *n, const char *arg)
+{
+    if (*n == CLI_MAX_RULE_PARAMS) {
+        log_error("at most %d --rule-param", CLI_MAX_RULE_PARAMS);
+        return -1;
+    }
+    params[(*n)++] = arg;
+    params[*n] = NULL;
+    return 0;
+}
+
+int cli_rule_interval(const char *arg, int64_t *out_ns)
+{
+    /* shorter windows hold too few samples at the default 100 ms interval */
+    if (duration_parse(arg, out_ns) < 0 || *out_ns < 100 * NS_PER_MS) {
+        log_error("--rule-interval wants a duration of 100ms or more (got '%s')", arg);
+        return -1;
     }
     return 0;
 }

@@ -303,7 +303,7 @@ static int dec_fail(struct block_dec *d)
  * field's prefix and payload come out of one load. Callers check what they
  * consume against the bits actually left; nothing past len is ever read.
  */
-static uint64_t peek64(const struct block_dec *d)
+static inline uint64_t peek64(const struct block_dec *d)
 {
     size_t idx = d->pos >> 3;
     unsigned off = (unsigned)(d->pos & 7);
@@ -322,7 +322,7 @@ static uint64_t peek64(const struct block_dec *d)
     return w << off;
 }
 
-static int get_dod(struct block_dec *d, uint64_t *dod)
+static inline int get_dod(struct block_dec *d, uint64_t *dod)
 {
     static const unsigned width[] = {0, 7, 9, 12, 32};
     size_t avail = d->len_bits - d->pos;
@@ -358,7 +358,7 @@ static int get_dod(struct block_dec *d, uint64_t *dod)
     return 0;
 }
 
-static int get_value(struct block_dec *d, uint64_t *vb)
+static inline int get_value(struct block_dec *d, uint64_t *vb)
 {
     size_t avail = d->len_bits - d->pos;
     uint64_t w = peek64(d);
@@ -404,7 +404,8 @@ static int get_value(struct block_dec *d, uint64_t *vb)
     return 0;
 }
 
-int block_dec_next(struct block_dec *d, int64_t *ts_ns, double *value)
+/* block_dec_next's body, inlined into both readers. */
+static inline int dec_point(struct block_dec *d, int64_t *ts_ns, double *value)
 {
     uint64_t ts, vb;
 
@@ -434,4 +435,26 @@ int block_dec_next(struct block_dec *d, int64_t *ts_ns, double *value)
     *ts_ns = d->prev_ts;
     *value = bits_double(vb);
     return 1;
+}
+
+int block_dec_next(struct block_dec *d, int64_t *ts_ns, double *value)
+{
+    return dec_point(d, ts_ns, value);
+}
+
+uint32_t block_dec_many(struct block_dec *d, int64_t *ts_ns, double *value, uint32_t max, int *err)
+{
+    /* a local copy whose address does not escape once the helpers are
+     * inlined: its fields live in registers, not reloaded after each store
+     * to the output arrays (which could alias *d) */
+    struct block_dec l = *d;
+    uint32_t n = 0;
+    int rc = 1;
+    *err = 0;
+    while (n < max && (rc = dec_point(&l, &ts_ns[n], &value[n])) == 1)
+        n++;
+    *d = l;
+    if (rc < 0)
+        *err = rc;
+    return n;
 }

@@ -76,5 +76,13 @@ void block_dec_init(struct block_dec *d, const uint8_t *buf, size_t len, uint32_
 /* Next point: 1 and the point, 0 at the end, -EBADMSG when the stream is
  * truncated or corrupt (never reads past len). */
 int block_dec_next(struct block_dec *d, int64_t *ts_ns, double *value);
+/*
+ * Up to max points into ts_ns[] and value[]: how many; fewer than max at
+ * the block's end, and after corruption (then *err is -EBADMSG and the
+ * points before it are kept). The same points as block_dec_next one by
+ * one, with the decoder's state kept in registers: readers of whole series
+ * (the offline rules) spend most of their time here.
+ */
+uint32_t block_dec_many(struct block_dec *d, int64_t *ts_ns, double *value, uint32_t max, int *err);
 
 #endif

@@ -91,32 +91,63 @@ int strbuf_addf(struct strbuf *sb, const char *fmt, ...)
     return rc;
 }
 
+/* Length of the well-formed UTF-8 sequence at p (1 to 4), or 0: overlong
+ * forms, surrogates and code points past U+10FFFF are not well formed. */
+size_t utf8_seq_len(const unsigned char *p)
+{
+    if (p[0] < 0x80)
+        return 1;
+    unsigned n = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 ? 2 : 0;
+    if (!n || p[0] > 0xf4)
+        return 0;
+    for (unsigned i = 1; i < n; i++)
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+    if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] > 0x9f) ||
+        (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] > 0x8f))
+        return 0;
+    return n;
+}
+
+static int json_escape_byte(struct strbuf *sb, unsigned char c)
+{
+    switch (c) {
+    case '"':
+        return strbuf_adds(sb, "\\\"");
+    case '\\':
+        return strbuf_adds(sb, "\\\\");
+    case '\n':
+        return strbuf_adds(sb, "\\n");
+    case '\t':
+        return strbuf_adds(sb, "\\t");
+    case '\r':
+        return strbuf_adds(sb, "\\r");
+    default:
+        if (c < 0x20 || c == 0x7f)
+            return strbuf_addf(sb, "\\u%04x", c);
+        return strbuf_addch(sb, (char)c);
+    }
+}
+
+/*
+ * Always valid JSON: a byte that does not start well-formed UTF-8 (a comm
+ * or a path from the kernel is any bytes) becomes U+FFFD, and U+2028 and
+ * U+2029, legal in JSON but line ends in JavaScript, are escaped.
+ */
 int strbuf_add_json_str(struct strbuf *sb, const char *s)
 {
     int rc = strbuf_addch(sb, '"');
-    for (const unsigned char *p = (const unsigned char *)s; *p && rc == 0; p++) {
-        switch (*p) {
-        case '"':
-            rc = strbuf_adds(sb, "\\\"");
-            break;
-        case '\\':
-            rc = strbuf_adds(sb, "\\\\");
-            break;
-        case '\n':
-            rc = strbuf_adds(sb, "\\n");
-            break;
-        case '\t':
-            rc = strbuf_adds(sb, "\\t");
-            break;
-        case '\r':
-            rc = strbuf_adds(sb, "\\r");
-            break;
-        default:
-            if (*p < 0x20 || *p == 0x7f)
-                rc = strbuf_addf(sb, "\\u%04x", *p);
-            else
-                rc = strbuf_addch(sb, (char)*p);
-        }
+    for (const unsigned char *p = (const unsigned char *)s; *p && rc == 0;) {
+        size_t n = utf8_seq_len(p);
+        if (n == 1)
+            rc = json_escape_byte(sb, *p);
+        else if (n == 0)
+            rc = strbuf_adds(sb, "\\ufffd");
+        else if (n == 3 && p[0] == 0xe2 && p[1] == 0x80 && (p[2] == 0xa8 || p[2] == 0xa9))
+            rc = strbuf_addf(sb, "\\u%04x", p[2] == 0xa8 ? 0x2028 : 0x2029);
+        else
+            rc = strbuf_add(sb, (const char *)p, n);
+        p += n ? n : 1;
     }
     return rc ? rc : strbuf_addch(sb, '"');
 }

@@ -110,6 +110,8 @@ struct rules_engine {
     uint32_t nsteps, steps_cap;
     struct phase_span *scratch;
     uint32_t scratch_cap;
+    struct comm_span *comm; /* steps_comm_all's collectives of a window */
+    uint32_t comm_cap;
     int64_t *pids_seen; /* a window's worker pids */
     uint32_t npids, pids_cap;
     int gpu_seen;
@@ -336,6 +338,7 @@ void rules_engine_free(struct rules_engine *e)
     free(e->views);
     free(e->steps);
     free(e->scratch);
+    free(e->comm);
     free(e->pids_seen);
     free(e);
 }
@@ -442,6 +445,40 @@ void rules_put(struct rules_engine *e, int slot, int64_t ts_ns, double v)
     s->v[s->n++] = v;
     if (isfinite(v) && (s->view.metric == RM_GPU_UTIL || s->view.metric == RM_GPU_MEM_USED))
         e->gpu_seen = 1;
+}
+
+void rules_put_many(struct rules_engine *e, int slot, const int64_t *ts_ns, const double *v,
+                    uint32_t n)
+{
+    if (!e || slot < 0 || (uint32_t)slot >= e->nslots || !n)
+        return;
+    struct slot *s = &e->slots[slot];
+    /* the fast path: in order, after the last point, in an open window,
+     * room for all; anything else goes point by point */
+    int64_t floor_ns = s->last_ts >= e->next_t0 ? s->last_ts : e->next_t0 - 1;
+    int ordered = ts_ns[0] > floor_ns;
+    for (uint32_t i = 1; i < n && ordered; i++)
+        ordered = ts_ns[i] > ts_ns[i - 1];
+    if (!ordered || s->n + n > RULES_MAX_PENDING) {
+        for (uint32_t i = 0; i < n; i++)
+            rules_put(e, slot, ts_ns[i], v[i]);
+        return;
+    }
+    if (s->n + n > s->cap) {
+        uint32_t cap = s->cap;
+        if (array_grow((void **)&s->ts, &cap, s->n + n, sizeof(*s->ts), 256) < 0 ||
+            array_grow((void **)&s->v, &s->cap, s->n + n, sizeof(*s->v), 256) < 0) {
+            e->dropped += n;
+            return;
+        }
+    }
+    memcpy(s->ts + s->n, ts_ns, n * sizeof(*ts_ns));
+    memcpy(s->v + s->n, v, n * sizeof(*v));
+    s->n += n;
+    s->last_ts = ts_ns[n - 1];
+    if (!e->gpu_seen && (s->view.metric == RM_GPU_UTIL || s->view.metric == RM_GPU_MEM_USED))
+        for (uint32_t i = 0; i < n && !e->gpu_seen; i++)
+            e->gpu_seen = isfinite(v[i]);
 }
 
 static int classify(struct rules_engine *e, uint32_t id, const char *name, int8_t *phase)
@@ -626,6 +663,10 @@ static int thread_steps(struct rules_engine *e, struct thread_buf *t, int64_t t0
     return 0;
 }
 
+struct comm_span {
+    int64_t start, end, pid;
+};
+
 /* comm:* spans of every thread of each step's process, where they overlap it.
  * Most runs have none: one pass finds out before any per-step work. */
 static void steps_comm_all(struct rules_engine *e, int64_t t1)
@@ -637,18 +678,16 @@ static void steps_comm_all(struct rules_engine *e, int64_t t1)
             const struct span_rec *r = &t->s[j];
             if (r->cls != SC_PHASE || r->phase != PHASE_COMM || r->end >= t1)
                 continue;
-            if (array_grow((void **)&e->scratch, &e->scratch_cap, n + 1, sizeof(*e->scratch), 64) <
-                0)
+            if (array_grow((void **)&e->comm, &e->comm_cap, n + 1, sizeof(*e->comm), 64) < 0)
                 return;
-            /* child_ns carries the pid: the scratch is free after thread_steps */
-            e->scratch[n++] = (struct phase_span){r->start, r->end, PHASE_COMM, t->pid};
+            e->comm[n++] = (struct comm_span){r->start, r->end, t->pid};
         }
     }
     for (uint32_t i = 0; n && i < e->nsteps; i++) {
         struct rule_step *s = &e->steps[i];
         for (uint32_t j = 0; j < n; j++) {
-            const struct phase_span *c = &e->scratch[j];
-            if (c->child_ns != s->pid)
+            const struct comm_span *c = &e->comm[j];
+            if (c->pid != s->pid)
                 continue;
             int64_t a = c->start > s->start_ns ? c->start : s->start_ns;
             int64_t b = c->end < s->end_ns ? c->end : s->end_ns;
@@ -816,12 +855,62 @@ void rules_finish(struct rules_engine *e, int64_t end_ns)
 
 /* ---- findings ------------------------------------------------------------------ */
 
-static struct finding *finding_for(struct rules_engine *e, const char *rule, const char *scope)
+/*
+ * A finding is one episode of a rule for one scope: windows that fire within
+ * EPISODE_GAP_WINDOWS of each other extend it; a firing after a longer quiet
+ * spell is a new finding (announced again), up to EPISODES_MAX per rule and
+ * scope, after which the last one grows. Without this a leak at hour 19
+ * would be reported from the 50 s of start-up growth that fired first.
+ */
+#define EPISODE_GAP_WINDOWS 3
+#define EPISODES_MAX        16
+
+struct episode {
+    struct finding *last;  /* NULL: none yet */
+    int64_t before_end_ns; /* end of the episode before it; INT64_MIN: none */
+    uint32_t count;
+};
+
+static struct episode episode_of(struct rules_engine *e, const char *rule, const char *scope)
 {
+    struct episode ep = {NULL, INT64_MIN, 0};
     for (uint32_t i = 0; i < e->nfindings; i++)
-        if (strcmp(e->findings[i].rule, rule) == 0 && strcmp(e->findings[i].scope, scope) == 0)
-            return &e->findings[i];
-    return NULL;
+        if (strcmp(e->findings[i].rule, rule) == 0 && strcmp(e->findings[i].scope, scope) == 0) {
+            if (ep.last)
+                ep.before_end_ns = ep.last->end_ns;
+            ep.last = &e->findings[i];
+            ep.count++;
+        }
+    return ep;
+}
+
+static int episode_continues(const struct rules_engine *e, const struct episode *ep, int64_t t0)
+{
+    int64_t gap = EPISODE_GAP_WINDOWS * e->interval_ns;
+    return ep->count >= EPISODES_MAX || t0 <= ep->last->end_ns + gap;
+}
+
+static void episode_extend(struct finding *f, int64_t floor_ns, int64_t t0, int64_t t1,
+                           const char *ev, const char *events)
+{
+    /* a whole-run verdict starts at the run's start: an episode does not
+     * reach back over the one before it */
+    if (t0 < floor_ns)
+        t0 = floor_ns;
+    if (t0 < f->start_ns)
+        f->start_ns = t0;
+    if (t1 > f->end_ns)
+        f->end_ns = t1;
+    f->windows++;
+    char *dup = strdup(ev);
+    if (dup) {
+        free(f->evidence);
+        f->evidence = dup;
+    }
+    if (events && (dup = strdup(events))) {
+        free(f->events);
+        f->events = dup;
+    }
 }
 
 void rule_fire_range(struct rule_ctx *c, int64_t t0, int64_t t1, const char *scope,
@@ -836,28 +925,15 @@ void rule_fire_range(struct rule_ctx *c, int64_t t0, int64_t t1, const char *sco
     c->result->status = RULE_FIRED;
     c->result->violations++;
     snprintf(c->result->detail, sizeof(c->result->detail), "%s: %.200s", scope, ev);
-    struct finding *f = finding_for(e, c->def->name, scope);
-    if (f) {
-        if (t0 < f->start_ns)
-            f->start_ns = t0;
-        if (t1 > f->end_ns)
-            f->end_ns = t1;
-        f->windows++;
-        char *dup = strdup(ev);
-        if (dup) {
-            free(f->evidence);
-            f->evidence = dup;
-        }
-        if (events && (dup = strdup(events))) {
-            free(f->events);
-            f->events = dup;
-        }
+    struct episode ep = episode_of(e, c->def->name, scope);
+    if (ep.last && episode_continues(e, &ep, t0)) {
+        episode_extend(ep.last, ep.before_end_ns, t0, t1, ev, events);
         return;
     }
     if (array_grow((void **)&e->findings, &e->findings_cap, e->nfindings + 1, sizeof(*e->findings),
                    8) < 0)
         return;
-    f = &e->findings[e->nfindings++];
+    struct finding *f = &e->findings[e->nfindings++];
     memset(f, 0, sizeof(*f));
     snprintf(f->rule, sizeof(f->rule), "%s", c->def->name);
     snprintf(f->scope, sizeof(f->scope), "%s", scope);

@@ -255,7 +255,7 @@ static void straggler_window(struct rule_ctx *c, const struct rule_window *w, vo
 }
 
 static const struct rule_param straggler_params[] = {
-    {"threshold", 20, "pct more work per step than the median of the other ranks", NULL},
+    {"threshold", 25, "pct more work per step than the median of the other ranks", NULL},
     {"min_steps", 5, "steps per rank a window needs", NULL},
     {"windows", 2, "consecutive windows the same rank must lag", NULL},
 };
@@ -410,7 +410,8 @@ const struct rule_def rule_cpu_throttling = {
 struct memory_state {
     double *ts, *rss; /* the job's RSS over the last trend_s */
     uint32_t n, cap;
-    double headroom; /* bytes before out of memory, last known */
+    double headroom;       /* bytes before out of memory, last known */
+    int64_t first_step_ns; /* 0 until a step is seen */
 };
 
 static void memory_release(void *p)
@@ -434,6 +435,7 @@ static void memory_headroom(struct memory_state *st, const struct rule_window *w
     }
 }
 
+/* Keep the RSS points from keep_from on: the trend's history. */
 static void memory_push(struct memory_state *st, const struct rule_series *s, int64_t keep_from)
 {
     uint32_t out = 0;
@@ -444,7 +446,7 @@ static void memory_push(struct memory_state *st, const struct rule_series *s, in
         }
     st->n = out;
     for (uint32_t i = 0; s && i < s->n; i++) {
-        if (!isfinite(s->v[i]))
+        if (!isfinite(s->v[i]) || s->ts[i] < keep_from)
             continue;
         if (st->n == st->cap) {
             uint32_t cap = st->cap ? st->cap * 2 : 1024;
@@ -478,7 +480,14 @@ static void memory_window(struct rule_ctx *c, const struct rule_window *w, void 
     double swap_t = c->param[3], psi_t = c->param[4];
     memory_headroom(st, w);
     const struct rule_series *rss = window_series(w, RM_PROC_RSS, -1, "");
-    memory_push(st, rss, w->t1 - (int64_t)(trend_s * 1e9));
+    /* A leak is growth across steps: loading the data or the model before
+     * the first step grows RSS fast and then stops, and is no leak. */
+    for (uint32_t i = 0; i < w->nsteps; i++)
+        if (!st->first_step_ns || w->steps[i].start_ns < st->first_step_ns)
+            st->first_step_ns = w->steps[i].start_ns;
+    int64_t keep_from = w->t1 - (int64_t)(trend_s * 1e9);
+    if (st->first_step_ns)
+        memory_push(st, rss, keep_from > st->first_step_ns ? keep_from : st->first_step_ns);
     char why[3][300];
     int nwhy = 0;
     double swapin = series_mean(window_series(w, RM_SWAPIN, -1, ""));

@@ -15,6 +15,8 @@ struct kept_block {
     uint32_t count;
 };
 
+#define REPLAY_BATCH 512 /* points decoded at a time per series */
+
 struct kept_series {
     int64_t id;
     int slot;
@@ -22,10 +24,11 @@ struct kept_series {
     uint32_t n, cap;
     uint32_t next; /* the next block to decode */
     struct block_dec dec;
-    int open;   /* dec holds a block */
-    int64_t ts; /* a decoded point not yet pushed */
-    double v;
-    int have;
+    int open; /* dec holds a block */
+    /* points decoded, not yet pushed: bts[bi..bn) */
+    int64_t bts[REPLAY_BATCH];
+    double bv[REPLAY_BATCH];
+    uint32_t bi, bn;
 };
 
 struct kept_events {
@@ -122,9 +125,9 @@ static int on_event_block(const struct event_block_record *b, void *arg)
     return 0;
 }
 
-/* The next point of k, or 0 at its end (a damaged block ends its series'
- * replay early: what decoded is kept). */
-static int next_point(struct kept_series *k)
+/* Decode k's next points into its batch: 0 at its end (a damaged block
+ * ends its series' replay early: what decoded is kept). */
+static int refill(struct kept_series *k)
 {
     for (;;) {
         if (!k->open) {
@@ -134,26 +137,37 @@ static int next_point(struct kept_series *k)
             block_dec_init(&k->dec, b->data, b->len, b->count);
             k->open = 1;
         }
-        int rc = block_dec_next(&k->dec, &k->ts, &k->v);
-        if (rc == 1)
+        int err;
+        uint32_t got = block_dec_many(&k->dec, k->bts, k->bv, REPLAY_BATCH, &err);
+        if (got < REPLAY_BATCH || err) {
+            k->open = 0;
+            if (err)
+                k->next = k->n;
+        }
+        if (got) {
+            k->bi = 0;
+            k->bn = got;
             return 1;
-        k->open = 0;
-        if (rc < 0)
-            k->next = k->n;
+        }
     }
 }
 
+/* Every point before before_ns, in runs of one series. */
 static void push_points(struct replay *rp, int64_t before_ns)
 {
     for (uint32_t i = 0; i < rp->nseries; i++) {
         struct kept_series *k = &rp->series[i];
         for (;;) {
-            if (!k->have && !(k->have = next_point(k)))
+            if (k->bi == k->bn && !refill(k))
                 break;
-            if (k->ts >= before_ns)
-                break;
-            rules_put(rp->e, k->slot, k->ts, k->v);
-            k->have = 0;
+            uint32_t j = k->bi;
+            while (j < k->bn && k->bts[j] < before_ns)
+                j++;
+            if (j > k->bi)
+                rules_put_many(rp->e, k->slot, k->bts + k->bi, k->bv + k->bi, j - k->bi);
+            k->bi = j;
+            if (j < k->bn)
+                break; /* the next point is in a later window */
         }
     }
 }

@@ -208,6 +208,10 @@ void rules_engine_on_finding(struct rules_engine *e, finding_fn *fn, void *arg);
 /* Input. A series is named once; points of one series come in time order. */
 int rules_series(struct rules_engine *e, const char *name, const char *labels); /* slot or -1 */
 void rules_put(struct rules_engine *e, int slot, int64_t ts_ns, double v);
+/* n points of one series in time order: what rules_put does to each, with
+ * the checks and the growth done once for the run of them (the replay). */
+void rules_put_many(struct rules_engine *e, int slot, const int64_t *ts_ns, const double *v,
+                    uint32_t n);
 /* A finished span of thread (pid, tid); name is looked up once per name_id
  * (a run-wide id; 0 when the caller has none: then the name is read). */
 void rules_put_span(struct rules_engine *e, int64_t pid, int64_t tid, int64_t start_ns,

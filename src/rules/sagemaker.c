@@ -27,6 +27,21 @@ int node_index(struct node_set *s, const char *node)
     return (int)s->n++;
 }
 
+/* The next GPU utilization series of w from *i on, with the slot of its
+ * node in nodes (*ni); NULL when none is left. */
+static const struct rule_series *next_gpu_util(const struct rule_window *w, struct node_set *nodes,
+                                               uint32_t *i, int *ni)
+{
+    for (; *i < w->nseries; ++*i) {
+        const struct rule_series *s = &w->series[*i];
+        if (s->metric != RM_GPU_UTIL || s->index < 0 || s->index >= MAX_GPUS)
+            continue;
+        if ((*ni = node_index(nodes, s->node)) >= 0)
+            return s;
+    }
+    return NULL;
+}
+
 void scope_name(char *out, size_t cap, const char *node, int64_t gpu)
 {
     if (!*node)
@@ -296,13 +311,9 @@ static void low_gpu_window(struct rule_ctx *c, const struct rule_window *w, void
     double *scratch = scratch_for(&st->scratch, &st->scratch_cap, window);
     if (!scratch)
         return;
-    for (uint32_t i = 0; i < w->nseries; i++) {
-        const struct rule_series *s = &w->series[i];
-        if (s->metric != RM_GPU_UTIL || s->index < 0 || s->index >= MAX_GPUS)
-            continue;
-        int ni = node_index(&st->nodes, s->node);
-        if (ni < 0)
-            continue;
+    const struct rule_series *s;
+    int ni;
+    for (uint32_t i = 0; (s = next_gpu_util(w, &st->nodes, &i, &ni)); i++) {
         struct gpu_roll *g = &st->gpu[ni][s->index];
         if (!g->util.cap && roll_init(&g->util, window) < 0)
             continue;
@@ -370,13 +381,9 @@ static void gpu_mem_increase_window(struct rule_ctx *c, const struct rule_window
         rule_status(c, RULE_NA, "no GPU");
         return;
     }
-    for (uint32_t i = 0; i < w->nseries; i++) {
-        const struct rule_series *s0 = &w->series[i];
-        if (s0->metric != RM_GPU_UTIL || s0->index < 0 || s0->index >= MAX_GPUS)
-            continue;
-        int ni = node_index(&st->nodes, s0->node);
-        if (ni < 0)
-            continue;
+    const struct rule_series *s0;
+    int ni;
+    for (uint32_t i = 0; (s0 = next_gpu_util(w, &st->nodes, &i, &ni)); i++) {
         struct gpu_roll *g = &st->gpu[ni][s0->index];
         int as_bytes;
         const struct rule_series *s =
@@ -613,13 +620,9 @@ static void lb_window(struct rule_ctx *c, const struct rule_window *w, void *p)
         rule_status(c, RULE_NA, "no GPU");
         return;
     }
-    for (uint32_t i = 0; i < w->nseries; i++) {
-        const struct rule_series *s = &w->series[i];
-        if (s->metric != RM_GPU_UTIL || s->index < 0 || s->index >= MAX_GPUS)
-            continue;
-        int ni = node_index(&st->nodes, s->node);
-        if (ni < 0)
-            continue;
+    const struct rule_series *s;
+    int ni;
+    for (uint32_t i = 0; (s = next_gpu_util(w, &st->nodes, &i, &ni)); i++) {
         st->have[ni][s->index] = 1;
         for (uint32_t k = 0; k < s->n; k++) {
             if (!isfinite(s->v[k]) || ++st->seen[ni][s->index] <= patience)
@@ -784,6 +787,8 @@ struct init_state {
     int64_t first_step_ns; /* 0 until seen */
 };
 
+static void init_fire_none(struct rule_ctx *c, int64_t start, int64_t t1);
+
 static void init_window(struct rule_ctx *c, const struct rule_window *w, void *p)
 {
     struct init_state *st = p;
@@ -803,20 +808,32 @@ static void init_window(struct rule_ctx *c, const struct rule_window *w, void *p
             rule_status(c, RULE_OK, "the first step began %.1f s after the start", init / 1e9);
         return;
     }
+    /* Steps arrive when they end, so a first step that began before the
+     * limit may still be running: past the limit, wait for it, and say so
+     * only when twice the limit has gone by (or at the end) with none. */
     double waited = (double)(w->t1 - start);
-    if (waited > limit_ns)
-        rule_fire_range(c, start, w->t1, "node", NULL,
-                        "no step has begun %.1f min after the start (limit %.0f min)",
-                        waited / 60e9, c->param[0]);
+    if (waited > 2 * limit_ns)
+        init_fire_none(c, start, w->t1);
     else
         rule_status(c, RULE_WAITING, "no step yet, %.0f s after the start", waited / 1e9);
 }
 
+static void init_fire_none(struct rule_ctx *c, int64_t start, int64_t t1)
+{
+    rule_fire_range(c, start, t1, "node", NULL,
+                    "no step has begun %.1f min after the start (limit %.0f min)",
+                    (double)(t1 - start) / 60e9, c->param[0]);
+}
+
 static void init_finish(struct rule_ctx *c, const struct rule_window *w, void *p)
 {
-    (void)w;
     struct init_state *st = p;
-    if (!st->first_step_ns && c->result->status != RULE_FIRED)
+    int64_t start = rules_run(c->eng)->start_ns;
+    if (st->first_step_ns || c->result->status == RULE_FIRED)
+        return;
+    if ((double)(w->t1 - start) > c->param[0] * 60e9)
+        init_fire_none(c, start, w->t1);
+    else
         rule_status(c, RULE_NA, "no steps recorded");
 }
 

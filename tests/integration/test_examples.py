@@ -12,7 +12,7 @@ on the rules themselves, whose patience and windows need longer runs:
   small_batch    host cpu.util p95 < 70 % at batch 2 (BatchSize), > 80 % at
                  batch 256; data phase < 10 % either way
   ddp_straggler  both ranks step; rank 1's work per step (step time less the
-                 communication waited in) >= 1.3 x rank 0's (Straggler: 20 %);
+                 communication waited in) >= 1.3 x rank 0's (Straggler: 25 %);
                  --fixed: within 15 %
   memory_leak    proc.rss_bytes grows 15-30 MB/s, a line with R^2 > 0.95 over
                  the last 20 s, no slower in the second half (MemoryPressure);

@@ -226,6 +226,16 @@ for node in SKEW:
         check(f"import: {key}, the mean over cores of each snapshot, has {SNAPS} points",
               metrics.get(key, {}).get("count") == SNAPS, metrics.get(key))
 
+# the text summary's METRIC table has each node's host rows (they all
+# carry node=, and are the nodes' own host metrics)
+text = strobe("show", "last", store=db).stdout
+for node in SKEW:
+    key = f"cpu.util{{node={node}}}"
+    row = [l.split() for l in text.splitlines() if l.split()[:1] == [key]]
+    mean = metrics.get(key, {}).get("mean")
+    check(f"import: show lists {key} in its METRIC table with the JSON's mean",
+          len(row) == 1 and mean is not None and row[0][1] == f"{mean:.1f}%", (row, mean))
+
 pts = points(db, "cpu.util")
 for node in SKEW:
     for core in (0, 1):

@@ -1038,9 +1038,49 @@ TEST(decoder_edge_cases)
     ASSERT_EQ_INT(block_dec_next(&d, &ts, &v), -EBADMSG);
 }
 
-TEST_MAIN(golden_layout, dod_bucket_boundaries, xor_window_edges, random_series_roundtrip,
-          regular_with_jitter, nan_payloads, inf_and_signed_zero, denormals, constant_series,
-          huge_timestamp_jumps, alternating_extremes, rejects_out_of_order_and_duplicates,
-          enospc_tiny_capacity, tail_writes_stay_in_cap, snapshot_mid_stream,
-          truncated_stream_is_ebadmsg, garbage_never_crashes, stats_ignore_nan, compression_sanity,
-          decoder_edge_cases)
+/* block_dec_many gives the points block_dec_next gives, in batches of any
+ * size, and stops at the same point of a cut stream with -EBADMSG. */
+TEST(decode_many_matches_one_by_one)
+{
+    uint64_t s = 41;
+    static uint8_t buf[MAX_POINTS * 19];
+    static int64_t ts[MAX_POINTS];
+    static double v[MAX_POINTS];
+
+    for (int iter = 0; iter < 40; iter++) {
+        struct block_enc e;
+        uint32_t n = random_series(&s, g_pts, 1 + (uint32_t)rng_below(&s, 300));
+        block_enc_init(&e, buf, sizeof(buf));
+        ASSERT_EQ_INT(encode_points(&e, g_pts, n), n);
+        size_t size = block_enc_size(&e);
+        uint32_t batch = 1 + (uint32_t)rng_below(&s, 64);
+        for (size_t len = size - (size > 40 ? 40 : size); len <= size; len++) {
+            uint8_t *copy = exact_copy(buf, len);
+            struct block_dec d;
+            block_dec_init(&d, copy, len, n);
+            uint32_t got = 0, k;
+            int err = 0;
+            while (!err && (k = block_dec_many(&d, ts + got, v + got, batch, &err)) > 0)
+                got += k;
+            for (uint32_t i = 0; i < got; i++) {
+                ASSERT_EQ_U64(ts[i], g_pts[i].ts);
+                ASSERT_EQ_U64(dbits(v[i]), dbits(g_pts[i].v));
+            }
+            if (len == size) {
+                ASSERT_EQ_INT(err, 0);
+                ASSERT_EQ_INT(got, n);
+            } else {
+                ASSERT_EQ_INT(err, -EBADMSG);
+                ASSERT(got < n);
+            }
+            free(copy);
+        }
+    }
+}
+
+TEST_MAIN(golden_layout, decode_many_matches_one_by_one, dod_bucket_boundaries, xor_window_edges,
+          random_series_roundtrip, regular_with_jitter, nan_payloads, inf_and_signed_zero,
+          denormals, constant_series, huge_timestamp_jumps, alternating_extremes,
+          rejects_out_of_order_and_duplicates, enospc_tiny_capacity, tail_writes_stay_in_cap,
+          snapshot_mid_stream, truncated_stream_is_ebadmsg, garbage_never_crashes, stats_ignore_nan,
+          compression_sanity, decoder_edge_cases)

@@ -37,7 +37,7 @@ struct steps_spec {
 struct expect {
     char what[16]; /* fired, not-fired, status, evidence */
     char arg[256];
-    int min;
+    int min, max; /* max 0: no bound */
 };
 
 struct rcase {
@@ -207,6 +207,8 @@ static int parse_line(struct rcase *c, char *line)
                 snprintf(x->arg, sizeof(x->arg), "%s", tok + 6);
             else if (strncmp(tok, "min=", 4) == 0)
                 x->min = atoi(tok + 4);
+            else if (strncmp(tok, "max=", 4) == 0 && atoi(tok + 4) > 0)
+                x->max = atoi(tok + 4);
             else
                 return -1;
         }
@@ -439,6 +441,11 @@ static int check(const struct rules_engine *e, const struct rcase *c, char *why,
             snprintf(why, cap, "want %d finding(s)%s%s, got %d; status %s: %s", x->min,
                      x->arg[0] ? " for " : "", x->arg, n, rule_status_names[res->status],
                      res->detail);
+            return -1;
+        }
+        if (strcmp(x->what, "fired") == 0 && x->max && n > x->max) {
+            snprintf(why, cap, "want at most %d finding(s)%s%s, got %d; the last: %s", x->max,
+                     x->arg[0] ? " for " : "", x->arg, n, f[nf - 1].evidence);
             return -1;
         }
         if (strcmp(x->what, "not-fired") == 0 && nf) {

@@ -1,0 +1,78 @@
+/* JSON strings from strbuf: escapes, and valid UTF-8 whatever the input
+ * bytes (a process's comm, a path, a run name are any bytes). */
+#include <string.h>
+
+#include "common/strbuf.h"
+#include "import/json.h"
+#include "test.h"
+
+static void json_of(const char *in, const char *want)
+{
+    struct strbuf sb;
+    strbuf_init(&sb);
+    ASSERT_EQ_INT(strbuf_add_json_str(&sb, in), 0);
+    ASSERT_EQ_STR(sb.buf, want);
+    strbuf_release(&sb);
+}
+
+TEST(escapes)
+{
+    json_of("plain", "\"plain\"");
+    json_of("q\"b\\n\nt\tr\r", "\"q\\\"b\\\\n\\nt\\tr\\r\"");
+    json_of("\x01\x1f\x7f", "\"\\u0001\\u001f\\u007f\"");
+    json_of("</script>", "\"</script>\"");
+}
+
+TEST(utf8_kept)
+{
+    json_of("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x90\x8d",
+            "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x90\x8d\"");
+    /* line ends in JavaScript, not in JSON: escaped for pages that embed it */
+    json_of("a\xe2\x80\xa8"
+            "b\xe2\x80\xa9",
+            "\"a\\u2028b\\u2029\"");
+}
+
+TEST(invalid_utf8_replaced)
+{
+    json_of("\xff", "\"\\ufffd\"");                                  /* never a lead byte */
+    json_of("a\x80z", "\"a\\ufffdz\"");                              /* a lone continuation */
+    json_of("\xc3", "\"\\ufffd\"");                                  /* cut by the end */
+    json_of("\xc3(", "\"\\ufffd(\"");                                /* cut by another byte */
+    json_of("\xc0\xaf", "\"\\ufffd\\ufffd\"");                       /* overlong '/' */
+    json_of("\xe0\x80\xaf", "\"\\ufffd\\ufffd\\ufffd\"");            /* overlong, 3 bytes */
+    json_of("\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\"");            /* a surrogate */
+    json_of("\xf4\x90\x80\x80", "\"\\ufffd\\ufffd\\ufffd\\ufffd\""); /* past U+10FFFF */
+}
+
+/* Whatever the bytes, the output parses as JSON and is valid UTF-8. */
+TEST(any_bytes_parse)
+{
+    unsigned long long x = 88172645463325252ULL;
+    struct json_doc d;
+    json_doc_init(&d);
+    for (int iter = 0; iter < 2000; iter++) {
+        char in[24];
+        for (size_t i = 0; i + 1 < sizeof(in); i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            in[i] = (char)(x % 255 + 1);
+        }
+        in[sizeof(in) - 1] = 0;
+        struct strbuf sb;
+        strbuf_init(&sb);
+        ASSERT_EQ_INT(strbuf_add_json_str(&sb, in), 0);
+        struct json *v = NULL;
+        json_doc_reset(&d);
+        ASSERT_EQ_INT(json_parse(&d, sb.buf, sb.len, &v), 0);
+        ASSERT(v && v->type == JSON_STRING);
+        for (const unsigned char *p = (const unsigned char *)sb.buf; *p;) {
+            size_t n = utf8_seq_len(p);
+            ASSERT(n > 0); /* well-formed UTF-8 throughout */
+            p += n;
+        }
+        strbuf_release(&sb);
+    }
+    json_doc_release(&d);
+}
+
+TEST_MAIN(escapes, utf8_kept, invalid_utf8_replaced, any_bytes_parse)
