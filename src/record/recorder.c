@@ -457,8 +457,10 @@ static void sample_frame(struct recorder *r, int64_t offset_ns)
 
 static void fill_counters(struct recorder *r, struct run_record *dst)
 {
-    snprintf(dst->id, sizeof(dst->id), "%s", r->run.id);
-    snprintf(dst->status, sizeof(dst->status), "%s", r->run.status);
+    if (dst != &r->run) { /* snprintf onto its own source is undefined */
+        snprintf(dst->id, sizeof(dst->id), "%s", r->run.id);
+        snprintf(dst->status, sizeof(dst->status), "%s", r->run.status);
+    }
     dst->samples = r->frames;
     dst->points = (int64_t)r->series.points;
     dst->missed = r->missed;
@@ -840,8 +842,12 @@ int recorder_run(const struct recorder_opts *o)
     int rc = final_flush(&r);
     if (rc == 0)
         finish_rules(&r);
-    if (rc == 0) /* the writer is idle: the store is ours */
+    if (rc == 0) { /* the writer is idle: the store is ours */
+        /* the import rewrites the catalog row from r.run: the counters the
+         * writer's copies carried go in first, or it would zero them */
+        fill_counters(&r, &r.run);
         torch_profile_import(&r.torch_profile, r.store, &r.run, o->quiet);
+    }
     summary(&r, rc);
     if (r.tree.n)
         log_note("%u processes of the job are still running", r.tree.n);

@@ -127,6 +127,22 @@ void torch_profile_import(struct torch_profile *tp, struct store *s, struct run_
                  tp->spec);
 }
 
+/* $STROBE_KEEP_TORCH_TRACES names a directory that keeps torch.profiler's
+ * own files (for TensorBoard, or to compare sizes): moved there, not
+ * removed. Same file system only; elsewhere they are removed with a warning. */
+static void keep_or_remove(const char *path, const char *name)
+{
+    const char *keep = getenv("STROBE_KEEP_TORCH_TRACES");
+    if (keep && *keep) {
+        char dest[4400];
+        snprintf(dest, sizeof(dest), "%s/%s", keep, name);
+        if (rename(path, dest) == 0)
+            return;
+        log_warn("--torch-profile: cannot keep %s in %s: %s", name, keep, strerror(errno));
+    }
+    unlink(path);
+}
+
 void torch_profile_close(struct torch_profile *tp)
 {
     if (!tp->dir[0])
@@ -139,7 +155,7 @@ void torch_profile_close(struct torch_profile *tp)
                 continue;
             char path[4400];
             snprintf(path, sizeof(path), "%s/%s", tp->dir, de->d_name);
-            unlink(path);
+            keep_or_remove(path, de->d_name);
         }
         closedir(d);
     }

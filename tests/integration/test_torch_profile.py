@@ -209,6 +209,26 @@ def main():
     check("show: a top-operators table", "OPERATOR" in text and "aten::" in text, text[-1500:])
     check("show: the run's event count includes the operators",
           r and r["events"] == len(ev), f"{r and r['events']} against {len(ev)} decoded")
+    # the import rewrites the catalog row: the recorder's counters survive it
+    util = ((r or {}).get("metrics") or {}).get("cpu.util", {}).get("count", 0)
+    check("--torch-profile: the run keeps its sample count through the import",
+          r and util > 0 and r["samples"] >= util, (r and r["samples"], util))
+
+    # the operators in the other views: the trace (category operator, inside
+    # the window's steps) and the report's top-operators table
+    tr = os.path.join(TMP, "w.trace.json")
+    t = strobe("trace", "--steps", "5-7", "-o", tr, "last", store=db)
+    tev = json.load(open(tr))["traceEvents"] if t.returncode == 0 else []
+    top_ops = [e for e in tev if e.get("cat") == "operator"]
+    check("trace --steps 5-7: every stored operator is a slice of category operator",
+          ops and len([e for e in top_ops if e.get("ph") == "X" or e.get("ph") == "B"]) == len(ops),
+          (t.stderr[-300:], len(top_ops), len(ops)))
+    rep = os.path.join(TMP, "w.html")
+    t = strobe("report", "-o", rep, "last", store=db)
+    html = open(rep, encoding="utf-8").read() if t.returncode == 0 else ""
+    name = top["operators"][0]["name"] if top.get("operators") else "aten::"
+    check("report: the top operators are in the page's data", "aten::" in html and name in html,
+          (t.stderr[-300:], name))
 
     # ---- a trace torch wrote, imported afterwards ---------------------------
     db2 = store_path("own.db")
