@@ -18,6 +18,7 @@ static const struct command {
     {"rules", cmd_rules, "evaluate the bottleneck rules over a run"},
     {"report", cmd_report, "write a run's profiler report (one HTML file)"},
     {"trace", cmd_trace, "write a run as one timeline (Chrome JSON or Perfetto)"},
+    {"serve", cmd_serve, "serve the store's runs as a JSON API and dashboard"},
 };
 
 static void usage(FILE *out)
