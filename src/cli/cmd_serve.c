@@ -11,7 +11,8 @@ static const char serve_usage[] =
     "                    [--threads N] [--rate N] [--burst N]\n"
     "  --listen   HOST:PORT or [ADDR]:PORT (port 0: any free one); a non-loopback\n"
     "             address needs --token\n"
-    "  --token    every request must carry 'Authorization: Bearer T' or ?token=T\n"
+    "  --token    every request must carry 'Authorization: Bearer T' or ?token=T (the page\n"
+    "             opened with ?token=T sets a cookie, so its own requests carry it)\n"
     "             (also $STROBE_SERVE_TOKEN, which keeps it out of ps)\n"
     "  --rate     requests per second per client, sustained (default 50; 0: no limit)\n"
     "  --burst    requests a client may send at once (default 100)\n"
@@ -69,8 +70,11 @@ int cmd_serve(int argc, char **argv)
         fputs(serve_usage, stderr);
         return CLI_EXIT_USAGE;
     }
-    if (c.token && !*c.token) {
-        fprintf(stderr, "strobe: --token must not be empty\n");
+    if (c.token &&
+        (!*c.token || strspn(c.token, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                      "0123456789-._~") != strlen(c.token))) {
+        /* it travels in a URL and a cookie as it is */
+        fprintf(stderr, "strobe: --token must be letters, digits and - . _ ~ only\n");
         return CLI_EXIT_USAGE;
     }
     c.threads = (unsigned)threads;

@@ -57,6 +57,9 @@ static struct store *thread_store(struct server *sv, struct strbuf *err)
     return s;
 }
 
+/* the cookie that carries --token for the page's own requests */
+#define TOKEN_COOKIE "strobe_token"
+
 /* ---- responses ------------------------------------------------------------------- */
 
 static enum MHD_Result respond(struct MHD_Connection *conn, unsigned status, const char *type,
@@ -105,12 +108,21 @@ static enum MHD_Result send_error(struct MHD_Connection *conn, unsigned status, 
     return send_json(conn, status, &sb);
 }
 
-static enum MHD_Result send_asset(struct MHD_Connection *conn, const struct serve_asset *a)
+static enum MHD_Result send_asset(struct MHD_Connection *conn, const struct serve_asset *a,
+                                  const char *token)
 {
     /* the table is static: no copy */
     struct MHD_Response *resp =
         MHD_create_response_from_buffer(a->len, (void *)a->data, MHD_RESPMEM_PERSISTENT);
     const char *type = serve_asset_type(a->name);
+    if (resp && token && strncmp(type, "text/html", 9) == 0) {
+        /* the page was opened with the token (it got this far): its scripts,
+         * styles and API calls carry it as a cookie no script can read */
+        char cookie[512];
+        snprintf(cookie, sizeof(cookie), "%s=%s; HttpOnly; SameSite=Strict; Path=/", TOKEN_COOKIE,
+                 token);
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_SET_COOKIE, cookie);
+    }
     return respond(conn, MHD_HTTP_OK, type, resp, strncmp(type, "text/html", 9) == 0);
 }
 
@@ -136,7 +148,12 @@ static int authorized(struct MHD_Connection *conn, const char *token)
     if (h && strncmp(h, "Bearer ", 7) == 0 && token_equal(h + 7, token))
         return 1;
     const char *q = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "token");
-    return q && token_equal(q, token);
+    if (q && token_equal(q, token))
+        return 1;
+    /* the dashboard's own requests (scripts, styles, fetch) carry the
+     * cookie its page was given */
+    const char *c = MHD_lookup_connection_value(conn, MHD_COOKIE_KIND, TOKEN_COOKIE);
+    return c && token_equal(c, token);
 }
 
 /* The client's address bytes, the rate limiter's key. */
@@ -248,7 +265,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         asset = serve_asset_find(url + 8);
     if (!asset)
         return send_error(conn, MHD_HTTP_NOT_FOUND, "not found");
-    return send_asset(conn, asset);
+    return send_asset(conn, asset, sv->cfg->token);
 }
 
 /* Called first for every request with the raw target: its length is kept as

@@ -296,6 +296,18 @@ def main():
     check("token: a near miss is 401", st == 401)
     st, _, _ = t.request("/")
     check("token: assets need it too", st == 401)
+    st, h, _ = t.request("/?token=s3cret-token")
+    cookie = h.get("set-cookie", "")
+    check("token: the page opened with ?token= sets an HttpOnly, SameSite=Strict cookie",
+          st == 200 and cookie.startswith("strobe_token=s3cret-token;") and "HttpOnly" in cookie
+          and "SameSite=Strict" in cookie, cookie)
+    st, _, _ = t.request("/api/runs", headers={"Cookie": "strobe_token=s3cret-token"})
+    check("token: the page's own requests pass with the cookie", st == 200)
+    st, _, _ = t.request("/api/runs", headers={"Cookie": "strobe_token=s3cret-tokeX"})
+    check("token: a wrong cookie is 401", st == 401)
+    p = strobe("serve", "--listen", "127.0.0.1:0", "--token", "a b;c", store=db, timeout=10)
+    check("token: one that cannot travel in a cookie is refused in one line",
+          p.returncode == 2 and p.stderr.count("\n") == 1 and "--token" in p.stderr, p.stderr)
     rc, _ = t.stop()
     check("token server stops cleanly", rc == 0)
 
