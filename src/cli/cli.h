@@ -18,6 +18,7 @@ int cmd_export(int argc, char **argv);
 int cmd_rm(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_rules(int argc, char **argv);
+int cmd_logs(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 
 /* The report at the end of strobe run (cmd_report.c): to path, or NULL for

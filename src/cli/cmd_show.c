@@ -162,6 +162,7 @@ static void show_json(const struct run_record *r, const struct show_ctx *c)
     strbuf_add_json_str(&o, r->id);
     json_str_or_null(&o, "name", r->name);
     json_str_or_null(&o, "experiment", r->experiment);
+    json_str_or_null(&o, "workload", r->workload);
     json_str_or_null(&o, "status", cli_run_status(r));
     if (r->exit_code >= 0)
         strbuf_addf(&o, ",\"exit_code\":%d", r->exit_code);
@@ -439,6 +440,8 @@ static void show_text(const struct run_record *r, const struct show_ctx *c)
     printf("run       %s  %s\n", r->id, r->name ? r->name : "");
     if (r->experiment)
         printf("experiment %s\n", r->experiment);
+    if (r->workload)
+        printf("workload  %s\n", r->workload);
     printf("status    %s", cli_run_status(r));
     if (r->signal)
         printf(" (signal %d)", r->signal);

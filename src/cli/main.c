@@ -16,6 +16,7 @@ static const struct command {
     {"rm", cmd_rm, "remove runs from the store"},
     {"import", cmd_import, "bring in another tool's recording (SageMaker Debugger)"},
     {"rules", cmd_rules, "evaluate the bottleneck rules over a run"},
+    {"logs", cmd_logs, "print what a run's job printed, or its package list, lscpu"},
     {"report", cmd_report, "write a run's profiler report (one HTML file)"},
     {"trace", cmd_trace, "write a run as one timeline (Chrome JSON or Perfetto)"},
 };

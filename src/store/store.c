@@ -57,10 +57,10 @@ void run_record_init(struct run_record *r)
 
 void run_record_release(struct run_record *r)
 {
-    char **strings[] = {&r->name,       &r->experiment,     &r->command_json,  &r->cwd,
-                        &r->user,       &r->host,           &r->kernel,        &r->cpu_model,
-                        &r->git_commit, &r->python_version, &r->torch_version, &r->strobe_version,
-                        &r->error};
+    char **strings[] = {
+        &r->name,           &r->experiment,    &r->workload,       &r->command_json, &r->cwd,
+        &r->user,           &r->host,          &r->kernel,         &r->cpu_model,    &r->git_commit,
+        &r->python_version, &r->torch_version, &r->strobe_version, &r->error};
     for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++)
         free(*strings[i]);
     kv_list_release(&r->tags);
@@ -98,6 +98,7 @@ int run_record_copy(struct run_record *dst, const struct run_record *src)
     int rc = 0;
     rc |= dup_or_null(&dst->name, src->name);
     rc |= dup_or_null(&dst->experiment, src->experiment);
+    rc |= dup_or_null(&dst->workload, src->workload);
     rc |= dup_or_null(&dst->command_json, src->command_json);
     rc |= dup_or_null(&dst->cwd, src->cwd);
     rc |= dup_or_null(&dst->user, src->user);
