@@ -154,73 +154,70 @@ static void json_gpus(struct strbuf *o, const struct show_ctx *c)
     strbuf_addch(o, ']');
 }
 
-static void show_json(const struct run_record *r, const struct show_ctx *c)
+/* The whole --json document, appended to *out (strobe serve's run view too). */
+static void show_json(struct strbuf *o, const struct run_record *r, const struct show_ctx *c)
 {
-    struct strbuf o;
-    strbuf_init(&o);
-    strbuf_adds(&o, "{\"id\":");
-    strbuf_add_json_str(&o, r->id);
-    json_str_or_null(&o, "name", r->name);
-    json_str_or_null(&o, "experiment", r->experiment);
-    json_str_or_null(&o, "workload", r->workload);
-    json_str_or_null(&o, "status", cli_run_status(r));
+    strbuf_adds(o, "{\"id\":");
+    strbuf_add_json_str(o, r->id);
+    json_str_or_null(o, "name", r->name);
+    json_str_or_null(o, "experiment", r->experiment);
+    json_str_or_null(o, "workload", r->workload);
+    json_str_or_null(o, "status", cli_run_status(r));
     if (r->exit_code >= 0)
-        strbuf_addf(&o, ",\"exit_code\":%d", r->exit_code);
+        strbuf_addf(o, ",\"exit_code\":%d", r->exit_code);
     else
-        strbuf_adds(&o, ",\"exit_code\":null");
-    strbuf_addf(&o, ",\"signal\":%d,\"start_ns\":%lld", r->signal, (long long)r->start_ns);
+        strbuf_adds(o, ",\"exit_code\":null");
+    strbuf_addf(o, ",\"signal\":%d,\"start_ns\":%lld", r->signal, (long long)r->start_ns);
     if (r->end_ns)
-        strbuf_addf(&o, ",\"end_ns\":%lld", (long long)r->end_ns);
+        strbuf_addf(o, ",\"end_ns\":%lld", (long long)r->end_ns);
     else
-        strbuf_adds(&o, ",\"end_ns\":null");
-    json_num(&o, "duration_s", run_record_duration_s(r));
-    strbuf_addf(&o, ",\"samples\":%lld,\"points\":%lld,\"missed\":%lld,\"dropped\":%lld",
+        strbuf_adds(o, ",\"end_ns\":null");
+    json_num(o, "duration_s", run_record_duration_s(r));
+    strbuf_addf(o, ",\"samples\":%lld,\"points\":%lld,\"missed\":%lld,\"dropped\":%lld",
                 (long long)r->samples, (long long)c->points, (long long)r->missed,
                 (long long)r->dropped);
-    json_num(&o, "bytes_per_sample", c->points ? (double)c->bytes / (double)c->points : 0.0);
-    strbuf_addf(&o, ",\"stored_bytes\":%lld,\"interval_ns\":%lld", (long long)c->bytes,
+    json_num(o, "bytes_per_sample", c->points ? (double)c->bytes / (double)c->points : 0.0);
+    strbuf_addf(o, ",\"stored_bytes\":%lld,\"interval_ns\":%lld", (long long)c->bytes,
                 (long long)r->interval_ns);
-    strbuf_addf(&o, ",\"command\":%s", r->command_json ? r->command_json : "[]");
-    json_str_or_null(&o, "cwd", r->cwd);
-    json_str_or_null(&o, "user", r->user);
-    json_str_or_null(&o, "host", r->host);
-    json_str_or_null(&o, "kernel", r->kernel);
-    json_str_or_null(&o, "cpu_model", r->cpu_model);
-    strbuf_addf(&o, ",\"cpu_count\":%d,\"mem_total_bytes\":%lld", r->cpu_count,
+    strbuf_addf(o, ",\"command\":%s", r->command_json ? r->command_json : "[]");
+    json_str_or_null(o, "cwd", r->cwd);
+    json_str_or_null(o, "user", r->user);
+    json_str_or_null(o, "host", r->host);
+    json_str_or_null(o, "kernel", r->kernel);
+    json_str_or_null(o, "cpu_model", r->cpu_model);
+    strbuf_addf(o, ",\"cpu_count\":%d,\"mem_total_bytes\":%lld", r->cpu_count,
                 (long long)r->mem_total_bytes);
-    json_str_or_null(&o, "git_commit", r->git_commit);
+    json_str_or_null(o, "git_commit", r->git_commit);
     if (r->git_dirty >= 0)
-        strbuf_addf(&o, ",\"git_dirty\":%s", r->git_dirty ? "true" : "false");
+        strbuf_addf(o, ",\"git_dirty\":%s", r->git_dirty ? "true" : "false");
     else
-        strbuf_adds(&o, ",\"git_dirty\":null");
-    json_str_or_null(&o, "python_version", r->python_version);
-    json_str_or_null(&o, "torch_version", r->torch_version);
-    json_str_or_null(&o, "strobe_version", r->strobe_version);
-    json_str_or_null(&o, "error", r->error);
-    json_kv_object(&o, "tags", &r->tags);
-    json_kv_object(&o, "params", &r->params);
-    json_kv_object(&o, "env", &r->env);
-    show_steps_json(&o, r, &c->ev, &c->steps);
-    strbuf_adds(&o, ",\"findings\":");
-    findings_json(&o, c->findings.f, c->findings.n);
-    json_gpus(&o, c);
-    strbuf_adds(&o, ",\"app\":{");
+        strbuf_adds(o, ",\"git_dirty\":null");
+    json_str_or_null(o, "python_version", r->python_version);
+    json_str_or_null(o, "torch_version", r->torch_version);
+    json_str_or_null(o, "strobe_version", r->strobe_version);
+    json_str_or_null(o, "error", r->error);
+    json_kv_object(o, "tags", &r->tags);
+    json_kv_object(o, "params", &r->params);
+    json_kv_object(o, "env", &r->env);
+    show_steps_json(o, r, &c->ev, &c->steps);
+    strbuf_adds(o, ",\"findings\":");
+    findings_json(o, c->findings.f, c->findings.n);
+    json_gpus(o, c);
+    strbuf_adds(o, ",\"app\":{");
     int first_app = 1;
     for (size_t i = 0; i < c->n; i++) {
         if (strncmp(c->rows[i].name, "app.", 4) != 0)
             continue;
-        strbuf_adds(&o, first_app ? "" : ",");
-        strbuf_add_json_str(&o, c->rows[i].key + 4);
-        strbuf_addch(&o, ':');
-        strbuf_add_json_num(&o, c->rows[i].last);
+        strbuf_adds(o, first_app ? "" : ",");
+        strbuf_add_json_str(o, c->rows[i].key + 4);
+        strbuf_addch(o, ':');
+        strbuf_add_json_num(o, c->rows[i].last);
         first_app = 0;
     }
-    strbuf_adds(&o, "},\"metrics\":{");
+    strbuf_adds(o, "},\"metrics\":{");
     for (size_t i = 0; i < c->n; i++)
-        json_metric(&o, &c->rows[i], i == 0);
-    strbuf_adds(&o, "\n}}\n");
-    fputs(o.buf, stdout);
-    strbuf_release(&o);
+        json_metric(o, &c->rows[i], i == 0);
+    strbuf_adds(o, "\n}}\n");
 }
 
 /* ---- text ----------------------------------------------------------------- */
@@ -508,6 +505,25 @@ static int load_findings(struct store *s, const char *run_id, struct stored_find
     return 0;
 }
 
+/* Everything show prints about r; show_release() after, even on failure. */
+static int show_load(struct store *s, const struct run_record *r, struct show_ctx *c)
+{
+    *c = (struct show_ctx){.s = s, .interval_ns = r->interval_ns};
+    if (s->ops->series_query(s, r->id, collect_series, c) < 0 || c->failed ||
+        run_events_load(s, r->id, &c->ev) < 0 || step_analysis_run(&c->ev, &c->steps) < 0 ||
+        load_findings(s, r->id, &c->findings) < 0)
+        return -1;
+    return 0;
+}
+
+static void show_release(struct show_ctx *c)
+{
+    rows_release(c);
+    stored_findings_release(&c->findings);
+    step_analysis_release(&c->steps);
+    run_events_release(&c->ev);
+}
+
 int cmd_show(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -539,24 +555,34 @@ int cmd_show(int argc, char **argv)
     struct run_record r;
     int status = CLI_EXIT_ERROR;
     if (cli_resolve(s, argv[optind], &r) == 0) {
-        struct show_ctx c = {.s = s, .interval_ns = r.interval_ns};
-        if (s->ops->series_query(s, r.id, collect_series, &c) < 0 || c.failed ||
-            run_events_load(s, r.id, &c.ev) < 0 || step_analysis_run(&c.ev, &c.steps) < 0 ||
-            load_findings(s, r.id, &c.findings) < 0)
+        struct show_ctx c;
+        if (show_load(s, &r, &c) < 0)
             log_error("cannot read run %s: %s", r.id, s->err.buf);
         else {
-            if (json)
-                show_json(&r, &c);
-            else
+            if (json) {
+                struct strbuf o;
+                strbuf_init(&o);
+                show_json(&o, &r, &c);
+                fputs(o.buf, stdout);
+                strbuf_release(&o);
+            } else {
                 show_text(&r, &c);
+            }
             status = CLI_EXIT_OK;
         }
-        rows_release(&c);
-        stored_findings_release(&c.findings);
-        step_analysis_release(&c.steps);
-        run_events_release(&c.ev);
+        show_release(&c);
         run_record_release(&r);
     }
     store_close(s);
     return status;
+}
+
+int cli_show_json(struct store *s, const struct run_record *r, struct strbuf *out)
+{
+    struct show_ctx c;
+    int rc = show_load(s, r, &c);
+    if (rc == 0)
+        show_json(out, r, &c);
+    show_release(&c);
+    return rc;
 }

@@ -19,6 +19,7 @@ static const struct command {
     {"logs", cmd_logs, "print what a run's job printed, or its package list, lscpu"},
     {"report", cmd_report, "write a run's profiler report (one HTML file)"},
     {"trace", cmd_trace, "write a run as one timeline (Chrome JSON or Perfetto)"},
+    {"serve", cmd_serve, "serve the store's runs as a JSON API and dashboard"},
 };
 
 static void usage(FILE *out)

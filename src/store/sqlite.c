@@ -45,6 +45,9 @@ enum {
     ST_FINDINGS_OF_RUN,
     ST_RUN_TEXT_PUT,
     ST_RUN_TEXTS_OF_RUN,
+    ST_BLOCKS_IN_RANGE,
+    ST_SERIES_FIND,
+    ST_BLOCK_DATA,
     ST_COUNT
 };
 
@@ -120,6 +123,22 @@ static const char *const statements[ST_COUNT] = {
     [ST_RUN_TEXT_PUT] = "INSERT OR REPLACE INTO run_texts(run_id, kind, bytes, text)"
                         " VALUES(?1,?2,?3,?4)",
     [ST_RUN_TEXTS_OF_RUN] = "SELECT kind, bytes, text FROM run_texts WHERE run_id=?1 ORDER BY kind",
+    /* blocks of a series do not overlap, so the first one reaching from_ns
+     * is the last one starting at or before it: found in the (series_id,
+     * start_ns) index, and the scan starts there rather than at the first */
+    /* without data: a selected column is loaded (copied) at every step
+     * whether read or not, so the data comes from ST_BLOCK_DATA on demand */
+    [ST_BLOCKS_IN_RANGE] =
+        "SELECT start_ns, end_ns, count, min, max, sum, first, last, id FROM blocks"
+        " WHERE series_id=?1 AND start_ns <= ?3 AND start_ns >= COALESCE((SELECT MAX(start_ns)"
+        " FROM blocks WHERE series_id=?1 AND start_ns <= ?2), ?2) AND end_ns >= ?2"
+        " ORDER BY start_ns",
+    /* the time range from the first and the last block, each one index probe */
+    [ST_BLOCK_DATA] = "SELECT data FROM blocks WHERE id=?1",
+    [ST_SERIES_FIND] =
+        "SELECT id, unit, meta, (SELECT start_ns FROM blocks WHERE series_id=s.id ORDER BY start_ns"
+        " LIMIT 1), (SELECT end_ns FROM blocks WHERE series_id=s.id ORDER BY start_ns DESC LIMIT 1)"
+        " FROM series s WHERE run_id=?1 AND name=?2 AND labels=?3",
 };
 
 struct sqlite_store {
@@ -438,9 +457,12 @@ static void read_run_row(sqlite3_stmt *q, struct run_record *r)
 
 static int read_attrs(struct sqlite_store *s, struct run_record *r)
 {
-    /* a second statement object: the runs query is still stepping */
-    sqlite3_stmt *q = NULL;
-    if (sqlite3_prepare_v2(s->db, statements[ST_ATTRS_OF_RUN], -1, &q, NULL) != SQLITE_OK)
+    /* a second statement object: the runs query is still stepping. Kept
+     * prepared (it runs once per run listed: preparing it each time was
+     * most of the cost of a list of a thousand runs); it is stepped to the
+     * end here, before any callback could want it again. */
+    sqlite3_stmt *q = stmt(s, ST_ATTRS_OF_RUN);
+    if (!q)
         return map_rc(s, sqlite3_errcode(s->db), "cannot read run attributes");
     bind_text(q, 1, r->id);
     int rc;
@@ -455,7 +477,7 @@ static int read_attrs(struct sqlite_store *s, struct run_record *r)
                                                          : &r->env;
         kv_list_add(l, key, value);
     }
-    sqlite3_finalize(q);
+    sqlite3_reset(q);
     return rc == SQLITE_DONE ? 0 : map_rc(s, rc, "cannot read run attributes");
 }
 
@@ -551,6 +573,88 @@ static int sqlite_blocks_query(struct store *base, int64_t series_id, block_fn *
         stop = map_rc(s, rc, "cannot read blocks");
     sqlite3_finalize(q);
     return stop < 0 ? stop : 0;
+}
+
+static int sqlite_blocks_range_query(struct store *base, int64_t series_id, int64_t from_ns,
+                                     int64_t to_ns, block_want_fn *want, block_fn *fn, void *arg)
+{
+    struct sqlite_store *s = (struct sqlite_store *)base;
+    sqlite3_stmt *q = stmt(s, ST_BLOCKS_IN_RANGE);
+    if (!q)
+        return map_rc(s, sqlite3_errcode(s->db), "cannot read blocks");
+    sqlite3_bind_int64(q, 1, series_id);
+    sqlite3_bind_int64(q, 2, from_ns);
+    sqlite3_bind_int64(q, 3, to_ns);
+    int rc, stop = 0;
+    while (!stop && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        int64_t count = sqlite3_column_int64(q, 2);
+        struct block_record b = {
+            .series_id = series_id,
+            .st =
+                {
+                    .count = count > 0 && count <= UINT32_MAX ? (uint32_t)count : 0,
+                    .start_ns = sqlite3_column_int64(q, 0),
+                    .end_ns = sqlite3_column_int64(q, 1),
+                    .min = col_real(q, 3),
+                    .max = col_real(q, 4),
+                    .sum = col_real(q, 5),
+                    .first = col_real(q, 6),
+                    .last = col_real(q, 7),
+                },
+        };
+        sqlite3_stmt *d = NULL;
+        if (want(&b.st, arg)) {
+            d = stmt(s, ST_BLOCK_DATA);
+            if (!d)
+                break;
+            sqlite3_bind_int64(d, 1, sqlite3_column_int64(q, 8));
+            if (sqlite3_step(d) == SQLITE_ROW) {
+                b.data = sqlite3_column_blob(d, 0);
+                b.len = (size_t)sqlite3_column_bytes(d, 0);
+            }
+        }
+        stop = fn(&b, arg);
+        if (d)
+            sqlite3_reset(d);
+    }
+    if (!stop && rc != SQLITE_DONE)
+        stop = map_rc(s, rc, "cannot read blocks");
+    sqlite3_reset(q);
+    return stop < 0 ? stop : 0;
+}
+
+static int sqlite_series_find(struct store *base, const char *run_id, const char *name,
+                              const char *labels, series_fn *fn, void *arg)
+{
+    struct sqlite_store *s = (struct sqlite_store *)base;
+    sqlite3_stmt *q = stmt(s, ST_SERIES_FIND);
+    if (!q)
+        return map_rc(s, sqlite3_errcode(s->db), "cannot find series");
+    bind_text(q, 1, run_id);
+    bind_text(q, 2, name);
+    bind_text(q, 3, labels);
+    int rc = sqlite3_step(q), out = -STROBE_ENOTFOUND;
+    if (rc == SQLITE_ROW) {
+        const unsigned char *unit = sqlite3_column_text(q, 1);
+        struct series_record r = {
+            .id = sqlite3_column_int64(q, 0),
+            .run_id = run_id,
+            .name = name,
+            .labels = labels,
+            .unit = unit ? (const char *)unit : "",
+            .meta = (const char *)sqlite3_column_text(q, 2),
+            .min = __builtin_nan(""),
+            .max = __builtin_nan(""),
+            .sum = __builtin_nan(""),
+            .start_ns = sqlite3_column_int64(q, 3),
+            .end_ns = sqlite3_column_int64(q, 4),
+        };
+        out = fn(&r, arg);
+    } else if (rc != SQLITE_DONE) {
+        out = map_rc(s, rc, "cannot find series");
+    }
+    sqlite3_reset(q);
+    return out < 0 ? out : 0;
 }
 
 /* ---- framework events ------------------------------------------------------ */
@@ -933,6 +1037,8 @@ static const struct store_ops sqlite_ops = {
     .findings_query = sqlite_findings_query,
     .run_text_put = sqlite_run_text_put,
     .run_texts_query = sqlite_run_texts_query,
+    .blocks_range_query = sqlite_blocks_range_query,
+    .series_find = sqlite_series_find,
 };
 
 static int query_int(struct sqlite_store *s, const char *sql, int64_t *out)
@@ -1051,6 +1157,11 @@ int store_sqlite_open(const char *uri, int readonly, struct store **out, struct 
         goto fail;
     if ((rc = migrate(s, readonly)) < 0)
         goto fail;
+    /* readers map the file rather than copy pages through read(): a chart
+     * of a long series walks tens of thousands of blocks per request (strobe
+     * serve), and a page cache of 2 MiB would re-read them every time */
+    if (readonly)
+        exec_sql(s, "PRAGMA mmap_size=1073741824");
     *out = &s->base;
     return 0;
 fail:

@@ -144,6 +144,9 @@ struct rule_config_record {
 typedef int run_fn(const struct run_record *r, void *arg);
 typedef int series_fn(const struct series_record *s, void *arg);
 typedef int block_fn(const struct block_record *b, void *arg);
+/* Whether a block's points are needed, from its summary alone (a nonzero
+ * answer reads its data; zero leaves data NULL and len 0). */
+typedef int block_want_fn(const struct block_stats *st, void *arg);
 typedef int event_name_fn(int64_t id, const char *name, void *arg);
 typedef int process_fn(const struct process_record *p, void *arg);
 typedef int event_block_fn(const struct event_block_record *b, void *arg);
@@ -215,6 +218,17 @@ struct store_ops {
     /* Texts: one per kind and run, replaced when put again. */
     int (*run_text_put)(struct store *s, const char *run_id, const struct run_text_record *t);
     int (*run_texts_query)(struct store *s, const char *run_id, run_text_fn *fn, void *arg);
+    /* Blocks of a series overlapping [from_ns, to_ns] in time order, their
+     * data read only where want() asks for it: downsampled views read the
+     * summaries of most blocks and decode only those at bucket edges. */
+    int (*blocks_range_query)(struct store *s, int64_t series_id, int64_t from_ns, int64_t to_ns,
+                              block_want_fn *want, block_fn *fn, void *arg);
+    /* The series of a run with this name and labels, without its summary
+     * (count and bytes 0, min/max/sum NaN; start_ns and end_ns are set, 0
+     * without blocks): index lookups only. fn is called
+     * once when it exists; -STROBE_ENOTFOUND when it does not. */
+    int (*series_find)(struct store *s, const char *run_id, const char *name, const char *labels,
+                       series_fn *fn, void *arg);
 };
 
 struct store {

@@ -1,0 +1,79 @@
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "serve/serve.h"
+
+static const char serve_usage[] =
+    "usage: strobe serve [--store S] [--listen 127.0.0.1:8642] [--token T]\n"
+    "                    [--threads N] [--rate N] [--burst N]\n"
+    "  --listen   HOST:PORT or [ADDR]:PORT (port 0: any free one); a non-loopback\n"
+    "             address needs --token\n"
+    "  --token    every request must carry 'Authorization: Bearer T' or ?token=T\n"
+    "             (also $STROBE_SERVE_TOKEN, which keeps it out of ps)\n"
+    "  --rate     requests per second per client, sustained (default 50; 0: no limit)\n"
+    "  --burst    requests a client may send at once (default 100)\n"
+    "The API is in docs/api.md.\n";
+
+static int parse_count(const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (!*s || *end || !(v >= lo && v <= hi))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"store", required_argument, NULL, 's'}, {"listen", required_argument, NULL, 'l'},
+        {"token", required_argument, NULL, 't'}, {"threads", required_argument, NULL, 'n'},
+        {"rate", required_argument, NULL, 'r'},  {"burst", required_argument, NULL, 'b'},
+        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
+    };
+    struct serve_config c = {
+        .listen = "127.0.0.1:8642",
+        .token = getenv("STROBE_SERVE_TOKEN"),
+        .threads = 4,
+        .rate_per_s = 50,
+        .burst = 100,
+        .hooks = {cli_show_json, cli_run_status},
+    };
+    const char *store_flag = NULL;
+    double threads = 4;
+    int ch, bad = 0;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (ch == 's')
+            store_flag = optarg;
+        else if (ch == 'l')
+            c.listen = optarg;
+        else if (ch == 't')
+            c.token = optarg;
+        else if (ch == 'n')
+            bad |= parse_count(optarg, 1, 256, &threads);
+        else if (ch == 'r')
+            bad |= parse_count(optarg, 0, 1e9, &c.rate_per_s);
+        else if (ch == 'b')
+            bad |= parse_count(optarg, 1, 1e9, &c.burst);
+        else {
+            fputs(serve_usage, ch == 'h' ? stdout : stderr);
+            return ch == 'h' ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+        }
+    }
+    if (bad || optind != argc) {
+        fputs(serve_usage, stderr);
+        return CLI_EXIT_USAGE;
+    }
+    if (c.token && !*c.token) {
+        fprintf(stderr, "strobe: --token must not be empty\n");
+        return CLI_EXIT_USAGE;
+    }
+    c.threads = (unsigned)threads;
+    c.store_uri = store_default_uri(store_flag);
+    return serve_run(&c);
+}

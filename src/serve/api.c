@@ -1,0 +1,961 @@
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/err.h"
+#include "serve/api.h"
+#include "serve/downsample.h"
+#include "serve/steps_view.h"
+
+#define RUNS_LIMIT_DEFAULT 1000
+#define RUNS_LIMIT_MAX     100000
+#define POINTS_DEFAULT     1000
+#define COMPARE_MAX_RUNS   16
+#define REF_MAX            256
+
+/* ---- small helpers ---------------------------------------------------------- */
+
+void api_error(struct strbuf *body, const char *msg)
+{
+    strbuf_reset(body);
+    strbuf_adds(body, "{\"error\":");
+    strbuf_add_json_str(body, msg);
+    strbuf_adds(body, "}\n");
+}
+
+static int fail(struct strbuf *body, int status, const char *msg)
+{
+    api_error(body, msg);
+    return status;
+}
+
+/* The first value of key, or NULL. */
+static const char *arg(const struct api_query *q, const char *key)
+{
+    for (size_t i = 0; i < q->n; i++)
+        if (strcmp(q->key[i], key) == 0)
+            return q->value[i];
+    return NULL;
+}
+
+static int parse_double(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (!*s || *end || errno || !isfinite(v))
+        return -EINVAL;
+    *out = v;
+    return 0;
+}
+
+static int parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (!*s || *end || errno || v < lo || v > hi)
+        return -EINVAL;
+    *out = v;
+    return 0;
+}
+
+static void key_str(struct strbuf *o, const char *key, const char *v)
+{
+    strbuf_addf(o, "\"%s\":", key);
+    if (v)
+        strbuf_add_json_str(o, v);
+    else
+        strbuf_adds(o, "null");
+}
+
+static void key_num(struct strbuf *o, const char *key, double v)
+{
+    strbuf_addf(o, "\"%s\":", key);
+    strbuf_add_json_num(o, v);
+}
+
+static void key_kv(struct strbuf *o, const char *key, const struct kv_list *l)
+{
+    strbuf_addf(o, "\"%s\":{", key);
+    for (size_t i = 0; i < l->n; i++) {
+        if (i)
+            strbuf_addch(o, ',');
+        strbuf_add_json_str(o, l->items[i].key);
+        strbuf_addch(o, ':');
+        strbuf_add_json_str(o, l->items[i].value);
+    }
+    strbuf_addch(o, '}');
+}
+
+/* Seconds as a short decimal, to the microsecond: chart axes need no more,
+ * and it keeps arrays of times small. */
+static void add_secs(struct strbuf *o, int64_t ns)
+{
+    char tmp[40];
+    int n = snprintf(tmp, sizeof(tmp), "%.6f", (double)ns / 1e9);
+    while (n > 1 && tmp[n - 1] == '0')
+        tmp[--n] = '\0';
+    if (n > 1 && tmp[n - 1] == '.')
+        tmp[--n] = '\0';
+    if (strcmp(tmp, "-0") == 0)
+        snprintf(tmp, sizeof(tmp), "0");
+    strbuf_adds(o, tmp);
+}
+
+/* A derived figure to 7 significant digits (means: more digits than a chart
+ * can show, fewer bytes than round-trip form). */
+static void add_approx(struct strbuf *o, double v)
+{
+    if (!isfinite(v))
+        strbuf_adds(o, "null");
+    else
+        strbuf_addf(o, "%.7g", v);
+}
+
+/* The workload a run belongs to (strobe run --workload); for runs recorded
+ * before it existed, a tag or param named "workload" stands in. */
+static const char *run_workload(const struct run_record *r)
+{
+    if (r->workload)
+        return r->workload;
+    const char *w = kv_list_get(&r->tags, "workload");
+    return w ? w : kv_list_get(&r->params, "workload");
+}
+
+static int resolve(const struct api_ctx *c, const char *ref, struct run_record *r,
+                   struct strbuf *body, int *status)
+{
+    int rc = store_resolve_run(c->s, ref, r);
+    if (rc == 0)
+        return 0;
+    if (rc == -STROBE_ENOTFOUND)
+        *status = fail(body, 404, "no such run");
+    else if (rc == -STROBE_EAMBIGUOUS)
+        *status = fail(body, 404, "run prefix matches several runs");
+    else
+        *status = fail(body, 500, c->s->err.buf);
+    return rc;
+}
+
+/* ---- /api/runs ------------------------------------------------------------------ */
+
+struct run_row {
+    struct run_record r;
+    struct run_summary sum;
+    int have_sum;
+};
+
+struct run_list {
+    struct run_row *rows;
+    size_t n, cap;
+    const struct api_query *q;
+    int failed;
+};
+
+/* K:V against a list: the key present with that value (K alone: present). */
+static int kv_matches(const struct kv_list *l, const char *spec)
+{
+    const char *colon = strchr(spec, ':');
+    size_t klen = colon ? (size_t)(colon - spec) : strlen(spec);
+    for (size_t i = 0; i < l->n; i++)
+        if (strlen(l->items[i].key) == klen && memcmp(l->items[i].key, spec, klen) == 0)
+            return !colon || strcmp(l->items[i].value, colon + 1) == 0;
+    return 0;
+}
+
+static int run_wanted(const struct run_list *L, const struct run_record *r, const char *status)
+{
+    const struct api_query *q = L->q;
+    for (size_t i = 0; i < q->n; i++) {
+        const char *k = q->key[i], *v = q->value[i];
+        if (strcmp(k, "experiment") == 0 && (!r->experiment || strcmp(r->experiment, v) != 0))
+            return 0;
+        if (strcmp(k, "workload") == 0) {
+            const char *w = run_workload(r);
+            if (!w || strcmp(w, v) != 0)
+                return 0;
+        }
+        if (strcmp(k, "status") == 0 && strcmp(status, v) != 0)
+            return 0;
+        if (strcmp(k, "tag") == 0 && !kv_matches(&r->tags, v))
+            return 0;
+        if (strcmp(k, "param") == 0 && !kv_matches(&r->params, v))
+            return 0;
+    }
+    return 1;
+}
+
+struct list_ctx {
+    struct run_list *L;
+    const struct api_ctx *c;
+};
+
+static int keep_run(const struct run_record *r, void *arg)
+{
+    struct list_ctx *x = arg;
+    struct run_list *L = x->L;
+    if (!run_wanted(L, r, x->c->hooks->run_status(r)))
+        return 0;
+    if (L->n == L->cap) {
+        size_t cap = L->cap ? L->cap * 2 : 64;
+        struct run_row *p = realloc(L->rows, cap * sizeof(*p));
+        if (!p)
+            return -ENOMEM;
+        L->rows = p;
+        L->cap = cap;
+    }
+    struct run_row *row = &L->rows[L->n];
+    memset(row, 0, sizeof(*row));
+    if (run_record_copy(&row->r, r) < 0)
+        return -ENOMEM;
+    L->n++;
+    return 0;
+}
+
+static void run_list_release(struct run_list *L)
+{
+    for (size_t i = 0; i < L->n; i++)
+        run_record_release(&L->rows[i].r);
+    free(L->rows);
+}
+
+enum sort_key {
+    SORT_START,
+    SORT_NAME,
+    SORT_DURATION,
+    SORT_STEPS,
+    SORT_STEP_P50,
+    SORT_SAMPLES,
+    SORT_CPU,
+    SORT_GPU,
+    SORT_FINDINGS,
+};
+
+static const struct {
+    const char *name;
+    enum sort_key key;
+    int needs_summary;
+} sort_keys[] = {
+    {"start", SORT_START, 0},  {"name", SORT_NAME, 0},         {"duration", SORT_DURATION, 0},
+    {"steps", SORT_STEPS, 1},  {"step_p50", SORT_STEP_P50, 1}, {"samples_per_s", SORT_SAMPLES, 1},
+    {"cpu_util", SORT_CPU, 1}, {"gpu_util", SORT_GPU, 1},      {"findings", SORT_FINDINGS, 1},
+};
+
+struct sort_spec {
+    enum sort_key key;
+    int desc;
+    int needs_summary;
+};
+
+static int parse_sort(const char *s, struct sort_spec *out)
+{
+    *out = (struct sort_spec){SORT_START, 1, 0};
+    if (!s)
+        return 0;
+    int desc = *s == '-';
+    s += desc;
+    for (size_t i = 0; i < sizeof(sort_keys) / sizeof(sort_keys[0]); i++)
+        if (strcmp(s, sort_keys[i].name) == 0) {
+            *out = (struct sort_spec){sort_keys[i].key, desc, sort_keys[i].needs_summary};
+            return 0;
+        }
+    return -EINVAL;
+}
+
+static double sort_value(const struct run_row *x, enum sort_key k)
+{
+    switch (k) {
+    case SORT_START:
+        return (double)x->r.start_ns;
+    case SORT_DURATION:
+        return run_record_duration_s(&x->r);
+    case SORT_STEPS:
+        return (double)x->sum.steps;
+    case SORT_STEP_P50:
+        return x->sum.step_p50_s;
+    case SORT_SAMPLES:
+        return x->sum.samples_per_s;
+    case SORT_CPU:
+        return x->sum.cpu_util_pct;
+    case SORT_GPU:
+        return x->sum.gpu_util_pct;
+    case SORT_FINDINGS:
+        return (double)x->sum.findings;
+    case SORT_NAME:
+        break;
+    }
+    return 0;
+}
+
+/* Missing figures (NaN) sort last either way; ties keep newest first. */
+static int cmp_rows(const void *a, const void *b, void *arg)
+{
+    const struct sort_spec *sp = arg;
+    const struct run_row *x = a, *y = b;
+    int c;
+    if (sp->key == SORT_NAME) {
+        c = strcmp(x->r.name ? x->r.name : "", y->r.name ? y->r.name : "");
+    } else {
+        double u = sort_value(x, sp->key), v = sort_value(y, sp->key);
+        if (isnan(u) || isnan(v))
+            return isnan(u) - isnan(v);
+        c = (u > v) - (u < v);
+    }
+    if (sp->desc)
+        c = -c;
+    if (c == 0)
+        c = (x->r.start_ns < y->r.start_ns) - (x->r.start_ns > y->r.start_ns);
+    return c;
+}
+
+static int fill_summary(const struct api_ctx *c, struct run_row *row)
+{
+    if (row->have_sum)
+        return 0;
+    int rc = summary_get(c->cache, c->s, &row->r, &row->sum);
+    row->have_sum = rc == 0;
+    return rc;
+}
+
+static void run_row_json(const struct api_ctx *c, struct strbuf *o, const struct run_row *x)
+{
+    const struct run_record *r = &x->r;
+    strbuf_addch(o, '{');
+    key_str(o, "id", r->id);
+    strbuf_addch(o, ',');
+    key_str(o, "name", r->name);
+    strbuf_addch(o, ',');
+    key_str(o, "experiment", r->experiment);
+    strbuf_addch(o, ',');
+    key_str(o, "workload", run_workload(r));
+    strbuf_addch(o, ',');
+    key_str(o, "status", c->hooks->run_status(r));
+    strbuf_addch(o, ',');
+    key_kv(o, "tags", &r->tags);
+    strbuf_addch(o, ',');
+    key_kv(o, "params", &r->params);
+    strbuf_addf(o, ",\"start_ns\":%lld,\"end_ns\":", (long long)r->start_ns);
+    if (r->end_ns)
+        strbuf_addf(o, "%lld", (long long)r->end_ns);
+    else
+        strbuf_adds(o, "null");
+    strbuf_addch(o, ',');
+    key_num(o, "duration_s", run_record_duration_s(r));
+    strbuf_addf(o, ",\"steps\":%lld,", (long long)x->sum.steps);
+    key_num(o, "step_p50_s", x->sum.step_p50_s);
+    strbuf_addch(o, ',');
+    key_num(o, "samples_per_s", x->sum.samples_per_s);
+    strbuf_addch(o, ',');
+    key_num(o, "cpu_util_pct", x->sum.cpu_util_pct);
+    strbuf_addch(o, ',');
+    key_num(o, "gpu_util_pct", x->sum.gpu_util_pct);
+    strbuf_addf(o, ",\"findings\":%lld}", (long long)x->sum.findings);
+}
+
+static int api_runs(const struct api_ctx *c, const struct api_query *q, struct strbuf *o)
+{
+    struct sort_spec sp;
+    long limit = RUNS_LIMIT_DEFAULT, offset = 0;
+    const char *v;
+    if (parse_sort(arg(q, "sort"), &sp) < 0)
+        return fail(o, 400,
+                    "sort: start, name, duration, steps, step_p50, samples_per_s, "
+                    "cpu_util, gpu_util or findings, '-' first for descending");
+    if ((v = arg(q, "limit")) && parse_long(v, 0, RUNS_LIMIT_MAX, &limit) < 0)
+        return fail(o, 400, "limit: an integer 0..100000");
+    if ((v = arg(q, "offset")) && parse_long(v, 0, 1L << 30, &offset) < 0)
+        return fail(o, 400, "offset: a non-negative integer");
+    struct run_list L = {.q = q};
+    struct list_ctx lc = {&L, c};
+    int status = 200;
+    if (c->s->ops->runs_query(c->s, NULL, keep_run, &lc) < 0) {
+        status = fail(o, 500, c->s->err.buf);
+        goto out;
+    }
+    /* summaries for every run only when they decide the order; else for
+     * the page alone */
+    for (size_t i = 0; sp.needs_summary && i < L.n; i++)
+        fill_summary(c, &L.rows[i]);
+    if (L.n)
+        qsort_r(L.rows, L.n, sizeof(*L.rows), cmp_rows, &sp);
+    size_t first = (size_t)offset < L.n ? (size_t)offset : L.n;
+    size_t last = first + (size_t)limit < L.n ? first + (size_t)limit : L.n;
+    strbuf_addf(o, "{\"total\":%zu,\"offset\":%ld,\"limit\":%ld,\"runs\":[", L.n, offset, limit);
+    for (size_t i = first; i < last; i++) {
+        fill_summary(c, &L.rows[i]);
+        if (i > first)
+            strbuf_adds(o, ",\n");
+        run_row_json(c, o, &L.rows[i]);
+    }
+    strbuf_adds(o, "]}\n");
+out:
+    run_list_release(&L);
+    return status;
+}
+
+/* ---- /api/runs/{id}/... ------------------------------------------------------------ */
+
+static int api_run(const struct api_ctx *c, const struct run_record *r, struct strbuf *o)
+{
+    if (c->hooks->run_json(c->s, r, o) < 0)
+        return fail(o, 500, c->s->err.buf[0] ? c->s->err.buf : "cannot read run");
+    return 200;
+}
+
+static int metric_json(const struct series_record *s, void *arg)
+{
+    struct strbuf *o = arg;
+    strbuf_adds(o, o->buf[o->len - 1] == '[' ? "\n{" : ",\n{");
+    key_str(o, "name", s->name);
+    strbuf_addch(o, ',');
+    key_str(o, "labels", s->labels);
+    strbuf_addch(o, ',');
+    key_str(o, "unit", s->unit);
+    strbuf_addf(o, ",\"count\":%lld,", (long long)s->count);
+    key_num(o, "min", s->min);
+    strbuf_addch(o, ',');
+    key_num(o, "max", s->max);
+    strbuf_addch(o, ',');
+    key_num(o, "mean", s->count ? s->sum / (double)s->count : NAN);
+    strbuf_addf(o, ",\"start_ns\":%lld,\"end_ns\":%lld}", (long long)s->start_ns,
+                (long long)s->end_ns);
+    return 0;
+}
+
+static int api_metrics(const struct api_ctx *c, const struct run_record *r, struct strbuf *o)
+{
+    strbuf_adds(o, "{\"run\":");
+    strbuf_add_json_str(o, r->id);
+    strbuf_adds(o, ",\"metrics\":[");
+    if (c->s->ops->series_query(c->s, r->id, metric_json, o) < 0)
+        return fail(o, 500, c->s->err.buf);
+    strbuf_adds(o, "]}\n");
+    return 200;
+}
+
+/* from= and to= (seconds since the run's start) into absolute ns, within
+ * [lo, hi] by default. */
+static int parse_range(const struct api_query *q, int64_t t0, int64_t lo, int64_t hi, int64_t *from,
+                       int64_t *to)
+{
+    double f, t;
+    const char *v;
+    *from = lo;
+    *to = hi;
+    if ((v = arg(q, "from"))) {
+        if (parse_double(v, &f) < 0 || fabs(f) > 1e9)
+            return -EINVAL;
+        *from = t0 + (int64_t)llround(f * 1e9);
+    }
+    if ((v = arg(q, "to"))) {
+        if (parse_double(v, &t) < 0 || fabs(t) > 1e9)
+            return -EINVAL;
+        *to = t0 + (int64_t)llround(t * 1e9);
+    }
+    return *to >= *from ? 0 : -EINVAL;
+}
+
+static int parse_points(const struct api_query *q, uint32_t *out)
+{
+    long n = POINTS_DEFAULT;
+    const char *v = arg(q, "points");
+    if (v && parse_long(v, 1, DOWNSAMPLE_MAX_BUCKETS, &n) < 0)
+        return -EINVAL;
+    *out = (uint32_t)n;
+    return 0;
+}
+
+struct found_series {
+    int found;
+    int64_t id, start_ns, end_ns;
+    char unit[64];
+};
+
+static int keep_series(const struct series_record *s, void *arg)
+{
+    struct found_series *f = arg;
+    f->found = 1;
+    f->id = s->id;
+    f->start_ns = s->start_ns;
+    f->end_ns = s->end_ns;
+    snprintf(f->unit, sizeof(f->unit), "%s", s->unit);
+    return 0;
+}
+
+static void series_arrays(struct strbuf *o, const struct downsampler *d, int64_t t0)
+{
+    static const char *const names[] = {"t", "min", "max", "mean", "count"};
+    for (int a = 0; a < 5; a++) {
+        strbuf_addf(o, ",\"%s\":[", names[a]);
+        int first = 1;
+        for (uint32_t i = 0; i < d->nbuckets; i++) {
+            const struct ds_bucket *b = &d->b[i];
+            if (!b->count)
+                continue;
+            if (!first)
+                strbuf_addch(o, ',');
+            first = 0;
+            if (a == 0)
+                add_secs(o, b->first_ns - t0);
+            else if (a == 1)
+                strbuf_add_json_num(o, b->min);
+            else if (a == 2)
+                strbuf_add_json_num(o, b->max);
+            else if (a == 3)
+                add_approx(o, isnan(b->min) ? NAN : b->sum / (double)b->count);
+            else
+                strbuf_addf(o, "%lld", (long long)b->count);
+        }
+        strbuf_addch(o, ']');
+    }
+}
+
+static int api_series(const struct api_ctx *c, const struct run_record *r,
+                      const struct api_query *q, struct strbuf *o)
+{
+    const char *name = arg(q, "name"), *labels = arg(q, "labels");
+    uint32_t points;
+    if (!name)
+        return fail(o, 400, "name= is required (see /api/runs/{id}/metrics)");
+    if (parse_points(q, &points) < 0)
+        return fail(o, 400, "points: an integer 1..16384");
+    struct found_series f = {0};
+    int rc = c->s->ops->series_find(c->s, r->id, name, labels ? labels : "", keep_series, &f);
+    if (rc < 0 && rc != -STROBE_ENOTFOUND)
+        return fail(o, 500, c->s->err.buf);
+    if (!f.found)
+        return fail(o, 404, "no such series in this run");
+    int64_t from, to;
+    if (parse_range(q, r->start_ns, f.start_ns, f.end_ns, &from, &to) < 0)
+        return fail(o, 400, "from/to: seconds since the run's start, from <= to");
+    struct downsampler d;
+    if (downsampler_init(&d, from, to, points) < 0)
+        return fail(o, 500, "out of memory");
+    if (downsampler_run(&d, c->s, f.id) < 0) {
+        downsampler_release(&d);
+        return fail(o, 500, c->s->err.buf);
+    }
+    strbuf_adds(o, "{");
+    key_str(o, "run", r->id);
+    strbuf_addch(o, ',');
+    key_str(o, "name", name);
+    strbuf_addch(o, ',');
+    key_str(o, "labels", labels ? labels : "");
+    strbuf_addch(o, ',');
+    key_str(o, "unit", f.unit);
+    strbuf_addf(o,
+                ",\"t0_ns\":%lld,\"from_ns\":%lld,\"to_ns\":%lld,\"bucket_ns\":%lld,"
+                "\"blocks_summary\":%lld,\"blocks_decoded\":%lld,\"corrupt\":%s",
+                (long long)r->start_ns, (long long)from, (long long)to, (long long)d.bucket_ns,
+                (long long)d.blocks_summary, (long long)d.blocks_decoded,
+                d.corrupt ? "true" : "false");
+    series_arrays(o, &d, r->start_ns);
+    strbuf_adds(o, "}\n");
+    downsampler_release(&d);
+    return 200;
+}
+
+/* Steps grouped into time buckets: per bucket the count, min/max/mean
+ * duration and the mean time of each phase (one bucket per step when there
+ * are few). */
+struct step_bucket {
+    int64_t first_ns;
+    int64_t count;
+    double dmin, dmax, dsum;
+    double phase[PHASE_COUNT];
+};
+
+static void steps_json(struct strbuf *o, const struct step_bucket *b, uint32_t nb, int64_t t0)
+{
+    static const char *const names[] = {"t", "count", "dur_min_ms", "dur_max_ms", "dur_mean_ms"};
+    for (int a = 0; a < 5; a++) {
+        strbuf_addf(o, ",\"%s\":[", names[a]);
+        for (uint32_t i = 0; i < nb; i++) {
+            if (i)
+                strbuf_addch(o, ',');
+            double n = (double)b[i].count;
+            if (a == 0)
+                add_secs(o, b[i].first_ns - t0);
+            else if (a == 1)
+                strbuf_addf(o, "%lld", (long long)b[i].count);
+            else
+                add_approx(o, (a == 2 ? b[i].dmin : a == 3 ? b[i].dmax : b[i].dsum / n) / 1e6);
+        }
+        strbuf_addch(o, ']');
+    }
+    strbuf_adds(o, ",\"phases_ms\":{");
+    for (int p = 0; p < PHASE_COUNT; p++) {
+        strbuf_addf(o, "%s\"%s\":[", p ? "," : "", phase_names[p]);
+        for (uint32_t i = 0; i < nb; i++) {
+            if (i)
+                strbuf_addch(o, ',');
+            add_approx(o, b[i].phase[p] / (double)b[i].count / 1e6);
+        }
+        strbuf_addch(o, ']');
+    }
+    strbuf_addch(o, '}');
+}
+
+/* Bucket the steps starting in [from, to]; returns the bucket count. */
+static uint32_t bucket_steps(const struct step_rows *rows, int64_t from, int64_t to,
+                             uint32_t points, struct step_bucket *b)
+{
+    uint32_t in = 0;
+    for (uint32_t i = 0; i < rows->n; i++)
+        in += rows->r[i].start_ns >= from && rows->r[i].start_ns <= to;
+    uint32_t nb = 0;
+    uint64_t width = in <= points ? 0 : ((uint64_t)to - (uint64_t)from) / points + 1;
+    int64_t cur = -1;
+    for (uint32_t i = 0; i < rows->n; i++) {
+        const struct step_row *s = &rows->r[i];
+        if (s->start_ns < from || s->start_ns > to)
+            continue;
+        int64_t k =
+            width ? (int64_t)(((uint64_t)s->start_ns - (uint64_t)from) / width) : (int64_t)i;
+        if (k != cur) {
+            cur = k;
+            b[nb++] =
+                (struct step_bucket){.first_ns = s->start_ns, .dmin = INFINITY, .dmax = -INFINITY};
+        }
+        struct step_bucket *x = &b[nb - 1];
+        double dur = (double)(s->end_ns - s->start_ns);
+        x->count++;
+        x->dmin = fmin(x->dmin, dur);
+        x->dmax = fmax(x->dmax, dur);
+        x->dsum += dur;
+        for (int p = 0; p < PHASE_COUNT; p++)
+            x->phase[p] += s->phase_ns[p];
+    }
+    return nb;
+}
+
+static int api_steps(const struct api_ctx *c, const struct run_record *r, const struct api_query *q,
+                     struct strbuf *o)
+{
+    uint32_t points;
+    if (parse_points(q, &points) < 0)
+        return fail(o, 400, "points: an integer 1..16384");
+    int64_t from, to;
+    if (parse_range(q, r->start_ns, INT64_MIN, INT64_MAX, &from, &to) < 0)
+        return fail(o, 400, "from/to: seconds since the run's start, from <= to");
+    struct step_rows rows;
+    if (step_rows_load(c->s, r->id, &rows) < 0) {
+        step_rows_release(&rows);
+        return fail(o, 500, c->s->err.buf);
+    }
+    if (rows.n && from == INT64_MIN)
+        from = rows.r[0].start_ns;
+    if (rows.n && to == INT64_MAX)
+        to = rows.r[rows.n - 1].start_ns;
+    struct step_bucket *b = calloc(rows.n + 1, sizeof(*b));
+    if (!b) {
+        step_rows_release(&rows);
+        return fail(o, 500, "out of memory");
+    }
+    uint32_t nb = rows.n ? bucket_steps(&rows, from, to, points, b) : 0;
+    int64_t total = 0;
+    for (uint32_t i = 0; i < nb; i++)
+        total += b[i].count;
+    strbuf_adds(o, "{");
+    key_str(o, "run", r->id);
+    strbuf_addf(o, ",\"pid\":%lld,\"t0_ns\":%lld,\"steps\":%lld,\"grouped\":%s",
+                (long long)rows.pid, (long long)r->start_ns, (long long)total,
+                nb < total ? "true" : "false");
+    steps_json(o, b, nb, r->start_ns);
+    strbuf_adds(o, "}\n");
+    free(b);
+    step_rows_release(&rows);
+    return 200;
+}
+
+static int finding_json(const struct finding_record *f, void *arg)
+{
+    struct strbuf *o = arg;
+    strbuf_adds(o, o->buf[o->len - 1] == '[' ? "\n{" : ",\n{");
+    key_str(o, "rule", f->rule);
+    strbuf_addch(o, ',');
+    key_str(o, "severity", f->severity);
+    strbuf_addch(o, ',');
+    key_str(o, "scope", f->scope);
+    strbuf_addf(o, ",\"start_ns\":%lld,\"end_ns\":%lld,", (long long)f->start_ns,
+                (long long)f->end_ns);
+    key_str(o, "evidence", f->evidence);
+    strbuf_addch(o, ',');
+    key_str(o, "events", f->events);
+    strbuf_addch(o, ',');
+    key_str(o, "recommendation", f->recommendation);
+    strbuf_addch(o, '}');
+    return 0;
+}
+
+static int api_findings(const struct api_ctx *c, const struct run_record *r, struct strbuf *o)
+{
+    strbuf_adds(o, "{");
+    key_str(o, "run", r->id);
+    strbuf_addf(o, ",\"t0_ns\":%lld,\"findings\":[", (long long)r->start_ns);
+    /* a store from before the rules has no findings table: an empty list */
+    size_t mark = o->len;
+    if (c->s->ops->findings_query(c->s, r->id, finding_json, o) < 0) {
+        o->len = mark;
+        o->buf[mark] = '\0';
+    }
+    strbuf_adds(o, "]}\n");
+    return 200;
+}
+
+/* ---- /api/runs/{id}/texts[/{kind}] --------------------------------------------------- */
+
+struct texts_ctx {
+    struct strbuf *o;
+    const char *kind; /* NULL: the list */
+    int n;
+};
+
+static int text_json(const struct run_text_record *t, void *arg)
+{
+    struct texts_ctx *x = arg;
+    if (x->kind && strcmp(t->kind, x->kind) != 0)
+        return 0;
+    strbuf_adds(x->o, x->n++ ? "," : "");
+    strbuf_adds(x->o, "{");
+    key_str(x->o, "kind", t->kind);
+    strbuf_addf(x->o, ",\"bytes\":%lld,\"kept\":%zu", (long long)t->bytes, t->len);
+    if (x->kind) {
+        /* the stored bytes may be any bytes: a JSON string is valid UTF-8 */
+        char *text = strndup(t->data ? t->data : "", t->len);
+        strbuf_adds(x->o, ",\"text\":");
+        strbuf_add_json_str(x->o, text ? text : "");
+        free(text);
+    }
+    strbuf_addch(x->o, '}');
+    return 0;
+}
+
+/* The texts kept with a run (stdout, stderr, packages, lscpu, nvidia-smi):
+ * the list with sizes, or one of them with its text. */
+static int api_texts(const struct api_ctx *c, const struct run_record *r, const char *kind,
+                     struct strbuf *o)
+{
+    struct texts_ctx x = {o, kind && *kind ? kind : NULL, 0};
+    strbuf_adds(o, x.kind ? "" : "{\"texts\":[");
+    if (c->s->ops->run_texts_query(c->s, r->id, text_json, &x) < 0) {
+        strbuf_reset(o);
+        return fail(o, 500, "cannot read the run's texts");
+    }
+    if (x.kind && !x.n) {
+        strbuf_reset(o);
+        return fail(o, 404, "no such text");
+    }
+    strbuf_adds(o, x.kind ? "\n" : "]}\n");
+    return 200;
+}
+
+/* ---- /api/compare ----------------------------------------------------------------- */
+
+struct compare_set {
+    struct run_row row[COMPARE_MAX_RUNS];
+    size_t n;
+};
+
+static void compare_params(struct strbuf *o, const struct compare_set *cs, int tags)
+{
+    /* every key any run has, each with every run's value (null when absent) */
+    strbuf_addf(o, ",\"%s\":[", tags ? "tags" : "params");
+    int first = 1;
+    for (size_t i = 0; i < cs->n; i++) {
+        const struct kv_list *l = tags ? &cs->row[i].r.tags : &cs->row[i].r.params;
+        for (size_t k = 0; k < l->n; k++) {
+            const char *key = l->items[k].key;
+            int seen = 0;
+            for (size_t j = 0; j < i && !seen; j++)
+                seen = kv_list_get(tags ? &cs->row[j].r.tags : &cs->row[j].r.params, key) != NULL;
+            if (seen)
+                continue;
+            strbuf_adds(o, first ? "\n{" : ",\n{");
+            first = 0;
+            key_str(o, "key", key);
+            strbuf_adds(o, ",\"values\":[");
+            int differs = 0;
+            const char *v0 = NULL;
+            for (size_t j = 0; j < cs->n; j++) {
+                const char *v = kv_list_get(tags ? &cs->row[j].r.tags : &cs->row[j].r.params, key);
+                if (j)
+                    strbuf_addch(o, ',');
+                if (v)
+                    strbuf_add_json_str(o, v);
+                else
+                    strbuf_adds(o, "null");
+                if (j == 0)
+                    v0 = v;
+                else if (!v || !v0 || strcmp(v, v0) != 0)
+                    differs = 1;
+            }
+            strbuf_addf(o, "],\"differs\":%s}", differs ? "true" : "false");
+        }
+    }
+    strbuf_addch(o, ']');
+}
+
+static double summary_field(const struct run_row *x, int k)
+{
+    switch (k) {
+    case 0:
+        return run_record_duration_s(&x->r);
+    case 1:
+        return (double)x->sum.steps;
+    case 2:
+        return x->sum.step_p50_s;
+    case 3:
+        return x->sum.samples_per_s;
+    case 4:
+        return x->sum.cpu_util_pct;
+    case 5:
+        return x->sum.gpu_util_pct;
+    default:
+        return (double)x->sum.findings;
+    }
+}
+
+static void compare_summary(struct strbuf *o, const struct compare_set *cs)
+{
+    static const char *const keys[] = {"duration_s",    "steps",        "step_p50_s",
+                                       "samples_per_s", "cpu_util_pct", "gpu_util_pct",
+                                       "findings"};
+    strbuf_adds(o, ",\"summary\":[");
+    for (int k = 0; k < 7; k++) {
+        strbuf_adds(o, k ? ",\n{" : "\n{");
+        key_str(o, "key", keys[k]);
+        strbuf_adds(o, ",\"values\":[");
+        for (size_t j = 0; j < cs->n; j++) {
+            if (j)
+                strbuf_addch(o, ',');
+            strbuf_add_json_num(o, summary_field(&cs->row[j], k));
+        }
+        /* change against the first run, in percent */
+        strbuf_adds(o, "],\"delta_pct\":[");
+        double base = summary_field(&cs->row[0], k);
+        for (size_t j = 0; j < cs->n; j++) {
+            double v = summary_field(&cs->row[j], k);
+            if (j)
+                strbuf_addch(o, ',');
+            add_approx(o, base != 0 ? (v - base) / fabs(base) * 100.0 : NAN);
+        }
+        strbuf_adds(o, "]}");
+    }
+    strbuf_addch(o, ']');
+}
+
+/* Split runs=a,b,c and resolve each; 0 or an HTTP status. */
+static int compare_load(const struct api_ctx *c, const char *list, struct compare_set *cs,
+                        struct strbuf *o)
+{
+    char ref[REF_MAX];
+    for (const char *p = list; *p;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (cs->n == COMPARE_MAX_RUNS)
+            return fail(o, 400, "runs: at most 16");
+        if (len == 0 || len >= sizeof(ref))
+            return fail(o, 400, "runs: a comma list of run ids or names");
+        memcpy(ref, p, len);
+        ref[len] = '\0';
+        int status = 0;
+        if (resolve(c, ref, &cs->row[cs->n].r, o, &status) < 0)
+            return status;
+        fill_summary(c, &cs->row[cs->n]);
+        cs->n++;
+        p += len + (comma ? 1 : 0);
+    }
+    return cs->n ? 0 : fail(o, 400, "runs= is required: a comma list of run ids or names");
+}
+
+static int api_compare(const struct api_ctx *c, const struct api_query *q, struct strbuf *o)
+{
+    struct compare_set *cs = calloc(1, sizeof(*cs));
+    if (!cs)
+        return fail(o, 500, "out of memory");
+    const char *list = arg(q, "runs");
+    int status = compare_load(c, list ? list : "", cs, o);
+    if (status == 0) {
+        strbuf_adds(o, "{\"runs\":[");
+        for (size_t i = 0; i < cs->n; i++) {
+            if (i)
+                strbuf_adds(o, ",\n");
+            run_row_json(c, o, &cs->row[i]);
+        }
+        strbuf_addch(o, ']');
+        compare_params(o, cs, 0);
+        compare_params(o, cs, 1);
+        compare_summary(o, cs);
+        strbuf_adds(o, "}\n");
+        status = 200;
+    }
+    for (size_t i = 0; i < cs->n; i++)
+        run_record_release(&cs->row[i].r);
+    free(cs);
+    return status;
+}
+
+/* ---- routing ------------------------------------------------------------------------ */
+
+static const struct {
+    const char *name;
+    int (*fn)(const struct api_ctx *c, const struct run_record *r, const struct api_query *q,
+              struct strbuf *o);
+} run_views[] = {
+    {"series", api_series},
+    {"steps", api_steps},
+};
+
+static int run_endpoint(const struct api_ctx *c, const char *rest, const struct api_query *q,
+                        struct strbuf *o)
+{
+    const char *slash = strchr(rest, '/');
+    size_t len = slash ? (size_t)(slash - rest) : strlen(rest);
+    const char *view = slash ? slash + 1 : "";
+    char ref[REF_MAX];
+    if (len == 0 || len >= sizeof(ref))
+        return fail(o, 404, "no such run");
+    memcpy(ref, rest, len);
+    ref[len] = '\0';
+    struct run_record r;
+    int status = 404;
+    if (resolve(c, ref, &r, o, &status) < 0)
+        return status;
+    if (!*view)
+        status = api_run(c, &r, o);
+    else if (strcmp(view, "metrics") == 0)
+        status = api_metrics(c, &r, o);
+    else if (strcmp(view, "findings") == 0)
+        status = api_findings(c, &r, o);
+    else if (strcmp(view, "texts") == 0)
+        status = api_texts(c, &r, NULL, o);
+    else if (strncmp(view, "texts/", 6) == 0)
+        status = api_texts(c, &r, view + 6, o);
+    else {
+        status = fail(o, 404, "no such endpoint");
+        for (size_t i = 0; i < sizeof(run_views) / sizeof(run_views[0]); i++)
+            if (strcmp(view, run_views[i].name) == 0) {
+                strbuf_reset(o);
+                status = run_views[i].fn(c, &r, q, o);
+            }
+    }
+    run_record_release(&r);
+    return status;
+}
+
+int api_handle(const struct api_ctx *c, const char *path, const struct api_query *q,
+               struct strbuf *body)
+{
+    if (strcmp(path, "/api/runs") == 0)
+        return api_runs(c, q, body);
+    if (strncmp(path, "/api/runs/", 10) == 0)
+        return run_endpoint(c, path + 10, q, body);
+    if (strcmp(path, "/api/compare") == 0)
+        return api_compare(c, q, body);
+    return fail(body, 404, "no such endpoint");
+}

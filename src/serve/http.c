@@ -1,0 +1,423 @@
+/*
+ * strobe serve's HTTP side: libmicrohttpd's thread pool, the checks every
+ * request passes before it reaches the API (rate, URI length, method, body,
+ * token), static assets from the embedded table, and the headers every
+ * response carries.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "common/clock.h"
+#include "serve/api.h"
+#include "serve/assets.h"
+#include "serve/ratelimit.h"
+#include "serve/serve.h"
+
+#define MAX_URI_BYTES     4096  /* longer request targets get 414 */
+#define CONN_MEMORY       32768 /* per connection: request line and headers must fit */
+#define CONN_TIMEOUT_S    30
+#define CONN_LIMIT        256
+#define PER_IP_CONN_LIMIT 32
+
+static const char csp_html[] = "default-src 'self'; img-src 'self' data:; object-src 'none'; "
+                               "base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+struct server {
+    const struct serve_config *cfg;
+    struct ratelimit rl;
+    struct summary_cache *cache;
+    pthread_key_t store_key; /* each worker thread's read-only store */
+};
+
+/* ---- per-thread store ------------------------------------------------------------ */
+
+static void close_store(void *p)
+{
+    store_close(p);
+}
+
+static struct store *thread_store(struct server *sv, struct strbuf *err)
+{
+    struct store *s = pthread_getspecific(sv->store_key);
+    if (s)
+        return s;
+    if (store_open(sv->cfg->store_uri, 1, &s, err) < 0)
+        return NULL;
+    pthread_setspecific(sv->store_key, s);
+    return s;
+}
+
+/* ---- responses ------------------------------------------------------------------- */
+
+static enum MHD_Result respond(struct MHD_Connection *conn, unsigned status, const char *type,
+                               struct MHD_Response *resp, int html)
+{
+    if (!resp)
+        return MHD_NO;
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
+    MHD_add_response_header(resp, "X-Frame-Options", "DENY");
+    if (html)
+        MHD_add_response_header(resp, "Content-Security-Policy", csp_html);
+    else
+        MHD_add_response_header(resp, "Content-Security-Policy", "default-src 'none'");
+    if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+    if (status == MHD_HTTP_UNAUTHORIZED)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer");
+    if (status == MHD_HTTP_TOO_MANY_REQUESTS)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+    enum MHD_Result rc = MHD_queue_response(conn, status, resp);
+    MHD_destroy_response(resp);
+    return rc;
+}
+
+/* A JSON body; sb is consumed. */
+static enum MHD_Result send_json(struct MHD_Connection *conn, unsigned status, struct strbuf *sb)
+{
+    size_t len = sb->len;
+    char *body = strbuf_detach(sb);
+    struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    if (!resp) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    return respond(conn, status, "application/json; charset=utf-8", resp, 0);
+}
+
+static enum MHD_Result send_error(struct MHD_Connection *conn, unsigned status, const char *msg)
+{
+    struct strbuf sb;
+    strbuf_init(&sb);
+    api_error(&sb, msg);
+    return send_json(conn, status, &sb);
+}
+
+static enum MHD_Result send_asset(struct MHD_Connection *conn, const struct serve_asset *a)
+{
+    /* the table is static: no copy */
+    struct MHD_Response *resp =
+        MHD_create_response_from_buffer(a->len, (void *)a->data, MHD_RESPMEM_PERSISTENT);
+    const char *type = serve_asset_type(a->name);
+    return respond(conn, MHD_HTTP_OK, type, resp, strncmp(type, "text/html", 9) == 0);
+}
+
+/* ---- checks ---------------------------------------------------------------------- */
+
+/* Compare without an early exit, so the time taken does not tell how much
+ * of a guessed token was right. */
+static int token_equal(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    unsigned char diff = (unsigned char)(la != lb);
+    for (size_t i = 0; i < lb; i++)
+        diff |= (unsigned char)(a[i < la ? i : 0] ^ b[i]);
+    return la > 0 && diff == 0;
+}
+
+static int authorized(struct MHD_Connection *conn, const char *token)
+{
+    if (!token)
+        return 1;
+    const char *h =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (h && strncmp(h, "Bearer ", 7) == 0 && token_equal(h + 7, token))
+        return 1;
+    const char *q = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "token");
+    return q && token_equal(q, token);
+}
+
+/* The client's address bytes, the rate limiter's key. */
+static size_t client_key(struct MHD_Connection *conn, uint8_t key[16])
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (!ci || !ci->client_addr)
+        return 0;
+    const struct sockaddr *sa = ci->client_addr;
+    if (sa->sa_family == AF_INET) {
+        memcpy(key, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, 4);
+        return 4;
+    }
+    if (sa->sa_family == AF_INET6) {
+        memcpy(key, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, 16);
+        return 16;
+    }
+    return 0;
+}
+
+static int has_body(struct MHD_Connection *conn)
+{
+    const char *cl =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *te =
+        MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
+    return te || (cl && strcmp(cl, "0") != 0);
+}
+
+struct args_ctx {
+    struct api_query *q;
+    int overflow;
+};
+
+static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                                   const char *value)
+{
+    (void)kind;
+    struct args_ctx *a = cls;
+    if (a->q->n == API_MAX_ARGS) {
+        a->overflow = 1;
+        return MHD_NO;
+    }
+    a->q->key[a->q->n] = key;
+    a->q->value[a->q->n] = value ? value : "";
+    a->q->n++;
+    return MHD_YES;
+}
+
+/* ---- the request handler ------------------------------------------------------------ */
+
+static enum MHD_Result serve_api(struct server *sv, struct MHD_Connection *conn, const char *url)
+{
+    struct api_query q = {0};
+    struct args_ctx a = {&q, 0};
+    MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, collect_arg, &a);
+    if (a.overflow)
+        return send_error(conn, MHD_HTTP_BAD_REQUEST, "too many query arguments");
+    struct strbuf body, err;
+    strbuf_init(&body);
+    strbuf_init(&err);
+    struct store *s = thread_store(sv, &err);
+    int status;
+    if (!s) {
+        api_error(&body, err.buf);
+        status = MHD_HTTP_SERVICE_UNAVAILABLE;
+    } else {
+        struct api_ctx c = {s, &sv->cfg->hooks, sv->cache};
+        status = api_handle(&c, url, &q, &body);
+    }
+    strbuf_release(&err);
+    return send_json(conn, (unsigned)status, &body);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
+{
+    (void)version;
+    (void)upload_data;
+    struct server *sv = cls;
+    /* the URI logger left the raw request target's length + 1 here */
+    size_t uri_len = (size_t)(uintptr_t)*con_cls - 1;
+    if (*upload_data_size) {
+        *upload_data_size = 0; /* a body we already refused: drop it */
+        return MHD_YES;
+    }
+    uint8_t key[16];
+    size_t klen = client_key(conn, key);
+    if (!ratelimit_allow(&sv->rl, key, klen, clock_monotonic_ns()))
+        return send_error(conn, MHD_HTTP_TOO_MANY_REQUESTS, "too many requests; slow down");
+    if (uri_len > MAX_URI_BYTES)
+        return send_error(conn, MHD_HTTP_URI_TOO_LONG, "request URI too long");
+    if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+        return send_error(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "read-only API: GET only");
+    if (has_body(conn))
+        return send_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, "no request bodies");
+    if (!authorized(conn, sv->cfg->token))
+        return send_error(conn, MHD_HTTP_UNAUTHORIZED, "a token is required");
+    if (strncmp(url, "/api/", 5) == 0)
+        return serve_api(sv, conn, url);
+    /* assets by exact name from the table: a path with '/' or '..' in it
+     * names no entry, so nothing outside the set can be reached */
+    const struct serve_asset *asset = NULL;
+    if (strcmp(url, "/") == 0)
+        asset = serve_asset_find("index.html");
+    else if (strncmp(url, "/assets/", 8) == 0)
+        asset = serve_asset_find(url + 8);
+    if (!asset)
+        return send_error(conn, MHD_HTTP_NOT_FOUND, "not found");
+    return send_asset(conn, asset);
+}
+
+/* Called first for every request with the raw target: its length is kept as
+ * the connection's context (no allocation, so nothing to free). */
+static void *log_uri(void *cls, const char *uri, struct MHD_Connection *conn)
+{
+    (void)cls;
+    (void)conn;
+    return (void *)(uintptr_t)(strlen(uri) + 1);
+}
+
+static void log_mhd(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    (void)fmt;
+    (void)ap; /* libmicrohttpd's own notes (a client hanging up) are not ours to print */
+}
+
+/* ---- listening ----------------------------------------------------------------------- */
+
+static int is_loopback(const struct sockaddr *sa)
+{
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)(const void *)sa;
+        return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+    }
+    if (sa->sa_family == AF_INET6) {
+        const struct in6_addr *a = &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+        if (IN6_IS_ADDR_LOOPBACK(a))
+            return 1;
+        return IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127;
+    }
+    return 0;
+}
+
+/* HOST:PORT or [V6]:PORT into an address. */
+static int resolve_listen(const char *listen, struct sockaddr_storage *out, socklen_t *len)
+{
+    char host[256];
+    const char *port;
+    if (listen[0] == '[') {
+        const char *end = strchr(listen, ']');
+        if (!end || end[1] != ':' || (size_t)(end - listen - 1) >= sizeof(host))
+            return -EINVAL;
+        memcpy(host, listen + 1, (size_t)(end - listen - 1));
+        host[end - listen - 1] = '\0';
+        port = end + 2;
+    } else {
+        const char *colon = strrchr(listen, ':');
+        if (!colon || (size_t)(colon - listen) >= sizeof(host))
+            return -EINVAL;
+        memcpy(host, listen, (size_t)(colon - listen));
+        host[colon - listen] = '\0';
+        port = colon + 1;
+    }
+    char *end;
+    long p = strtol(port, &end, 10);
+    if (!*port || *end || p < 0 || p > 65535 || !host[0])
+        return -EINVAL;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *ai = NULL;
+    if (getaddrinfo(host, port, &hints, &ai) != 0 || !ai)
+        return -EINVAL;
+    memcpy(out, ai->ai_addr, ai->ai_addrlen);
+    *len = ai->ai_addrlen;
+    freeaddrinfo(ai);
+    return 0;
+}
+
+static void print_listening(struct MHD_Daemon *d, const struct serve_config *c)
+{
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_LISTEN_FD);
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    char host[INET6_ADDRSTRLEN] = "?";
+    int port = 0;
+    if (di && getsockname(di->listen_fd, (struct sockaddr *)&ss, &len) == 0) {
+        if (ss.ss_family == AF_INET) {
+            struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+            inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+            port = ntohs(in->sin_port);
+        } else {
+            struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+            inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+            port = ntohs(in6->sin6_port);
+        }
+    }
+    int v6 = ss.ss_family == AF_INET6;
+    fprintf(stderr, "strobe: serving http://%s%s%s:%d/ from store '%s'%s\n", v6 ? "[" : "", host,
+            v6 ? "]" : "", port, c->store_uri, c->token ? " (token required)" : "");
+}
+
+/* Block the stop signals in every thread (the pool inherits the mask), so
+ * that sigwait() in the main thread is the one place they arrive. */
+static void block_stop_signals(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, set, NULL);
+    signal(SIGPIPE, SIG_IGN); /* a client gone mid-response is an error return, not a death */
+}
+
+static struct MHD_Daemon *start_daemon(struct server *sv, const struct sockaddr *sa)
+{
+    unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+    if (sa->sa_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    return MHD_start_daemon(
+        flags, 0, NULL, NULL, on_request, sv, MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_THREAD_POOL_SIZE,
+        sv->cfg->threads ? sv->cfg->threads : 4u, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)CONN_MEMORY, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONN_TIMEOUT_S,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONN_LIMIT, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+        (unsigned)PER_IP_CONN_LIMIT, MHD_OPTION_URI_LOG_CALLBACK, log_uri, NULL,
+        MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL, MHD_OPTION_END);
+}
+
+int serve_run(const struct serve_config *c)
+{
+    struct sockaddr_storage ss;
+    socklen_t slen;
+    if (resolve_listen(c->listen, &ss, &slen) < 0) {
+        fprintf(stderr, "strobe: cannot listen on '%s': expected HOST:PORT or [ADDR]:PORT\n",
+                c->listen);
+        return SERVE_EXIT_USAGE;
+    }
+    if (!is_loopback((struct sockaddr *)&ss) && !c->token) {
+        fprintf(stderr, "strobe: refusing to listen on non-loopback '%s' without --token\n",
+                c->listen);
+        return SERVE_EXIT_USAGE;
+    }
+    struct server sv = {.cfg = c};
+    /* fail now, not on the first request, when the store cannot be read */
+    struct strbuf err;
+    strbuf_init(&err);
+    struct store *probe;
+    if (store_open(c->store_uri, 1, &probe, &err) < 0) {
+        fprintf(stderr, "strobe: %s\n", err.buf);
+        strbuf_release(&err);
+        return SERVE_EXIT_ERROR;
+    }
+    store_close(probe);
+    strbuf_release(&err);
+    if (summary_cache_new(&sv.cache) < 0 || pthread_key_create(&sv.store_key, close_store) != 0) {
+        fprintf(stderr, "strobe: out of memory\n");
+        summary_cache_free(sv.cache);
+        return SERVE_EXIT_ERROR;
+    }
+    ratelimit_init(&sv.rl, c->rate_per_s, c->burst);
+    sigset_t set;
+    block_stop_signals(&set);
+    int status = SERVE_EXIT_OK;
+    struct MHD_Daemon *d = start_daemon(&sv, (struct sockaddr *)&ss);
+    if (!d) {
+        fprintf(stderr, "strobe: cannot listen on '%s': %s\n", c->listen, strerror(errno));
+        status = SERVE_EXIT_ERROR;
+        goto out;
+    }
+    print_listening(d, c);
+    int sig = 0;
+    sigwait(&set, &sig);
+    fprintf(stderr, "strobe: stopping (signal %d)\n", sig);
+    MHD_stop_daemon(d); /* joins the pool: every thread's store is closed by then */
+out:
+    ratelimit_release(&sv.rl);
+    pthread_key_delete(sv.store_key);
+    summary_cache_free(sv.cache);
+    return status;
+}

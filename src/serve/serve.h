@@ -1,0 +1,49 @@
+/*
+ * strobe serve: a read-only HTTP API over a store, and the dashboard's
+ * assets, on libmicrohttpd (docs/api.md lists every endpoint and key).
+ *
+ * Threading: libmicrohttpd's internal thread pool answers requests; each
+ * worker thread opens the store read-only on its first request and keeps it
+ * (SQLite in WAL mode lets readers work beside a live recorder).
+ */
+#ifndef STROBE_SERVE_SERVE_H
+#define STROBE_SERVE_SERVE_H
+
+#include <stdint.h>
+
+#include "common/strbuf.h"
+#include "store/store.h"
+
+/* What the server takes from the command line's code (src/cli/), so that
+ * src/serve/ does not depend on it. */
+struct serve_hooks {
+    /* The run as `strobe show --json` prints it, appended to o. 0 or negative. */
+    int (*run_json)(struct store *s, const struct run_record *r, struct strbuf *o);
+    /* The status to show ("lost" for a dead recorder's run). */
+    const char *(*run_status)(const struct run_record *r);
+};
+
+struct serve_config {
+    const char *store_uri;
+    const char *listen; /* HOST:PORT, [V6]:PORT; port 0 picks a free one */
+    const char *token;  /* NULL: no token (loopback only) */
+    unsigned threads;   /* worker threads */
+    double rate_per_s;  /* requests per second per client, sustained */
+    double burst;       /* requests a client may send at once */
+    struct serve_hooks hooks;
+};
+
+/* Exit statuses of serve_run (the CLI's). */
+#define SERVE_EXIT_OK    0
+#define SERVE_EXIT_ERROR 1
+#define SERVE_EXIT_USAGE 2
+
+/*
+ * Serve until SIGINT or SIGTERM, then stop cleanly (in-flight requests
+ * finish). Prints "strobe: serving http://HOST:PORT/ ..." on stderr once
+ * listening. Refuses (SERVE_EXIT_USAGE, one line on stderr) a non-loopback
+ * address without a token. Returns an exit status.
+ */
+int serve_run(const struct serve_config *c);
+
+#endif
