@@ -15,6 +15,7 @@ static const struct command {
     {"export", cmd_export, "write a run's samples as CSV or JSON lines, or as SageMaker data"},
     {"rm", cmd_rm, "remove runs from the store"},
     {"import", cmd_import, "bring in another tool's recording (SageMaker Debugger)"},
+    {"compare", cmd_compare, "several runs side by side, differences marked"},
     {"rules", cmd_rules, "evaluate the bottleneck rules over a run"},
     {"logs", cmd_logs, "print what a run's job printed, or its package list, lscpu"},
     {"report", cmd_report, "write a run's profiler report (one HTML file)"},
