@@ -35,13 +35,7 @@ int cli_resolve(struct store *s, const char *ref, struct run_record *out)
 
 const char *cli_run_status(const struct run_record *r)
 {
-    if (strcmp(r->status, RUN_RUNNING) != 0 || r->recorder_pid <= 0 || !r->host)
-        return r->status;
-    struct utsname u;
-    if (uname(&u) == 0 && strcmp(u.nodename, r->host) == 0 && kill((pid_t)r->recorder_pid, 0) < 0 &&
-        errno == ESRCH)
-        return "lost"; /* the recorder died without finishing the run */
-    return r->status;
+    return run_record_status(r);
 }
 
 int cli_split_kv(const char *arg, char **key, char **value)

@@ -1,8 +1,10 @@
 #include "store/store.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 
 #include "common/err.h"
 
@@ -200,4 +202,15 @@ int store_resolve_run(struct store *s, const char *ref, struct run_record *out)
     }
     run_record_release(&c.prefix_match);
     return c.by_prefix > 1 ? -STROBE_EAMBIGUOUS : -STROBE_ENOTFOUND;
+}
+
+const char *run_record_status(const struct run_record *r)
+{
+    if (strcmp(r->status, RUN_RUNNING) != 0 || r->recorder_pid <= 0 || !r->host)
+        return r->status[0] ? r->status : "unknown";
+    struct utsname u;
+    if (uname(&u) == 0 && strcmp(u.nodename, r->host) == 0 && kill((pid_t)r->recorder_pid, 0) < 0 &&
+        errno == ESRCH)
+        return "lost";
+    return r->status;
 }

@@ -258,6 +258,9 @@ int store_resolve_run(struct store *s, const char *ref, struct run_record *out);
 /* Seconds from start to end, or to the last committed sample while a run is
  * still recording (or was lost). */
 double run_record_duration_s(const struct run_record *r);
+/* The status to show: "lost" for a run still marked running whose recorder
+ * is gone from this host (it died without finishing the run). */
+const char *run_record_status(const struct run_record *r);
 
 /* Deep copy of a run record. */
 int run_record_copy(struct run_record *dst, const struct run_record *src);
