@@ -359,6 +359,21 @@ def main():
     check("a missing file: exit 1", p.returncode == 1 and "cannot import" in p.stderr, p.stderr)
     p = strobe("run", "--torch-profile", "7-5", "--", "true", store=db)
     check("--torch-profile 7-5: a usage error, 125", p.returncode == 125, p.stderr)
+
+    # ---- the demo's training (examples/train.py, data-loader workers) -------
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    db4 = store_path("demo.db")
+    p = run(db4, PYTHON, os.path.join(root, "examples", "train.py"), "--seconds", "5",
+            "--workers", "2", opts=("--torch-profile", "5-7", "--no-report"))
+    check("demo --torch-profile 5-7: the training exits 0", p.returncode == 0, p.stderr[-600:])
+    rid4 = run_id(db4)
+    ev4 = stored_events(db4, rid4) if rid4 else []
+    steps4 = steps_of(ev4)
+    ops4 = [e for e in ev4 if e["name"].startswith("op:")]
+    bad = outside_own_step(ops4, steps4)
+    check("demo --torch-profile 5-7: operators, each inside its own step of 5-7",
+          ops4 and not bad and {o["step"] for o in ops4} == {5, 6, 7},
+          (len(ops4), len(bad), sorted({o["step"] for o in ops4})))
     done()
 
 
