@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Periodic stalls: every 25th step takes about 8 times as long as the others.
+"""Periodic stalls: every 25th step takes about 8 times as long as the others
+(and at least 0.3 s longer).
 
 A normal, fast training loop, except that every --every (25) steps it writes
 a checkpoint synchronously: torch.save() of the model and optimizer to a
@@ -65,6 +66,8 @@ def main():
     p.add_argument("--every", type=int, default=25, help="checkpoint every N steps (default 25)")
     p.add_argument("--stall-factor", type=float, default=8.0,
                    help="a checkpoint step lasts this many typical steps (default 8)")
+    p.add_argument("--min-stall", type=float, default=0.3,
+                   help="a checkpoint adds at least this many seconds (default 0.3)")
     p.add_argument("--fixed", action="store_true", help="checkpoint from a background thread")
     args = p.parse_args()
     device = _common.setup(args)
@@ -93,7 +96,9 @@ def main():
         # the next step (strobe's too: from this optimizer step to the next) holds the checkpoint
         normal = sorted(steps.times[-args.every + 1:])  # the steps since the last checkpoint
         typical = normal[len(normal) // 2]
-        seconds = (args.stall_factor - 1) * typical  # on top of the step's own work
+        # on top of the step's own work; at least --min-stall, so that the
+        # stall stands out of a busy host's noise as it would on any host
+        seconds = max((args.stall_factor - 1) * typical, args.min_stall)
         state = {"model": model.state_dict(), "optimizer": opt.state_dict(), "step": steps.count}
         saves += 1
         if not args.fixed:

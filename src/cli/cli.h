@@ -18,7 +18,9 @@ int cmd_export(int argc, char **argv);
 int cmd_rm(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_rules(int argc, char **argv);
+int cmd_logs(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
 
 /* The report at the end of strobe run (cmd_report.c): to path, or NULL for
  * <store dir>/reports/<run name>-<id>.html; prints the path as a note, or
@@ -67,6 +69,13 @@ int cli_open_store(const char *flag, int readonly, struct store **out);
 int cli_resolve(struct store *s, const char *ref, struct run_record *out);
 /* The status to show: "lost" for a run whose recorder died on this host. */
 const char *cli_run_status(const struct run_record *r);
+/* Parse --store, --json and --help, the options of show and compare;
+ * optind is then at the first RUN. 0 to go on, or 1 with *status the exit
+ * status (the usage printed: for --help to stdout, else to stderr). */
+int cli_store_json_options(int argc, char **argv, const char *usage, const char **store_flag,
+                           int *json, int *status);
+/* A kv list (params, tags, env) as a JSON object of strings. */
+void cli_json_kv(struct strbuf *o, const struct kv_list *l);
 /* Parse "K=V" into key and value (pointers into a copy the caller frees). */
 int cli_split_kv(const char *arg, char **key, char **value);
 

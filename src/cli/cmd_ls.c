@@ -6,10 +6,12 @@
 #include "common/fmt.h"
 #include "common/strbuf.h"
 
-static const char ls_usage[] = "usage: strobe ls [--store S] [--experiment E] [--json]\n";
+static const char ls_usage[] =
+    "usage: strobe ls [--store S] [--experiment E] [--workload W] [--json]\n";
 
 struct ls_ctx {
     int json;
+    const char *workload; /* --workload: only its runs */
     int count;
     struct strbuf out;
 };
@@ -23,6 +25,11 @@ static void ls_json_run(struct strbuf *o, const struct run_record *r)
     strbuf_adds(o, ",\"experiment\":");
     if (r->experiment)
         strbuf_add_json_str(o, r->experiment);
+    else
+        strbuf_adds(o, "null");
+    strbuf_adds(o, ",\"workload\":");
+    if (r->workload)
+        strbuf_add_json_str(o, r->workload);
     else
         strbuf_adds(o, "null");
     strbuf_adds(o, ",\"status\":");
@@ -46,6 +53,8 @@ static void ls_json_run(struct strbuf *o, const struct run_record *r)
 static int ls_visit(const struct run_record *r, void *arg)
 {
     struct ls_ctx *c = arg;
+    if (c->workload && (!r->workload || strcmp(r->workload, c->workload) != 0))
+        return 0;
     if (c->json) {
         strbuf_adds(&c->out, c->count ? ",\n " : "\n ");
         ls_json_run(&c->out, r);
@@ -69,18 +78,19 @@ static int ls_visit(const struct run_record *r, void *arg)
 int cmd_ls(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"store", required_argument, NULL, 's'},
-        {"experiment", required_argument, NULL, 'e'},
-        {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"store", required_argument, NULL, 's'},    {"experiment", required_argument, NULL, 'e'},
+        {"workload", required_argument, NULL, 'w'}, {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
     };
     const char *store_flag = NULL, *experiment = NULL;
     struct ls_ctx c = {0};
     int ch;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "e:jh", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "e:w:jh", opts, NULL)) != -1) {
         switch (ch) {
+        case 'w':
+            c.workload = optarg;
+            break;
         case 's':
             store_flag = optarg;
             break;

@@ -16,11 +16,17 @@
 #define INTERVAL_MAX_NS (60 * NS_PER_S)
 
 static const char run_usage[] =
-    "usage: strobe run [--store S] [--name N] [--experiment E] [--tag K=V]... [--param K=V]...\n"
+    "usage: strobe run [--store S] [--name N] [--experiment E] [--workload W] [--tag K=V]...\n"
+    "                  [--param K=V]...\n"
     "                  [--interval DUR] [--gpu-interval DUR] [--no-framework] [--quiet]\n"
     "                  [--rules LIST|none] [--rule-param RULE.P=V]... [--rule-interval DUR]\n"
-    "                  [--no-report | --report PATH] [--torch-profile STEPS] -- CMD [ARG...]\n"
+    "                  [--no-report | --report PATH] [--torch-profile STEPS] [--no-logs]\n"
+    "                  -- CMD [ARG...]\n"
     "\n"
+    "  --experiment E   the experiment the run belongs to (strobe ls --experiment E)\n"
+    "  --workload W     runs started together, e.g. one point of a sweep (as in radT)\n"
+    "  --param K=V      a parameter of the run; a Python script's own --key value\n"
+    "                   arguments are parameters too\n"
     "  --interval DUR   sampling period, 1ms to 60s (default 100ms); units ns us ms s m\n"
     "  --gpu-interval DUR  GPU sampling period, 10ms to 60s (default 100ms), on its own thread\n"
     "  --no-framework   no zero-code PyTorch capture (strobe.span() and libstrobe still record)\n"
@@ -33,6 +39,7 @@ static const char run_usage[] =
     "  --rule-interval DUR window the rules judge at a time (default 10s)\n"
     "  --report PATH    where the HTML report goes (default: reports/ beside the store)\n"
     "  --no-report      write no report (strobe report RUN writes one later)\n"
+    "  --no-logs        do not keep the job's stdout and stderr (strobe logs RUN shows them)\n"
     "  --proc-root DIR, --sys-root DIR   read another /proc and /sys (tests)\n"
     "  --collectors LIST                 only these collectors (cpu,mem,psi,disk,net,cgroup,proc)\n"
     "\n"
@@ -51,13 +58,15 @@ enum {
     OPT_RULE_INTERVAL,
     OPT_REPORT,
     OPT_NO_REPORT,
-    OPT_TORCH_PROFILE
+    OPT_TORCH_PROFILE,
+    OPT_NO_LOGS
 };
 
 static const struct option run_options[] = {
     {"store", required_argument, NULL, OPT_STORE},
     {"name", required_argument, NULL, 'n'},
     {"experiment", required_argument, NULL, 'e'},
+    {"workload", required_argument, NULL, 'w'},
     {"tag", required_argument, NULL, 't'},
     {"param", required_argument, NULL, 'p'},
     {"interval", required_argument, NULL, 'i'},
@@ -72,6 +81,7 @@ static const struct option run_options[] = {
     {"rule-interval", required_argument, NULL, OPT_RULE_INTERVAL},
     {"report", required_argument, NULL, OPT_REPORT},
     {"no-report", no_argument, NULL, OPT_NO_REPORT},
+    {"no-logs", no_argument, NULL, OPT_NO_LOGS},
     {"torch-profile", required_argument, NULL, OPT_TORCH_PROFILE},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -153,7 +163,7 @@ int cmd_run(int argc, char **argv)
     int c, bad = 0, no_report = 0;
     optind = 1;
     /* "+": stop at the first non-option, the job's command */
-    while (!bad && (c = getopt_long(argc, argv, "+n:e:t:p:i:qh", run_options, NULL)) != -1) {
+    while (!bad && (c = getopt_long(argc, argv, "+n:e:w:t:p:i:qh", run_options, NULL)) != -1) {
         switch (c) {
         case OPT_STORE:
             store_flag = optarg;
@@ -165,6 +175,10 @@ int cmd_run(int argc, char **argv)
         case 'e':
             o.experiment = optarg;
             bad = check_text("experiment name", optarg) < 0;
+            break;
+        case 'w':
+            o.workload = optarg;
+            bad = check_text("workload name", optarg) < 0;
             break;
         case 't':
             bad = add_kv(&o.tags, "--tag", optarg) < 0;
@@ -195,6 +209,9 @@ int cmd_run(int argc, char **argv)
             break;
         case OPT_RULES:
             o.rules = optarg;
+            break;
+        case OPT_NO_LOGS:
+            o.no_logs = 1;
             break;
         case OPT_RULE_PARAM:
             bad = cli_rule_param_add(rule_params, &nrule_params, optarg) < 0;

@@ -1,4 +1,4 @@
-#include <getopt.h>
+#include <getopt.h> /* optind */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,15 +107,8 @@ static void json_str_or_null(struct strbuf *o, const char *key, const char *v)
 
 static void json_kv_object(struct strbuf *o, const char *key, const struct kv_list *l)
 {
-    strbuf_addf(o, ",\"%s\":{", key);
-    for (size_t i = 0; i < l->n; i++) {
-        if (i)
-            strbuf_addch(o, ',');
-        strbuf_add_json_str(o, l->items[i].key);
-        strbuf_addch(o, ':');
-        strbuf_add_json_str(o, l->items[i].value);
-    }
-    strbuf_addch(o, '}');
+    strbuf_addf(o, ",\"%s\":", key);
+    cli_json_kv(o, l);
 }
 
 static void json_num(struct strbuf *o, const char *key, double v)
@@ -161,6 +154,7 @@ static void show_json(struct strbuf *o, const struct run_record *r, const struct
     strbuf_add_json_str(o, r->id);
     json_str_or_null(o, "name", r->name);
     json_str_or_null(o, "experiment", r->experiment);
+    json_str_or_null(o, "workload", r->workload);
     json_str_or_null(o, "status", cli_run_status(r));
     if (r->exit_code >= 0)
         strbuf_addf(o, ",\"exit_code\":%d", r->exit_code);
@@ -436,6 +430,8 @@ static void show_text(const struct run_record *r, const struct show_ctx *c)
     printf("run       %s  %s\n", r->id, r->name ? r->name : "");
     if (r->experiment)
         printf("experiment %s\n", r->experiment);
+    if (r->workload)
+        printf("workload  %s\n", r->workload);
     printf("status    %s", cli_run_status(r));
     if (r->signal)
         printf(" (signal %d)", r->signal);
@@ -523,25 +519,10 @@ static void show_release(struct show_ctx *c)
 
 int cmd_show(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"store", required_argument, NULL, 's'},
-        {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
     const char *store_flag = NULL;
-    int json = 0, ch;
-    optind = 1;
-    while ((ch = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
-        if (ch == 's')
-            store_flag = optarg;
-        else if (ch == 'j')
-            json = 1;
-        else {
-            fputs(show_usage, ch == 'h' ? stdout : stderr);
-            return ch == 'h' ? CLI_EXIT_OK : CLI_EXIT_USAGE;
-        }
-    }
+    int json = 0, status;
+    if (cli_store_json_options(argc, argv, show_usage, &store_flag, &json, &status))
+        return status;
     if (optind != argc - 1) {
         fputs(show_usage, stderr);
         return CLI_EXIT_USAGE;
@@ -550,7 +531,7 @@ int cmd_show(int argc, char **argv)
     if (cli_open_store(store_flag, 1, &s) < 0)
         return CLI_EXIT_ERROR;
     struct run_record r;
-    int status = CLI_EXIT_ERROR;
+    status = CLI_EXIT_ERROR;
     if (cli_resolve(s, argv[optind], &r) == 0) {
         struct show_ctx c;
         if (show_load(s, &r, &c) < 0)

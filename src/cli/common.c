@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <getopt.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,13 +35,7 @@ int cli_resolve(struct store *s, const char *ref, struct run_record *out)
 
 const char *cli_run_status(const struct run_record *r)
 {
-    if (strcmp(r->status, RUN_RUNNING) != 0 || r->recorder_pid <= 0 || !r->host)
-        return r->status;
-    struct utsname u;
-    if (uname(&u) == 0 && strcmp(u.nodename, r->host) == 0 && kill((pid_t)r->recorder_pid, 0) < 0 &&
-        errno == ESRCH)
-        return "lost"; /* the recorder died without finishing the run */
-    return r->status;
+    return run_record_status(r);
 }
 
 int cli_split_kv(const char *arg, char **key, char **value)
@@ -77,4 +72,42 @@ int cli_rule_interval(const char *arg, int64_t *out_ns)
         return -1;
     }
     return 0;
+}
+
+int cli_store_json_options(int argc, char **argv, const char *usage, const char **store_flag,
+                           int *json, int *status)
+{
+    static const struct option opts[] = {
+        {"store", required_argument, NULL, 's'},
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int ch;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
+        if (ch == 's')
+            *store_flag = optarg;
+        else if (ch == 'j')
+            *json = 1;
+        else {
+            fputs(usage, ch == 'h' ? stdout : stderr);
+            *status = ch == 'h' ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void cli_json_kv(struct strbuf *o, const struct kv_list *l)
+{
+    strbuf_addch(o, '{');
+    for (size_t i = 0; i < l->n; i++) {
+        if (i)
+            strbuf_addch(o, ',');
+        strbuf_add_json_str(o, l->items[i].key);
+        strbuf_addch(o, ':');
+        strbuf_add_json_str(o, l->items[i].value);
+    }
+    strbuf_addch(o, '}');
 }

@@ -8,26 +8,12 @@
 #include "common/fmt.h"
 #include "common/strbuf.h"
 
-/* Three significant digits: step times are compared by eye. */
-static const char *ms(double ns, char *buf, size_t cap)
-{
-    if (ns < 1e3)
-        snprintf(buf, cap, "%.0fns", ns);
-    else if (ns < 1e6)
-        snprintf(buf, cap, "%.3gus", ns / 1e3);
-    else if (ns < 1e9)
-        snprintf(buf, cap, "%.3gms", ns / 1e6);
-    else
-        snprintf(buf, cap, "%.3gs", ns / 1e9);
-    return buf;
-}
-
 static void print_group_line(const struct step_group *g)
 {
     char a[32], b[32], c[32], d[32];
     printf("%lld steps: mean %s  p50 %s  p95 %s  max %s", (long long)g->steps.count,
-           ms(g->steps.mean_ns, a, sizeof(a)), ms(g->steps.p50_ns, b, sizeof(b)),
-           ms(g->steps.p95_ns, c, sizeof(c)), ms(g->steps.max_ns, d, sizeof(d)));
+           fmt_ns(g->steps.mean_ns, a, sizeof(a)), fmt_ns(g->steps.p50_ns, b, sizeof(b)),
+           fmt_ns(g->steps.p95_ns, c, sizeof(c)), fmt_ns(g->steps.max_ns, d, sizeof(d)));
 }
 
 #define TOP_OPERATORS 10
@@ -43,7 +29,7 @@ static void print_operators(const struct run_events *e)
     char w[32];
     printf("\noperators %llu from torch.profiler, steps %u-%u (%s); inclusive times, nested "
            "operators count in each\n",
-           (unsigned long long)s.events, s.step_min, s.step_max, ms(s.window_ns, w, sizeof(w)));
+           (unsigned long long)s.events, s.step_min, s.step_max, fmt_ns(s.window_ns, w, sizeof(w)));
     printf("  %-44s %8s %10s %7s\n", "OPERATOR", "COUNT", "TOTAL ms", "SHARE");
     for (uint32_t i = 0; i < s.n && i < TOP_OPERATORS; i++)
         printf("  %-44.44s %8llu %10.3f %6.1f%%\n", s.ops[i].name,
@@ -99,7 +85,7 @@ void show_steps_text(const struct run_record *r, const struct run_events *e,
         if (g->comm_all_threads_ns > g->phase_ns[PHASE_COMM] * 1.01) {
             char t[32];
             printf("          comm on all threads %s (%.1f%% of step time; overlaps backward)\n",
-                   ms(g->comm_all_threads_ns, t, sizeof(t)),
+                   fmt_ns(g->comm_all_threads_ns, t, sizeof(t)),
                    100.0 * g->comm_all_threads_ns / g->steps.total_ns);
         }
     }

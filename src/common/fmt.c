@@ -24,6 +24,21 @@ const char *fmt_bytes(double bytes, char *buf, size_t cap)
     return buf;
 }
 
+const char *fmt_ns(double ns, char *buf, size_t cap)
+{
+    if (!isfinite(ns))
+        snprintf(buf, cap, "-");
+    else if (fabs(ns) < 1e3)
+        snprintf(buf, cap, "%.0fns", ns);
+    else if (fabs(ns) < 1e6)
+        snprintf(buf, cap, "%.3gus", ns / 1e3);
+    else if (fabs(ns) < 1e9)
+        snprintf(buf, cap, "%.3gms", ns / 1e6);
+    else
+        snprintf(buf, cap, "%.3gs", ns / 1e9);
+    return buf;
+}
+
 const char *fmt_duration(double s, char *buf, size_t cap)
 {
     if (!isfinite(s) || s < 0)

@@ -10,6 +10,9 @@
 const char *fmt_bytes(double bytes, char *buf, size_t cap);
 /* 75.2 s -> "1m15s"; 3.25 -> "3.2s"; 0.1 -> "100ms" */
 const char *fmt_duration(double seconds, char *buf, size_t cap);
+/* A step-sized time in ns, three significant digits (step times are
+ * compared by eye): 46012345 -> "46ms", 1234 -> "1.23us" */
+const char *fmt_ns(double ns, char *buf, size_t cap);
 /* ns since the epoch -> "2026-12-01 07:15:02" UTC */
 const char *fmt_time_utc(int64_t ns, char *buf, size_t cap);
 

@@ -109,6 +109,24 @@ size_t utf8_seq_len(const unsigned char *p)
     return n;
 }
 
+int strbuf_add_utf8(struct strbuf *sb, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    int rc = 0;
+    while (*p && rc == 0) {
+        const unsigned char *run = p; /* a stretch of valid text, copied at once */
+        size_t n;
+        while (*p && (n = utf8_seq_len(p)) > 0)
+            p += n;
+        rc = strbuf_add(sb, run, (size_t)(p - run));
+        if (*p && rc == 0) {
+            rc = strbuf_adds(sb, "\xef\xbf\xbd"); /* U+FFFD */
+            p++;
+        }
+    }
+    return rc;
+}
+
 static int json_escape_byte(struct strbuf *sb, unsigned char c)
 {
     switch (c) {
@@ -137,7 +155,7 @@ static int json_escape_byte(struct strbuf *sb, unsigned char c)
 int strbuf_add_json_str(struct strbuf *sb, const char *s)
 {
     int rc = strbuf_addch(sb, '"');
-    for (const unsigned char *p = (const unsigned char *)s; *p && rc == 0;) {
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p && rc == 0;) {
         size_t n = utf8_seq_len(p);
         if (n == 1)
             rc = json_escape_byte(sb, *p);

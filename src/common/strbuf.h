@@ -25,12 +25,15 @@ int strbuf_adds(struct strbuf *sb, const char *s);
 int strbuf_addch(struct strbuf *sb, char c);
 __attribute__((format(printf, 2, 3))) int strbuf_addf(struct strbuf *sb, const char *fmt, ...);
 int strbuf_vaddf(struct strbuf *sb, const char *fmt, va_list ap);
-/* s as a JSON string, quoted: always valid JSON and UTF-8 (bytes that are
- * not well-formed UTF-8 become U+FFFD). */
+/* s (NULL: "") as a JSON string, quoted: always valid JSON and UTF-8
+ * (bytes that are not well-formed UTF-8 become U+FFFD). */
 int strbuf_add_json_str(struct strbuf *sb, const char *s);
 /* Length of the well-formed UTF-8 sequence at p (1 to 4), or 0. p must be
  * NUL-terminated (a cut sequence is not well formed). */
 size_t utf8_seq_len(const unsigned char *p);
+/* s (NULL: nothing) as valid UTF-8: each byte that does not start a
+ * well-formed sequence becomes U+FFFD (protobuf strings, file names). */
+int strbuf_add_utf8(struct strbuf *sb, const char *s);
 /* Append a double as JSON: shortest round-trip form, null for NaN/Inf. */
 int strbuf_add_json_num(struct strbuf *sb, double v);
 /* Take ownership of the contents (caller frees); the strbuf is reset. */

@@ -810,6 +810,32 @@ static int place_events(struct tt *t, const struct target *g, const struct run_r
     return 0;
 }
 
+/* Whether the run already holds operators of a trace on the threads and over
+ * the time these would go: importing the same trace twice would count every
+ * operator twice (in show's table, the report and the trace). */
+static int already_imported(const struct target *g, const struct out_thread *outs, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        if (!outs[i].n)
+            continue;
+        int64_t lo = outs[i].ev[0].ts_ns, hi = lo;
+        for (uint32_t j = 0; j < outs[i].n; j++)
+            hi = outs[i].ev[j].ts_ns > hi ? outs[i].ev[j].ts_ns : hi;
+        for (uint32_t k = 0; k < g->re.nthreads; k++) {
+            const struct thread_events *te = &g->re.threads[k];
+            if (te->pid != outs[i].pid || te->tid != outs[i].tid)
+                continue;
+            for (uint32_t j = 0; j < te->n; j++) {
+                const char *name = run_events_name(&g->re, te->ev[j].name);
+                if (name && strncmp(name, "op:", 3) == 0 && te->ev[j].ts_ns >= lo &&
+                    te->ev[j].ts_ns <= hi)
+                    return 1;
+            }
+        }
+    }
+    return 0;
+}
+
 static int store_trace(struct store *s, struct run_record *r, struct tt *t, struct target *g)
 {
     uint32_t *ids = malloc((t->names.n + 1) * sizeof(*ids));
@@ -824,6 +850,8 @@ static int store_trace(struct store *s, struct run_record *r, struct tt *t, stru
     for (uint32_t i = 0; rc == 0 && i < t->nth; i++)
         if (outs[i].n)
             qsort(outs[i].ev, outs[i].n, sizeof(*outs[i].ev), cmp_event);
+    if (rc == 0 && already_imported(g, outs, t->nth))
+        rc = -EEXIST;
     if (rc == 0)
         rc = s->ops->begin(s);
     if (rc == 0) {
@@ -885,7 +913,12 @@ int torch_trace_import(struct store *s, struct run_record *r, const char *path, 
     if (rc == 0) {
         map_threads(&t, &g);
         rc = store_trace(s, r, &t, &g);
-        if (rc < 0 && rc != -ENOMEM)
+        if (rc == -EEXIST)
+            strbuf_addf(err,
+                        "run %s already has these operators (steps %u-%u of process %lld): "
+                        "imported before; nothing stored",
+                        r->id, res->step_min, res->step_max, (long long)res->pid);
+        else if (rc < 0 && rc != -ENOMEM)
             strbuf_adds(err, s->err.len ? s->err.buf : strerror(-rc));
     }
     if (rc == -ENOMEM)

@@ -23,6 +23,7 @@
 #include "record/events.h"
 #include "record/live_rules.h"
 #include "record/runinfo.h"
+#include "record/logtee.h"
 #include "record/torch_profile.h"
 #include "rules/replay.h"
 #include "record/writer.h"
@@ -54,6 +55,7 @@ struct recorder {
     struct dcgm_collector dcgm;
     struct live_rules rules;
     struct torch_profile torch_profile; /* --torch-profile's trace directory */
+    struct log_tee logs[2];             /* the job's stdout and stderr, kept */
     char **child_env;                   /* the job's environment, built before fork */
     int in_flight;
     int sigfd, timerfd, drainfd, epfd;
@@ -133,11 +135,13 @@ static int open_store_and_run(struct recorder *r)
     r->run.name =
         strdup(r->o->name ? r->o->name : default_name(r->o, r->name_buf, sizeof(r->name_buf)));
     r->run.experiment = r->o->experiment ? strdup(r->o->experiment) : NULL;
+    r->run.workload = r->o->workload ? strdup(r->o->workload) : NULL;
     for (size_t i = 0; i < r->o->tags.n; i++)
         kv_list_add(&r->run.tags, r->o->tags.items[i].key, r->o->tags.items[i].value);
     for (size_t i = 0; i < r->o->params.n; i++)
         kv_list_add(&r->run.params, r->o->params.items[i].key, r->o->params.items[i].value);
-    runinfo_collect(&r->run, r->o->argv, r->env.proc_root);
+    struct kv_list texts = {0};
+    runinfo_collect(&r->run, r->o->argv, r->env.proc_root, &texts);
     r->run.interval_ns = r->o->interval_ns;
     snprintf(r->run.status, sizeof(r->run.status), "%s", RUN_RUNNING);
     r->run.start_ns = clock_realtime_ns();
@@ -145,6 +149,12 @@ static int open_store_and_run(struct recorder *r)
     rc = s->ops->begin(s);
     if (rc == 0)
         rc = s->ops->run_insert(s, &r->run);
+    for (size_t i = 0; rc == 0 && i < texts.n; i++) {
+        const char *v = texts.items[i].value;
+        struct run_text_record t = {texts.items[i].key, v, strlen(v), (int64_t)strlen(v)};
+        rc = s->ops->run_text_put(s, r->run.id, &t);
+    }
+    kv_list_release(&texts);
     if (rc == 0)
         rc = s->ops->commit(s);
     if (rc < 0) {
@@ -337,6 +347,8 @@ static void exec_child(struct recorder *r, int report_fd)
     signal(SIGPIPE, SIG_DFL); /* an ignored disposition would survive exec */
     signal(SIGCHLD, SIG_DFL);
     sigprocmask(SIG_SETMASK, &r->old_mask, NULL);
+    for (size_t i = 0; i < 2; i++)
+        log_tee_child_setup(&r->logs[i]);
     if (r->child_env)
         execvpe(r->o->argv[0], r->o->argv, r->child_env);
     else
@@ -345,6 +357,50 @@ static void exec_child(struct recorder *r, int report_fd)
     ssize_t w = write(report_fd, &err, sizeof(err));
     (void)w;
     _exit(RECORDER_EXIT_NOEXEC);
+}
+
+/* How long the end of a run waits for the job's output to drain through
+ * its tees: a process the job left behind may keep a stream open. */
+#define LOG_WAIT_MS 2000
+
+static void start_logs(struct recorder *r)
+{
+    static const int targets[2] = {STDOUT_FILENO, STDERR_FILENO};
+    for (size_t i = 0; i < 2; i++) {
+        if (r->o->no_logs)
+            continue;
+        int rc = log_tee_start(&r->logs[i], targets[i]);
+        if (rc == 0)
+            proc_tree_not_job(&r->tree, r->logs[i].pid);
+        else if (rc != -EBADF)
+            log_warn("the job's %s is not kept: %s", i ? "stderr" : "stdout", strerror(-rc));
+    }
+}
+
+/* The job's stdout and stderr into the run's texts: the first and the last
+ * of them when they were long (the note in the text says what was cut). */
+static void store_logs(struct recorder *r)
+{
+    static const char *const kinds[2] = {"stdout", "stderr"};
+    struct store *s = r->store;
+    struct strbuf text;
+    strbuf_init(&text);
+    int rc = s->ops->begin(s);
+    for (size_t i = 0; rc == 0 && i < 2; i++) {
+        int64_t bytes;
+        strbuf_reset(&text);
+        if (log_tee_text(&r->logs[i], &text, &bytes) < 0 || !bytes)
+            continue;
+        struct run_text_record t = {kinds[i], text.buf, text.len, bytes};
+        rc = s->ops->run_text_put(s, r->run.id, &t);
+    }
+    if (rc == 0)
+        rc = s->ops->commit(s);
+    if (rc < 0) {
+        s->ops->rollback(s);
+        log_warn("cannot keep the job's output in the store: %s", s->err.buf);
+    }
+    strbuf_release(&text);
 }
 
 /* Fork and exec the job. Returns 0, or the errno of a failed exec (the
@@ -407,6 +463,8 @@ static void reap_children(struct recorder *r)
             r->child_status = status;
             r->child_done = 1;
         }
+        for (size_t i = 0; i < 2; i++)
+            log_tee_owns(&r->logs[i], pid);
     }
 }
 
@@ -768,6 +826,8 @@ static void cleanup(struct recorder *r)
     event_sink_close(&r->events);
     live_rules_close(&r->rules);
     torch_profile_close(&r->torch_profile);
+    for (size_t i = 0; i < 2; i++)
+        log_tee_close(&r->logs[i]);
     free_child_env(r);
     if (r->epfd >= 0)
         close(r->epfd);
@@ -783,6 +843,7 @@ int recorder_run(const struct recorder_opts *o)
     memset(&r, 0, sizeof(r));
     r.o = o;
     r.sigfd = r.timerfd = r.drainfd = r.epfd = r.env.proc_fd = r.env.sys_fd = -1;
+    r.logs[0].job_fd = r.logs[1].job_fd = -1;
     batch_init(&r.batch);
     run_record_init(&r.run);
     int exit_status = RECORDER_EXIT_SELF;
@@ -817,7 +878,10 @@ int recorder_run(const struct recorder_opts *o)
         dcgm_collector_open(&r.dcgm, gpu_interval); /* only worth a note where there are GPUs */
     r.live = !o->quiet && isatty(STDERR_FILENO);
     r.rules.clear_line = r.live;
+    start_logs(&r);
     int err = start_child(&r);
+    for (size_t i = 0; i < 2; i++)
+        log_tee_job_started(&r.logs[i]);
     if (err) {
         record_start_failure(&r, err);
         flush(&r);
@@ -837,6 +901,9 @@ int recorder_run(const struct recorder_opts *o)
     sample_frame(&r, 0); /* the baseline every rate starts from */
     arm_timer(&r);
     loop(&r);
+    /* the job's last lines reach the terminal before the summary does */
+    for (size_t i = 0; i < 2; i++)
+        log_tee_wait(&r.logs[i], LOG_WAIT_MS);
     final_frame(&r);
     exit_status = set_outcome(&r);
     int rc = final_flush(&r);
@@ -847,6 +914,7 @@ int recorder_run(const struct recorder_opts *o)
          * writer's copies carried go in first, or it would zero them */
         fill_counters(&r, &r.run);
         torch_profile_import(&r.torch_profile, r.store, &r.run, o->quiet);
+        store_logs(&r);
     }
     summary(&r, rc);
     if (r.tree.n)

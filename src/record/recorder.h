@@ -17,11 +17,13 @@ struct recorder_opts {
     const char *store_uri;
     const char *name;       /* NULL: the command's base name */
     const char *experiment; /* may be NULL */
+    const char *workload;   /* runs started together; may be NULL */
     struct kv_list tags;
     struct kv_list params;
     int64_t interval_ns;
     int64_t gpu_interval_ns; /* GPU sampling period; 0: the default, 100 ms */
     int quiet;
+    int no_logs;                    /* the job's stdout and stderr not kept (nor teed) */
     const char *proc_root;          /* "/proc" unless testing */
     const char *sys_root;           /* "/sys" unless testing */
     const char *collectors;         /* comma list, or NULL for all */

@@ -163,12 +163,19 @@ int runinfo_is_python(const char *argv0)
  * line: a sitecustomize of the user's may print too. */
 #define PROBE_MARK "strobe-probe:"
 
-static void collect_python(struct run_record *r, const char *python)
+/* The interpreter's versions, and its installed packages ("name==version"
+ * lines, sorted) for the run's texts: one interpreter start for both. */
+static void collect_python(struct run_record *r, const char *python, struct kv_list *texts)
 {
-    static const char probe[] = "import platform, importlib.metadata as m\n"
-                                "try: t = m.version('torch')\n"
-                                "except Exception: t = ''\n"
-                                "print('\\n" PROBE_MARK "', platform.python_version(), t)\n";
+    static const char probe[] =
+        "import platform, importlib.metadata as m\n"
+        "try: t = m.version('torch')\n"
+        "except Exception: t = ''\n"
+        "try: p = sorted({'%s==%s' % (d.metadata['Name'], d.version) for d in m.distributions()"
+        " if d.metadata['Name']}, key=str.lower)\n"
+        "except Exception: p = []\n"
+        "print('\\n" PROBE_MARK "', platform.python_version(), t)\n"
+        "print('\\n'.join(p))\n";
     char *argv[] = {(char *)python, "-c", (char *)probe, NULL};
     struct strbuf out;
     strbuf_init(&out);
@@ -184,9 +191,73 @@ static void collect_python(struct run_record *r, const char *python)
                     r->torch_version = strdup(space + 1);
             }
             r->python_version = ans;
+            const char *packages = strchr(line, '\n');
+            if (packages && packages[1])
+                kv_list_add(texts, "packages", packages + 1);
         }
     }
     strbuf_release(&out);
+}
+
+/* The machine as its own tools describe it: lscpu, and nvidia-smi -q where
+ * an NVIDIA driver is installed (its absence is not worth a warning). */
+static void collect_machine_texts(const char *cwd, struct kv_list *texts)
+{
+    static char *const lscpu[] = {"lscpu", NULL};
+    static char *const smi[] = {"nvidia-smi", "-q", NULL};
+    struct {
+        const char *kind;
+        char *const *argv;
+    } tools[] = {{"lscpu", lscpu}, {"nvidia-smi", smi}};
+    struct strbuf out;
+    strbuf_init(&out);
+    for (size_t i = 0; i < sizeof(tools) / sizeof(tools[0]); i++) {
+        strbuf_reset(&out);
+        if (run_capture(tools[i].argv, cwd, PROBE_TIMEOUT_MS, &out) == 0 && out.len)
+            kv_list_add(texts, tools[i].kind, out.buf);
+    }
+    strbuf_release(&out);
+}
+
+/*
+ * The script's own parameters, as radT takes them: --key value, --key=value
+ * and a bare --flag (true) after the script of a Python command
+ * (python [-opts] script.py ARGS, or -m module ARGS; -c code has none).
+ * Parameters given with --param win.
+ */
+static void collect_command_params(struct run_record *r, char *const argv[])
+{
+    int i = 1;
+    for (; argv[i] && argv[i][0] == '-'; i++) {
+        if (strcmp(argv[i], "-c") == 0)
+            return;
+        if (strcmp(argv[i], "-m") == 0 || strcmp(argv[i], "-W") == 0 ||
+            strcmp(argv[i], "-X") == 0) {
+            if (!argv[++i])
+                return;
+            if (strcmp(argv[i - 1], "-m") == 0)
+                break;
+        }
+    }
+    if (!argv[i])
+        return;
+    for (i++; argv[i]; i++) {
+        const char *a = argv[i];
+        if (strncmp(a, "--", 2) != 0 || !a[2] || a[2] == '-')
+            continue;
+        const char *eq = strchr(a + 2, '=');
+        char key[128];
+        size_t klen = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+        if (!klen || klen >= sizeof(key))
+            continue;
+        memcpy(key, a + 2, klen);
+        key[klen] = 0;
+        const char *value = eq ? eq + 1 : "true";
+        if (!eq && argv[i + 1] && strncmp(argv[i + 1], "--", 2) != 0)
+            value = argv[++i];
+        if (!kv_list_get(&r->params, key))
+            kv_list_add(&r->params, key, value);
+    }
 }
 
 /* Environment that changes what a training job does; secrets excluded. */
@@ -284,7 +355,8 @@ static void collect_command(struct run_record *r, char *const argv[])
     r->command_json = strbuf_detach(&sb);
 }
 
-int runinfo_collect(struct run_record *r, char *const argv[], const char *proc_root)
+int runinfo_collect(struct run_record *r, char *const argv[], const char *proc_root,
+                    struct kv_list *texts)
 {
     char cwd[PATH_MAX];
     if (getcwd(cwd, sizeof(cwd)))
@@ -293,8 +365,11 @@ int runinfo_collect(struct run_record *r, char *const argv[], const char *proc_r
     collect_command(r, argv);
     collect_env(r);
     collect_git(r);
-    if (runinfo_is_python(argv[0]))
-        collect_python(r, argv[0]);
+    if (runinfo_is_python(argv[0])) {
+        collect_python(r, argv[0], texts);
+        collect_command_params(r, argv);
+    }
+    collect_machine_texts(r->cwd, texts);
     r->strobe_version = strdup(STROBE_VERSION);
     r->recorder_pid = getpid();
     return 0;

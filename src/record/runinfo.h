@@ -7,10 +7,13 @@
 #include "common/strbuf.h"
 #include "store/store.h"
 
-/* Fill r (already holding name, experiment, tags, params) from the system.
- * argv is the job's command. Never fails for lack of a detail: a field it
- * cannot learn stays NULL. */
-int runinfo_collect(struct run_record *r, char *const argv[], const char *proc_root);
+/* Fill r (already holding name, experiment, tags, params) from the system,
+ * and the texts kept with the run into texts (kind -> text: packages,
+ * lscpu, nvidia-smi). argv is the job's command; for a Python command its
+ * --key value arguments are parameters too (after those given). Never fails
+ * for lack of a detail: a field it cannot learn stays NULL. */
+int runinfo_collect(struct run_record *r, char *const argv[], const char *proc_root,
+                    struct kv_list *texts);
 
 /* A fresh random run id of RUN_ID_LEN hex digits. */
 void runinfo_new_id(char id[RUN_ID_LEN + 1]);

@@ -25,7 +25,7 @@ extern const size_t report_asset_report_js_len, report_asset_report_css_len;
 
 const char *report_run_status(const struct run_record *r)
 {
-    return r->status[0] ? r->status : "unknown";
+    return run_record_status(r); /* "lost" as strobe show says it */
 }
 
 const char *report_file_name(const struct run_record *r, const char *suffix, char *buf, size_t cap)

@@ -23,56 +23,12 @@ const char *const trace_cat_names[TRACE_CAT_COUNT] = {"step",       "phase", "co
 
 /* ---- strings -------------------------------------------------------------- */
 
-/* Length of the UTF-8 sequence at p (1 to 4), or 0 when it is not one:
- * overlong forms, surrogates and code points past U+10FFFF are refused. */
-static size_t utf8_len(const unsigned char *p)
-{
-    unsigned c = p[0];
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xc2 && c <= 0xdf)
-        return (p[1] & 0xc0) == 0x80 ? 2 : 0;
-    if (c >= 0xe0 && c <= 0xef) {
-        if ((p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80)
-            return 0;
-        if ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] >= 0xa0))
-            return 0;
-        return 3;
-    }
-    if (c >= 0xf0 && c <= 0xf4) {
-        if ((p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80 || (p[3] & 0xc0) != 0x80)
-            return 0;
-        if ((c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] >= 0x90))
-            return 0;
-        return 4;
-    }
-    return 0;
-}
-
-int trace_add_utf8(struct strbuf *o, const char *s)
-{
-    const unsigned char *p = (const unsigned char *)(s ? s : "");
-    int rc = 0;
-    while (*p && rc == 0) {
-        const unsigned char *run = p; /* a stretch of valid text, copied at once */
-        size_t n;
-        while (*p && (n = utf8_len(p)) > 0)
-            p += n;
-        rc = strbuf_add(o, run, (size_t)(p - run));
-        if (*p && rc == 0) {
-            rc = strbuf_adds(o, "\xef\xbf\xbd"); /* U+FFFD */
-            p++;
-        }
-    }
-    return rc;
-}
-
 /* A heap copy of s as valid UTF-8, or NULL. */
 static char *utf8_dup(const char *s)
 {
     struct strbuf b;
     strbuf_init(&b);
-    if (trace_add_utf8(&b, s) < 0) {
+    if (strbuf_add_utf8(&b, s) < 0) {
         strbuf_release(&b);
         return NULL;
     }
@@ -520,10 +476,10 @@ static int add_series(const struct series_record *sr, void *arg)
     }
     struct strbuf name;
     strbuf_init(&name);
-    trace_add_utf8(&name, sr->name);
+    strbuf_add_utf8(&name, sr->name);
     if (sr->labels && sr->labels[0]) {
         strbuf_addch(&name, '{');
-        trace_add_utf8(&name, sr->labels);
+        strbuf_add_utf8(&name, sr->labels);
         strbuf_addch(&name, '}');
     }
     struct trace_counter *k = &t->counters[t->ncounters++];

@@ -156,9 +156,6 @@ int trace_sink_flush(struct trace_sink *k, int force);
 /* Flush and close; 0, or negative when anything failed. */
 int trace_sink_close(struct trace_sink *k);
 
-/* Copy s into o as valid UTF-8 (each bad byte becomes U+FFFD). */
-int trace_add_utf8(struct strbuf *o, const char *s);
-
 int trace_write_chrome(const struct trace *t, struct trace_sink *k);
 int trace_write_perfetto(const struct trace *t, struct trace_sink *k);
 

@@ -106,18 +106,6 @@ static int commit(struct chrome *c, char *end)
     return trace_sink_flush(c->k, 0);
 }
 
-static int add_json(struct strbuf *o, const char *s)
-{
-    /* the model's strings are valid UTF-8 already; findings are not */
-    struct strbuf clean;
-    strbuf_init(&clean);
-    int rc = trace_add_utf8(&clean, s);
-    if (rc == 0)
-        rc = strbuf_add_json_str(o, clean.buf);
-    strbuf_release(&clean);
-    return rc;
-}
-
 /* A metadata event: {"ph":"M","name":what,"pid":P[,"tid":T],"args":{key:value}} */
 static int meta(struct chrome *c, const char *what, int64_t pid, int64_t tid, const char *key,
                 const char *str, int64_t num)
@@ -129,7 +117,7 @@ static int meta(struct chrome *c, const char *what, int64_t pid, int64_t tid, co
     if (tid >= 0)
         strbuf_addf(o, ",\"tid\":%" PRId64, tid);
     strbuf_addf(o, ",\"args\":{\"%s\":", key);
-    int rc = str ? add_json(o, str) : strbuf_addf(o, "%" PRId64, num);
+    int rc = str ? strbuf_add_json_str(o, str) : strbuf_addf(o, "%" PRId64, num);
     return rc ? rc : strbuf_adds(o, "}}");
 }
 
@@ -255,25 +243,25 @@ static int write_findings(struct chrome *c)
         struct strbuf name;
         strbuf_init(&name);
         strbuf_addf(&name, "%s (%s)", f->rule ? f->rule : "", f->severity ? f->severity : "");
-        add_json(o, name.buf);
+        strbuf_add_json_str(o, name.buf);
         strbuf_release(&name);
         char num[40];
         strbuf_addf(o, ",\"pid\":%" PRId64 ",\"tid\":0,\"ts\":", t->procs[0].pid);
         *put_us(num, f->start_ns - t->origin_ns) = '\0';
         strbuf_adds(o, num);
         strbuf_adds(o, ",\"args\":{\"rule\":");
-        add_json(o, f->rule);
+        strbuf_add_json_str(o, f->rule);
         strbuf_adds(o, ",\"severity\":");
-        add_json(o, f->severity);
+        strbuf_add_json_str(o, f->severity);
         strbuf_adds(o, ",\"scope\":");
-        add_json(o, f->scope);
+        strbuf_add_json_str(o, f->scope);
         *put_us(num, f->end_ns - t->origin_ns) = '\0';
         strbuf_addf(o, ",\"end_us\":%s,\"evidence\":", num);
-        add_json(o, f->evidence);
+        strbuf_add_json_str(o, f->evidence);
         strbuf_adds(o, ",\"steps\":");
-        add_json(o, f->events);
+        strbuf_add_json_str(o, f->events);
         strbuf_adds(o, ",\"recommendation\":");
-        add_json(o, f->recommendation);
+        strbuf_add_json_str(o, f->recommendation);
         rc = strbuf_adds(o, "}}");
         if (rc == 0)
             rc = trace_sink_flush(c->k, 0);
@@ -287,9 +275,9 @@ static int write_other_data(struct chrome *c)
     const struct trace *t = c->t;
     struct strbuf *o = &c->k->buf;
     strbuf_adds(o, "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"run_id\":");
-    add_json(o, t->run->id);
+    strbuf_add_json_str(o, t->run->id);
     strbuf_adds(o, ",\"run_name\":");
-    add_json(o, t->run->name);
+    strbuf_add_json_str(o, t->run->name);
     strbuf_addf(o, ",\"start_ns\":%" PRId64 ",\"strobe_time_unit\":\"us since start_ns\"",
                 t->origin_ns);
     if (t->from_ns != INT64_MIN)

@@ -134,7 +134,7 @@ static void pb_text(struct pb *m, unsigned field, const char *s)
 {
     struct strbuf clean;
     strbuf_init(&clean);
-    if (trace_add_utf8(&clean, s) < 0)
+    if (strbuf_add_utf8(&clean, s) < 0)
         m->failed = 1;
     pb_bytes(m, field, clean.buf, clean.len);
     strbuf_release(&clean);

@@ -181,8 +181,24 @@ int proc_tree_set_root(struct proc_tree *t, pid_t pid)
     return tree_add(t, pid) ? 0 : -ESRCH;
 }
 
+void proc_tree_not_job(struct proc_tree *t, pid_t pid)
+{
+    if (t->n_not_job < sizeof(t->not_job) / sizeof(t->not_job[0]))
+        t->not_job[t->n_not_job++] = pid;
+}
+
+static int is_not_job(const struct proc_tree *t, pid_t pid)
+{
+    for (uint32_t i = 0; i < t->n_not_job; i++)
+        if (t->not_job[i] == pid)
+            return 1;
+    return 0;
+}
+
 void proc_tree_reap_prepare(struct proc_tree *t, pid_t pid)
 {
+    if (is_not_job(t, pid))
+        return;
     struct proc_entry *e = proc_tree_find(t, pid);
     if (!e)
         e = tree_add(t, pid); /* an orphan that came and went between samples */
@@ -198,7 +214,7 @@ void proc_tree_reap_prepare(struct proc_tree *t, pid_t pid)
 static void discover_one(pid_t pid, void *arg)
 {
     struct proc_tree *t = arg;
-    if (pid == t->env->self_pid || proc_tree_find(t, pid))
+    if (pid == t->env->self_pid || proc_tree_find(t, pid) || is_not_job(t, pid))
         return;
     tree_add(t, pid);
 }

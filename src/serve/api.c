@@ -116,10 +116,12 @@ static void add_approx(struct strbuf *o, double v)
         strbuf_addf(o, "%.7g", v);
 }
 
-/* The workload a run belongs to: the run record has no field for it yet, so
- * a tag or param named "workload" stands in; absent is null. */
+/* The workload a run belongs to (strobe run --workload); for runs recorded
+ * before it existed, a tag or param named "workload" stands in. */
 static const char *run_workload(const struct run_record *r)
 {
+    if (r->workload)
+        return r->workload;
     const char *w = kv_list_get(&r->tags, "workload");
     return w ? w : kv_list_get(&r->params, "workload");
 }
@@ -705,6 +707,53 @@ static int api_findings(const struct api_ctx *c, const struct run_record *r, str
     return 200;
 }
 
+/* ---- /api/runs/{id}/texts[/{kind}] --------------------------------------------------- */
+
+struct texts_ctx {
+    struct strbuf *o;
+    const char *kind; /* NULL: the list */
+    int n;
+};
+
+static int text_json(const struct run_text_record *t, void *arg)
+{
+    struct texts_ctx *x = arg;
+    if (x->kind && strcmp(t->kind, x->kind) != 0)
+        return 0;
+    strbuf_adds(x->o, x->n++ ? "," : "");
+    strbuf_adds(x->o, "{");
+    key_str(x->o, "kind", t->kind);
+    strbuf_addf(x->o, ",\"bytes\":%lld,\"kept\":%zu", (long long)t->bytes, t->len);
+    if (x->kind) {
+        /* the stored bytes may be any bytes: a JSON string is valid UTF-8 */
+        char *text = strndup(t->data ? t->data : "", t->len);
+        strbuf_adds(x->o, ",\"text\":");
+        strbuf_add_json_str(x->o, text ? text : "");
+        free(text);
+    }
+    strbuf_addch(x->o, '}');
+    return 0;
+}
+
+/* The texts kept with a run (stdout, stderr, packages, lscpu, nvidia-smi):
+ * the list with sizes, or one of them with its text. */
+static int api_texts(const struct api_ctx *c, const struct run_record *r, const char *kind,
+                     struct strbuf *o)
+{
+    struct texts_ctx x = {o, kind && *kind ? kind : NULL, 0};
+    strbuf_adds(o, x.kind ? "" : "{\"texts\":[");
+    if (c->s->ops->run_texts_query(c->s, r->id, text_json, &x) < 0) {
+        strbuf_reset(o);
+        return fail(o, 500, "cannot read the run's texts");
+    }
+    if (x.kind && !x.n) {
+        strbuf_reset(o);
+        return fail(o, 404, "no such text");
+    }
+    strbuf_adds(o, x.kind ? "\n" : "]}\n");
+    return 200;
+}
+
 /* ---- /api/compare ----------------------------------------------------------------- */
 
 struct compare_set {
@@ -883,6 +932,10 @@ static int run_endpoint(const struct api_ctx *c, const char *rest, const struct 
         status = api_metrics(c, &r, o);
     else if (strcmp(view, "findings") == 0)
         status = api_findings(c, &r, o);
+    else if (strcmp(view, "texts") == 0)
+        status = api_texts(c, &r, NULL, o);
+    else if (strncmp(view, "texts/", 6) == 0)
+        status = api_texts(c, &r, view + 6, o);
     else {
         status = fail(o, 404, "no such endpoint");
         for (size_t i = 0; i < sizeof(run_views) / sizeof(run_views[0]); i++)

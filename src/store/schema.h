@@ -6,7 +6,7 @@
 #ifndef STROBE_STORE_SCHEMA_H
 #define STROBE_STORE_SCHEMA_H
 
-#define SCHEMA_VERSION 3
+#define SCHEMA_VERSION 4
 
 /* clang-format off */
 /* one SQL clause per line reads better than reflowed */
@@ -97,6 +97,15 @@ static const char *const schema_migrations[SCHEMA_VERSION] = {
     " scope TEXT NOT NULL,"           /* node, gpu=G, rank=R, node=N,... */
     " evidence TEXT NOT NULL, events TEXT, recommendation TEXT,"
     " PRIMARY KEY(run_id, seq)) WITHOUT ROWID;",
+    /* 4: workloads (runs started together, as in radT), texts kept with a run */
+    "ALTER TABLE runs ADD COLUMN workload TEXT;"
+    "CREATE INDEX runs_by_workload ON runs(experiment, workload, start_ns);"
+    "CREATE TABLE run_texts("
+    " run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    " kind TEXT NOT NULL,"            /* stdout|stderr|packages|lscpu|nvidia-smi */
+    " bytes INTEGER NOT NULL,"        /* the original size: more than length(text) when cut */
+    " text TEXT NOT NULL,"            /* as written: not always valid UTF-8 */
+    " PRIMARY KEY(run_id, kind)) WITHOUT ROWID;",
 };
 /* clang-format on */
 

@@ -43,6 +43,8 @@ enum {
     ST_RULE_CONFIG_OF_RUN,
     ST_RULE_RESULTS_OF_RUN,
     ST_FINDINGS_OF_RUN,
+    ST_RUN_TEXT_PUT,
+    ST_RUN_TEXTS_OF_RUN,
     ST_BLOCKS_IN_RANGE,
     ST_SERIES_FIND,
     ST_BLOCK_DATA,
@@ -54,9 +56,9 @@ static const char *const statements[ST_COUNT] = {
         "INSERT INTO runs(id, name, experiment, command, cwd, user, host, kernel, cpu_model,"
         " cpu_count, mem_total_bytes, start_ns, status, git_commit, git_dirty, python_version,"
         " torch_version, interval_ns, recorder_pid, strobe_version, exit_code, signal, end_ns,"
-        " last_ns, error)"
+        " last_ns, error, workload)"
         " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,"
-        " ?22,?23,?24,?25)",
+        " ?22,?23,?24,?25,?26)",
     [ST_ATTR_INSERT] = "INSERT OR REPLACE INTO run_attrs(run_id, kind, key, value)"
                        " VALUES(?1,?2,?3,?4)",
     [ST_RUN_UPDATE] = "UPDATE runs SET end_ns=?2, last_ns=?3, exit_code=?4, signal=?5, status=?6,"
@@ -75,7 +77,7 @@ static const char *const statements[ST_COUNT] = {
     "id, name, experiment, command, cwd, user, host, kernel, cpu_model, cpu_count,"                \
     " mem_total_bytes, start_ns, end_ns, last_ns, exit_code, signal, status, git_commit,"          \
     " git_dirty, python_version, torch_version, interval_ns, samples, points, missed, dropped,"    \
-    " recorder_pid, strobe_version, error, events, events_dropped, events_invalid"
+    " recorder_pid, strobe_version, error, events, events_dropped, events_invalid, workload"
     [ST_RUNS_ALL] = "SELECT " RUN_COLUMNS " FROM runs ORDER BY start_ns DESC, id",
     [ST_RUNS_EXPERIMENT] =
         "SELECT " RUN_COLUMNS " FROM runs WHERE experiment=?1 ORDER BY start_ns DESC, id",
@@ -118,6 +120,9 @@ static const char *const statements[ST_COUNT] = {
                                " FROM rule_results WHERE run_id=?1",
     [ST_FINDINGS_OF_RUN] = "SELECT rule, severity, start_ns, end_ns, scope, evidence, events,"
                            " recommendation FROM findings WHERE run_id=?1 ORDER BY seq",
+    [ST_RUN_TEXT_PUT] = "INSERT OR REPLACE INTO run_texts(run_id, kind, bytes, text)"
+                        " VALUES(?1,?2,?3,?4)",
+    [ST_RUN_TEXTS_OF_RUN] = "SELECT kind, bytes, text FROM run_texts WHERE run_id=?1 ORDER BY kind",
     /* blocks of a series do not overlap, so the first one reaching from_ns
      * is the last one starting at or before it: found in the (series_id,
      * start_ns) index, and the scan starts there rather than at the first */
@@ -304,6 +309,7 @@ static int sqlite_run_insert(struct store *base, const struct run_record *r)
         bind_int_or_null(q, 23, r->end_ns, r->end_ns == 0);
         bind_int_or_null(q, 24, r->last_ns, r->last_ns == 0);
         bind_text(q, 25, r->error);
+        bind_text(q, 26, r->workload);
     }
     int rc = step_done(s, q, "cannot record run");
     if (rc == 0)
@@ -446,6 +452,7 @@ static void read_run_row(sqlite3_stmt *q, struct run_record *r)
     r->events = sqlite3_column_int64(q, 29);
     r->events_dropped = sqlite3_column_int64(q, 30);
     r->events_invalid = sqlite3_column_int64(q, 31);
+    r->workload = col_dup(q, 32);
 }
 
 static int read_attrs(struct sqlite_store *s, struct run_record *r)
@@ -933,6 +940,40 @@ static int sqlite_findings_query(struct store *base, const char *run_id, finding
     return finish_query(s, q, rc, stop, "cannot read findings");
 }
 
+static int sqlite_run_text_put(struct store *base, const char *run_id,
+                               const struct run_text_record *t)
+{
+    struct sqlite_store *s = (struct sqlite_store *)base;
+    sqlite3_stmt *q = stmt(s, ST_RUN_TEXT_PUT);
+    if (q) {
+        bind_text(q, 1, run_id);
+        bind_text(q, 2, t->kind);
+        sqlite3_bind_int64(q, 3, t->bytes);
+        sqlite3_bind_text64(q, 4, t->len ? t->data : "", t->len, SQLITE_STATIC, SQLITE_UTF8);
+    }
+    return step_done(s, q, "cannot keep the run's texts");
+}
+
+static int sqlite_run_texts_query(struct store *base, const char *run_id, run_text_fn *fn,
+                                  void *arg)
+{
+    struct sqlite_store *s = (struct sqlite_store *)base;
+    sqlite3_stmt *q = run_query(s, ST_RUN_TEXTS_OF_RUN, run_id);
+    if (!q)
+        return map_rc(s, sqlite3_errcode(s->db), "cannot read the run's texts");
+    int rc, stop = 0;
+    while (!stop && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        struct run_text_record t = {
+            .kind = col_text(q, 0),
+            .bytes = sqlite3_column_int64(q, 1),
+            .data = (const char *)sqlite3_column_text(q, 2),
+            .len = (size_t)sqlite3_column_bytes(q, 2),
+        };
+        stop = fn(&t, arg);
+    }
+    return finish_query(s, q, rc, stop, "cannot read the run's texts");
+}
+
 static int sqlite_run_delete(struct store *base, const char *run_id)
 {
     struct sqlite_store *s = (struct sqlite_store *)base;
@@ -940,6 +981,7 @@ static int sqlite_run_delete(struct store *base, const char *run_id)
         "DELETE FROM findings WHERE run_id=?1",
         "DELETE FROM rule_results WHERE run_id=?1",
         "DELETE FROM rule_config WHERE run_id=?1",
+        "DELETE FROM run_texts WHERE run_id=?1",
         "DELETE FROM event_blocks WHERE run_id=?1",
         "DELETE FROM event_names WHERE run_id=?1",
         "DELETE FROM processes WHERE run_id=?1",
@@ -993,6 +1035,8 @@ static const struct store_ops sqlite_ops = {
     .rule_config_query = sqlite_rule_config_query,
     .rule_results_query = sqlite_rule_results_query,
     .findings_query = sqlite_findings_query,
+    .run_text_put = sqlite_run_text_put,
+    .run_texts_query = sqlite_run_texts_query,
     .blocks_range_query = sqlite_blocks_range_query,
     .series_find = sqlite_series_find,
 };

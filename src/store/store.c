@@ -1,8 +1,10 @@
 #include "store/store.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
 
 #include "common/err.h"
 
@@ -57,10 +59,10 @@ void run_record_init(struct run_record *r)
 
 void run_record_release(struct run_record *r)
 {
-    char **strings[] = {&r->name,       &r->experiment,     &r->command_json,  &r->cwd,
-                        &r->user,       &r->host,           &r->kernel,        &r->cpu_model,
-                        &r->git_commit, &r->python_version, &r->torch_version, &r->strobe_version,
-                        &r->error};
+    char **strings[] = {
+        &r->name,           &r->experiment,    &r->workload,       &r->command_json, &r->cwd,
+        &r->user,           &r->host,          &r->kernel,         &r->cpu_model,    &r->git_commit,
+        &r->python_version, &r->torch_version, &r->strobe_version, &r->error};
     for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++)
         free(*strings[i]);
     kv_list_release(&r->tags);
@@ -98,6 +100,7 @@ int run_record_copy(struct run_record *dst, const struct run_record *src)
     int rc = 0;
     rc |= dup_or_null(&dst->name, src->name);
     rc |= dup_or_null(&dst->experiment, src->experiment);
+    rc |= dup_or_null(&dst->workload, src->workload);
     rc |= dup_or_null(&dst->command_json, src->command_json);
     rc |= dup_or_null(&dst->cwd, src->cwd);
     rc |= dup_or_null(&dst->user, src->user);
@@ -199,4 +202,15 @@ int store_resolve_run(struct store *s, const char *ref, struct run_record *out)
     }
     run_record_release(&c.prefix_match);
     return c.by_prefix > 1 ? -STROBE_EAMBIGUOUS : -STROBE_ENOTFOUND;
+}
+
+const char *run_record_status(const struct run_record *r)
+{
+    if (strcmp(r->status, RUN_RUNNING) != 0 || r->recorder_pid <= 0 || !r->host)
+        return r->status[0] ? r->status : "unknown";
+    struct utsname u;
+    if (uname(&u) == 0 && strcmp(u.nodename, r->host) == 0 && kill((pid_t)r->recorder_pid, 0) < 0 &&
+        errno == ESRCH)
+        return "lost";
+    return r->status;
 }

@@ -46,6 +46,7 @@ struct run_record {
     char id[RUN_ID_LEN + 1];
     char *name;
     char *experiment;   /* may be NULL */
+    char *workload;     /* runs started together (a sweep's batch); may be NULL */
     char *command_json; /* JSON array of argv */
     char *cwd, *user, *host, *kernel, *cpu_model;
     int cpu_count;
@@ -153,6 +154,17 @@ typedef int finding_rec_fn(const struct finding_record *f, void *arg);
 typedef int rule_result_fn(const struct rule_result_record *r, void *arg);
 typedef int rule_config_fn(const struct rule_config_record *c, void *arg);
 
+/* A text kept with a run: the job's stdout or stderr, the environment's
+ * package list, lscpu, nvidia-smi -q. bytes is the original size, more than
+ * len when it was cut (the start and the end are kept). */
+struct run_text_record {
+    const char *kind;
+    const char *data;
+    size_t len;
+    int64_t bytes;
+};
+typedef int run_text_fn(const struct run_text_record *t, void *arg);
+
 struct store;
 
 struct store_ops {
@@ -203,6 +215,9 @@ struct store_ops {
     int (*rule_results_query)(struct store *s, const char *run_id, rule_result_fn *fn, void *arg);
     /* Findings in the order they fired. */
     int (*findings_query)(struct store *s, const char *run_id, finding_rec_fn *fn, void *arg);
+    /* Texts: one per kind and run, replaced when put again. */
+    int (*run_text_put)(struct store *s, const char *run_id, const struct run_text_record *t);
+    int (*run_texts_query)(struct store *s, const char *run_id, run_text_fn *fn, void *arg);
     /* Blocks of a series overlapping [from_ns, to_ns] in time order, their
      * data read only where want() asks for it: downsampled views read the
      * summaries of most blocks and decode only those at bucket edges. */
@@ -243,6 +258,9 @@ int store_resolve_run(struct store *s, const char *ref, struct run_record *out);
 /* Seconds from start to end, or to the last committed sample while a run is
  * still recording (or was lost). */
 double run_record_duration_s(const struct run_record *r);
+/* The status to show: "lost" for a run still marked running whose recorder
+ * is gone from this host (it died without finishing the run). */
+const char *run_record_status(const struct run_record *r);
 
 /* Deep copy of a run record. */
 int run_record_copy(struct run_record *dst, const struct run_record *src);

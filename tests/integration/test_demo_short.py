@@ -21,7 +21,9 @@ check("python version recorded", (r["python_version"] or "").startswith("3."), r
 check("torch version recorded", (r["torch_version"] or "").startswith(("1.", "2.")), r["torch_version"])
 check("chosen environment recorded", r["env"].get("OMP_NUM_THREADS") == "1", r["env"])
 check("secrets are not recorded", "MY_API_TOKEN" not in r["env"])
-check("params recorded", r["params"] == {"batch": "32"})
+check("params recorded: --param, and the script's own --key value arguments",
+      r["params"] == {"batch": "32", "seconds": "6", "workers": "2", "batch-size": "32"},
+      r["params"])
 procs = [m["meta"] for k, m in r["metrics"].items() if k.startswith("proc.cpu{")]
 root = [m for m in procs if m["root"]]
 check("one root process", len(root) == 1, procs)

@@ -68,6 +68,22 @@ RULE_PARAMS = {
 # VM, where about 1 % of steps land above mean + 3 sigma with or without
 # strobe (measured on memory_leak.py --fixed: 9 to 13 of ~1000 steps in 30 s).
 PATHOLOGY_RULES = sorted({r for rules in EXPECTED_RULES.values() for r in rules} - {"StepOutlier"})
+# Rules whose firing needs a quiet host: BatchSize judges the host's CPU
+# (others' work fills it), StepOutlier the step-time spread (others' work
+# widens it until a stall is within 3 sigma). When other work took more than
+# FOREIGN_MAX points of the host's CPU in the run, their checks are skipped,
+# saying so, rather than failed: the rule was right not to fire.
+QUIET_HOST_RULES = {"BatchSize", "StepOutlier"}
+HOST_BUSY = {}  # tag -> points of host CPU other work took in its run
+
+
+def busy_skip(tag, name):
+    """Skip (and say why) a check that needs a quiet host, when it was not."""
+    busy = HOST_BUSY.get(tag, 0.0)
+    if busy <= FOREIGN_MAX:
+        return False
+    skip(name, f"the host was {busy:.0f} points busy with other work (> {FOREIGN_MAX:.0f})")
+    return True
 
 
 def check_rules(example, tag, db, fixed=False):
@@ -83,7 +99,9 @@ def check_rules(example, tag, db, fixed=False):
     fired = sorted({f["rule"] for f in out.get("findings", [])})
     want = [] if fixed else EXPECTED_RULES[example]
     for rule in want:
-        check(f"{tag}: rule {rule} fired", rule in fired, f"fired: {fired}")
+        name = f"{tag}: rule {rule} fired"
+        if rule in fired or rule not in QUIET_HOST_RULES or not busy_skip(tag, name):
+            check(name, rule in fired, f"fired: {fired}")
     others = [r for r in PATHOLOGY_RULES if r in fired and r not in want]
     check(f"{tag}: no {'' if fixed else 'other '}pathology's rule fired", not others, f"fired: {fired}")
 
@@ -108,6 +126,7 @@ def record(tag, script, *args, timeout=150):
     r = show(db) if ok else None
     if r and r["steps"]:
         c = cpu(db, r)
+        HOST_BUSY[tag] = c["foreign"]
         psi = [v for _, v in steady(db, r, "psi.cpu_some")]
         rss = steady(db, r, "proc.rss_bytes")
         s = script_stats(p.stdout) or {}
@@ -293,8 +312,11 @@ def memory_leak():
         end = rss[-1][0] if rss else 0
         last = [(t, v) for t, v in rss if t >= end - 20]
         slope, r2 = fit(last)
-        check(f"{tag}: RSS grows 15-30 MB/s over the last 20 s",
-              slope is not None and 15e6 <= slope <= 30e6, f"slope {slope and slope / 1e6:.1f} MB/s")
+        name = f"{tag}: RSS grows 15-30 MB/s over the last 20 s"
+        ok = slope is not None and 15e6 <= slope <= 30e6
+        # the leak rides on the steps, which a busy host slows below schedule
+        if ok or not (slope is not None and slope < 15e6 and busy_skip(tag, name)):
+            check(name, ok, f"slope {slope and slope / 1e6:.1f} MB/s")
         check(f"{tag}: ... along a straight line (R^2 > 0.95)", r2 is not None and r2 > 0.95, f"R^2 {r2}")
         mid = (rss[0][0] + end) / 2 if rss else 0
         first, _ = fit([x for x in rss if x[0] < mid])
@@ -332,7 +354,9 @@ def stalls():
     check(f"{tag}: more than 100 steps", (steps.get("count") or 0) > 100, steps)
     check(f"{tag}: strobe's steps are the script's", steps.get("count") == s["timed"] + 1,
           f"strobe {steps.get('count')}, the script {s['timed'] + 1:.0f}")
-    check(f"{tag}: more than 10 steps above mean + 3 sigma", s["outliers"] > 10, s)
+    name = f"{tag}: more than 10 steps above mean + 3 sigma"
+    if s["outliers"] > 10 or not busy_skip(tag, name):
+        check(name, s["outliers"] > 10, s)
     check(f"{tag}: strobe's mean step is the script's (within 5 %)",
           abs(steps.get("mean_ns", 0) / 1e6 - s["mean"]) <= 0.05 * s["mean"], f"strobe {steps}, script {s}")
     check(f"{tag}: strobe's longest step is a stall (> 5 x the median)",

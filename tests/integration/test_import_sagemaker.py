@@ -192,6 +192,37 @@ if m:
     near("import: algo-2's offset is 2 s (10 ms)", float(m.group(1)), 2.0, 0.010, "s")
 offset = float(m.group(1)) if m else 2.0
 
+# strobe trace of the two nodes: each node its own process group (its
+# metrics process and its processes, named and sorted by node)
+tr = os.path.join(TMP, "sm.trace.json")
+t = strobe("trace", "-o", tr, "last", store=db)
+evs = json.load(open(tr))["traceEvents"] if t.returncode == 0 else []
+names = {e["pid"]: e["args"]["name"] for e in evs
+         if e.get("ph") == "M" and e.get("name") == "process_name"}
+sort = {e["pid"]: e["args"]["sort_index"] for e in evs
+        if e.get("ph") == "M" and e.get("name") == "process_sort_index"}
+metrics = {n.split()[0]: pid for pid, n in names.items() if n.endswith(" metrics")}
+check("trace: one metrics process per node", sorted(metrics) == ["algo-1", "algo-2"], names)
+check("trace: every process is named by its node",
+      names and all(n.split()[0] in SKEW for n in names.values()), names)
+ordered = sorted(names, key=lambda pid: sort.get(pid, 0))
+check("trace: the processes sort by node (algo-1's before algo-2's)",
+      [names[p].split()[0] for p in ordered] == sorted(names[p].split()[0] for p in ordered),
+      [names[p] for p in ordered])
+host_counters = [e for e in evs if e.get("ph") == "C" and "node=" in e["name"] and
+                 "pid=" not in e["name"]]
+misplaced = [e["name"] for e in host_counters
+             if e["pid"] != metrics.get(re.search(r"node=([\w-]+)", e["name"]).group(1))]
+check("trace: each node's host counters are on its own metrics process",
+      host_counters and not misplaced, misplaced[:5])
+steps_by_node = {}
+for e in evs:
+    if e.get("cat") == "step" and e.get("ph") in ("X", "B"):
+        steps_by_node.setdefault(names.get(e["pid"], "?").split()[0], 0)
+        steps_by_node[names.get(e["pid"], "?").split()[0]] += 1
+check("trace: each node's steps are in its group", steps_by_node == {n: STEPS for n in SKEW},
+      steps_by_node)
+
 r = show(db)
 check("import: the run is finished", r["status"] == "finished", r["status"])
 check("import: name sagemaker-<dir>", r["name"] == "sagemaker-sm-job", r["name"])

@@ -115,7 +115,8 @@ def main():
     db = store_path("serve.db")
     record(db, HOSTILE, 3, ("--experiment", "exp1", "--param", "bs=32", "--tag", "team=vision"))
     record(db, "b64", 2, ("--experiment", "exp1", "--param", "bs=64", "--tag", "workload=w1"))
-    p = strobe("run", "--quiet", "--name", "other", "--experiment", "exp2", "--", "sleep", "0.5",
+    p = strobe("run", "--quiet", "--name", "other", "--experiment", "exp2", "--workload", "w2",
+               "--", "sh", "-c", "echo hello from other; echo '<b>oops</b>' >&2; sleep 0.5",
                store=db)
     con = sqlite3.connect(db)
     ids = {name: i for i, name in con.execute("SELECT id, name FROM runs")}
@@ -166,6 +167,30 @@ def main():
     check("runs sort=-steps limit=1", r["total"] == 3 and [x["id"] for x in r["runs"]] == [hid])
     st, r, _ = s.json("/api/runs" + q(sort="bogus"))
     check("runs: a bad sort is 400", st == 400 and "error" in r)
+
+    st, r, _ = s.json("/api/runs" + q(workload="w2"))
+    check("runs: workload from strobe run --workload", st == 200 and
+          [x["id"] for x in r["runs"]] == [ids["other"]] and r["runs"][0]["workload"] == "w2",
+          str(r)[:300])
+
+    # ---- the texts kept with a run: the job's output, the environment
+    oid = ids["other"]
+    st, t, _ = s.json(f"/api/runs/{oid}/texts")
+    kinds = {x["kind"]: x for x in t.get("texts", [])} if st == 200 else {}
+    check("texts: the list has the job's stdout and stderr and lscpu",
+          {"stdout", "stderr", "lscpu"} <= set(kinds), str(t)[:300])
+    st, out, _ = s.json(f"/api/runs/{oid}/texts/stdout")
+    check("texts: stdout as the job printed it, with its size",
+          st == 200 and out["text"] == "hello from other\n" and out["bytes"] == 17, str(out))
+    st, err, _ = s.json(f"/api/runs/{oid}/texts/stderr")
+    check("texts: stderr is a JSON string (markup stays text)",
+          st == 200 and err["text"] == "<b>oops</b>\n", str(err))
+    st, t, _ = s.json(f"/api/runs/{hid}/texts/packages")
+    check("texts: a Python run has its package list", st == 200 and "==" in t.get("text", ""))
+    st, t, _ = s.json(f"/api/runs/{oid}/texts/nvidia-smi")
+    check("texts: one the run lacks is 404", st == 404 and "error" in t, str(t))
+    st, t, _ = s.json(f"/api/runs/{oid}/texts/..%2f..%2fetc%2fpasswd")
+    check("texts: a hostile kind is 404", st == 404, str(t))
 
     # ---- one run
     st, r, _ = s.json(f"/api/runs/{hid}")

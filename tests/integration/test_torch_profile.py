@@ -15,6 +15,7 @@ say how many were skipped.
 import ctypes
 import json
 import os
+import shutil
 import sqlite3
 
 from strobetest import *
@@ -241,6 +242,10 @@ def main():
     if os.path.exists(trace):
         with open(trace) as f:
             legacy = f.read()
+        # copies of the run before any import, for the cut and garbled files
+        fresh = {k: store_path(f"own-{k}.db") for k in ("cut", "garbled")}
+        for path in fresh.values():
+            shutil.copy(db2, path)
         p = import_trace(db2, trace)
         check("import torch-trace: exit 0", p.returncode == 0, p.stderr)
         check("import torch-trace: aligned by 2 of 2 ProfilerStep markers",
@@ -256,14 +261,20 @@ def main():
               f"{len(bad)} of {len(ops2)} outside, e.g. {bad[:2]}")
         n_ops = len(ops2)
 
-        # cut short and garbled copies, into a fresh store each time
+        # the same trace again: refused, nothing stored twice
+        p = import_trace(db2, trace)
+        again = [e for e in stored_events(db2, rid2) if e["name"].startswith("op:")]
+        check("import torch-trace twice: refused in one line, nothing stored twice",
+              p.returncode != 0 and "imported before" in p.stderr and
+              p.stderr.strip().count("\n") == 0 and len(again) == n_ops,
+              (p.returncode, p.stderr, len(again), n_ops))
+
+        # cut short and garbled copies, each into a copy of the run from before
         cut = os.path.join(TMP, "cut.json")
         with open(cut, "w") as f:
             f.write(legacy[:len(legacy) // 2])
-        before = len(ops2)
-        p = import_trace(db2, cut)
-        ev2 = stored_events(db2, rid2)
-        got = len([e for e in ev2 if e["name"].startswith("op:")]) - before
+        p = import_trace(fresh["cut"], cut)
+        got = len([e for e in stored_events(fresh["cut"], rid2) if e["name"].startswith("op:")])
         check("cut-off trace: imports what is whole, says it is cut",
               p.returncode == 0 and 0 < got < n_ops and "cut short" in p.stderr,
               f"rc {p.returncode}, {got} of {n_ops}: {p.stderr.strip()}")
@@ -271,15 +282,14 @@ def main():
         i = legacy.index('"aten::addmm"')
         with open(garbled, "w") as f:  # one element broken, and bytes that are no JSON
             f.write(legacy[:i] + '"aten::addmm", "ph": "X", "ts": @@' + legacy[i + 40:])
-        before += got
-        p = import_trace(db2, garbled)
-        ev2 = stored_events(db2, rid2)
-        got = len([e for e in ev2 if e["name"].startswith("op:")]) - before
+        p = import_trace(fresh["garbled"], garbled)
+        ev3 = stored_events(fresh["garbled"], rid2)
+        got = len([e for e in ev3 if e["name"].startswith("op:")])
         check("garbled trace: the rest imported, the skipped counted",
               p.returncode == 0 and n_ops - 3 <= got < n_ops and "1 garbled" in p.stderr
               and "1 skipped" in p.stdout, f"{got} of {n_ops}: {p.stdout} {p.stderr}")
         check("garbled trace: the steps recorded before are intact",
-              steps_of(ev2) == steps2, "steps changed")
+              steps_of(ev3) == steps_of(stored_events(db2, rid2)), "steps changed")
 
     # ---- a hand-made Kineto trace ------------------------------------------
     if steps:
@@ -349,6 +359,21 @@ def main():
     check("a missing file: exit 1", p.returncode == 1 and "cannot import" in p.stderr, p.stderr)
     p = strobe("run", "--torch-profile", "7-5", "--", "true", store=db)
     check("--torch-profile 7-5: a usage error, 125", p.returncode == 125, p.stderr)
+
+    # ---- the demo's training (examples/train.py, data-loader workers) -------
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    db4 = store_path("demo.db")
+    p = run(db4, PYTHON, os.path.join(root, "examples", "train.py"), "--seconds", "5",
+            "--workers", "2", opts=("--torch-profile", "5-7", "--no-report"))
+    check("demo --torch-profile 5-7: the training exits 0", p.returncode == 0, p.stderr[-600:])
+    rid4 = run_id(db4)
+    ev4 = stored_events(db4, rid4) if rid4 else []
+    steps4 = steps_of(ev4)
+    ops4 = [e for e in ev4 if e["name"].startswith("op:")]
+    bad = outside_own_step(ops4, steps4)
+    check("demo --torch-profile 5-7: operators, each inside its own step of 5-7",
+          ops4 and not bad and {o["step"] for o in ops4} == {5, 6, 7},
+          (len(ops4), len(bad), sorted({o["step"] for o in ops4})))
     done()
 
 

@@ -75,4 +75,35 @@ TEST(any_bytes_parse)
     json_doc_release(&d);
 }
 
-TEST_MAIN(escapes, utf8_kept, invalid_utf8_replaced, any_bytes_parse)
+static void clean(const char *in, const char *want)
+{
+    struct strbuf b;
+    strbuf_init(&b);
+    ASSERT_EQ_INT(0, strbuf_add_utf8(&b, in));
+    ASSERT_EQ_STR(want, b.buf);
+    strbuf_release(&b);
+}
+
+/* strbuf_add_utf8, what the Perfetto writer's strings rely on */
+TEST(utf8_valid_text_is_kept)
+{
+    clean("", "");
+    clean("step", "step");
+    clean("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+    clean("\"</script>\x01", "\"</script>\x01"); /* escaping is JSON's job, not this */
+}
+
+TEST(utf8_bad_bytes_become_replacement_chars)
+{
+    clean("a\xff"
+          "b",
+          "a\xef\xbf\xbd"
+          "b");
+    clean("\xc0\xaf", "\xef\xbf\xbd\xef\xbf\xbd");                 /* overlong '/' */
+    clean("\xed\xa0\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"); /* a surrogate */
+    clean("\xf4\x90\x80\x80", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"); /* > U+10FFFF */
+    clean("x\xe2\x82", "x\xef\xbf\xbd\xef\xbf\xbd"); /* cut short at the end */
+}
+
+TEST_MAIN(escapes, utf8_kept, invalid_utf8_replaced, any_bytes_parse, utf8_valid_text_is_kept,
+          utf8_bad_bytes_become_replacement_chars)

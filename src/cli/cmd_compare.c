@@ -1,0 +1,580 @@
+/*
+ * strobe compare A B [C...]: runs side by side, each against the first (the
+ * baseline), differences beyond the runs' own noise marked. The numbers come
+ * from analyze/compare.h; this file only lays them out.
+ */
+#include <getopt.h> /* optind */
+#include <stdarg.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/compare.h"
+#include "cli/cli.h"
+#include "common/fmt.h"
+#include "common/log.h"
+#include "common/strbuf.h"
+
+static const char compare_usage[] = "usage: strobe compare [--store S] [--json] RUN RUN [RUN...]\n";
+
+#define MAX_RUNS   26             /* one letter each in the text */
+#define LABEL_W    24             /* row labels */
+#define VALUE_W    10             /* a run's value */
+#define DIFF_W     9              /* its difference from the baseline */
+#define MARK_UP    "\xe2\x96\xb2" /* U+25B2, significant increase */
+#define MARK_DOWN  "\xe2\x96\xbc" /* U+25BC, significant decrease */
+#define MARK_DIFFS "*"            /* a parameter that differs from the baseline */
+
+/* ---- text ----------------------------------------------------------------- */
+
+/* The line being laid out: cells pad to their width, and the padding of the
+ * last one should not reach the terminal. */
+static struct strbuf line;
+
+__attribute__((format(printf, 1, 2))) static void emit(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    strbuf_vaddf(&line, fmt, ap);
+    va_end(ap);
+}
+
+/* Print the line without its trailing blanks, and start the next; a line
+ * may start with a blank line (section titles). */
+static void end_line(void)
+{
+    while (line.len && line.buf[line.len - 1] == ' ')
+        line.buf[--line.len] = '\0';
+    puts(line.buf);
+    strbuf_reset(&line);
+}
+
+/* One run's cell: value, difference, marker (one column, so the UTF-8
+ * triangles do not upset the alignment printf counts in bytes). */
+static void cell(const char *value, const char *diff, const char *mark)
+{
+    emit("  %-*.*s %*.*s%s", VALUE_W, VALUE_W, value, DIFF_W, DIFF_W, diff ? diff : "",
+         mark ? mark : " ");
+}
+
+static void section(const char *title, uint32_t n)
+{
+    emit("\n%-*s", LABEL_W, title);
+    for (uint32_t i = 0; i < n; i++)
+        emit("  %-*c %*s ", VALUE_W, 'A' + (int)i, DIFF_W, "");
+    end_line();
+}
+
+static const char *mark_of(int significant, double delta)
+{
+    if (!significant || delta == 0 || isnan(delta))
+        return NULL;
+    return delta > 0 ? MARK_UP : MARK_DOWN;
+}
+
+static const char *pct_text(double pct, char *buf, size_t cap)
+{
+    if (isnan(pct))
+        return "";
+    snprintf(buf, cap, "%+.1f%%", pct);
+    return buf;
+}
+
+static void print_headers(const struct compare_run *runs, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        const struct run_record *r = &runs[i].rec;
+        char dur[32];
+        emit("%c  %.8s  %-20.20s %-9s %s%s", 'A' + (int)i, r->id, r->name ? r->name : "",
+             cli_run_status(r), fmt_duration(run_record_duration_s(r), dur, sizeof(dur)),
+             i ? "" : "  (baseline)");
+        end_line();
+    }
+}
+
+static void print_params(const struct compare_run *runs, uint32_t n)
+{
+    const char **keys = NULL;
+    uint32_t nkeys = 0, nequal = 0;
+    if (compare_param_keys(runs, n, &keys, &nkeys, &nequal) < 0 || (!nkeys && !nequal)) {
+        free(keys);
+        return;
+    }
+    section("parameters", n);
+    for (uint32_t k = 0; k < nkeys; k++) {
+        emit("  %-*.*s", LABEL_W - 2, LABEL_W - 2, keys[k]);
+        for (uint32_t i = 0; i < n; i++) {
+            const char *v = kv_list_get(&runs[i].rec.params, keys[k]);
+            int changed = i && compare_param_changed(&runs[0], &runs[i], keys[k]);
+            /* a value may use the difference's room too: parameters have none */
+            emit("  %-*.*s%s", VALUE_W + 1 + DIFF_W, VALUE_W + 1 + DIFF_W, v ? v : "-",
+                 changed ? MARK_DIFFS : " ");
+        }
+        end_line();
+    }
+    if (nequal) {
+        emit("  %u equal", nequal);
+        end_line();
+    }
+    free(keys);
+}
+
+/* One step statistic per run: value, percent from the baseline, and a mark
+ * when the means differ beyond noise (only the mean row is judged). */
+static void step_row(const char *label, const struct compare_run *runs, uint32_t n,
+                     double (*get)(const struct duration_stats *), int judged, int per_s)
+{
+    emit("  %-*s", LABEL_W - 2, label);
+    double base = get(&runs[0].steps);
+    for (uint32_t i = 0; i < n; i++) {
+        char v[32], d[32];
+        double x = get(&runs[i].steps);
+        if (!runs[i].has_steps) {
+            cell("-", NULL, NULL);
+            continue;
+        }
+        if (per_s)
+            snprintf(v, sizeof(v), "%.3g", x);
+        else if (label[0] == 'c')
+            snprintf(v, sizeof(v), "%.0f", x);
+        else
+            fmt_ns(x, v, sizeof(v));
+        int sig = 0;
+        if (i && judged) {
+            struct compare_diff cd;
+            compare_diff_runs(&runs[0], &runs[i], &cd);
+            sig = cd.step_significant;
+        }
+        double pct = i && runs[0].has_steps ? compare_pct(base, x) : NAN;
+        cell(v, pct_text(pct, d, sizeof(d)), mark_of(sig, pct));
+    }
+    end_line();
+}
+
+static double st_count(const struct duration_stats *s)
+{
+    return (double)s->count;
+}
+static double st_mean(const struct duration_stats *s)
+{
+    return s->mean_ns;
+}
+static double st_p50(const struct duration_stats *s)
+{
+    return s->p50_ns;
+}
+static double st_p95(const struct duration_stats *s)
+{
+    return s->p95_ns;
+}
+static double st_per_s(const struct duration_stats *s)
+{
+    return s->mean_ns > 0 ? 1e9 / s->mean_ns : NAN;
+}
+
+/* "B's steps are 23.0 % longer, 80 % of it in data (+4.1ms per step)":
+ * the change of the mean and the phase that moved most with it. */
+static void print_explanation(const struct compare_run *runs, uint32_t i)
+{
+    struct compare_diff d;
+    compare_diff_runs(&runs[0], &runs[i], &d);
+    if (!d.steps)
+        return;
+    char t[32];
+    if (!d.step_significant) {
+        emit("  %c's steps are within the noise of A's (%+.1f %%)", 'A' + (int)i, d.step_mean_pct);
+        end_line();
+        return;
+    }
+    emit("  %c's steps are %.1f %% %s", 'A' + (int)i, fabs(d.step_mean_pct),
+         d.step_mean_ns > 0 ? "longer" : "shorter");
+    if (d.explained_by >= 0)
+        emit(", %.0f %% of it in %s (%s%s per step)", 100.0 * d.explained_share,
+             phase_names[d.explained_by], d.phase_ns[d.explained_by] > 0 ? "+" : "",
+             fmt_ns(d.phase_ns[d.explained_by], t, sizeof(t)));
+    end_line();
+}
+
+static void print_steps(const struct compare_run *runs, uint32_t n)
+{
+    int any = 0;
+    for (uint32_t i = 0; i < n; i++)
+        any |= runs[i].has_steps;
+    if (!any)
+        return;
+    section("steps", n);
+    step_row("count", runs, n, st_count, 0, 0);
+    step_row("mean", runs, n, st_mean, 1, 0);
+    step_row("p50", runs, n, st_p50, 0, 0);
+    step_row("p95", runs, n, st_p95, 0, 0);
+    step_row("steps/s", runs, n, st_per_s, 1, 1);
+
+    section("phases (share of step)", n);
+    for (int p = 0; p < PHASE_COUNT; p++) {
+        emit("  %-*s", LABEL_W - 2, phase_names[p]);
+        for (uint32_t i = 0; i < n; i++) {
+            char v[32], d[32] = "";
+            if (!runs[i].has_steps) {
+                cell("-", NULL, NULL);
+                continue;
+            }
+            snprintf(v, sizeof(v), "%.1f%%", 100.0 * runs[i].phase_share[p]);
+            double pts = 100.0 * (runs[i].phase_share[p] - runs[0].phase_share[p]);
+            int both = i && runs[0].has_steps; /* else there is nothing to move from */
+            if (both)
+                snprintf(d, sizeof(d), "%+.1fpt", pts);
+            cell(v, d, both ? mark_of(fabs(pts) >= COMPARE_PHASE_POINTS, pts) : NULL);
+        }
+        end_line();
+    }
+    for (uint32_t i = 1; i < n; i++)
+        print_explanation(runs, i);
+}
+
+static const char *metric_text(double v, const char *unit, char *buf, size_t cap)
+{
+    if (isnan(v))
+        return "-";
+    if (strcmp(unit, "bytes") == 0)
+        return fmt_bytes(v, buf, cap);
+    if (strcmp(unit, "pct") == 0)
+        snprintf(buf, cap, "%.1f%%", v);
+    else
+        snprintf(buf, cap, "%.3g", v);
+    return buf;
+}
+
+/* One statistic of one metric across the runs. Only the mean is judged by
+ * the noise rule; p95 and max show their percent change unmarked. */
+static void metric_row(const char *key, const char *stat, const struct compare_run *runs,
+                       uint32_t n)
+{
+    char label[COMPARE_KEY_MAX + 8];
+    snprintf(label, sizeof(label), "%s %s", key, stat);
+    emit("  %-*s", LABEL_W - 2, label);
+    const struct compare_metric *base = compare_run_metric(&runs[0], key);
+    for (uint32_t i = 0; i < n; i++) {
+        const struct compare_metric *m = compare_run_metric(&runs[i], key);
+        if (!m) {
+            cell("-", NULL, NULL);
+            continue;
+        }
+        double x = stat[1] == 'e' ? m->st.mean : stat[1] == '9' ? m->st.p95 : m->st.max;
+        double b = !base            ? NAN
+                   : stat[1] == 'e' ? base->st.mean
+                   : stat[1] == '9' ? base->st.p95
+                                    : base->st.max;
+        char v[32], d[32];
+        double pct = i ? compare_pct(b, x) : NAN;
+        int sig = i && base && stat[1] == 'e' && compare_metric_significant(base, m);
+        cell(metric_text(x, m->unit, v, sizeof(v)), pct_text(pct, d, sizeof(d)),
+             mark_of(sig, x - b));
+    }
+    end_line();
+}
+
+static int has_metric(const struct compare_run *c, const char *key)
+{
+    return compare_run_metric(c, key) != NULL;
+}
+
+/* Whether key already came up in an earlier run: the rows of a section are
+ * the union of the runs' keys, each once. */
+static int seen_before(const struct compare_run *runs, uint32_t upto, const char *key,
+                       int (*has)(const struct compare_run *, const char *))
+{
+    for (uint32_t i = 0; i < upto; i++)
+        if (has(&runs[i], key))
+            return 1;
+    return 0;
+}
+
+static void print_metrics(const struct compare_run *runs, uint32_t n)
+{
+    int header = 0;
+    for (uint32_t r = 0; r < n; r++)
+        for (uint32_t k = 0; k < runs[r].nmetrics; k++) {
+            const struct compare_metric *m = &runs[r].metrics[k];
+            if (seen_before(runs, r, m->key, has_metric))
+                continue;
+            if (!header++)
+                section("utilization", n);
+            metric_row(m->key, "mean", runs, n);
+            metric_row(m->key, strcmp(m->unit, "bytes") == 0 ? "max" : "p95", runs, n);
+        }
+}
+
+static void print_findings(const struct compare_run *runs, uint32_t n)
+{
+    int header = 0;
+    for (uint32_t r = 0; r < n; r++)
+        for (uint32_t k = 0; k < runs[r].nfindings; k++) {
+            const char *rule = runs[r].findings[k];
+            if (seen_before(runs, r, rule, compare_run_has_finding))
+                continue;
+            if (!header++)
+                section("findings", n);
+            emit("  %-*s", LABEL_W - 2, rule);
+            int in_base = compare_run_has_finding(&runs[0], rule);
+            for (uint32_t i = 0; i < n; i++) {
+                int has = compare_run_has_finding(&runs[i], rule);
+                const char *d = !i || has == in_base ? NULL : has ? "new" : "gone";
+                cell(has ? "fired" : "-", d, NULL);
+            }
+            end_line();
+        }
+    if (!header) {
+        emit("\nfindings  none in any run");
+        end_line();
+    }
+}
+
+static void compare_text(const struct compare_run *runs, uint32_t n)
+{
+    strbuf_init(&line);
+    print_headers(runs, n);
+    print_params(runs, n);
+    print_steps(runs, n);
+    print_metrics(runs, n);
+    print_findings(runs, n);
+    strbuf_release(&line);
+}
+
+/* ---- JSON ----------------------------------------------------------------- */
+
+static void json_str_or_null(struct strbuf *o, const char *v)
+{
+    if (v)
+        strbuf_add_json_str(o, v);
+    else
+        strbuf_adds(o, "null");
+}
+
+static void json_num_member(struct strbuf *o, const char *sep, const char *key, double v)
+{
+    strbuf_addf(o, "%s\"%s\":", sep, key);
+    strbuf_add_json_num(o, v);
+}
+
+static void json_steps(struct strbuf *o, const struct compare_run *c)
+{
+    if (!c->has_steps) {
+        strbuf_adds(o, ",\"steps\":null,\"phases\":null");
+        return;
+    }
+    strbuf_addf(o, ",\"steps\":{\"count\":%llu", (unsigned long long)c->steps.count);
+    json_num_member(o, ",", "mean_ns", c->steps.mean_ns);
+    json_num_member(o, ",", "p50_ns", c->steps.p50_ns);
+    json_num_member(o, ",", "p95_ns", c->steps.p95_ns);
+    json_num_member(o, ",", "per_s", st_per_s(&c->steps));
+    strbuf_adds(o, "},\"phases\":{");
+    for (int p = 0; p < PHASE_COUNT; p++)
+        json_num_member(o, p ? "," : "", phase_names[p], c->phase_share[p]);
+    strbuf_addch(o, '}');
+}
+
+static void json_run(struct strbuf *o, const struct compare_run *c, int first)
+{
+    const struct run_record *r = &c->rec;
+    strbuf_adds(o, first ? "\n  {\"id\":" : ",\n  {\"id\":");
+    strbuf_add_json_str(o, r->id);
+    strbuf_adds(o, ",\"name\":");
+    json_str_or_null(o, r->name);
+    strbuf_adds(o, ",\"status\":");
+    json_str_or_null(o, cli_run_status(r));
+    json_num_member(o, ",", "duration_s", run_record_duration_s(r));
+    strbuf_adds(o, ",\"params\":");
+    cli_json_kv(o, &r->params);
+    json_steps(o, c);
+    strbuf_adds(o, ",\"metrics\":{");
+    for (uint32_t i = 0; i < c->nmetrics; i++) {
+        const struct compare_metric *m = &c->metrics[i];
+        strbuf_adds(o, i ? "," : "");
+        strbuf_add_json_str(o, m->key);
+        strbuf_adds(o, ":{\"unit\":");
+        strbuf_add_json_str(o, m->unit);
+        json_num_member(o, ",", "mean", m->st.mean);
+        json_num_member(o, ",", "p50", m->st.p50);
+        json_num_member(o, ",", "p95", m->st.p95);
+        json_num_member(o, ",", "max", m->st.max);
+        strbuf_addch(o, '}');
+    }
+    strbuf_adds(o, "},\"findings\":[");
+    for (uint32_t i = 0; i < c->nfindings; i++) {
+        strbuf_adds(o, i ? "," : "");
+        strbuf_add_json_str(o, c->findings[i]);
+    }
+    strbuf_adds(o, "]}");
+}
+
+/* Rules in a but not in b. */
+static void json_rules_missing(struct strbuf *o, const struct compare_run *a,
+                               const struct compare_run *b)
+{
+    strbuf_addch(o, '[');
+    int k = 0;
+    for (uint32_t i = 0; i < a->nfindings; i++)
+        if (!compare_run_has_finding(b, a->findings[i])) {
+            strbuf_adds(o, k++ ? "," : "");
+            strbuf_add_json_str(o, a->findings[i]);
+        }
+    strbuf_addch(o, ']');
+}
+
+/* Every key of either run whose value changed: [baseline's, run's], null
+ * where a run has no such parameter. */
+static void json_params_changed(struct strbuf *o, const struct compare_run *base,
+                                const struct compare_run *run)
+{
+    const struct compare_run pair[2] = {*base, *run};
+    const char **keys = NULL;
+    uint32_t nkeys = 0, nequal = 0;
+    strbuf_addch(o, '{');
+    if (compare_param_keys(pair, 2, &keys, &nkeys, &nequal) == 0)
+        for (uint32_t k = 0; k < nkeys; k++) {
+            strbuf_adds(o, k ? "," : "");
+            strbuf_add_json_str(o, keys[k]);
+            strbuf_addch(o, ':');
+            strbuf_addch(o, '[');
+            json_str_or_null(o, kv_list_get(&base->rec.params, keys[k]));
+            strbuf_addch(o, ',');
+            json_str_or_null(o, kv_list_get(&run->rec.params, keys[k]));
+            strbuf_addch(o, ']');
+        }
+    free(keys);
+    strbuf_addch(o, '}');
+}
+
+static void json_metrics_pct(struct strbuf *o, const struct compare_run *base,
+                             const struct compare_run *run)
+{
+    strbuf_adds(o, ",\"metrics\":{");
+    int k = 0;
+    for (uint32_t i = 0; i < run->nmetrics; i++) {
+        const struct compare_metric *m = &run->metrics[i];
+        const struct compare_metric *b = compare_run_metric(base, m->key);
+        if (!b)
+            continue;
+        strbuf_adds(o, k++ ? "," : "");
+        strbuf_add_json_str(o, m->key);
+        json_num_member(o, ":{", "mean_pct", compare_pct(b->st.mean, m->st.mean));
+        json_num_member(o, ",", "p95_pct", compare_pct(b->st.p95, m->st.p95));
+        json_num_member(o, ",", "max_pct", compare_pct(b->st.max, m->st.max));
+        strbuf_addf(o, ",\"significant\":%s}", compare_metric_significant(b, m) ? "true" : "false");
+    }
+    strbuf_addch(o, '}');
+}
+
+static void json_diff_steps(struct strbuf *o, const struct compare_diff *d)
+{
+    if (!d->steps) {
+        strbuf_adds(o, "\"step_mean_pct\":null,\"step_mean_ns\":null,\"step_significant\":false,"
+                       "\"phase_points\":null,\"phase_ns\":null,\"explained_by\":null,"
+                       "\"explained_share\":null");
+        return;
+    }
+    json_num_member(o, "", "step_mean_pct", d->step_mean_pct);
+    json_num_member(o, ",", "step_mean_ns", d->step_mean_ns);
+    strbuf_addf(o, ",\"step_significant\":%s,\"phase_points\":{",
+                d->step_significant ? "true" : "false");
+    for (int p = 0; p < PHASE_COUNT; p++)
+        json_num_member(o, p ? "," : "", phase_names[p], d->phase_points[p]);
+    strbuf_adds(o, "},\"phase_ns\":{");
+    for (int p = 0; p < PHASE_COUNT; p++)
+        json_num_member(o, p ? "," : "", phase_names[p], d->phase_ns[p]);
+    strbuf_adds(o, "},\"explained_by\":");
+    json_str_or_null(o, d->explained_by >= 0 ? phase_names[d->explained_by] : NULL);
+    json_num_member(o, ",", "explained_share", d->explained_by >= 0 ? d->explained_share : NAN);
+}
+
+static void json_diff(struct strbuf *o, const struct compare_run *base,
+                      const struct compare_run *run, int first)
+{
+    struct compare_diff d;
+    compare_diff_runs(base, run, &d);
+    strbuf_adds(o, first ? "\n  " : ",\n  ");
+    strbuf_add_json_str(o, run->rec.id);
+    strbuf_adds(o, ":{");
+    json_diff_steps(o, &d);
+    json_metrics_pct(o, base, run);
+    strbuf_adds(o, ",\"params_changed\":");
+    json_params_changed(o, base, run);
+    strbuf_adds(o, ",\"findings_new\":");
+    json_rules_missing(o, run, base);
+    strbuf_adds(o, ",\"findings_gone\":");
+    json_rules_missing(o, base, run);
+    strbuf_addch(o, '}');
+}
+
+static void compare_json(const struct compare_run *runs, uint32_t n)
+{
+    struct strbuf o;
+    strbuf_init(&o);
+    strbuf_adds(&o, "{\"baseline\":");
+    strbuf_add_json_str(&o, runs[0].rec.id);
+    strbuf_adds(&o, ",\"runs\":[");
+    for (uint32_t i = 0; i < n; i++)
+        json_run(&o, &runs[i], i == 0);
+    strbuf_adds(&o, "\n],\"diff\":{");
+    for (uint32_t i = 1; i < n; i++)
+        json_diff(&o, &runs[0], &runs[i], i == 1);
+    strbuf_adds(&o, "\n}}\n");
+    fputs(o.buf, stdout);
+    strbuf_release(&o);
+}
+
+/* ---- command ---------------------------------------------------------------- */
+
+/* Resolve and load every RUN; 0, or the exit status after saying why. */
+static int load_runs(struct store *s, char **refs, uint32_t n, struct compare_run *runs)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        struct run_record r;
+        if (cli_resolve(s, refs[i], &r) < 0)
+            return CLI_EXIT_ERROR;
+        for (uint32_t j = 0; j < i; j++)
+            if (strcmp(runs[j].rec.id, r.id) == 0) {
+                log_error("'%s' and '%s' are the same run %.8s; compare wants different runs",
+                          refs[j], refs[i], r.id);
+                run_record_release(&r);
+                return CLI_EXIT_USAGE;
+            }
+        int rc = compare_run_load(s, &r, &runs[i]);
+        run_record_release(&r);
+        if (rc < 0) {
+            log_error("cannot read run %s: %s", runs[i].rec.id, s->err.buf);
+            return CLI_EXIT_ERROR;
+        }
+    }
+    return CLI_EXIT_OK;
+}
+
+int cmd_compare(int argc, char **argv)
+{
+    const char *store_flag = NULL;
+    int json = 0, status;
+    if (cli_store_json_options(argc, argv, compare_usage, &store_flag, &json, &status))
+        return status;
+    int n = argc - optind;
+    if (n < 2 || n > MAX_RUNS) {
+        log_error("compare wants 2 to %d runs (got %d); see 'strobe compare --help'", MAX_RUNS, n);
+        return CLI_EXIT_USAGE;
+    }
+    struct store *s;
+    if (cli_open_store(store_flag, 1, &s) < 0)
+        return CLI_EXIT_ERROR;
+    struct compare_run runs[MAX_RUNS];
+    memset(runs, 0, sizeof(runs));
+    status = load_runs(s, argv + optind, (uint32_t)n, runs);
+    if (status == CLI_EXIT_OK) {
+        if (json)
+            compare_json(runs, (uint32_t)n);
+        else
+            compare_text(runs, (uint32_t)n);
+    }
+    for (int i = 0; i < n; i++)
+        compare_run_release(&runs[i]);
+    store_close(s);
+    return status;
+}

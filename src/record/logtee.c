@@ -1,0 +1,235 @@
+#include "record/logtee.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+
+/* The tee writes, the recorder reads: total is published after the bytes
+ * it counts, so a reader never sees a count ahead of its data. */
+struct log_capture {
+    _Atomic uint64_t total; /* bytes the job wrote */
+    _Atomic int done;       /* the tee saw the stream's end */
+    char head[LOG_HEAD_BYTES];
+    char tail[LOG_TAIL_BYTES]; /* a ring: byte i (i >= HEAD) at (i - HEAD) % TAIL */
+};
+
+static void capture_add(struct log_capture *c, const char *p, size_t n)
+{
+    uint64_t at = atomic_load_explicit(&c->total, memory_order_relaxed);
+    for (size_t i = 0; i < n;) {
+        uint64_t pos = at + i;
+        size_t room, off;
+        char *dst;
+        if (pos < LOG_HEAD_BYTES) {
+            off = (size_t)pos;
+            room = LOG_HEAD_BYTES - off;
+            dst = c->head;
+        } else {
+            off = (size_t)((pos - LOG_HEAD_BYTES) % LOG_TAIL_BYTES);
+            room = LOG_TAIL_BYTES - off;
+            dst = c->tail;
+        }
+        size_t k = n - i < room ? n - i : room;
+        memcpy(dst + off, p + i, k);
+        i += k;
+    }
+    atomic_store_explicit(&c->total, at + n, memory_order_release);
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* The tee process: only system calls from here on (it is forked from a
+ * process with threads). in is fd 3 by now, out the stream's own fd. */
+static _Noreturn void tee_main(int out, struct log_capture *c)
+{
+    static const int ignored[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGUSR1, SIGUSR2};
+    for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
+        signal(ignored[i], SIG_IGN);
+    char buf[16384];
+    int passing = 1;
+    for (;;) {
+        ssize_t n = read(3, buf, sizeof(buf));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break; /* a pipe's end, or EIO from a terminal whose last writer closed */
+        capture_add(c, buf, (size_t)n);
+        if (passing && write_all(out, buf, (size_t)n) < 0) {
+            if (errno == EPIPE)
+                break;   /* nobody reads on: the job gets SIGPIPE, as it would have */
+            passing = 0; /* the terminal went away: keep capturing */
+        }
+    }
+    atomic_store_explicit(&c->done, 1, memory_order_release);
+    _exit(0);
+}
+
+/* A pseudo-terminal pair whose slave passes bytes through unchanged (no
+ * \n -> \r\n, no echo) with the size of the terminal it stands for. */
+static int open_pty(int like, int *master, int *slave)
+{
+    int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (m < 0)
+        return -errno;
+    char name[128];
+    if (grantpt(m) < 0 || unlockpt(m) < 0 || ptsname_r(m, name, sizeof(name)) != 0) {
+        int err = errno;
+        close(m);
+        return -err;
+    }
+    int s = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (s < 0) {
+        int err = errno;
+        close(m);
+        return -err;
+    }
+    struct termios tio;
+    if (tcgetattr(s, &tio) == 0) {
+        cfmakeraw(&tio);
+        tcsetattr(s, TCSANOW, &tio);
+    }
+    struct winsize ws;
+    if (ioctl(like, TIOCGWINSZ, &ws) == 0)
+        ioctl(s, TIOCSWINSZ, &ws);
+    *master = m;
+    *slave = s;
+    return 0;
+}
+
+int log_tee_start(struct log_tee *t, int target)
+{
+    memset(t, 0, sizeof(*t));
+    t->job_fd = -1;
+    t->target = target;
+    if (fcntl(target, F_GETFD) < 0)
+        return -EBADF; /* the stream is closed: nothing to pass on */
+    struct log_capture *c =
+        mmap(NULL, sizeof(*c), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (c == MAP_FAILED)
+        return -errno;
+    int in = -1, out = -1, rc = 0;
+    if (isatty(target)) {
+        rc = open_pty(target, &in, &out);
+    } else {
+        int fds[2];
+        rc = pipe2(fds, O_CLOEXEC) < 0 ? -errno : 0;
+        in = fds[0];
+        out = fds[1];
+    }
+    if (rc < 0) {
+        munmap(c, sizeof(*c));
+        return rc;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        rc = -errno;
+        close(in);
+        close(out);
+        munmap(c, sizeof(*c));
+        return rc;
+    }
+    if (pid == 0) {
+        /* the input to fd 3, everything above it closed: the tee must not
+         * hold the other stream's pipe (it would never see its end) */
+        if (in != 3 && dup2(in, 3) < 0)
+            _exit(1);
+        close_range(4, ~0U, 0);
+        tee_main(target, c);
+    }
+    close(in);
+    t->cap = c;
+    t->pid = pid;
+    t->job_fd = out;
+    return 0;
+}
+
+void log_tee_child_setup(const struct log_tee *t)
+{
+    if (t->cap && t->job_fd >= 0)
+        dup2(t->job_fd, t->target); /* the copy keeps no close-on-exec */
+}
+
+void log_tee_job_started(struct log_tee *t)
+{
+    if (t->job_fd >= 0)
+        close(t->job_fd);
+    t->job_fd = -1;
+}
+
+int log_tee_owns(struct log_tee *t, pid_t pid)
+{
+    if (!t->cap || pid != t->pid)
+        return 0;
+    t->exited = 1;
+    return 1;
+}
+
+void log_tee_wait(struct log_tee *t, int timeout_ms)
+{
+    if (!t->cap)
+        return;
+    int64_t until = clock_monotonic_ns() + (int64_t)timeout_ms * NS_PER_MS;
+    while (!atomic_load_explicit(&t->cap->done, memory_order_acquire) && !t->exited &&
+           clock_monotonic_ns() < until) {
+        struct timespec ts = {0, 5 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+int log_tee_text(const struct log_tee *t, struct strbuf *out, int64_t *bytes)
+{
+    *bytes = 0;
+    if (!t->cap)
+        return 0;
+    uint64_t total = atomic_load_explicit(&t->cap->total, memory_order_acquire);
+    *bytes = (int64_t)total;
+    size_t head = total < LOG_HEAD_BYTES ? (size_t)total : LOG_HEAD_BYTES;
+    int rc = strbuf_add(out, t->cap->head, head);
+    if (total <= LOG_HEAD_BYTES || rc < 0)
+        return rc;
+    uint64_t rest = total - LOG_HEAD_BYTES;
+    uint64_t kept = rest < LOG_TAIL_BYTES ? rest : LOG_TAIL_BYTES;
+    if (rest > kept)
+        rc =
+            strbuf_addf(out, "\n[strobe: %llu bytes cut here; the first %u and the last %u kept]\n",
+                        (unsigned long long)(rest - kept), LOG_HEAD_BYTES, LOG_TAIL_BYTES);
+    /* the oldest kept byte of the ring first */
+    size_t start = (size_t)((rest - kept) % LOG_TAIL_BYTES);
+    size_t first = LOG_TAIL_BYTES - start < kept ? LOG_TAIL_BYTES - start : (size_t)kept;
+    if (rc == 0)
+        rc = strbuf_add(out, t->cap->tail + start, first);
+    if (rc == 0 && first < kept)
+        rc = strbuf_add(out, t->cap->tail, (size_t)kept - first);
+    return rc;
+}
+
+void log_tee_close(struct log_tee *t)
+{
+    log_tee_job_started(t);
+    if (t->cap)
+        munmap(t->cap, sizeof(*t->cap));
+    t->cap = NULL;
+}

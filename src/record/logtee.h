@@ -1,0 +1,54 @@
+/*
+ * The job's stdout and stderr, passed on to the terminal and kept for the
+ * store. Each stream goes through a tee process of its own, forked by the
+ * recorder before the job: the job writes into a pipe (a pseudo-terminal when
+ * the stream is a terminal, so the job still sees one: line buffering,
+ * colours, progress bars), and the tee writes every byte on to where the
+ * stream went before and copies it into memory shared with the recorder: the
+ * first LOG_HEAD_BYTES and the last LOG_TAIL_BYTES.
+ *
+ * A process of its own, not the recorder's loop, so that a recorder that is
+ * killed or stalls never blocks or breaks the job's output: the tee lives as
+ * long as something writes to the stream, ignores the terminal's signals,
+ * and exits when its reader goes away (the job then gets SIGPIPE, as it
+ * would have without strobe).
+ */
+#ifndef STROBE_RECORD_LOGTEE_H
+#define STROBE_RECORD_LOGTEE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "common/strbuf.h"
+
+#define LOG_HEAD_BYTES (256 * 1024)
+#define LOG_TAIL_BYTES (768 * 1024)
+
+struct log_capture; /* shared with the tee process */
+
+struct log_tee {
+    struct log_capture *cap; /* NULL: not captured, the job writes directly */
+    pid_t pid;               /* the tee process */
+    int job_fd;              /* what becomes the job's stream; -1 once handed over */
+    int target;              /* STDOUT_FILENO or STDERR_FILENO */
+    int exited;              /* reaped */
+};
+
+/* Set up the tee of target (1 or 2). 0, or negative: then t captures
+ * nothing and the job writes to target itself (the reason is the caller's to
+ * say). Call before the job is forked. */
+int log_tee_start(struct log_tee *t, int target);
+/* In the job's child, before exec: its stream becomes the tee's input. */
+void log_tee_child_setup(const struct log_tee *t);
+/* In the recorder once the job runs: its copy of the job's end goes. */
+void log_tee_job_started(struct log_tee *t);
+/* Whether pid is this tee's process (the recorder reaps every child). */
+int log_tee_owns(struct log_tee *t, pid_t pid);
+/* Wait up to timeout_ms for the tee to see the stream's end. */
+void log_tee_wait(struct log_tee *t, int timeout_ms);
+/* What was kept: the head, a one-line note of what was cut if anything was,
+ * and the tail; *bytes is everything the job wrote. 0 when nothing was. */
+int log_tee_text(const struct log_tee *t, struct strbuf *out, int64_t *bytes);
+void log_tee_close(struct log_tee *t);
+
+#endif
