@@ -15,7 +15,8 @@
 struct run_summary {
     int64_t steps;        /* steps of the primary process (rank 0, or the busiest) */
     double step_p50_s;    /* NaN without steps */
-    double samples_per_s; /* mean of app.samples_per_s (or app.throughput); NaN when absent */
+    double samples_per_s; /* mean of app.samples_per_s (or app.throughput); else a batch-size
+                           * parameter over the mean step; NaN when neither */
     double cpu_util_pct;  /* mean of cpu.util; NaN when absent */
     double gpu_util_pct;  /* mean of gpu.util over every GPU; NaN without GPUs */
     int64_t findings;

@@ -150,6 +150,9 @@ def main():
             " WHERE s.run_id=? AND s.name='cpu.util' AND s.labels=''", (rid,)).fetchone()
         near(f"runs {rid[:6]}: mean CPU from block sums", r["cpu_util_pct"], tot / cnt, 1e-9)
         check(f"runs {rid[:6]}: findings as show", r["findings"] == len(sj["findings"]))
+        # no throughput logged: the bs parameter over show's mean step
+        near(f"runs {rid[:6]}: samples/s = bs / mean step", r["samples_per_s"],
+             int(sj["params"]["bs"]) / (sj["steps"]["mean_ns"] / 1e9), 1e-6)
     check("runs: params and tags", byid[hid]["params"] == {"bs": "32"} and
           byid[hid]["tags"] == {"team": "vision"} and byid[hid]["experiment"] == "exp1")
     check("runs: workload from the workload tag", byid[bid]["workload"] == "w1" and
