@@ -211,6 +211,18 @@ int compare_significant(double mean_a, double spread_a, double mean_b, double sp
     return fabs(mean_b - mean_a) > noise;
 }
 
+int compare_steps_significant(const struct duration_stats *a, const struct duration_stats *b)
+{
+    if (!a->count || !b->count || isnan(a->mean_ns) || isnan(b->mean_ns))
+        return 0;
+    /* sigma from p95 - p50 (1.645 sigma for a normal spread), the mean's
+     * standard error from it, and 3 of those for the difference */
+    double sa = (a->p95_ns - a->p50_ns) / 1.645, sb = (b->p95_ns - b->p50_ns) / 1.645;
+    double se = sqrt(sa * sa / (double)a->count + sb * sb / (double)b->count);
+    double noise = fmax(3.0 * se, fabs(a->mean_ns) * COMPARE_STEP_MIN_PCT / 100.0);
+    return fabs(b->mean_ns - a->mean_ns) > noise;
+}
+
 int compare_metric_significant(const struct compare_metric *a, const struct compare_metric *b)
 {
     return compare_significant(a->st.mean, a->st.p95 - a->st.p50, b->st.mean, b->st.p95 - b->st.p50,
@@ -245,8 +257,7 @@ void compare_diff_runs(const struct compare_run *base, const struct compare_run 
     out->steps = 1;
     out->step_mean_ns = b->mean_ns - a->mean_ns;
     out->step_mean_pct = compare_pct(a->mean_ns, b->mean_ns);
-    out->step_significant = compare_significant(a->mean_ns, a->p95_ns - a->p50_ns, b->mean_ns,
-                                                b->p95_ns - b->p50_ns, COMPARE_STEP_MIN_PCT);
+    out->step_significant = compare_steps_significant(a, b);
     for (int p = 0; p < PHASE_COUNT; p++) {
         out->phase_points[p] = 100.0 * (run->phase_share[p] - base->phase_share[p]);
         out->phase_ns[p] = run->phase_step_ns[p] - base->phase_step_ns[p];

@@ -4,15 +4,17 @@
  * the difference of each run from a baseline (the idea of HTA's trace diff:
  * which phase grew, which metric moved).
  *
- * Noise rule: a difference of means is significant when it exceeds the
- * spread the runs show on their own, max(p95 - p50) of the two runs, and
- * also a floor relative to the baseline: COMPARE_STEP_MIN_PCT for step
- * times, COMPARE_METRIC_MIN_PCT for sampled metrics. Steps of one
- * configuration vary by about p95 - p50 from step to step, so a mean that
- * moved by less cannot be told from chance; the floor keeps series with
- * almost no spread (a flat RSS, host memory) from marking the drift that
- * separate runs always show. Phase shares have no spread of their own: a
- * share is significant when it moved by COMPARE_PHASE_POINTS points or more.
+ * Noise rules. Step means: the difference must exceed 3 standard errors of
+ * it, each run's sigma taken as (p95 - p50) / 1.645 over the square root of
+ * its step count (steps are many and nearly independent), and
+ * COMPARE_STEP_MIN_PCT of the baseline. Sampled metrics are strongly
+ * autocorrelated (a 100 ms series of a 10 s phase is not 100 independent
+ * readings), so their means must move by more than the larger p95 - p50
+ * spread of the two runs itself, and by COMPARE_METRIC_MIN_PCT; the floor
+ * keeps series with almost no spread (a flat RSS, host memory) from marking
+ * the drift that separate runs always show. Phase shares have no spread of
+ * their own: a share is significant when it moved by COMPARE_PHASE_POINTS
+ * points or more.
  */
 #ifndef STROBE_ANALYZE_COMPARE_H
 #define STROBE_ANALYZE_COMPARE_H
@@ -69,6 +71,8 @@ double compare_pct(double base, double v);
  * p95 - p50 spread and by more than min_pct of a. */
 int compare_significant(double mean_a, double spread_a, double mean_b, double spread_b,
                         double min_pct);
+/* The noise rule for two runs' step means (standard errors; above). */
+int compare_steps_significant(const struct duration_stats *a, const struct duration_stats *b);
 /* The noise rule for one metric of two runs (COMPARE_METRIC_MIN_PCT). */
 int compare_metric_significant(const struct compare_metric *a, const struct compare_metric *b);
 

@@ -59,9 +59,17 @@ TEST(faster_run_explained_by_the_phase_that_shrank)
 TEST(within_noise_is_not_significant)
 {
     struct compare_diff d;
-    diff_of(3e6, (double[PHASE_COUNT]){10e6, 20e6, 10e6, 0, 0, 0}, 1e6,
-            (double[PHASE_COUNT]){12e6, 20e6, 10e6, 0, 0, 0}, &d);
-    ASSERT(!d.step_significant); /* 2 ms against A's 3 ms spread */
+    struct compare_run a, b;
+    fake_run(&a, 3e6, (double[PHASE_COUNT]){10e6, 20e6, 10e6, 0, 0, 0});
+    fake_run(&b, 1e6, (double[PHASE_COUNT]){12e6, 20e6, 10e6, 0, 0, 0});
+    /* 2 ms on 100 steps each: sigma 1.8 and 0.6 ms, 3 standard errors of
+     * the difference 0.58 ms, so a real change */
+    compare_diff_runs(&a, &b, &d);
+    ASSERT(d.step_significant);
+    /* the same on 4 steps each: 3 standard errors are 2.9 ms */
+    a.steps.count = b.steps.count = 4;
+    compare_diff_runs(&a, &b, &d);
+    ASSERT(!d.step_significant);
     /* no spread at all: the 1 % floor still holds back a 0.5 % change */
     ASSERT(!compare_significant(100, 0, 100.5, 0, COMPARE_STEP_MIN_PCT));
     ASSERT(compare_significant(100, 0, 101.5, 0, COMPARE_STEP_MIN_PCT));
