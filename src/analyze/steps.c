@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/array.h"
+#include "common/strbuf.h"
 const char *const phase_names[PHASE_COUNT] = {"data",      "forward", "backward",
                                               "optimizer", "comm",    "other"};
 
@@ -432,4 +433,20 @@ void step_analysis_release(struct step_analysis *a)
 double step_group_share(const struct step_group *g, enum phase p)
 {
     return g->steps.total_ns > 0 ? g->phase_ns[p] / g->steps.total_ns : 0.0;
+}
+
+void duration_stats_json(struct strbuf *o, const struct duration_stats *s)
+{
+    strbuf_addf(o, "\"count\":%llu,\"mean_ns\":", (unsigned long long)s->count);
+    strbuf_add_json_num(o, s->mean_ns);
+    strbuf_adds(o, ",\"p50_ns\":");
+    strbuf_add_json_num(o, s->p50_ns);
+    strbuf_adds(o, ",\"p95_ns\":");
+    strbuf_add_json_num(o, s->p95_ns);
+    strbuf_adds(o, ",\"max_ns\":");
+    strbuf_add_json_num(o, s->max_ns);
+    strbuf_adds(o, ",\"min_ns\":");
+    strbuf_add_json_num(o, s->min_ns);
+    strbuf_adds(o, ",\"total_ns\":");
+    strbuf_add_json_num(o, s->total_ns);
 }

@@ -116,22 +116,6 @@ void show_steps_text(const struct run_record *r, const struct run_events *e,
     print_operators(e);
 }
 
-static void json_duration_stats(struct strbuf *o, const struct duration_stats *s)
-{
-    strbuf_addf(o, "\"count\":%llu,\"mean_ns\":", (unsigned long long)s->count);
-    strbuf_add_json_num(o, s->mean_ns);
-    strbuf_adds(o, ",\"p50_ns\":");
-    strbuf_add_json_num(o, s->p50_ns);
-    strbuf_adds(o, ",\"p95_ns\":");
-    strbuf_add_json_num(o, s->p95_ns);
-    strbuf_adds(o, ",\"max_ns\":");
-    strbuf_add_json_num(o, s->max_ns);
-    strbuf_adds(o, ",\"min_ns\":");
-    strbuf_add_json_num(o, s->min_ns);
-    strbuf_adds(o, ",\"total_ns\":");
-    strbuf_add_json_num(o, s->total_ns);
-}
-
 static void json_phases(struct strbuf *o, const struct step_group *g)
 {
     strbuf_adds(o, "{");
@@ -155,7 +139,7 @@ static void json_group_steps(struct strbuf *o, const struct step_group *g)
         strbuf_addf(o, "%lld,", (long long)g->rank);
     else
         strbuf_adds(o, "null,");
-    json_duration_stats(o, &g->steps);
+    duration_stats_json(o, &g->steps);
 }
 
 void show_steps_json(struct strbuf *o, const struct run_record *r, const struct run_events *e,

@@ -211,20 +211,6 @@ static int add_histogram(struct strbuf *o, const struct step_list *l)
     return 0;
 }
 
-static void add_duration(struct strbuf *o, const struct duration_stats *s)
-{
-    strbuf_addf(o, "\"count\":%llu,\"mean_ns\":", (unsigned long long)s->count);
-    strbuf_add_json_num(o, s->mean_ns);
-    strbuf_adds(o, ",\"p50_ns\":");
-    strbuf_add_json_num(o, s->p50_ns);
-    strbuf_adds(o, ",\"p95_ns\":");
-    strbuf_add_json_num(o, s->p95_ns);
-    strbuf_adds(o, ",\"min_ns\":");
-    strbuf_add_json_num(o, s->min_ns);
-    strbuf_adds(o, ",\"max_ns\":");
-    strbuf_add_json_num(o, s->max_ns);
-}
-
 static int add_steps(struct strbuf *o, const struct run_record *r, const struct step_analysis *a,
                      const struct step_list *l)
 {
@@ -235,7 +221,7 @@ static int add_steps(struct strbuf *o, const struct run_record *r, const struct 
     const struct step_group *g = &a->groups[a->primary];
     strbuf_addf(o, ",\"steps\":{\"pid\":%lld,\"rank\":%lld,", (long long)g->pid,
                 (long long)g->rank);
-    add_duration(o, &g->steps);
+    duration_stats_json(o, &g->steps);
     strbuf_addf(o, ",\"threshold_ms\":%.6g", l->threshold / 1e6);
     add_step_series(o, r, l);
     if (add_outliers(o, r, l) < 0 || add_histogram(o, l) < 0)
@@ -254,7 +240,7 @@ static void add_phases(struct strbuf *o, const struct step_analysis *a)
         const struct step_group *g = &a->groups[i];
         strbuf_addf(o, "%s{\"pid\":%lld,\"rank\":%lld,", i ? "," : "", (long long)g->pid,
                     (long long)g->rank);
-        add_duration(o, &g->steps);
+        duration_stats_json(o, &g->steps);
         strbuf_adds(o, ",\"phase_ns\":[");
         for (int p = 0; p < PHASE_COUNT; p++) {
             strbuf_adds(o, p ? "," : "");

@@ -541,6 +541,23 @@ static int sqlite_series_query(struct store *base, const char *run_id, series_fn
     return stop < 0 ? stop : 0;
 }
 
+/* A block row's summary: columns 0-7 are start_ns, end_ns, count, min, max,
+ * sum, first, last in every query of blocks. */
+static struct block_stats block_row_stats(sqlite3_stmt *q)
+{
+    int64_t count = sqlite3_column_int64(q, 2);
+    return (struct block_stats){
+        .count = count > 0 && count <= UINT32_MAX ? (uint32_t)count : 0,
+        .start_ns = sqlite3_column_int64(q, 0),
+        .end_ns = sqlite3_column_int64(q, 1),
+        .min = col_real(q, 3),
+        .max = col_real(q, 4),
+        .sum = col_real(q, 5),
+        .first = col_real(q, 6),
+        .last = col_real(q, 7),
+    };
+}
+
 static int sqlite_blocks_query(struct store *base, int64_t series_id, block_fn *fn, void *arg)
 {
     struct sqlite_store *s = (struct sqlite_store *)base;
@@ -550,23 +567,9 @@ static int sqlite_blocks_query(struct store *base, int64_t series_id, block_fn *
     sqlite3_bind_int64(q, 1, series_id);
     int rc, stop = 0;
     while (!stop && (rc = sqlite3_step(q)) == SQLITE_ROW) {
-        int64_t count = sqlite3_column_int64(q, 2);
-        struct block_record b = {
-            .series_id = series_id,
-            .st =
-                {
-                    .count = count > 0 && count <= UINT32_MAX ? (uint32_t)count : 0,
-                    .start_ns = sqlite3_column_int64(q, 0),
-                    .end_ns = sqlite3_column_int64(q, 1),
-                    .min = col_real(q, 3),
-                    .max = col_real(q, 4),
-                    .sum = col_real(q, 5),
-                    .first = col_real(q, 6),
-                    .last = col_real(q, 7),
-                },
-            .data = sqlite3_column_blob(q, 8),
-            .len = (size_t)sqlite3_column_bytes(q, 8),
-        };
+        struct block_record b = {.series_id = series_id, .st = block_row_stats(q)};
+        b.data = sqlite3_column_blob(q, 8);
+        b.len = (size_t)sqlite3_column_bytes(q, 8);
         stop = fn(&b, arg);
     }
     if (!stop && rc != SQLITE_DONE)
@@ -587,21 +590,7 @@ static int sqlite_blocks_range_query(struct store *base, int64_t series_id, int6
     sqlite3_bind_int64(q, 3, to_ns);
     int rc, stop = 0;
     while (!stop && (rc = sqlite3_step(q)) == SQLITE_ROW) {
-        int64_t count = sqlite3_column_int64(q, 2);
-        struct block_record b = {
-            .series_id = series_id,
-            .st =
-                {
-                    .count = count > 0 && count <= UINT32_MAX ? (uint32_t)count : 0,
-                    .start_ns = sqlite3_column_int64(q, 0),
-                    .end_ns = sqlite3_column_int64(q, 1),
-                    .min = col_real(q, 3),
-                    .max = col_real(q, 4),
-                    .sum = col_real(q, 5),
-                    .first = col_real(q, 6),
-                    .last = col_real(q, 7),
-                },
-        };
+        struct block_record b = {.series_id = series_id, .st = block_row_stats(q)};
         sqlite3_stmt *d = NULL;
         if (want(&b.st, arg)) {
             d = stmt(s, ST_BLOCK_DATA);

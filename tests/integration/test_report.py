@@ -25,8 +25,10 @@ while time.monotonic() - T0 < SECONDS:
     t = 0.020 * (6 if i % 15 == 0 else 1)
     with strobe.span("data"):
         time.sleep(t * 0.6)
-    with strobe.span("forward"):
-        time.sleep(t * 0.4)
+    with strobe.span("forward"):  # on the CPU: the per-core heatmap has something to show
+        end = time.monotonic() + t * 0.4
+        while time.monotonic() < end:
+            pass
     strobe.log("loss", 2.0 * math.exp(-i / 100.0))
     strobe.step()
 """
