@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
@@ -65,6 +66,7 @@ static int write_all(int fd, const char *p, size_t n)
  * process with threads). in is fd 3 by now, out the stream's own fd. */
 static _Noreturn void tee_main(int out, struct log_capture *c)
 {
+    prctl(PR_SET_NAME, "strobe-tee"); /* in ps and top: not the job, nor the recorder */
     static const int ignored[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGUSR1, SIGUSR2};
     for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
         signal(ignored[i], SIG_IGN);

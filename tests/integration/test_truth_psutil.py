@@ -54,7 +54,9 @@ def tree_of(p):
 while proc.poll() is None:
     try:
         # strobe's other short-lived children (git, the version probe) are not the job
-        kids = [k for k in psutil.Process(proc.pid).children() if "blocks" in " ".join(k.cmdline())]
+        # and its output tees are forks of strobe itself (their command line is strobe's)
+        kids = [k for k in psutil.Process(proc.pid).children() if "blocks" in " ".join(k.cmdline())
+                and k.name() != "strobe-tee"]
         if kids:
             root = kids[0]
             break
