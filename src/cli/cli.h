@@ -67,8 +67,6 @@ int cli_rule_interval(const char *arg, int64_t *out_ns);
 int cli_open_store(const char *flag, int readonly, struct store **out);
 /* Resolve RUN or print why not. */
 int cli_resolve(struct store *s, const char *ref, struct run_record *out);
-/* The status to show: "lost" for a run whose recorder died on this host. */
-const char *cli_run_status(const struct run_record *r);
 /* Parse --store, --json and --help, the options of show and compare;
  * optind is then at the first RUN. 0 to go on, or 1 with *status the exit
  * status (the usage printed: for --help to stdout, else to stderr). */

@@ -87,7 +87,7 @@ static void print_headers(const struct compare_run *runs, uint32_t n)
         const struct run_record *r = &runs[i].rec;
         char dur[32];
         emit("%c  %.8s  %-20.20s %-9s %s%s", 'A' + (int)i, r->id, r->name ? r->name : "",
-             cli_run_status(r), fmt_duration(run_record_duration_s(r), dur, sizeof(dur)),
+             run_record_status(r), fmt_duration(run_record_duration_s(r), dur, sizeof(dur)),
              i ? "" : "  (baseline)");
         end_line();
     }
@@ -382,7 +382,7 @@ static void json_run(struct strbuf *o, const struct compare_run *c, int first)
     strbuf_adds(o, ",\"name\":");
     json_str_or_null(o, r->name);
     strbuf_adds(o, ",\"status\":");
-    json_str_or_null(o, cli_run_status(r));
+    json_str_or_null(o, run_record_status(r));
     json_num_member(o, ",", "duration_s", run_record_duration_s(r));
     strbuf_adds(o, ",\"params\":");
     cli_json_kv(o, &r->params);

@@ -33,7 +33,7 @@ static void ls_json_run(struct strbuf *o, const struct run_record *r)
     else
         strbuf_adds(o, "null");
     strbuf_adds(o, ",\"status\":");
-    strbuf_add_json_str(o, cli_run_status(r));
+    strbuf_add_json_str(o, run_record_status(r));
     if (r->exit_code >= 0)
         strbuf_addf(o, ",\"exit_code\":%d", r->exit_code);
     else
@@ -67,7 +67,7 @@ static int ls_visit(const struct run_record *r, void *arg)
         else
             snprintf(code, sizeof(code), "-");
         printf("%-16s  %-24.24s  %-9s  %-19s  %8s  %6s  %8lld\n", r->id, r->name ? r->name : "",
-               cli_run_status(r), fmt_time_utc(r->start_ns, start, sizeof(start)),
+               run_record_status(r), fmt_time_utc(r->start_ns, start, sizeof(start)),
                fmt_duration(run_record_duration_s(r), dur, sizeof(dur)), code,
                (long long)r->samples);
     }

@@ -39,7 +39,7 @@ int cmd_rm(int argc, char **argv)
             status = CLI_EXIT_ERROR;
             continue;
         }
-        if (strcmp(cli_run_status(&r), RUN_RUNNING) == 0) {
+        if (strcmp(run_record_status(&r), RUN_RUNNING) == 0) {
             /* its recorder would go on writing series of a run that is gone */
             log_error("run %s '%s' is still recording (pid %lld); stop it first", r.id,
                       r.name ? r.name : "", (long long)r.recorder_pid);

@@ -42,7 +42,7 @@ int cmd_serve(int argc, char **argv)
         .threads = 4,
         .rate_per_s = 50,
         .burst = 100,
-        .hooks = {cli_show_json, cli_run_status},
+        .hooks = {cli_show_json},
     };
     const char *store_flag = NULL;
     double threads = 4;

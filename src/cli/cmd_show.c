@@ -155,7 +155,7 @@ static void show_json(struct strbuf *o, const struct run_record *r, const struct
     json_str_or_null(o, "name", r->name);
     json_str_or_null(o, "experiment", r->experiment);
     json_str_or_null(o, "workload", r->workload);
-    json_str_or_null(o, "status", cli_run_status(r));
+    json_str_or_null(o, "status", run_record_status(r));
     if (r->exit_code >= 0)
         strbuf_addf(o, ",\"exit_code\":%d", r->exit_code);
     else
@@ -432,7 +432,7 @@ static void show_text(const struct run_record *r, const struct show_ctx *c)
         printf("experiment %s\n", r->experiment);
     if (r->workload)
         printf("workload  %s\n", r->workload);
-    printf("status    %s", cli_run_status(r));
+    printf("status    %s", run_record_status(r));
     if (r->signal)
         printf(" (signal %d)", r->signal);
     else if (r->exit_code >= 0)

@@ -33,11 +33,6 @@ int cli_resolve(struct store *s, const char *ref, struct run_record *out)
     return rc;
 }
 
-const char *cli_run_status(const struct run_record *r)
-{
-    return run_record_status(r);
-}
-
 int cli_split_kv(const char *arg, char **key, char **value)
 {
     const char *eq = strchr(arg, '=');

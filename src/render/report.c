@@ -23,11 +23,6 @@ extern const unsigned char report_asset_report_js[], report_asset_report_css[];
 extern const size_t report_asset_uplot_js_len, report_asset_uplot_css_len;
 extern const size_t report_asset_report_js_len, report_asset_report_css_len;
 
-const char *report_run_status(const struct run_record *r)
-{
-    return run_record_status(r); /* "lost" as strobe show says it */
-}
-
 const char *report_file_name(const struct run_record *r, const char *suffix, char *buf, size_t cap)
 {
     const char *base = r->name && r->name[0] ? r->name : r->id;

@@ -424,7 +424,7 @@ static void add_run(struct strbuf *o, const struct run_record *r)
     strbuf_add_json_str(o, r->id);
     add_key_str(o, "name", r->name);
     add_key_str(o, "experiment", r->experiment);
-    add_key_str(o, "status", report_run_status(r));
+    add_key_str(o, "status", run_record_status(r));
     strbuf_addf(o, ",\"exit_code\":%d,\"signal\":%d", r->exit_code, r->signal);
     strbuf_addf(o, ",\"start_ns\":%lld,\"end_ns\":%lld,\"last_ns\":%lld", (long long)r->start_ns,
                 (long long)r->end_ns, (long long)r->last_ns);

@@ -25,10 +25,6 @@
  * it. */
 double report_select_kth(double *v, size_t from, size_t n, size_t k);
 
-/* The run's status as stored ("lost" is strobe show's judgement on a live
- * host; a report is a record of what the store says). */
-const char *report_run_status(const struct run_record *r);
-
 /* The event-derived members of the data object (",\"summary\":...,
  * \"steps\":..., \"phases\":..., \"dataloader\":..., \"ops\":..."), appended
  * to o (report_events.c). 0 or -ENOMEM. */

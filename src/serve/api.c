@@ -198,7 +198,7 @@ static int keep_run(const struct run_record *r, void *arg)
 {
     struct list_ctx *x = arg;
     struct run_list *L = x->L;
-    if (!run_wanted(L, r, x->c->hooks->run_status(r)))
+    if (!run_wanted(L, r, run_record_status(r)))
         return 0;
     if (L->n == L->cap) {
         size_t cap = L->cap ? L->cap * 2 : 64;
@@ -321,7 +321,7 @@ static int fill_summary(const struct api_ctx *c, struct run_row *row)
     return rc;
 }
 
-static void run_row_json(const struct api_ctx *c, struct strbuf *o, const struct run_row *x)
+static void run_row_json(struct strbuf *o, const struct run_row *x)
 {
     const struct run_record *r = &x->r;
     strbuf_addch(o, '{');
@@ -333,7 +333,7 @@ static void run_row_json(const struct api_ctx *c, struct strbuf *o, const struct
     strbuf_addch(o, ',');
     key_str(o, "workload", run_workload(r));
     strbuf_addch(o, ',');
-    key_str(o, "status", c->hooks->run_status(r));
+    key_str(o, "status", run_record_status(r));
     strbuf_addch(o, ',');
     key_kv(o, "tags", &r->tags);
     strbuf_addch(o, ',');
@@ -389,7 +389,7 @@ static int api_runs(const struct api_ctx *c, const struct api_query *q, struct s
         fill_summary(c, &L.rows[i]);
         if (i > first)
             strbuf_adds(o, ",\n");
-        run_row_json(c, o, &L.rows[i]);
+        run_row_json(o, &L.rows[i]);
     }
     strbuf_adds(o, "]}\n");
 out:
@@ -885,7 +885,7 @@ static int api_compare(const struct api_ctx *c, const struct api_query *q, struc
         for (size_t i = 0; i < cs->n; i++) {
             if (i)
                 strbuf_adds(o, ",\n");
-            run_row_json(c, o, &cs->row[i]);
+            run_row_json(o, &cs->row[i]);
         }
         strbuf_addch(o, ']');
         compare_params(o, cs, 0);

@@ -19,8 +19,6 @@
 struct serve_hooks {
     /* The run as `strobe show --json` prints it, appended to o. 0 or negative. */
     int (*run_json)(struct store *s, const struct run_record *r, struct strbuf *o);
-    /* The status to show ("lost" for a dead recorder's run). */
-    const char *(*run_status)(const struct run_record *r);
 };
 
 struct serve_config {
