@@ -8,6 +8,8 @@ import sys
 import time
 
 import torch
+import torch.nn as nn
+import torch.nn.functional as F
 
 
 def parser(doc, seconds, threads=2):
@@ -101,3 +103,21 @@ def describe(times):
     return (f"steps: {n} timed, mean {ms(mean)} ms, sigma {ms(sigma)}, p50 {ms(t[n // 2])}, "
             f"p95 {ms(t[min(n - 1, int(0.95 * n))])}, max {ms(t[-1])}; "
             f"{over} above mean + 3 sigma ({ms(threshold)} ms)")
+
+
+class ConvNet(nn.Module):
+    """Three convolutions and a classifier, any image size (global average
+    pooling first): the model of small_batch.py and stalls.py."""
+
+    def __init__(self, classes, width):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, width, 3, padding=1)
+        self.conv2 = nn.Conv2d(width, width, 3, padding=1)
+        self.conv3 = nn.Conv2d(width, 2 * width, 3, padding=1)
+        self.fc = nn.Linear(2 * width, classes)
+
+    def forward(self, x):
+        x = F.relu(self.conv1(x))
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        x = F.relu(self.conv3(x))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))

@@ -33,7 +33,6 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # before torch loads OpenMP
 
 import torch  # noqa: E402
-import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 import _common  # noqa: E402
@@ -48,21 +47,6 @@ def synthetic_images(n, classes, size, device):
     return images.to(device), labels.to(device)
 
 
-class ConvNet(nn.Module):
-    def __init__(self, classes, width=64):
-        super().__init__()
-        self.conv1 = nn.Conv2d(3, width, 3, padding=1)
-        self.conv2 = nn.Conv2d(width, width, 3, padding=1)
-        self.conv3 = nn.Conv2d(width, 2 * width, 3, padding=1)
-        self.fc = nn.Linear(2 * width, classes)
-
-    def forward(self, x):
-        x = F.relu(self.conv1(x))
-        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
-        x = F.relu(self.conv3(x))
-        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
-
-
 def main():
     p = _common.parser(__doc__, seconds=90)
     p.add_argument("--batch-size", type=int, default=2)
@@ -74,7 +58,7 @@ def main():
     lr = args.lr * batch / 2
 
     images, labels = synthetic_images(16384, 10, 16, device)
-    model = ConvNet(10).to(device)
+    model = _common.ConvNet(10, width=64).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
     print(f"small_batch: batch {batch}, lr {lr:g}, {torch.get_num_threads()} threads, {args.device}, "
           f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}, {_common.length(args)}", flush=True)

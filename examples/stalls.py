@@ -28,25 +28,9 @@ import threading
 import time
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 
 import _common
-
-
-class ConvNet(nn.Module):
-    def __init__(self, classes, width=32):
-        super().__init__()
-        self.conv1 = nn.Conv2d(3, width, 3, padding=1)
-        self.conv2 = nn.Conv2d(width, width, 3, padding=1)
-        self.conv3 = nn.Conv2d(width, 2 * width, 3, padding=1)
-        self.fc = nn.Linear(2 * width, classes)
-
-    def forward(self, x):
-        x = F.relu(self.conv1(x))
-        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
-        x = F.relu(self.conv3(x))
-        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
 
 
 def checkpoint(state, path, seconds):
@@ -71,7 +55,7 @@ def main():
     p.add_argument("--fixed", action="store_true", help="checkpoint from a background thread")
     args = p.parse_args()
     device = _common.setup(args)
-    model = ConvNet(10).to(device)
+    model = _common.ConvNet(10, width=32).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.02, momentum=0.9)
     g = torch.Generator().manual_seed(1)
     tmp = tempfile.TemporaryDirectory(prefix="stalls-")
