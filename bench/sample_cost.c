@@ -18,6 +18,11 @@
  *
  *   build/bench/sample_cost [--frames N] [--reps R] [--warmup W]
  *                           [--paced-ms MS --paced-frames N]
+ *                           [--proc-source auto|bpf|procfs]
+ *
+ * The process tree is read as the recorder reads it: through BPF where the
+ * kernel allows it (auto), or as --proc-source says; "proc_source" in the
+ * output tells which.
  *
  * Prints one JSON object on stdout. Times are CPU microseconds of the calling
  * thread (system calls included).
@@ -376,22 +381,26 @@ static void json_array(const char *key, const double *v, int n)
 static void usage(void)
 {
     fprintf(stderr, "usage: sample_cost [--frames N] [--reps R] [--warmup W] [--paced-ms MS "
-                    "--paced-frames N]\n");
+                    "--paced-frames N] [--proc-source auto|bpf|procfs]\n");
     exit(2);
 }
 
 int main(int argc, char **argv)
 {
     long frames = 20000, warmup = 100, paced_frames = 0;
-    int reps = 5;
+    int reps = 5, source = PROC_SOURCE_AUTO;
     double paced_ms = 0.0;
     static const struct option longopts[] = {
-        {"frames", required_argument, NULL, 'n'},       {"reps", required_argument, NULL, 'r'},
-        {"warmup", required_argument, NULL, 'w'},       {"paced-ms", required_argument, NULL, 'p'},
-        {"paced-frames", required_argument, NULL, 'f'}, {NULL, 0, NULL, 0},
+        {"frames", required_argument, NULL, 'n'},
+        {"reps", required_argument, NULL, 'r'},
+        {"warmup", required_argument, NULL, 'w'},
+        {"paced-ms", required_argument, NULL, 'p'},
+        {"paced-frames", required_argument, NULL, 'f'},
+        {"proc-source", required_argument, NULL, 's'},
+        {NULL, 0, NULL, 0},
     };
     int opt;
-    while ((opt = getopt_long(argc, argv, "n:r:w:p:f:", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "n:r:w:p:f:s:", longopts, NULL)) != -1) {
         switch (opt) {
         case 'n':
             frames = atol(optarg);
@@ -407,6 +416,10 @@ int main(int argc, char **argv)
             break;
         case 'f':
             paced_frames = atol(optarg);
+            break;
+        case 's':
+            if ((source = proc_source_parse(optarg)) < 0)
+                usage();
             break;
         default:
             usage();
@@ -432,6 +445,12 @@ int main(int argc, char **argv)
     b.env.self_tid = (pid_t)gettid();
     b.env.tree = &b.tree;
     proc_tree_init(&b.tree, &b.env);
+    char why[160];
+    if (source != PROC_SOURCE_PROCFS && proc_tree_use_bpf(&b.tree, why, sizeof(why)) < 0) {
+        fprintf(stderr, "sample_cost: the tree is read through procfs: %s\n", why);
+        if (source == PROC_SOURCE_BPF)
+            return 1;
+    }
     if (sampler_init(&b.sampler, &b.env, &b.series, NULL) < 0 ||
         series_get(&b.series, "strobe.cpu", "", "pct", &b.s_self_cpu) < 0) {
         fprintf(stderr, "sample_cost: out of memory\n");
@@ -563,6 +582,7 @@ int main(int argc, char **argv)
     printf("{\"frames\":%ld,\"reps\":%d,\"warmup\":%ld,\"tree_size\":%d,\"procs_tracked\":%u,"
            "\"series\":%u,\"points_per_frame\":%.2f",
            frames, reps, warmup, TREE_SIZE, tracked, b.series.count, points_per_frame);
+    printf(",\"proc_source\":\"%s\"", proc_tree_source(&b.tree));
     printf(",\"full_us\":%.4f", full_us);
     json_array("full_us_reps", full_reps, reps);
     /* the kernel splits a thread's time into user and system by ticks: a

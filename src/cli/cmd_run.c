@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "common/strbuf.h"
 #include "record/recorder.h"
+#include "sample/proctree.h"
 #include "record/runinfo.h"
 #include "record/torch_profile.h"
 #include "rules/rules.h"
@@ -40,6 +41,9 @@ static const char run_usage[] =
     "  --report PATH    where the HTML report goes (default: reports/ beside the store)\n"
     "  --no-report      write no report (strobe report RUN writes one later)\n"
     "  --no-logs        do not keep the job's stdout and stderr (strobe logs RUN shows them)\n"
+    "  --proc-source S  how the process tree is read: auto (BPF where the kernel allows\n"
+    "                   it, else procfs), bpf (or fail), procfs; default $STROBE_PROC_SOURCE,\n"
+    "                   else auto\n"
     "  --proc-root DIR, --sys-root DIR   read another /proc and /sys (tests)\n"
     "  --collectors LIST                 only these collectors (cpu,mem,psi,disk,net,cgroup,proc)\n"
     "\n"
@@ -59,7 +63,8 @@ enum {
     OPT_REPORT,
     OPT_NO_REPORT,
     OPT_TORCH_PROFILE,
-    OPT_NO_LOGS
+    OPT_NO_LOGS,
+    OPT_PROC_SOURCE
 };
 
 static const struct option run_options[] = {
@@ -72,6 +77,7 @@ static const struct option run_options[] = {
     {"interval", required_argument, NULL, 'i'},
     {"quiet", no_argument, NULL, 'q'},
     {"proc-root", required_argument, NULL, OPT_PROC_ROOT},
+    {"proc-source", required_argument, NULL, OPT_PROC_SOURCE},
     {"sys-root", required_argument, NULL, OPT_SYS_ROOT},
     {"collectors", required_argument, NULL, OPT_COLLECTORS},
     {"no-framework", no_argument, NULL, OPT_NO_FRAMEWORK},
@@ -161,6 +167,11 @@ int cmd_run(int argc, char **argv)
     const char *store_flag = NULL, *report_path = NULL;
     char run_id[RUN_ID_LEN + 1] = "";
     int c, bad = 0, no_report = 0;
+    const char *source_env = getenv("STROBE_PROC_SOURCE");
+    if (source_env && *source_env && (o.proc_source = proc_source_parse(source_env)) < 0) {
+        log_error("STROBE_PROC_SOURCE: '%s' is not auto, bpf or procfs", source_env);
+        return RECORDER_EXIT_SELF;
+    }
     optind = 1;
     /* "+": stop at the first non-option, the job's command */
     while (!bad && (c = getopt_long(argc, argv, "+n:e:w:t:p:i:qh", run_options, NULL)) != -1) {
@@ -197,6 +208,12 @@ int cmd_run(int argc, char **argv)
             break;
         case OPT_SYS_ROOT:
             o.sys_root = optarg;
+            break;
+        case OPT_PROC_SOURCE:
+            if ((o.proc_source = proc_source_parse(optarg)) < 0) {
+                log_error("--proc-source: '%s' is not auto, bpf or procfs", optarg);
+                bad = 1;
+            }
             break;
         case OPT_COLLECTORS:
             o.collectors = optarg;

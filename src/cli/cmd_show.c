@@ -39,6 +39,18 @@ struct show_ctx {
     struct stored_findings findings;
 };
 
+/* Where the recorder read the process tree (proc.cpu's meta); NULL for runs
+ * recorded before it said, or without the proc collector. */
+static const char *tree_source(const struct show_ctx *c)
+{
+    for (size_t i = 0; i < c->n; i++)
+        if (strcmp(c->rows[i].key, "proc.cpu") == 0 && c->rows[i].meta)
+            return strstr(c->rows[i].meta, "\"source\":\"bpf\"")      ? "BPF"
+                   : strstr(c->rows[i].meta, "\"source\":\"procfs\"") ? "procfs"
+                                                                      : NULL;
+    return NULL;
+}
+
 static int collect_series(const struct series_record *sr, void *arg)
 {
     struct show_ctx *c = arg;
@@ -454,6 +466,9 @@ static void show_text(const struct run_record *r, const struct show_ctx *c)
            (long long)r->samples, fmt_duration((double)r->interval_ns / 1e9, iv, sizeof(iv)),
            (long long)r->missed, (long long)c->points, (long long)c->bytes,
            c->points ? (double)c->bytes / (double)c->points : 0.0);
+    const char *source = tree_source(c);
+    if (source)
+        printf("          the process tree read through %s\n", source);
     for (size_t i = 0; i < r->params.n; i++)
         printf("param     %s=%s\n", r->params.items[i].key, r->params.items[i].value);
     for (size_t i = 0; i < r->tags.n; i++)

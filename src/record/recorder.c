@@ -184,6 +184,19 @@ static int setup_signals(struct recorder *r)
     return 0;
 }
 
+/* BPF where the kernel allows it (auto), or as asked. Only a --proc-source
+ * bpf that cannot be had stops the run, before the job starts. */
+static int choose_proc_source(struct proc_tree *t, int source)
+{
+    if (source == PROC_SOURCE_PROCFS)
+        return 0;
+    char why[160];
+    if (proc_tree_use_bpf(t, why, sizeof(why)) == 0 || source == PROC_SOURCE_AUTO)
+        return 0;
+    log_error("--proc-source bpf: %s", why);
+    return -1;
+}
+
 static int setup_timer(struct recorder *r)
 {
     r->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -847,7 +860,9 @@ int recorder_run(const struct recorder_opts *o)
     batch_init(&r.batch);
     run_record_init(&r.run);
     int exit_status = RECORDER_EXIT_SELF;
-    if (series_table_init(&r.series) < 0 || open_roots(&r) < 0 || open_store_and_run(&r) < 0)
+    proc_tree_init(&r.tree, &r.env);
+    if (series_table_init(&r.series) < 0 || open_roots(&r) < 0 ||
+        choose_proc_source(&r.tree, o->proc_source) < 0 || open_store_and_run(&r) < 0)
         goto out;
     if (o->run_id_out) /* for the report strobe run writes afterwards */
         memcpy(o->run_id_out, r.run.id, sizeof(r.run.id));
@@ -866,7 +881,6 @@ int recorder_run(const struct recorder_opts *o)
         log_error("cannot set up signals and timers: %s", strerror(errno));
         goto out;
     }
-    proc_tree_init(&r.tree, &r.env);
     if (sampler_init(&r.sampler, &r.env, &r.series, o->collectors) < 0 ||
         series_get(&r.series, "strobe.cpu", "", "pct", &r.s_self_cpu) < 0 ||
         writer_start(&r.writer, r.store) < 0) {

@@ -26,6 +26,7 @@ struct recorder_opts {
     int no_logs;                    /* the job's stdout and stderr not kept (nor teed) */
     const char *proc_root;          /* "/proc" unless testing */
     const char *sys_root;           /* "/sys" unless testing */
+    int proc_source;                /* enum proc_source: auto, bpf or procfs */
     const char *collectors;         /* comma list, or NULL for all */
     int no_framework;               /* no zero-code PyTorch capture (the event API still works) */
     const char *rules;              /* --rules: NULL or "all", "none", or a comma list */

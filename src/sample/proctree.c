@@ -1,6 +1,7 @@
 #include "sample/proctree.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -12,8 +13,22 @@
 #include "common/clock.h"
 #include "common/strbuf.h"
 #include "sample/collector.h"
+#include "sample/procbpf.h"
 
 #define THREAD_SCAN_INTERVAL_NS NS_PER_S
+/* Rounds of discovery in one frame: children found, then theirs... */
+#define BPF_DISCOVERY_ROUNDS 8
+
+int proc_source_parse(const char *s)
+{
+    if (strcmp(s, "auto") == 0)
+        return PROC_SOURCE_AUTO;
+    if (strcmp(s, "bpf") == 0)
+        return PROC_SOURCE_BPF;
+    if (strcmp(s, "procfs") == 0)
+        return PROC_SOURCE_PROCFS;
+    return -1;
+}
 
 int proc_tree_init(struct proc_tree *t, const struct sample_env *env)
 {
@@ -49,7 +64,24 @@ void proc_tree_release(struct proc_tree *t)
         entry_free_buffers(&t->e[i]);
     free(t->e);
     pfile_release(&t->self_children);
+    procbpf_close(t->bpf);
+    free(t->bpf_pids);
+    free(t->bpf_kids);
     memset(t, 0, sizeof(*t));
+}
+
+int proc_tree_use_bpf(struct proc_tree *t, char *why, size_t why_len)
+{
+    if (strcmp(t->env->proc_root, "/proc") != 0) {
+        snprintf(why, why_len, "another proc root (%s) is read through procfs", t->env->proc_root);
+        return -ENOTSUP;
+    }
+    return procbpf_open(&t->bpf, why, why_len);
+}
+
+const char *proc_tree_source(const struct proc_tree *t)
+{
+    return t->bpf ? "bpf" : "procfs";
 }
 
 struct proc_entry *proc_tree_find(struct proc_tree *t, pid_t pid)
@@ -86,6 +118,65 @@ static int entry_read(struct proc_entry *e, long page_bytes)
     return 0;
 }
 
+static uint64_t ticks_ns(const struct proc_tree *t, uint64_t ticks)
+{
+    return ticks * (uint64_t)(NS_PER_S / t->env->ticks_per_s);
+}
+
+/* Read one process through procfs: 0, or -ESRCH once it has been reaped. */
+static int entry_read_procfs(struct proc_tree *t, struct proc_entry *e)
+{
+    int rc = entry_read(e, t->env->page_bytes);
+    if (rc < 0)
+        return rc;
+    e->cpu_ns = ticks_ns(t, e->st.utime + e->st.stime);
+    e->child_cpu_ns = ticks_ns(t, e->st.cutime + e->st.cstime);
+    return 0;
+}
+
+/* Take what the BPF program read of e; statm still comes from procfs, as the
+ * per-CPU parts of the RSS counters cannot be summed from BPF. -ESRCH when
+ * the process is gone, or its pid now names another one. */
+static int entry_take_bpf(struct proc_tree *t, struct proc_entry *e, const struct procbpf_proc *p)
+{
+    if (!p->found || (e->start_ns && p->start_ns != e->start_ns))
+        return -ESRCH;
+    e->start_ns = p->start_ns;
+    size_t n = strnlen(p->comm, sizeof(p->comm));
+    memcpy(e->st.comm, p->comm, n);
+    e->st.comm[n] = '\0';
+    e->st.ppid = p->ppid;
+    e->st.num_threads = p->threads;
+    e->ppid = p->ppid;
+    e->cpu_ns = p->cpu_ns;
+    e->child_cpu_ns = p->child_cpu_ns;
+    e->iov.rchar = p->rchar;
+    e->iov.wchar = p->wchar;
+    e->iov.read_bytes = p->read_bytes;
+    e->iov.write_bytes = p->write_bytes;
+    e->io_ok = 1;
+    e->ctxt = p->switches;
+    e->ctxt_ok = 1;
+    struct pfile *f = &e->f[PF_STATM];
+    uint64_t pages;
+    if (f->fd >= 0 && pfile_read(f) == 0 && parse_pid_statm(f->buf, f->len, &pages) == 0)
+        e->rss_bytes = pages * (uint64_t)t->env->page_bytes;
+    else
+        e->rss_bytes = 0; /* a zombie: no memory left */
+    return 0;
+}
+
+/* Read one process by itself (a new one, or a zombie's last reading). */
+static int entry_refresh(struct proc_tree *t, struct proc_entry *e)
+{
+    if (!t->bpf)
+        return entry_read_procfs(t, e);
+    struct procbpf_result r;
+    if (procbpf_read(t->bpf, &e->pid, 1, &r) < 0)
+        return entry_read_procfs(t, e);
+    return entry_take_bpf(t, e, &r.proc[0]);
+}
+
 static int entry_open(struct proc_tree *t, struct proc_entry *e, pid_t pid)
 {
     char path[64];
@@ -108,7 +199,8 @@ static int entry_open(struct proc_tree *t, struct proc_entry *e, pid_t pid)
     return 0;
 }
 
-static struct proc_entry *tree_add(struct proc_tree *t, pid_t pid)
+/* Start tracking pid; snap is what BPF read of it already, or NULL. */
+static struct proc_entry *tree_add(struct proc_tree *t, pid_t pid, const struct procbpf_proc *snap)
 {
     if (t->n == t->cap) {
         uint32_t cap = t->cap ? t->cap * 2 : 16;
@@ -131,7 +223,8 @@ static struct proc_entry *tree_add(struct proc_tree *t, pid_t pid)
     memset(e, 0, sizeof(*e));
     memcpy(e->f, keep, sizeof(keep));
     e->dirfd = -1;
-    if (entry_open(t, e, pid) < 0 || entry_read(e, t->env->page_bytes) < 0) {
+    if (entry_open(t, e, pid) < 0 ||
+        (snap ? entry_take_bpf(t, e, snap) : entry_refresh(t, e)) < 0) {
         entry_close(e);
         return NULL;
     }
@@ -162,7 +255,7 @@ static void tree_remove(struct proc_tree *t, uint32_t i)
 
 static void totals_add_entry(struct tree_totals *tot, const struct proc_entry *e)
 {
-    tot->ticks += e->st.utime + e->st.stime + e->st.cutime + e->st.cstime;
+    tot->cpu_ns += e->cpu_ns + e->child_cpu_ns;
     if (e->io_ok) {
         tot->read_bytes += e->iov.read_bytes;
         tot->write_bytes += e->iov.write_bytes;
@@ -178,7 +271,7 @@ int proc_tree_set_root(struct proc_tree *t, pid_t pid)
     snprintf(path, sizeof(path), "%d/task/%d/children", (int)t->env->self_pid,
              (int)t->env->self_tid);
     pfile_open(&t->self_children, t->env->proc_fd, path);
-    return tree_add(t, pid) ? 0 : -ESRCH;
+    return tree_add(t, pid, NULL) ? 0 : -ESRCH;
 }
 
 void proc_tree_not_job(struct proc_tree *t, pid_t pid)
@@ -201,10 +294,10 @@ void proc_tree_reap_prepare(struct proc_tree *t, pid_t pid)
         return;
     struct proc_entry *e = proc_tree_find(t, pid);
     if (!e)
-        e = tree_add(t, pid); /* an orphan that came and went between samples */
+        e = tree_add(t, pid, NULL); /* an orphan that came and went between samples */
     if (!e)
         return;
-    entry_read(e, t->env->page_bytes); /* a zombie still shows its whole group's final totals */
+    entry_refresh(t, e); /* a zombie still shows its whole group's final totals */
     totals_add_entry(&t->reaped, e);
     if (e->ctxt_ok && e->have_prev)
         t->ctxt_sum += e->ctxt > e->prev_ctxt ? e->ctxt - e->prev_ctxt : 0;
@@ -216,7 +309,7 @@ static void discover_one(pid_t pid, void *arg)
     struct proc_tree *t = arg;
     if (pid == t->env->self_pid || proc_tree_find(t, pid) || is_not_job(t, pid))
         return;
-    tree_add(t, pid);
+    tree_add(t, pid, NULL);
 }
 
 static void read_children(struct proc_tree *t, struct pfile *f)
@@ -300,6 +393,7 @@ static int proc_init(void *state, const struct sample_env *env, struct series_ta
         (rc = series_get(st, "proc.wchar_per_s", "", "bytes/s", &t->s_wchar)) < 0 ||
         (rc = series_get(st, "proc.ctx_switches_per_s", "", "1/s", &t->s_ctxt)) < 0)
         return rc;
+    series_set_meta(st, t->s_cpu, t->bpf ? "{\"source\":\"bpf\"}" : "{\"source\":\"procfs\"}");
     return 0;
 }
 
@@ -351,11 +445,20 @@ static int entry_ensure_series(struct proc_tree *t, struct proc_entry *e, struct
     return 1;
 }
 
+/* Nanoseconds of CPU per second as a percentage of one core, rounded to a
+ * quarter of a percent. The kernel updates a running thread's time at each
+ * tick (4 ms at HZ=250), so finer digits would be noise, and noise does not
+ * compress. Whole ticks over a 100 ms frame (10 %) stay exact. */
+static double cpu_pct(double ns_per_s)
+{
+    return nearbyint(ns_per_s * 1e-7 * 4.0) / 4.0;
+}
+
 static void entry_emit(struct proc_tree *t, struct proc_entry *e, struct sample_ctx *ctx)
 {
     struct series_table *st = ctx->series;
     int charted = entry_ensure_series(t, e, st);
-    uint64_t cpu = e->st.utime + e->st.stime;
+    uint64_t cpu = e->cpu_ns;
     uint64_t ctxt = e->ctxt;
     if (e->have_prev && e->ctxt_ok)
         t->ctxt_sum += ctxt > e->prev_ctxt ? ctxt - e->prev_ctxt : 0;
@@ -365,14 +468,13 @@ static void entry_emit(struct proc_tree *t, struct proc_entry *e, struct sample_
     }
     if (charted && e->have_prev) {
         int64_t dt = ctx->mono_ns - e->prev_mono_ns;
-        series_put(st, e->s_cpu,
-                   rate_per_s(cpu, e->prev_cpu_ticks, dt) * 100.0 / (double)t->env->ticks_per_s);
+        series_put(st, e->s_cpu, cpu_pct(rate_per_s(cpu, e->prev_cpu_ns, dt)));
         series_put(st, e->s_read, rate_per_s(e->iov.read_bytes, e->prev_io.read_bytes, dt));
         series_put(st, e->s_write, rate_per_s(e->iov.write_bytes, e->prev_io.write_bytes, dt));
         if (e->ctxt_ok)
             series_put(st, e->s_ctxt, rate_per_s(ctxt, e->prev_ctxt, dt));
     }
-    e->prev_cpu_ticks = cpu;
+    e->prev_cpu_ns = cpu;
     e->prev_io = e->iov;
     e->prev_ctxt = ctxt;
     e->prev_mono_ns = ctx->mono_ns;
@@ -398,14 +500,14 @@ static void tree_emit(struct proc_tree *t, struct sample_ctx *ctx, uint64_t rss,
     series_put(st, t->s_rss, (double)rss);
     series_put(st, t->s_threads, (double)threads);
     series_put(st, t->s_count, (double)t->n);
-    uint64_t d_ticks = grow(&t->emitted.ticks, now.ticks);
+    uint64_t d_cpu = grow(&t->emitted.cpu_ns, now.cpu_ns);
     uint64_t d_read = grow(&t->emitted.read_bytes, now.read_bytes);
     uint64_t d_write = grow(&t->emitted.write_bytes, now.write_bytes);
     uint64_t d_rchar = grow(&t->emitted.rchar, now.rchar);
     uint64_t d_wchar = grow(&t->emitted.wchar, now.wchar);
     if (t->prev_mono_ns) {
         int64_t dt = ctx->mono_ns - t->prev_mono_ns;
-        series_put(st, t->s_cpu, rate_per_s(d_ticks, 0, dt) * 100.0 / (double)t->env->ticks_per_s);
+        series_put(st, t->s_cpu, cpu_pct(rate_per_s(d_cpu, 0, dt)));
         series_put(st, t->s_read, rate_per_s(d_read, 0, dt));
         series_put(st, t->s_write, rate_per_s(d_write, 0, dt));
         series_put(st, t->s_rchar, rate_per_s(d_rchar, 0, dt));
@@ -416,19 +518,122 @@ static void tree_emit(struct proc_tree *t, struct sample_ctx *ctx, uint64_t rss,
     t->ctxt_emitted = t->ctxt_sum;
 }
 
+/* Grow a pid array to hold n. 0 or -ENOMEM. */
+static int pids_reserve(pid_t **a, uint32_t *cap, uint32_t n)
+{
+    if (n <= *cap)
+        return 0;
+    uint32_t c = *cap ? *cap : 64;
+    while (c < n)
+        c *= 2;
+    pid_t *p = realloc(*a, c * sizeof(*p));
+    if (!p)
+        return -ENOMEM;
+    *a = p;
+    *cap = c;
+    return 0;
+}
+
+/* Keep a child the BPF run listed, if it is new to the tree. */
+static void bpf_note_kid(struct proc_tree *t, pid_t pid, uint32_t *nkids)
+{
+    if (pid <= 0 || pid == t->env->self_pid || proc_tree_find(t, pid) || is_not_job(t, pid))
+        return;
+    for (uint32_t i = 0; i < *nkids; i++)
+        if (t->bpf_kids[i] == pid)
+            return;
+    if (pids_reserve(&t->bpf_kids, &t->bpf_kids_cap, *nkids + 1) == 0)
+        t->bpf_kids[(*nkids)++] = pid;
+}
+
+/* Run the program over pids[0..n), in as many runs as it takes. take(i, p)
+ * gets each process read; the children found are collected in bpf_kids.
+ * Returns the number of children, or -errno (the frame then reads procfs). */
+static int bpf_read_all(struct proc_tree *t, const pid_t *pids, uint32_t n,
+                        void (*take)(struct proc_tree *, uint32_t, const struct procbpf_proc *),
+                        int *lost)
+{
+    uint32_t nkids = 0;
+    for (uint32_t off = 0; off < n; off += PROCBPF_MAX_PROCS) {
+        uint32_t m = n - off < PROCBPF_MAX_PROCS ? n - off : PROCBPF_MAX_PROCS;
+        struct procbpf_result r;
+        int rc = procbpf_read(t->bpf, pids + off, m, &r);
+        if (rc < 0)
+            return rc;
+        for (uint32_t j = 0; j < m; j++)
+            take(t, off + j, &r.proc[j]);
+        for (uint32_t k = 0; k < r.nkids; k++)
+            bpf_note_kid(t, r.kids[k].pid, &nkids);
+        *lost |= r.kids_lost;
+    }
+    return (int)nkids;
+}
+
+/* The tracked processes' own readings: pids[0] is the recorder (its
+ * children are orphans come back), pids[1 + i] is entry i. A process gone
+ * is marked and removed once all are read (removing moves entries). */
+static void take_tracked(struct proc_tree *t, uint32_t i, const struct procbpf_proc *p)
+{
+    if (i == 0)
+        return;
+    struct proc_entry *e = &t->e[i - 1];
+    if (entry_take_bpf(t, e, p) < 0)
+        e->gone = 1; /* removed in bpf_frame, once every process is read */
+}
+
+/* New children: tracked from the reading that found them. */
+static void take_new(struct proc_tree *t, uint32_t i, const struct procbpf_proc *p)
+{
+    tree_add(t, t->bpf_pids[i], p);
+}
+
+/* One frame through BPF: every tracked process and every thread's children
+ * in one run, then the children found (and theirs) in a few more. */
+static int bpf_frame(struct proc_tree *t)
+{
+    uint32_t n = t->n + 1;
+    if (pids_reserve(&t->bpf_pids, &t->bpf_pids_cap, n) < 0)
+        return -ENOMEM;
+    t->bpf_pids[0] = t->env->self_pid;
+    for (uint32_t i = 0; i < t->n; i++)
+        t->bpf_pids[1 + i] = t->e[i].pid;
+    int lost = 0;
+    int nkids = bpf_read_all(t, t->bpf_pids, n, take_tracked, &lost);
+    if (nkids < 0)
+        return nkids;
+    for (uint32_t i = t->n; i-- > 0;)
+        if (t->e[i].gone) /* reaped by its parent: its totals are the parent's now */
+            tree_remove(t, i);
+    for (int round = 0; nkids > 0 && round < BPF_DISCOVERY_ROUNDS; round++) {
+        if (pids_reserve(&t->bpf_pids, &t->bpf_pids_cap, (uint32_t)nkids) < 0)
+            break;
+        memcpy(t->bpf_pids, t->bpf_kids, (size_t)nkids * sizeof(pid_t));
+        nkids = bpf_read_all(t, t->bpf_pids, (uint32_t)nkids, take_new, &lost);
+    }
+    return lost ? 1 : 0;
+}
+
 static int proc_sample(void *state, struct sample_ctx *ctx)
 {
     struct proc_state *s = state;
     struct proc_tree *t = s->t;
     if (!t->root_pid)
         return 0;
-    discover(t, ctx->mono_ns, &s->scratch);
+    int from_bpf = 0;
+    if (t->bpf) {
+        int rc = bpf_frame(t);
+        from_bpf = rc >= 0;
+        if (rc != 0) /* more children than one run lists, or the run failed */
+            discover(t, ctx->mono_ns, &s->scratch);
+    } else {
+        discover(t, ctx->mono_ns, &s->scratch);
+    }
     uint64_t rss = 0;
     int64_t threads = 0;
     for (uint32_t i = 0; i < t->n;) {
         struct proc_entry *e = &t->e[i];
-        if (entry_read(e, t->env->page_bytes) <
-            0) { /* reaped by its parent: its totals are the parent's now */
+        if (!from_bpf && entry_refresh(t, e) < 0) {
+            /* reaped by its parent: its totals are the parent's now */
             tree_remove(t, i);
             continue;
         }

@@ -3,9 +3,16 @@
  * forks or spawns later, including those that re-parent (the recorder is a
  * child subreaper, so orphans come back to it).
  *
- * Discovery: each sample reads the children file of every tracked process's
- * main thread and of the recorder's own thread (orphans), and once a second
- * the children files of every thread (for processes forked off other threads).
+ * Two sources, the same numbers. Where the kernel lets strobe load BPF
+ * programs, one BPF program reads every tracked process and the children of
+ * every thread in one system call (procbpf.h); only statm is still read from
+ * procfs, for an exact RSS. Elsewhere (no BPF, another --proc-root) each
+ * process's stat, io, statm and schedstat are read.
+ *
+ * Discovery through procfs: each sample reads the children file of every
+ * tracked process's main thread and of the recorder's own thread (orphans),
+ * and once a second the children files of every thread (for processes
+ * forked off other threads). Through BPF every thread's children, each frame.
  *
  * Totals stay continuous when processes exit: CPU time and I/O of a process
  * that is reaped move into its parent's cutime/cstime and io counters (proc(5)),
@@ -15,6 +22,7 @@
 #ifndef STROBE_SAMPLE_PROCTREE_H
 #define STROBE_SAMPLE_PROCTREE_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -23,6 +31,7 @@
 
 struct sample_env;
 struct series_table;
+struct procbpf;
 
 /* The files kept open per process, relative to its /proc/PID fd. */
 enum proc_file {
@@ -44,11 +53,14 @@ struct proc_entry {
     int dirfd;       /* /proc/PID, kept: it also pins the identity */
     struct pfile f[PF_COUNT];
     char comm[64];
-    struct pid_stat st;      /* last read */
-    struct pid_io iov;       /* last read (zero if unreadable) */
-    uint64_t ctxt;           /* last read: context switches (main thread) */
-    uint64_t rss_bytes;      /* last read: statm resident, else stat rss */
-    uint64_t prev_cpu_ticks; /* utime+stime at the previous sample */
+    struct pid_stat st;    /* last read */
+    struct pid_io iov;     /* last read (zero if unreadable) */
+    uint64_t ctxt;         /* last read: context switches (main thread) */
+    uint64_t rss_bytes;    /* last read: statm resident, else stat rss */
+    uint64_t cpu_ns;       /* last read: CPU time of its threads, live and exited */
+    uint64_t child_cpu_ns; /* last read: CPU time of its waited-for children */
+    uint64_t start_ns;     /* BPF: the start time read first (a reused pid differs) */
+    uint64_t prev_cpu_ns;  /* cpu_ns at the previous sample */
     struct pid_io prev_io;
     uint64_t prev_ctxt;
     int64_t prev_mono_ns;
@@ -58,11 +70,12 @@ struct proc_entry {
     uint8_t have_prev;
     uint8_t io_ok;
     uint8_t ctxt_ok;
+    uint8_t gone; /* BPF: not found this frame, to be removed */
 };
 
-/* Totals that only grow: tree CPU ticks and I/O bytes. */
+/* Totals that only grow: tree CPU time and I/O bytes. */
 struct tree_totals {
-    uint64_t ticks;      /* utime+stime+cutime+cstime */
+    uint64_t cpu_ns;     /* utime+stime+cutime+cstime */
     uint64_t read_bytes; /* storage reads */
     uint64_t write_bytes;
     uint64_t rchar; /* read(2)-family bytes */
@@ -89,9 +102,22 @@ struct proc_tree {
     const struct sample_env *env;
     pid_t not_job[4]; /* the recorder's own children (its output tees): never the job's */
     uint32_t n_not_job;
+    struct procbpf *bpf; /* NULL: the tree is read through procfs */
+    pid_t *bpf_pids;     /* the pids of one BPF run, reused */
+    pid_t *bpf_kids;     /* the children one frame found, reused */
+    uint32_t bpf_pids_cap, bpf_kids_cap;
 };
 
+enum proc_source { PROC_SOURCE_AUTO, PROC_SOURCE_BPF, PROC_SOURCE_PROCFS };
+/* "auto", "bpf" or "procfs"; -1 for anything else. */
+int proc_source_parse(const char *s);
+
 int proc_tree_init(struct proc_tree *t, const struct sample_env *env);
+/* Read the tree through BPF from now on. 0, or -errno with the reason in why
+ * (the tree stays on procfs). */
+int proc_tree_use_bpf(struct proc_tree *t, char *why, size_t why_len);
+/* "bpf" or "procfs": where the tree's numbers come from. */
+const char *proc_tree_source(const struct proc_tree *t);
 void proc_tree_release(struct proc_tree *t);
 /* pid, a child of the recorder, is its own helper: not the job's, even
  * though it shows among the recorder's children as orphans do. */

@@ -1,0 +1,36 @@
+/*
+ * The process tree read by a BPF program instead of procfs text (see
+ * proc.bpf.c). Available when strobe was built with BPF support, the kernel
+ * has BTF and open-coded task iterators (6.7+), and the recorder may load
+ * BPF programs (root, or CAP_BPF with CAP_PERFMON). Anything else makes
+ * procbpf_open() fail with the reason, and the tree is read through procfs.
+ */
+#ifndef STROBE_SAMPLE_PROCBPF_H
+#define STROBE_SAMPLE_PROCBPF_H
+
+#include <linux/types.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "sample/procbpf_abi.h"
+
+struct procbpf;
+
+/* Load the program and check it against /proc/self (a pid namespace other
+ * than the kernel's initial one would give other pids). 0, or -errno with
+ * a one-line reason in why. */
+int procbpf_open(struct procbpf **out, char *why, size_t why_len);
+void procbpf_close(struct procbpf *b);
+
+/* One run: read pids[0..n) (n <= PROCBPF_MAX_PROCS). The results stay valid
+ * until the next call. 0 or -errno. */
+struct procbpf_result {
+    const struct procbpf_proc *proc; /* n of them, in the order of pids */
+    const struct procbpf_kid *kids;  /* children of their threads */
+    uint32_t nkids;
+    int kids_lost; /* more children than listed: look in procfs too */
+};
+int procbpf_read(struct procbpf *b, const pid_t *pids, uint32_t n, struct procbpf_result *out);
+
+#endif

@@ -1,0 +1,174 @@
+#!/usr/bin/python3
+"""The process tree read through BPF and through procfs gives the same,
+true numbers.
+
+One job is recorded twice, once with --proc-source bpf and once with
+--proc-source procfs. It forks three children, one of them from a thread
+other than the main one and one with a grandchild; each burns a known amount
+of CPU (measured by itself with getrusage), one writes 24 MiB with fsync.
+Each run must see all five processes with the right parents, each process's
+integrated proc.cpu must match its own getrusage reading, the tree's the
+job's total (RUSAGE_SELF + RUSAGE_CHILDREN), and the tree's storage writes
+the 24 MiB. procfs counts CPU in 10 ms ticks and the kernel brings a running
+thread's time up to date at each scheduler tick (4 ms here), so a process is
+allowed 0.05 s plus 5 %.
+
+Then the way in and out of BPF: the source a run used is in show --json
+(proc.cpu's meta) and in show's text; a bad --proc-source or
+STROBE_PROC_SOURCE is one line and exit 125; --proc-source bpf where BPF
+cannot be had (another --proc-root, a user without CAP_BPF) fails before the
+job starts, and auto falls back to procfs."""
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+
+from strobetest import *
+
+pids_file = store_path("srcpids.json")
+out_file = store_path("srcwrite.bin")
+job = f"""
+import json, os, resource, threading, time
+def burn(seconds):
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+def cpu_s():
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+def child(seconds, report, extra=None):
+    pid = os.fork()
+    if pid:
+        return pid
+    if extra:
+        extra()
+    burn(seconds)
+    os.write(report, (json.dumps([os.getpid(), os.getppid(), cpu_s()]) + "\\n").encode())
+    os._exit(0)
+r, w = os.pipe()
+time.sleep(0.3)
+pids = [child(0.6, w)]
+def grandchild():
+    pids_g = child(0.4, w)
+    os.waitpid(pids_g, 0)
+pids.append(child(0.3, w, grandchild))
+def from_thread():
+    pids.append(child(0.5, w))
+t = threading.Thread(target=from_thread); t.start(); t.join()
+with open({out_file!r}, "wb") as f:
+    for _ in range(24):
+        f.write(os.urandom(1 << 20))
+    f.flush(); os.fsync(f.fileno())
+burn(0.4)
+for p in pids:
+    os.waitpid(p, 0)
+os.close(w)
+seen = [json.loads(l) for l in os.fdopen(r).read().splitlines()]
+seen.append([os.getpid(), os.getppid(), cpu_s()])
+ch = resource.getrusage(resource.RUSAGE_CHILDREN)
+total = cpu_s() + ch.ru_utime + ch.ru_stime
+time.sleep(0.3)
+open({pids_file!r}, "w").write(json.dumps({{"procs": seen, "total": total}}))
+"""
+
+
+def cpu_integrals(db):
+    """{pid: CPU seconds} from each process's proc.cpu, and the tree's."""
+    per, tree = {}, None
+    for key, series in points(db, "proc.cpu").items():
+        secs = integral(series, 0.05) / 100.0
+        if key == "proc.cpu":
+            tree = secs
+        else:
+            per[int(key.split("pid=")[1].rstrip("}"))] = secs
+    return per, tree
+
+
+probe = strobe("run", "--quiet", "--proc-source", "bpf", "--", "true", store=store_path("probe.db"))
+bpf_why = probe.stderr.strip()
+if probe.returncode != 0 and "built without BPF" in bpf_why:
+    bpf_ok = None
+elif probe.returncode != 0 and os.uname().release.split(".")[:2] < ["6", "7"]:
+    bpf_ok = None  # open-coded task iterators came in 6.7
+else:
+    bpf_ok = probe.returncode == 0
+if bpf_ok is None:
+    skip("BPF source", bpf_why)
+else:
+    check("--proc-source bpf starts as root on a kernel with BTF", bpf_ok, bpf_why)
+
+sources = ["procfs"] + (["bpf"] if bpf_ok else [])
+tree_cpu = {}
+for source in sources:
+    db = store_path(f"src-{source}.db")
+    p = run(db, PYTHON, "-c", job, opts=("--interval", "50ms", "--proc-source", source))
+    if not check(f"{source}: the job ran", p.returncode == 0, p.stderr):
+        continue
+    truth = json.load(open(pids_file))
+    r = show(db)
+    check(f"{source}: show --json names the source", r["metrics"]["proc.cpu"].get("meta") ==
+          {"source": source}, r["metrics"]["proc.cpu"].get("meta"))
+    text = strobe("show", "last", store=db).stdout
+    check(f"{source}: show says where the tree came from",
+          f"the process tree read through {'BPF' if source == 'bpf' else 'procfs'}" in text)
+    metas = {m["meta"]["pid"]: m["meta"] for k, m in r["metrics"].items()
+             if k.startswith("proc.cpu{pid=")}
+    per, tree = cpu_integrals(db)
+    root = truth["procs"][-1][0]
+    for pid, ppid, cpu in truth["procs"]:
+        role = "root" if pid == root else f"pid {pid}"
+        if not check(f"{source}: {role} seen", pid in metas, f"{pid} not in {sorted(metas)}"):
+            continue
+        if pid != root:
+            check(f"{source}: {role}'s parent", metas[pid]["ppid"] == ppid, (metas[pid], ppid))
+        near(f"{source}: {role}'s CPU time against its getrusage", per.get(pid), cpu,
+             0.05 + 0.05 * cpu, "s")
+    near(f"{source}: the tree's CPU time against the job's getrusage", tree, truth["total"],
+         0.05 + 0.05 * truth["total"], "s")
+    tree_cpu[source] = tree
+    written = integral(points(db, "proc.write_bytes_per_s")["proc.write_bytes_per_s"], 0.05)
+    near(f"{source}: the tree's storage writes (24 MiB)", written / 2**20, 24, 2.4, "MiB")
+    counts = [v for _, v in points(db, "proc.count")["proc.count"]]
+    check(f"{source}: proc.count reaches 4 (root, 2 children, then the grandchild or the "
+          "thread's child)", max(counts) >= 4, max(counts))
+
+if len(tree_cpu) == 2:
+    a, b = tree_cpu["procfs"], tree_cpu["bpf"]
+    near("both sources give the same tree CPU time", b, a, 0.1 + 0.05 * a, "s")
+
+bad = strobe("run", "--proc-source", "ebpf", "--", "true", store=store_path("bad.db"))
+check("a bad --proc-source is one line and exit 125",
+      bad.returncode == 125 and len(bad.stderr.strip().splitlines()) == 1, (bad.returncode, bad.stderr))
+env = dict(os.environ, STROBE_PROC_SOURCE="kernel")
+bad = strobe("run", "--", "true", store=store_path("bad.db"), env=env)
+check("a bad STROBE_PROC_SOURCE is one line and exit 125",
+      bad.returncode == 125 and "STROBE_PROC_SOURCE" in bad.stderr, (bad.returncode, bad.stderr))
+
+fixture = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "proc-a", "t0")
+p = strobe("run", "--quiet", "--proc-source", "bpf", "--proc-root", fixture, "--", "true",
+           store=store_path("fix.db"))
+check("--proc-source bpf with another --proc-root fails before the job",
+      p.returncode == 125 and "another proc root" in p.stderr, (p.returncode, p.stderr))
+
+if os.geteuid() == 0:
+    # the test's own TMP is root's alone: nobody's store goes beside it
+    d = tempfile.mkdtemp(prefix="strobe-nobody-", dir="/tmp")
+    os.chmod(d, 0o777)
+    as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", STROBE, "run",
+                 "--quiet", f"--store={d}/n.db", "--no-report"]
+    p = subprocess.run(as_nobody + ["--", "true"], capture_output=True, text=True, timeout=60)
+    check("without CAP_BPF, auto records through procfs", p.returncode == 0, p.stderr)
+    if p.returncode == 0:
+        meta = show(f"{d}/n.db")["metrics"]["proc.cpu"].get("meta")
+        check("... and says so", meta == {"source": "procfs"}, meta)
+    if bpf_ok:
+        p = subprocess.run(as_nobody + ["--proc-source", "bpf", "--", "true"], capture_output=True,
+                           text=True, timeout=60)
+        check("without CAP_BPF, --proc-source bpf fails in one line naming what it needs",
+              p.returncode == 125 and "CAP_BPF" in p.stderr and
+              len(p.stderr.strip().splitlines()) == 1, (p.returncode, p.stderr))
+    shutil.rmtree(d, ignore_errors=True)
+else:
+    skip("as another user", "needs root to switch users")
+done()
