@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "sample/collector.h"
 #include "sample/parse.h"
 #include "sample/pfile.h"
@@ -30,6 +31,8 @@ struct cpu_state {
     uint32_t s_util, s_user, s_system, s_iowait, s_steal;
     int ncores; /* one past the highest core id seen */
     int have_prev;
+    int64_t min_window_ns; /* one 1/USER_HZ tick: what /proc/stat counts in */
+    int64_t prev_mono_ns;  /* the frame of prev_total */
 };
 
 static uint64_t ticks_sum(const struct cpu_ticks *t)
@@ -57,6 +60,7 @@ static int cpu_init(void *state, const struct sample_env *env, struct series_tab
     int rc = pfile_open(&s->stat, env->proc_fd, "stat");
     if (rc < 0)
         return rc;
+    s->min_window_ns = NS_PER_S / (env->ticks_per_s > 0 ? env->ticks_per_s : 100);
     if ((rc = series_get(t, "cpu.util", "", "pct", &s->s_util)) < 0 ||
         (rc = series_get(t, "cpu.user", "", "pct", &s->s_user)) < 0 ||
         (rc = series_get(t, "cpu.system", "", "pct", &s->s_system)) < 0 ||
@@ -66,20 +70,25 @@ static int cpu_init(void *state, const struct sample_env *env, struct series_tab
     return 0;
 }
 
-static void cpu_put_core(struct cpu_state *s, struct series_table *t, int i)
+/* One core's point; 0 when no tick of it has been counted since its last
+ * point (its window then goes on into the next frame). */
+static int cpu_put_core(struct cpu_state *s, struct series_table *t, int i)
 {
     if (!s->s_core[i]) {
         char labels[32];
         uint32_t idx;
         snprintf(labels, sizeof(labels), "core=%d", i);
         if (series_get(t, "cpu.util", labels, "pct", &idx) < 0)
-            return;
+            return 1;
         s->s_core[i] = idx + 1;
     }
     uint64_t idle = tick_delta(s->core[i].idle, s->prev_core[i].idle) +
                     tick_delta(s->core[i].iowait, s->prev_core[i].iowait);
     uint64_t all = tick_delta(ticks_sum(&s->core[i]), ticks_sum(&s->prev_core[i]));
-    series_put(t, s->s_core[i] - 1, all ? share_pct(all - (idle < all ? idle : all), all) : 0.0);
+    if (!all)
+        return 0;
+    series_put(t, s->s_core[i] - 1, share_pct(all - (idle < all ? idle : all), all));
+    return 1;
 }
 
 static int cpu_sample(void *state, struct sample_ctx *ctx)
@@ -87,6 +96,12 @@ static int cpu_sample(void *state, struct sample_ctx *ctx)
     struct cpu_state *s = state;
     struct series_table *t = ctx->series;
     struct cpu_ticks total;
+    /* /proc/stat counts in ticks of 1/USER_HZ s (10 ms): a shorter window
+     * sees no tick in most frames, and a share of no ticks is no reading
+     * (reading it as 0 % put a half-busy host at 10 % at 1 ms). At short
+     * intervals the cpu series therefore have a point every few frames. */
+    if (s->have_prev && ctx->mono_ns - s->prev_mono_ns < s->min_window_ns)
+        return 0;
     int rc = pfile_read(&s->stat);
     if (rc < 0)
         return rc;
@@ -98,6 +113,8 @@ static int cpu_sample(void *state, struct sample_ctx *ctx)
     if (s->have_prev) {
         const struct cpu_ticks *p = &s->prev_total;
         uint64_t all = tick_delta(ticks_sum(&total), ticks_sum(p));
+        if (!all) /* not a tick yet: this window goes on */
+            return 0;
         uint64_t idle = tick_delta(total.idle, p->idle) + tick_delta(total.iowait, p->iowait);
         uint64_t busy = all > idle ? all - idle : 0;
         series_put(t, s->s_util, share_pct(busy, all));
@@ -109,14 +126,14 @@ static int cpu_sample(void *state, struct sample_ctx *ctx)
                              all));
         series_put(t, s->s_iowait, share_pct(tick_delta(total.iowait, p->iowait), all));
         series_put(t, s->s_steal, share_pct(tick_delta(total.steal, p->steal), all));
-        for (int i = 0; i < s->ncores; i++)
-            if (s->seen[i] && s->prev_seen[i])
-                cpu_put_core(s, t, i);
     }
+    /* only up to the highest core seen: the arrays are sized for 1024 */
+    for (int i = 0; i < s->ncores; i++)
+        if (!(s->have_prev && s->seen[i] && s->prev_seen[i]) || cpu_put_core(s, t, i))
+            s->prev_core[i] = s->core[i];
     s->prev_total = total;
-    /* copy only up to the highest core seen: the arrays are sized for 1024 */
-    memcpy(s->prev_core, s->core, (size_t)s->ncores * sizeof(s->core[0]));
     memcpy(s->prev_seen, s->seen, (size_t)s->ncores);
+    s->prev_mono_ns = ctx->mono_ns;
     s->have_prev = 1;
     return 0;
 }
