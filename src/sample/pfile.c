@@ -6,6 +6,9 @@
 #include <unistd.h>
 
 #define PFILE_MIN_CAP 1024
+/* Below this a short read is the whole file: a seq_file's page (4096 bytes
+ * at the least) less room for its longest record, which is far shorter. */
+#define PFILE_WHOLE_MAX 3072
 
 int pfile_open(struct pfile *f, int dirfd, const char *path)
 {
@@ -36,19 +39,25 @@ int pfile_read(struct pfile *f)
         return -EBADF;
     if (!f->buf && pfile_grow(f) < 0)
         return -ENOMEM;
+    size_t len = 0;
     for (;;) {
         /* Leave room for the NUL; a read that fills the rest may be cut. */
-        ssize_t n = pread(f->fd, f->buf, f->cap - 1, 0);
+        if (len + 1 >= f->cap && pfile_grow(f) < 0)
+            return -ENOMEM;
+        ssize_t n = pread(f->fd, f->buf + len, f->cap - 1 - len, (off_t)len);
         if (n < 0)
             return errno == EINTR ? -EAGAIN : -errno;
-        if ((size_t)n < f->cap - 1) {
-            f->len = (size_t)n;
-            f->buf[n] = '\0';
-            return 0;
-        }
-        if (pfile_grow(f) < 0)
-            return -ENOMEM;
+        len += (size_t)n;
+        /* A file printed record by record (a children list, /proc/net/dev,
+         * /proc/vmstat) comes at most one page per read however large the
+         * buffer, cut where the next record would not fit; a short read
+         * under PFILE_WHOLE_MAX bytes cannot be such a cut. */
+        if (n == 0 || (len < f->cap - 1 && (size_t)n < PFILE_WHOLE_MAX))
+            break;
     }
+    f->len = len;
+    f->buf[len] = '\0';
+    return 0;
 }
 
 int pfile_read_once(struct pfile *f, int dirfd, const char *path)

@@ -63,6 +63,10 @@ static __always_inline void list_children(struct procbpf_shared *s, struct task_
     while ((k = bpf_iter_num_next(&it))) {
         if (!pos || pos == head)
             break;
+        if (*k == PROCBPF_MAX_CHILDREN_PER_THREAD - 1) {
+            s->kids_lost = 1; /* more than one walk may take */
+            break;
+        }
         struct task_struct *c = (struct task_struct *)(pos - sibling_off);
         u32 j = s->nkids;
         if (j >= PROCBPF_MAX_KIDS) {

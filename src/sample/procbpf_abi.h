@@ -9,23 +9,22 @@
 
 /* Processes one run of the program reads; more are read in several runs. */
 #define PROCBPF_MAX_PROCS 1024
-/* Children found in one run; past it the run says so (kids_lost) and the
- * recorder looks for children through procfs that frame. */
-#define PROCBPF_MAX_KIDS 1024
-/* Children walked per thread, and threads per process, in one run: bounds
- * for the verifier, far above what a training job has. */
-#define PROCBPF_MAX_CHILDREN_PER_THREAD 512
+/* Children listed in one run, and walked per thread: past either the run
+ * says so (kids_lost) and the recorder looks for children through procfs
+ * that frame. Far above what a training job has. */
+#define PROCBPF_MAX_KIDS                4096
+#define PROCBPF_MAX_CHILDREN_PER_THREAD 4096
 
 struct procbpf_proc {
     __s32 pid;
-    __s32 ppid;          /* real parent's tgid, as /proc/PID/stat field 4 */
-    __u32 found;         /* 0: no such process (reaped) */
-    __u32 threads;       /* signal->nr_threads, as stat field 20 */
-    __u64 start_ns;      /* the leader's start time: a reused pid differs */
-    __u64 cpu_ns;        /* live threads' run time plus that of exited threads */
-    __u64 child_cpu_ns;  /* cutime + cstime: waited-for children */
+    __s32 ppid;         /* real parent's tgid, as /proc/PID/stat field 4 */
+    __u32 found;        /* 0: no such process (reaped) */
+    __u32 threads;      /* signal->nr_threads, as stat field 20 */
+    __u64 start_ns;     /* the leader's start time: a reused pid differs */
+    __u64 cpu_ns;       /* live threads' run time plus that of exited threads */
+    __u64 child_cpu_ns; /* cutime + cstime: waited-for children */
     __u64 rchar, wchar, read_bytes, write_bytes; /* as /proc/PID/io */
-    __u64 switches;      /* the main thread's times switched in, as schedstat */
+    __u64 switches; /* the main thread's times switched in, as schedstat */
     char comm[16];
 };
 

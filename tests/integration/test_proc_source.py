@@ -13,6 +13,8 @@ the 24 MiB. procfs counts CPU in 10 ms ticks and the kernel brings a running
 thread's time up to date at each scheduler tick (4 ms here), so a process is
 allowed 0.05 s plus 5 %.
 
+A wide tree (a shell with 1100 children) is followed whole by both.
+
 Then the way in and out of BPF: the source a run used is in show --json
 (proc.cpu's meta) and in show's text; a bad --proc-source or
 STROBE_PROC_SOURCE is one line and exit 125; --proc-source bpf where BPF
@@ -132,6 +134,18 @@ for source in sources:
     counts = [v for _, v in points(db, "proc.count")["proc.count"]]
     check(f"{source}: proc.count reaches 4 (root, 2 children, then the grandchild or the "
           "thread's child)", max(counts) >= 4, max(counts))
+
+# a wide tree: one shell with 1100 children, more than one page of its
+# children file (procfs) and more than one BPF run reads (1024 processes);
+# both once lost every child past the 820th and the 512th
+for source in sources:
+    db = store_path(f"wide-{source}.db")
+    p = run(db, "/bin/sh", "-c", "for i in $(seq 1100); do sleep 4 & done; wait",
+            opts=("--proc-source", source, "--no-report"))
+    if check(f"{source}: the wide job ran", p.returncode == 0, p.stderr):
+        counts = [v for _, v in points(db, "proc.count")["proc.count"]]
+        check(f"{source}: all 1101 processes of the wide tree are followed at once",
+              max(counts) == 1101, max(counts))
 
 if len(tree_cpu) == 2:
     a, b = tree_cpu["procfs"], tree_cpu["bpf"]

@@ -7,6 +7,10 @@
 #include "sample/parse.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/syscall.h>
+
+#include "sample/pfile.h"
 
 #include "fixture.h"
 #include "test.h"
@@ -846,7 +850,82 @@ TEST(random_noise)
     }
 }
 
-TEST_MAIN(proc_stat_fixture, proc_stat_total_vs_core_lines, proc_stat_old_and_malformed,
+/* ---- pfile: reading the whole file ---------------------------------------- */
+
+static void write_file(const char *path, size_t n)
+{
+    FILE *f = fopen(path, "w");
+    ASSERT(f);
+    for (size_t i = 0; i < n; i++)
+        fputc('a' + (int)(i % 26), f);
+    fclose(f);
+}
+
+TEST(pfile_reads_files_of_every_size)
+{
+    char path[] = "/tmp/strobe-pfile-XXXXXX";
+    int fd = mkstemp(path);
+    ASSERT(fd >= 0);
+    close(fd);
+    static const size_t sizes[] = {0, 1, 1022, 1023, 1024, 3071, 3072, 3500, 4096, 10000, 70000};
+    struct pfile f = PFILE_INIT;
+    for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+        write_file(path, sizes[k]);
+        ASSERT_EQ_INT(0, pfile_open(&f, AT_FDCWD, path));
+        ASSERT_EQ_INT(0, pfile_read(&f));
+        ASSERT_EQ_U64(f.len, sizes[k]);
+        for (size_t i = 0; i < f.len; i++)
+            if (f.buf[i] != 'a' + (int)(i % 26))
+                TEST_FAIL("byte %zu of %zu differs", i, f.len);
+        ASSERT(f.buf[f.len] == '\0');
+    }
+    pfile_release(&f);
+    unlink(path);
+}
+
+static void count_pid(pid_t pid, void *arg)
+{
+    (void)pid;
+    (*(int *)arg)++;
+}
+
+/* A children list is printed pid by pid and comes one page per read, cut
+ * short well before the buffer is full: the reader must go on past it. The
+ * bug this guards against lost every child past the 820th. */
+TEST(pfile_reads_a_children_list_longer_than_a_page)
+{
+    enum { KIDS = 1500 };
+    static pid_t kids[KIDS];
+    int n = 0;
+    for (; n < KIDS; n++) {
+        kids[n] = fork();
+        if (kids[n] == 0) {
+            pause();
+            _exit(0);
+        }
+        if (kids[n] < 0)
+            break;
+    }
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/self/task/%ld/children", (long)syscall(SYS_gettid));
+    struct pfile f = PFILE_INIT;
+    int rc = pfile_read_once(&f, AT_FDCWD, path);
+    int seen = 0;
+    if (rc == 0)
+        parse_pid_list(f.buf, f.len, count_pid, &seen);
+    for (int i = 0; i < n; i++) {
+        kill(kids[i], SIGKILL);
+        waitpid(kids[i], NULL, 0);
+    }
+    ASSERT_EQ_INT(n, KIDS);
+    ASSERT_EQ_INT(0, rc);
+    ASSERT(f.len > 4096);
+    ASSERT_EQ_INT(seen, KIDS);
+    pfile_release(&f);
+}
+
+TEST_MAIN(pfile_reads_files_of_every_size, pfile_reads_a_children_list_longer_than_a_page,
+          proc_stat_fixture, proc_stat_total_vs_core_lines, proc_stat_old_and_malformed,
           meminfo_fixture, meminfo_without_memavailable, meminfo_malformed, vmstat_swap,
           psi_fixture_and_no_full_line, psi_malformed, diskstats_iteration,
           diskstats_malformed_lines_are_skipped, netdev_iteration,
