@@ -2,7 +2,9 @@
  * A kept-open /proc or /sys file: opened once, re-read each sample with
  * pread(fd, buf, cap, 0) into a buffer that is reused and grown only when the
  * file no longer fits (htop and netdata read procfs this way). Once warm, a
- * read makes one system call and no allocation.
+ * read makes no allocation and one system call for a file under 3 KB; a
+ * larger one is read on until a read returns nothing, because files printed
+ * record by record come at most a page per read.
  */
 #ifndef STROBE_SAMPLE_PFILE_H
 #define STROBE_SAMPLE_PFILE_H
