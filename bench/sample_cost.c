@@ -18,7 +18,7 @@
  *
  *   build/bench/sample_cost [--frames N] [--reps R] [--warmup W]
  *                           [--paced-ms MS --paced-frames N]
- *                           [--proc-source auto|bpf|procfs]
+ *                           [--proc-source auto|bpf|procfs] [--collectors LIST]
  *
  * The process tree is read as the recorder reads it: through BPF where the
  * kernel allows it (auto), or as --proc-source says; "proc_source" in the
@@ -381,7 +381,7 @@ static void json_array(const char *key, const double *v, int n)
 static void usage(void)
 {
     fprintf(stderr, "usage: sample_cost [--frames N] [--reps R] [--warmup W] [--paced-ms MS "
-                    "--paced-frames N] [--proc-source auto|bpf|procfs]\n");
+                    "--paced-frames N] [--proc-source auto|bpf|procfs] [--collectors LIST]\n");
     exit(2);
 }
 
@@ -389,6 +389,7 @@ int main(int argc, char **argv)
 {
     long frames = 20000, warmup = 100, paced_frames = 0;
     int reps = 5, source = PROC_SOURCE_AUTO;
+    const char *only = NULL;
     double paced_ms = 0.0;
     static const struct option longopts[] = {
         {"frames", required_argument, NULL, 'n'},
@@ -397,10 +398,11 @@ int main(int argc, char **argv)
         {"paced-ms", required_argument, NULL, 'p'},
         {"paced-frames", required_argument, NULL, 'f'},
         {"proc-source", required_argument, NULL, 's'},
+        {"collectors", required_argument, NULL, 'c'},
         {NULL, 0, NULL, 0},
     };
     int opt;
-    while ((opt = getopt_long(argc, argv, "n:r:w:p:f:s:", longopts, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "n:r:w:p:f:s:c:", longopts, NULL)) != -1) {
         switch (opt) {
         case 'n':
             frames = atol(optarg);
@@ -420,6 +422,9 @@ int main(int argc, char **argv)
         case 's':
             if ((source = proc_source_parse(optarg)) < 0)
                 usage();
+            break;
+        case 'c':
+            only = optarg;
             break;
         default:
             usage();
@@ -451,7 +456,7 @@ int main(int argc, char **argv)
         if (source == PROC_SOURCE_BPF)
             return 1;
     }
-    if (sampler_init(&b.sampler, &b.env, &b.series, NULL) < 0 ||
+    if (sampler_init(&b.sampler, &b.env, &b.series, only) < 0 ||
         series_get(&b.series, "strobe.cpu", "", "pct", &b.s_self_cpu) < 0) {
         fprintf(stderr, "sample_cost: out of memory\n");
         return 1;

@@ -182,6 +182,28 @@ if os.geteuid() == 0:
         check("without CAP_BPF, --proc-source bpf fails in one line naming what it needs",
               p.returncode == 125 and "CAP_BPF" in p.stderr and
               len(p.stderr.strip().splitlines()) == 1, (p.returncode, p.stderr))
+        # file capabilities instead of root: a copy of strobe with CAP_BPF and
+        # CAP_PERFMON reads through BPF for an ordinary user, and the job
+        # it starts holds no capability at all
+        capped = os.path.join(d, "strobe")
+        shutil.copy(STROBE, capped)
+        if shutil.which("setcap") and subprocess.run(
+                ["setcap", "cap_bpf,cap_perfmon+ep", capped], capture_output=True).returncode == 0:
+            job_caps = os.path.join(d, "caps.txt")
+            p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                                capped, "run", "--quiet", f"--store={d}/c.db", "--no-report",
+                                "--proc-source", "bpf", "--", "sh", "-c",
+                                f"grep CapEff /proc/self/status > {job_caps}"],
+                               capture_output=True, text=True, timeout=60)
+            check("with file capabilities an ordinary user records through BPF",
+                  p.returncode == 0, p.stderr)
+            if p.returncode == 0:
+                meta = show(f"{d}/c.db")["metrics"]["proc.cpu"].get("meta")
+                check("... and says so", meta == {"source": "bpf"}, meta)
+                eff = open(job_caps).read().split()
+                check("... and the job holds no capability", eff[-1:] == ["0000000000000000"], eff)
+        else:
+            skip("file capabilities", "setcap is missing or the file system has no xattrs")
     shutil.rmtree(d, ignore_errors=True)
 else:
     skip("as another user", "needs root to switch users")
