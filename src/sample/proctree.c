@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/clock.h"
@@ -35,6 +36,10 @@ int proc_tree_init(struct proc_tree *t, const struct sample_env *env)
     memset(t, 0, sizeof(*t));
     t->env = env;
     t->self_children = (struct pfile)PFILE_INIT;
+    struct timespec boot, mono;
+    if (clock_gettime(CLOCK_BOOTTIME, &boot) == 0 && clock_gettime(CLOCK_MONOTONIC, &mono) == 0)
+        t->boot_minus_mono_ns =
+            (boot.tv_sec - mono.tv_sec) * NS_PER_S + (boot.tv_nsec - mono.tv_nsec);
     return 0;
 }
 
@@ -131,6 +136,8 @@ static int entry_read_procfs(struct proc_tree *t, struct proc_entry *e)
         return rc;
     e->cpu_ns = ticks_ns(t, e->st.utime + e->st.stime);
     e->child_cpu_ns = ticks_ns(t, e->st.cutime + e->st.cstime);
+    if (!e->born_mono_ns) /* to a tick: enough to tell born before or after a frame */
+        e->born_mono_ns = (int64_t)ticks_ns(t, e->st.starttime) - t->boot_minus_mono_ns;
     return 0;
 }
 
@@ -142,6 +149,7 @@ static int entry_take_bpf(struct proc_tree *t, struct proc_entry *e, const struc
     if (!p->found || (e->start_ns && p->start_ns != e->start_ns))
         return -ESRCH;
     e->start_ns = p->start_ns;
+    e->born_mono_ns = (int64_t)p->start_ns; /* task->start_time is CLOCK_MONOTONIC */
     size_t n = strnlen(p->comm, sizeof(p->comm));
     memcpy(e->st.comm, p->comm, n);
     e->st.comm[n] = '\0';
@@ -460,14 +468,19 @@ static void entry_emit(struct proc_tree *t, struct proc_entry *e, struct sample_
     int charted = entry_ensure_series(t, e, st);
     uint64_t cpu = e->cpu_ns;
     uint64_t ctxt = e->ctxt;
-    if (e->have_prev && e->ctxt_ok)
+    /* Forked since the last frame: its counters started at zero then, so its
+     * first interval is known too, and a worker that lives a frame or two is
+     * not lost from its own series (the tree's totals have it either way). */
+    int newborn = !e->have_prev && t->prev_mono_ns && e->born_mono_ns > t->prev_mono_ns;
+    int have_base = e->have_prev || newborn; /* prev_* are zero for a newborn */
+    if (have_base && e->ctxt_ok)
         t->ctxt_sum += ctxt > e->prev_ctxt ? ctxt - e->prev_ctxt : 0;
     if (charted) {
         series_put(st, e->s_rss, (double)e->rss_bytes);
         series_put(st, e->s_threads, (double)e->st.num_threads);
     }
-    if (charted && e->have_prev) {
-        int64_t dt = ctx->mono_ns - e->prev_mono_ns;
+    if (charted && have_base) {
+        int64_t dt = ctx->mono_ns - (e->have_prev ? e->prev_mono_ns : t->prev_mono_ns);
         series_put(st, e->s_cpu, cpu_pct(rate_per_s(cpu, e->prev_cpu_ns, dt)));
         series_put(st, e->s_read, rate_per_s(e->iov.read_bytes, e->prev_io.read_bytes, dt));
         series_put(st, e->s_write, rate_per_s(e->iov.write_bytes, e->prev_io.write_bytes, dt));

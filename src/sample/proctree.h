@@ -61,6 +61,7 @@ struct proc_entry {
     uint64_t child_cpu_ns; /* last read: CPU time of its waited-for children */
     uint64_t start_ns;     /* BPF: the start time read first (a reused pid differs) */
     uint64_t prev_cpu_ns;  /* cpu_ns at the previous sample */
+    int64_t born_mono_ns;  /* when it was forked (CLOCK_MONOTONIC), 0 if not known */
     struct pid_io prev_io;
     uint64_t prev_ctxt;
     int64_t prev_mono_ns;
@@ -94,6 +95,8 @@ struct proc_tree {
     uint64_t ctxt_emitted;      /* ctxt_sum at the last frame: the switches of
                                  * processes reaped between frames count too */
     int64_t prev_mono_ns;
+    int64_t boot_minus_mono_ns; /* CLOCK_BOOTTIME - CLOCK_MONOTONIC: stat's starttime is on the
+                                   former */
     int64_t last_thread_scan_ns;
     uint32_t series_procs;       /* processes given their own series */
     uint32_t uncharted;          /* processes past the cap, in the totals only */

@@ -69,6 +69,7 @@ static void rig_open(struct rig *r, const char *fixture, pid_t root_pid, const c
     ASSERT_EQ_INT(series_table_init(&r->t), 0);
     if (root_pid) {
         ASSERT_EQ_INT(proc_tree_init(&r->tree, &r->env), 0);
+        r->tree.boot_minus_mono_ns = 0; /* the fixtures' starttimes are on the rig's clock */
         r->env.tree = &r->tree;
         r->have_tree = 1;
     }
@@ -460,8 +461,9 @@ TEST(proc_tree_totals)
     ASSERT_NEAR(last_of(&r.t, "proc.rchar_per_s", ""), 3015500.0, TOL);
     ASSERT_NEAR(last_of(&r.t, "proc.wchar_per_s", ""), 503100.0, TOL);
     /* context switches (schedstat's third field) of processes seen at both
-     * samples: 4000 1200 -> 1350, 4001 15 -> 40, 4002 200 -> 270, 4003 50 -> 85 */
-    ASSERT_NEAR(last_of(&r.t, "proc.ctx_switches_per_s", ""), 150 + 25 + 70 + 35, TOL);
+     * samples: 4000 1200 -> 1350, 4001 15 -> 40, 4002 200 -> 270, 4003 50 -> 85;
+     * and 4004's 3, forked since t0 (from zero); not 4100's, older than t0 */
+    ASSERT_NEAR(last_of(&r.t, "proc.ctx_switches_per_s", ""), 150 + 25 + 70 + 35 + 3, TOL);
     ASSERT(!proc_tree_find(&r.tree, 4008));
     ASSERT(proc_tree_find(&r.tree, 4004));
     ASSERT(proc_tree_find(&r.tree, 4100));
@@ -490,10 +492,17 @@ TEST(proc_per_process_series)
     ASSERT_NEAR(last_of(&r.t, "proc.cpu", "pid=4003"), 25.0, TOL);
     ASSERT_NEAR(last_of(&r.t, "proc.rss_bytes", "pid=4003"), 2048.0 * 4096, 0);
     ASSERT_NEAR(last_of(&r.t, "proc.read_bytes_per_s", "pid=4002"), 0.0, 0); /* no io */
-    /* new at t1: a level, no rate yet */
+    /* new at t1 and forked since t0 (starttime 1000.5 s): its counters
+     * started from zero then, so its first interval has rates: 3+2 ticks
+     * over the 1 s since t0 */
     ASSERT_EQ_INT(count_of(&r.t, "proc.rss_bytes", "pid=4004"), 1);
-    ASSERT_EQ_INT(count_of(&r.t, "proc.cpu", "pid=4004"), 0);
+    ASSERT_EQ_INT(count_of(&r.t, "proc.cpu", "pid=4004"), 1);
+    ASSERT_NEAR(last_of(&r.t, "proc.cpu", "pid=4004"), 5.0, TOL);
+    ASSERT_NEAR(last_of(&r.t, "proc.ctx_switches_per_s", "pid=4004"), 3.0, TOL);
+    /* new at t1 but older than t0 (an orphan come back, starttime 990 s):
+     * a level, no rate yet */
     ASSERT_NEAR(last_of(&r.t, "proc.rss_bytes", "pid=4100"), 150.0 * 4096, 0);
+    ASSERT_EQ_INT(count_of(&r.t, "proc.cpu", "pid=4100"), 0);
     /* gone at t1: its series keep what they had, sealed, their buffer given back */
     ASSERT_EQ_INT(count_of(&r.t, "proc.rss_bytes", "pid=4008"), 1);
     ASSERT(must_series(&r.t, "proc.rss_bytes", "pid=4008")->open_buf == NULL);
