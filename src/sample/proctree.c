@@ -123,6 +123,22 @@ static int entry_read(struct proc_entry *e, long page_bytes)
     return 0;
 }
 
+/* The files only the procfs source reads: opened with the entry when that
+ * is the source, else only if BPF ever fails mid-run. 0 or -errno (stat). */
+static int entry_open_procfs(struct proc_entry *e)
+{
+    int rc = pfile_open(&e->f[PF_STAT], e->dirfd, "stat");
+    if (rc < 0)
+        return rc;
+    /* the rest may fail (io needs ptrace access): those series stay empty */
+    pfile_open(&e->f[PF_IO], e->dirfd, "io");
+    pfile_open(&e->f[PF_SCHEDSTAT], e->dirfd, "schedstat");
+    char path[64];
+    snprintf(path, sizeof(path), "task/%d/children", (int)e->pid);
+    pfile_open(&e->f[PF_CHILDREN], e->dirfd, path);
+    return 0;
+}
+
 static uint64_t ticks_ns(const struct proc_tree *t, uint64_t ticks)
 {
     return ticks * (uint64_t)(NS_PER_S / t->env->ticks_per_s);
@@ -131,7 +147,9 @@ static uint64_t ticks_ns(const struct proc_tree *t, uint64_t ticks)
 /* Read one process through procfs: 0, or -ESRCH once it has been reaped. */
 static int entry_read_procfs(struct proc_tree *t, struct proc_entry *e)
 {
-    int rc = entry_read(e, t->env->page_bytes);
+    int rc = e->f[PF_STAT].fd >= 0 ? 0 : entry_open_procfs(e);
+    if (rc == 0)
+        rc = entry_read(e, t->env->page_bytes);
     if (rc < 0)
         return rc;
     e->cpu_ns = ticks_ns(t, e->st.utime + e->st.stime);
@@ -193,18 +211,11 @@ static int entry_open(struct proc_tree *t, struct proc_entry *e, pid_t pid)
     if (e->dirfd < 0)
         return -errno;
     e->pid = pid;
-    int rc = pfile_open(&e->f[PF_STAT], e->dirfd, "stat");
-    if (rc < 0) {
+    pfile_open(&e->f[PF_STATM], e->dirfd, "statm"); /* both sources read it */
+    int rc = t->bpf ? 0 : entry_open_procfs(e);
+    if (rc < 0)
         entry_close(e);
-        return rc;
-    }
-    /* the rest may fail (io needs ptrace access): those series stay empty */
-    pfile_open(&e->f[PF_IO], e->dirfd, "io");
-    pfile_open(&e->f[PF_STATM], e->dirfd, "statm");
-    pfile_open(&e->f[PF_SCHEDSTAT], e->dirfd, "schedstat");
-    snprintf(path, sizeof(path), "task/%d/children", (int)pid);
-    pfile_open(&e->f[PF_CHILDREN], e->dirfd, path);
-    return 0;
+    return rc;
 }
 
 /* Start tracking pid; snap is what BPF read of it already, or NULL. */
