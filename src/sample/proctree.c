@@ -68,6 +68,7 @@ void proc_tree_release(struct proc_tree *t)
     for (uint32_t i = t->n; i < t->cap; i++)
         entry_free_buffers(&t->e[i]);
     free(t->e);
+    free(t->index);
     pfile_release(&t->self_children);
     procbpf_close(t->bpf);
     free(t->bpf_pids);
@@ -89,12 +90,84 @@ const char *proc_tree_source(const struct proc_tree *t)
     return t->bpf ? "bpf" : "procfs";
 }
 
+/* ---- pid -> entry index ----------------------------------------------------
+ * Open addressing with linear probing, at most half full; a slot holds an
+ * entry's index + 1, 0 when empty. Every frame looks up each child listed
+ * (a shell with 1000 children lists 1000), so a linear search would make a
+ * wide tree cost its size squared. */
+
+/* Fibonacci hashing: the top bits of pid * 2^32/phi. (The low bits would be
+ * a permutation of the pid's own low bits, which patterned pids defeat.) */
+static uint32_t pid_home(const struct proc_tree *t, pid_t pid)
+{
+    uint64_t h = (uint64_t)((uint32_t)pid * 2654435761u) * t->index_cap;
+    return (uint32_t)(h >> 32);
+}
+
+/* The slot holding pid, or the empty slot where it would go. */
+static uint32_t *index_slot(struct proc_tree *t, pid_t pid)
+{
+    for (uint32_t h = pid_home(t, pid);; h = (h + 1) & (t->index_cap - 1)) {
+        uint32_t v = t->index[h];
+        if (!v || t->e[v - 1].pid == pid)
+            return &t->index[h];
+    }
+}
+
+/* Index entries 0..n) afresh in a table for at least n. 0 or -ENOMEM. */
+static int index_rebuild(struct proc_tree *t, uint32_t n)
+{
+    uint32_t cap = t->index_cap ? t->index_cap : 64;
+    while (cap < 2 * n)
+        cap *= 2;
+    if (cap != t->index_cap) {
+        uint32_t *idx = realloc(t->index, cap * sizeof(*idx));
+        if (!idx)
+            return -ENOMEM;
+        t->index = idx;
+        t->index_cap = cap;
+    }
+    memset(t->index, 0, cap * sizeof(*t->index));
+    for (uint32_t i = 0; i < n; i++)
+        *index_slot(t, t->e[i].pid) = i + 1;
+    return 0;
+}
+
+/* Entry n - 1 was just added. 0 or -ENOMEM. */
+static int index_add(struct proc_tree *t, uint32_t n)
+{
+    if (2 * n > t->index_cap)
+        return index_rebuild(t, n);
+    *index_slot(t, t->e[n - 1].pid) = n;
+    return 0;
+}
+
+/* Take pid out, shifting back the entries its slot displaced (no tombstones). */
+static void index_delete(struct proc_tree *t, pid_t pid)
+{
+    uint32_t mask = t->index_cap - 1;
+    uint32_t *slot = index_slot(t, pid);
+    if (!*slot)
+        return;
+    uint32_t hole = (uint32_t)(slot - t->index);
+    for (uint32_t j = (hole + 1) & mask; t->index[j]; j = (j + 1) & mask) {
+        uint32_t home = pid_home(t, t->e[t->index[j] - 1].pid);
+        /* the entry at j may fill the hole unless its home lies in (hole, j] */
+        int stays = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
+        if (!stays) {
+            t->index[hole] = t->index[j];
+            hole = j;
+        }
+    }
+    t->index[hole] = 0;
+}
+
 struct proc_entry *proc_tree_find(struct proc_tree *t, pid_t pid)
 {
-    for (uint32_t i = 0; i < t->n; i++)
-        if (t->e[i].pid == pid)
-            return &t->e[i];
-    return NULL;
+    if (!t->index_cap)
+        return NULL;
+    uint32_t v = *index_slot(t, pid);
+    return v ? &t->e[v - 1] : NULL;
 }
 
 /* Read stat (required), then io, statm and schedstat (best effort) of one
@@ -248,6 +321,10 @@ static struct proc_entry *tree_add(struct proc_tree *t, pid_t pid, const struct 
         return NULL;
     }
     snprintf(e->comm, sizeof(e->comm), "%s", e->st.comm);
+    if (index_add(t, t->n + 1) < 0) {
+        entry_close(e);
+        return NULL;
+    }
     t->n++;
     return e;
 }
@@ -264,8 +341,10 @@ static void tree_remove(struct proc_tree *t, uint32_t i)
             series_retire(t->series, s[k]);
     }
     entry_close(e);
+    index_delete(t, e->pid);
     t->n--;
     if (i != t->n) {
+        *index_slot(t, t->e[t->n].pid) = i + 1; /* the last entry moves into i */
         struct proc_entry tmp = t->e[i];
         t->e[i] = t->e[t->n];
         t->e[t->n] = tmp;

@@ -109,6 +109,8 @@ struct proc_tree {
     pid_t *bpf_pids;     /* the pids of one BPF run, reused */
     pid_t *bpf_kids;     /* the children one frame found, reused */
     uint32_t bpf_pids_cap, bpf_kids_cap;
+    uint32_t *index; /* pid -> entry (proctree.c), index_cap slots, a power of two */
+    uint32_t index_cap;
 };
 
 enum proc_source { PROC_SOURCE_AUTO, PROC_SOURCE_BPF, PROC_SOURCE_PROCFS };

@@ -544,8 +544,94 @@ TEST(proc_rss_without_statm_is_stat_rss)
     rig_close(&r);
 }
 
-TEST_MAIN(all_collectors_start_on_proc_a, cpu_util_total_and_per_core,
-          mem_used_is_total_minus_available, psi_rates_from_totals, disk_rates_and_util,
-          disk_rates_from_diskstats, net_rates, cgroup_hybrid, cgroup_v1, cgroup_v2,
-          cgroup_v2_ancestor_limit_binds, cgroup_missing_turns_collector_off, proc_tree_totals,
-          proc_per_process_series, proc_comm_in_series_meta, proc_rss_without_statm_is_stat_rss)
+/* A generated process of the churn test: a child of the root, older than
+ * the first frame, with just the files the procfs source reads. */
+static void churn_spawn(struct rig *r, pid_t pid)
+{
+    char path[1200], buf[512];
+    snprintf(path, sizeof(path), "%s/%d/task/%d", r->proc, (int)pid, (int)pid);
+    char cmd[1300];
+    snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", path);
+    ASSERT_EQ_INT(system(cmd), 0);
+    snprintf(buf, sizeof(buf),
+             "%d (gen) S %d 1 1 0 -1 0 0 0 0 0 %d 1 0 0 20 0 1 0 99000 1000 10 0 0 0 0 0 0 0 0 "
+             "0 0 0 0 0 17 1 0 0 0 0 0\n",
+             (int)pid, ROOT_PID, (int)pid % 7);
+    snprintf(path, sizeof(path), "%s/%d/stat", r->proc, (int)pid);
+    fixture_write_str(path, buf);
+    snprintf(path, sizeof(path), "%s/%d/statm", r->proc, (int)pid);
+    fixture_write_str(path, "1000 10 5 1 0 100 0\n");
+    snprintf(path, sizeof(path), "%s/%d/task/%d/children", r->proc, (int)pid, (int)pid);
+    fixture_write_str(path, "");
+}
+
+/* Processes come and go by the hundred, the way a pool of workers does:
+ * after every frame the tree holds exactly the live ones, each found by its
+ * pid (the pid index: open addressing, entries moved on removal). */
+TEST(proc_tree_follows_a_churning_tree)
+{
+    enum { POOL = 600, ROUNDS = 12 };
+    static uint8_t live[POOL];
+    static pid_t pids[POOL];
+    struct rig r;
+    rig_open(&r, PROC_A0, ROOT_PID, "proc", NULL);
+    uint32_t seed = 12345;
+    /* random pids, as a busy host hands them out: consecutive ones would
+     * never collide in the index and leave its deletion untested */
+    for (int i = 0; i < POOL; i++) {
+        int fresh;
+        do {
+            seed = seed * 1103515245u + 12345u;
+            pids[i] = 5000 + (pid_t)((seed >> 8) % 4000000u);
+            fresh = 1;
+            for (int k = 0; k < i; k++)
+                fresh &= pids[k] != pids[i];
+        } while (!fresh);
+    }
+    char path[1200];
+    snprintf(path, sizeof(path), "%s/%d/task/%d/children", r.proc, ROOT_PID, ROOT_PID);
+    static char list[POOL * 9 + 64];
+    for (int round = 0; round < ROUNDS; round++) {
+        size_t len = (size_t)snprintf(list, sizeof(list), "4001 4002 ");
+        for (int i = 0; i < POOL; i++) {
+            seed = seed * 1103515245u + 12345u;
+            int want = (seed >> 16) % 3 != 0; /* two thirds alive each round */
+            pid_t pid = pids[i];
+            if (want && !live[i])
+                churn_spawn(&r, pid);
+            if (!want && live[i]) { /* gone: procfs then shows an empty stat */
+                char stat[1200];
+                snprintf(stat, sizeof(stat), "%s/%d/stat", r.proc, (int)pid);
+                fixture_write_str(stat, "");
+            }
+            live[i] = (uint8_t)want;
+            if (want)
+                len += (size_t)snprintf(list + len, sizeof(list) - len, "%d ", (int)pid);
+        }
+        fixture_write_str(path, list);
+        rig_sample(&r, T0_NS + round * NS_PER_S);
+        uint32_t n_live = 0;
+        for (int i = 0; i < POOL; i++) {
+            struct proc_entry *e = proc_tree_find(&r.tree, pids[i]);
+            if (live[i] && (!e || e->pid != pids[i]))
+                TEST_FAIL("round %d: live pid %d not found", round, (int)pids[i]);
+            if (!live[i] && e)
+                TEST_FAIL("round %d: gone pid %d still found", round, (int)pids[i]);
+            n_live += live[i];
+        }
+        /* the root, 4001, 4002 (4003 hangs off a thread, found by the once-a-
+         * second walk), and the live pool */
+        for (uint32_t i = 0; i < r.tree.n; i++)
+            ASSERT(proc_tree_find(&r.tree, r.tree.e[i].pid) == &r.tree.e[i]);
+        ASSERT(r.tree.n >= n_live + 3);
+        ASSERT(r.tree.n <= n_live + 5);
+    }
+    rig_close(&r);
+}
+
+TEST_MAIN(proc_tree_follows_a_churning_tree, all_collectors_start_on_proc_a,
+          cpu_util_total_and_per_core, mem_used_is_total_minus_available, psi_rates_from_totals,
+          disk_rates_and_util, disk_rates_from_diskstats, net_rates, cgroup_hybrid, cgroup_v1,
+          cgroup_v2, cgroup_v2_ancestor_limit_binds, cgroup_missing_turns_collector_off,
+          proc_tree_totals, proc_per_process_series, proc_comm_in_series_meta,
+          proc_rss_without_statm_is_stat_rss)
