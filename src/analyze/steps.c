@@ -222,9 +222,8 @@ static struct group_acc *group_for(struct group_acc **gs, uint32_t *n, uint32_t 
     return g;
 }
 
-/* One thread: its step spans, and the phases inside each. */
-static int analyze_thread(const struct run_events *e, const struct thread_events *t,
-                          struct group_acc *g)
+int steps_walk_thread(const struct run_events *e, const struct thread_events *t, steps_row_fn *row,
+                      void *arg)
 {
     struct phase_span *steps = malloc((t->n + 1) * sizeof(*steps));
     struct phase_span *ph = malloc((t->n + 1) * sizeof(*ph));
@@ -249,19 +248,10 @@ static int analyze_thread(const struct run_events *e, const struct thread_events
         }
     }
     qsort(steps, nsteps, sizeof(*steps), steps_cmp_span);
-    if (array_grow((void **)&g->windows, &g->wcap, g->nwin + nsteps, sizeof(*g->windows), 256) <
-        0) {
-        free(steps);
-        free(ph);
-        return -ENOMEM;
-    }
-    if (nsteps)
-        memcpy(g->windows + g->nwin, steps, nsteps * sizeof(*steps));
-    g->nwin += nsteps;
     qsort(ph, nph, sizeof(*ph), steps_cmp_span);
     int rc = 0;
     uint32_t first = 0;
-    for (uint32_t i = 0; i < nsteps && rc == 0; i++) {
+    for (uint32_t i = 0; i < nsteps; i++) {
         while (first < nph && ph[first].start < steps[i].start)
             first++;
         /* spans that began before the step and run into it count for their
@@ -273,17 +263,29 @@ static int analyze_thread(const struct run_events *e, const struct thread_events
         uint32_t last = first;
         while (last < nph && ph[last].start < steps[i].end)
             last++;
-        steps_phase_times(ph + from, last - from, steps[i].start, steps[i].end, g->phase_ns);
-        if (array_grow((void **)&g->durs, &g->cap, g->n + 1, sizeof(*g->durs), 256) < 0) {
+        double *out = row(arg, &steps[i]);
+        if (!out) {
             rc = -ENOMEM;
             break;
         }
-        g->durs[g->n++] = (double)(steps[i].end - steps[i].start);
+        steps_phase_times(ph + from, last - from, steps[i].start, steps[i].end, out);
         first = last;
     }
     free(steps);
     free(ph);
     return rc;
+}
+
+/* A step of g's process: its duration and window kept, its phases summed. */
+static double *group_row(void *arg, const struct phase_span *step)
+{
+    struct group_acc *g = arg;
+    if (array_grow((void **)&g->windows, &g->wcap, g->nwin + 1, sizeof(*g->windows), 256) < 0 ||
+        array_grow((void **)&g->durs, &g->cap, g->n + 1, sizeof(*g->durs), 256) < 0)
+        return NULL;
+    g->windows[g->nwin++] = *step;
+    g->durs[g->n++] = (double)(step->end - step->start);
+    return g->phase_ns;
 }
 
 /* comm:* spans of every thread of g's process, counted where they overlap
@@ -387,7 +389,7 @@ int step_analysis_run(const struct run_events *e, struct step_analysis *out)
     int rc = 0;
     for (uint32_t i = 0; i < e->nthreads && rc == 0; i++) {
         struct group_acc *g = group_for(&gs, &n, &cap, e->threads[i].pid);
-        rc = g ? analyze_thread(e, &e->threads[i], g) : -ENOMEM;
+        rc = g ? steps_walk_thread(e, &e->threads[i], group_row, g) : -ENOMEM;
     }
     for (uint32_t i = 0; rc == 0 && i < n; i++)
         comm_in_steps(e, &gs[i]);

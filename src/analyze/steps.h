@@ -104,6 +104,13 @@ int steps_cmp_span(const void *a, const void *b);
  * PHASE_OTHER. Nesting: a span's time minus what its direct children cover. */
 void steps_phase_times(struct phase_span *ph, uint32_t n, int64_t s0, int64_t s1, double *out);
 
+/* Walk thread t's steps in time order. For each, row(arg, step) returns the
+ * array (PHASE_COUNT) its phase times are added to, or NULL to stop with
+ * -ENOMEM; only the phases on the step's own thread count. 0 or -ENOMEM. */
+typedef double *steps_row_fn(void *arg, const struct phase_span *step);
+int steps_walk_thread(const struct run_events *e, const struct thread_events *t, steps_row_fn *row,
+                      void *arg);
+
 int step_analysis_run(const struct run_events *e, struct step_analysis *out);
 void step_analysis_release(struct step_analysis *a);
 

@@ -72,8 +72,6 @@ int cli_resolve(struct store *s, const char *ref, struct run_record *out);
  * status (the usage printed: for --help to stdout, else to stderr). */
 int cli_store_json_options(int argc, char **argv, const char *usage, const char **store_flag,
                            int *json, int *status);
-/* A kv list (params, tags, env) as a JSON object of strings. */
-void cli_json_kv(struct strbuf *o, const struct kv_list *l);
 /* Parse "K=V" into key and value (pointers into a copy the caller frees). */
 int cli_split_kv(const char *arg, char **key, char **value);
 

@@ -385,7 +385,7 @@ static void json_run(struct strbuf *o, const struct compare_run *c, int first)
     json_str_or_null(o, run_record_status(r));
     json_num_member(o, ",", "duration_s", run_record_duration_s(r));
     strbuf_adds(o, ",\"params\":");
-    cli_json_kv(o, &r->params);
+    kv_list_json(o, &r->params);
     json_steps(o, c);
     strbuf_adds(o, ",\"metrics\":{");
     for (uint32_t i = 0; i < c->nmetrics; i++) {

@@ -120,7 +120,7 @@ static void json_str_or_null(struct strbuf *o, const char *key, const char *v)
 static void json_kv_object(struct strbuf *o, const char *key, const struct kv_list *l)
 {
     strbuf_addf(o, ",\"%s\":", key);
-    cli_json_kv(o, l);
+    kv_list_json(o, l);
 }
 
 static void json_num(struct strbuf *o, const char *key, double v)

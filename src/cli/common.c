@@ -93,16 +93,3 @@ int cli_store_json_options(int argc, char **argv, const char *usage, const char 
     }
     return 0;
 }
-
-void cli_json_kv(struct strbuf *o, const struct kv_list *l)
-{
-    strbuf_addch(o, '{');
-    for (size_t i = 0; i < l->n; i++) {
-        if (i)
-            strbuf_addch(o, ',');
-        strbuf_add_json_str(o, l->items[i].key);
-        strbuf_addch(o, ':');
-        strbuf_add_json_str(o, l->items[i].value);
-    }
-    strbuf_addch(o, '}');
-}

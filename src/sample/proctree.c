@@ -687,7 +687,8 @@ static void take_tracked(struct proc_tree *t, uint32_t i, const struct procbpf_p
 /* New children: tracked from the reading that found them. */
 static void take_new(struct proc_tree *t, uint32_t i, const struct procbpf_proc *p)
 {
-    tree_add(t, t->bpf_pids[i], p);
+    (void)i;
+    tree_add(t, p->pid, p);
 }
 
 /* One frame through BPF: every tracked process and every thread's children

@@ -80,15 +80,8 @@ static void key_num(struct strbuf *o, const char *key, double v)
 
 static void key_kv(struct strbuf *o, const char *key, const struct kv_list *l)
 {
-    strbuf_addf(o, "\"%s\":{", key);
-    for (size_t i = 0; i < l->n; i++) {
-        if (i)
-            strbuf_addch(o, ',');
-        strbuf_add_json_str(o, l->items[i].key);
-        strbuf_addch(o, ':');
-        strbuf_add_json_str(o, l->items[i].value);
-    }
-    strbuf_addch(o, '}');
+    strbuf_addf(o, "\"%s\":", key);
+    kv_list_json(o, l);
 }
 
 /* Seconds as a short decimal, to the microsecond: chart axes need no more,

@@ -32,6 +32,19 @@ int kv_list_add(struct kv_list *l, const char *key, const char *value)
     return 0;
 }
 
+void kv_list_json(struct strbuf *o, const struct kv_list *l)
+{
+    strbuf_addch(o, '{');
+    for (size_t i = 0; i < l->n; i++) {
+        if (i)
+            strbuf_addch(o, ',');
+        strbuf_add_json_str(o, l->items[i].key);
+        strbuf_addch(o, ':');
+        strbuf_add_json_str(o, l->items[i].value);
+    }
+    strbuf_addch(o, '}');
+}
+
 const char *kv_list_get(const struct kv_list *l, const char *key)
 {
     for (size_t i = 0; i < l->n; i++)

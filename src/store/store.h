@@ -33,6 +33,8 @@ int kv_list_add(struct kv_list *l, const char *key, const char *value);
 /* Value for key, or NULL. */
 const char *kv_list_get(const struct kv_list *l, const char *key);
 void kv_list_release(struct kv_list *l);
+/* The list as a JSON object of strings, {"k":"v",...}. */
+void kv_list_json(struct strbuf *o, const struct kv_list *l);
 
 /* Run status values, as stored. */
 #define RUN_RUNNING  "running"
