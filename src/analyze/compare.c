@@ -261,20 +261,41 @@ void compare_diff_runs(const struct compare_run *base, const struct compare_run 
     for (int p = 0; p < PHASE_COUNT; p++) {
         out->phase_points[p] = 100.0 * (run->phase_share[p] - base->phase_share[p]);
         out->phase_ns[p] = run->phase_step_ns[p] - base->phase_step_ns[p];
+        out->phase_significant[p] = fabs(out->phase_points[p]) >= COMPARE_PHASE_POINTS;
     }
     explain(out);
 }
 
 /* ---- parameters ------------------------------------------------------------ */
 
+double compare_steps_per_s(const struct duration_stats *s)
+{
+    return s->mean_ns > 0 ? 1e9 / s->mean_ns : NAN;
+}
+
+/* ---- parameters and tags ----------------------------------------------------- */
+
+static int kv_value_changed(const struct kv_list *a, const struct kv_list *b, const char *key)
+{
+    const char *va = kv_list_get(a, key);
+    const char *vb = kv_list_get(b, key);
+    if (!va || !vb)
+        return va != vb;
+    return strcmp(va, vb) != 0;
+}
+
 int compare_param_changed(const struct compare_run *base, const struct compare_run *run,
                           const char *key)
 {
-    const char *a = kv_list_get(&base->rec.params, key);
-    const char *b = kv_list_get(&run->rec.params, key);
-    if (!a || !b)
-        return a != b;
-    return strcmp(a, b) != 0;
+    return kv_value_changed(&base->rec.params, &run->rec.params, key);
+}
+
+int compare_kv_differs(const struct kv_list *const *lists, uint32_t n, const char *key)
+{
+    for (uint32_t i = 1; i < n; i++)
+        if (kv_value_changed(lists[0], lists[i], key))
+            return 1;
+    return 0;
 }
 
 static int key_listed(const char **keys, uint32_t n, const char *key)
@@ -285,22 +306,14 @@ static int key_listed(const char **keys, uint32_t n, const char *key)
     return 0;
 }
 
-static int key_differs(const struct compare_run *runs, uint32_t n, const char *key)
-{
-    for (uint32_t i = 1; i < n; i++)
-        if (compare_param_changed(&runs[0], &runs[i], key))
-            return 1;
-    return 0;
-}
-
-int compare_param_keys(const struct compare_run *runs, uint32_t n, const char ***keys,
-                       uint32_t *nkeys, uint32_t *nequal)
+int compare_kv_keys(const struct kv_list *const *lists, uint32_t n, const char ***keys,
+                    uint32_t *nkeys)
 {
     const char **seen = NULL;
     uint32_t nseen = 0, cap = 0;
     for (uint32_t r = 0; r < n; r++)
-        for (size_t i = 0; i < runs[r].rec.params.n; i++) {
-            const char *k = runs[r].rec.params.items[i].key;
+        for (size_t i = 0; i < lists[r]->n; i++) {
+            const char *k = lists[r]->items[i].key;
             if (key_listed(seen, nseen, k))
                 continue;
             if (array_grow((void **)&seen, &cap, nseen + 1, sizeof(*seen), 16) < 0) {
@@ -309,11 +322,30 @@ int compare_param_keys(const struct compare_run *runs, uint32_t n, const char **
             }
             seen[nseen++] = k;
         }
+    *keys = seen;
+    *nkeys = nseen;
+    return 0;
+}
+
+int compare_param_keys(const struct compare_run *runs, uint32_t n, const char ***keys,
+                       uint32_t *nkeys, uint32_t *nequal)
+{
+    const struct kv_list **lists = calloc(n ? n : 1, sizeof(*lists));
+    if (!lists)
+        return -ENOMEM;
+    for (uint32_t r = 0; r < n; r++)
+        lists[r] = &runs[r].rec.params;
+    const char **seen = NULL;
+    uint32_t nseen = 0;
+    int rc = compare_kv_keys(lists, n, &seen, &nseen);
     /* keep the differing keys in place, count the equal ones */
     uint32_t kept = 0;
-    for (uint32_t i = 0; i < nseen; i++)
-        if (key_differs(runs, n, seen[i]))
+    for (uint32_t i = 0; rc == 0 && i < nseen; i++)
+        if (compare_kv_differs(lists, n, seen[i]))
             seen[kept++] = seen[i];
+    free(lists);
+    if (rc < 0)
+        return rc;
     *nequal = nseen - kept;
     *nkeys = kept;
     *keys = seen;

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "analyze/steps.h"
+#include "common/strbuf.h"
 #include "store/points.h"
 #include "store/store.h"
 
@@ -78,12 +79,13 @@ int compare_metric_significant(const struct compare_metric *a, const struct comp
 
 /* A run against the baseline. */
 struct compare_diff {
-    int steps;                        /* both runs have steps; the step fields below are valid */
-    double step_mean_ns;              /* run - baseline */
-    double step_mean_pct;             /* of the baseline's mean */
-    int step_significant;             /* by the noise rule */
-    double phase_points[PHASE_COUNT]; /* share change, in points (0..100) */
-    double phase_ns[PHASE_COUNT];     /* change of the mean time per step in each phase */
+    int steps;                          /* both runs have steps; the step fields below are valid */
+    double step_mean_ns;                /* run - baseline */
+    double step_mean_pct;               /* of the baseline's mean */
+    int step_significant;               /* by the noise rule */
+    double phase_points[PHASE_COUNT];   /* share change, in points (0..100) */
+    double phase_ns[PHASE_COUNT];       /* change of the mean time per step in each phase */
+    int phase_significant[PHASE_COUNT]; /* moved by COMPARE_PHASE_POINTS or more */
     int explained_by;       /* the phase whose per-step time moved most in the mean's direction,
                                -1 without steps or when the mean did not move */
     double explained_share; /* its change over the mean's change (0..1, more if others shrank) */
@@ -91,6 +93,20 @@ struct compare_diff {
 
 void compare_diff_runs(const struct compare_run *base, const struct compare_run *run,
                        struct compare_diff *out);
+
+/* Steps per second: 1 / mean; NaN without a mean. */
+double compare_steps_per_s(const struct duration_stats *s);
+
+/*
+ * Keys of the key-value lists lists[0..n) (parameters, tags), each once, in
+ * the order they first appear. *keys (free it; the strings belong to the
+ * lists) holds them. 0 or -ENOMEM.
+ */
+int compare_kv_keys(const struct kv_list *const *lists, uint32_t n, const char ***keys,
+                    uint32_t *nkeys);
+/* Whether some list's value of key differs from lists[0]'s, or is missing
+ * where the other has one. */
+int compare_kv_differs(const struct kv_list *const *lists, uint32_t n, const char *key);
 
 /*
  * Parameter keys of all runs, each once, in the order they first appear
@@ -103,5 +119,9 @@ int compare_param_keys(const struct compare_run *runs, uint32_t n, const char **
 /* Whether run's value of key differs from base's (missing counts as a value). */
 int compare_param_changed(const struct compare_run *base, const struct compare_run *run,
                           const char *key);
+
+/* The comparison as one JSON object (compare_json.c): "baseline", "runs" and
+ * each later run's "diff" from the first; n >= 1. */
+void compare_json(struct strbuf *o, const struct compare_run *runs, uint32_t n);
 
 #endif

@@ -168,10 +168,6 @@ static double st_p95(const struct duration_stats *s)
 {
     return s->p95_ns;
 }
-static double st_per_s(const struct duration_stats *s)
-{
-    return s->mean_ns > 0 ? 1e9 / s->mean_ns : NAN;
-}
 
 /* "B's steps are 23.0 % longer, 80 % of it in data (+4.1ms per step)":
  * the change of the mean and the phase that moved most with it. */
@@ -208,7 +204,7 @@ static void print_steps(const struct compare_run *runs, uint32_t n)
     step_row("mean", runs, n, st_mean, 1, 0);
     step_row("p50", runs, n, st_p50, 0, 0);
     step_row("p95", runs, n, st_p95, 0, 0);
-    step_row("steps/s", runs, n, st_per_s, 1, 1);
+    step_row("steps/s", runs, n, compare_steps_per_s, 1, 1);
 
     section("phases (share of step)", n);
     for (int p = 0; p < PHASE_COUNT; p++) {
@@ -220,11 +216,12 @@ static void print_steps(const struct compare_run *runs, uint32_t n)
                 continue;
             }
             snprintf(v, sizeof(v), "%.1f%%", 100.0 * runs[i].phase_share[p]);
-            double pts = 100.0 * (runs[i].phase_share[p] - runs[0].phase_share[p]);
-            int both = i && runs[0].has_steps; /* else there is nothing to move from */
+            struct compare_diff cd;
+            compare_diff_runs(&runs[0], &runs[i], &cd);
+            int both = i && cd.steps; /* else there is nothing to move from */
             if (both)
-                snprintf(d, sizeof(d), "%+.1fpt", pts);
-            cell(v, d, both ? mark_of(fabs(pts) >= COMPARE_PHASE_POINTS, pts) : NULL);
+                snprintf(d, sizeof(d), "%+.1fpt", cd.phase_points[p]);
+            cell(v, d, both ? mark_of(cd.phase_significant[p], cd.phase_points[p]) : NULL);
         }
         end_line();
     }
@@ -341,185 +338,12 @@ static void compare_text(const struct compare_run *runs, uint32_t n)
     strbuf_release(&line);
 }
 
-/* ---- JSON ----------------------------------------------------------------- */
-
-static void json_str_or_null(struct strbuf *o, const char *v)
-{
-    if (v)
-        strbuf_add_json_str(o, v);
-    else
-        strbuf_adds(o, "null");
-}
-
-static void json_num_member(struct strbuf *o, const char *sep, const char *key, double v)
-{
-    strbuf_addf(o, "%s\"%s\":", sep, key);
-    strbuf_add_json_num(o, v);
-}
-
-static void json_steps(struct strbuf *o, const struct compare_run *c)
-{
-    if (!c->has_steps) {
-        strbuf_adds(o, ",\"steps\":null,\"phases\":null");
-        return;
-    }
-    strbuf_addf(o, ",\"steps\":{\"count\":%llu", (unsigned long long)c->steps.count);
-    json_num_member(o, ",", "mean_ns", c->steps.mean_ns);
-    json_num_member(o, ",", "p50_ns", c->steps.p50_ns);
-    json_num_member(o, ",", "p95_ns", c->steps.p95_ns);
-    json_num_member(o, ",", "per_s", st_per_s(&c->steps));
-    strbuf_adds(o, "},\"phases\":{");
-    for (int p = 0; p < PHASE_COUNT; p++)
-        json_num_member(o, p ? "," : "", phase_names[p], c->phase_share[p]);
-    strbuf_addch(o, '}');
-}
-
-static void json_run(struct strbuf *o, const struct compare_run *c, int first)
-{
-    const struct run_record *r = &c->rec;
-    strbuf_adds(o, first ? "\n  {\"id\":" : ",\n  {\"id\":");
-    strbuf_add_json_str(o, r->id);
-    strbuf_adds(o, ",\"name\":");
-    json_str_or_null(o, r->name);
-    strbuf_adds(o, ",\"status\":");
-    json_str_or_null(o, run_record_status(r));
-    json_num_member(o, ",", "duration_s", run_record_duration_s(r));
-    strbuf_adds(o, ",\"params\":");
-    kv_list_json(o, &r->params);
-    json_steps(o, c);
-    strbuf_adds(o, ",\"metrics\":{");
-    for (uint32_t i = 0; i < c->nmetrics; i++) {
-        const struct compare_metric *m = &c->metrics[i];
-        strbuf_adds(o, i ? "," : "");
-        strbuf_add_json_str(o, m->key);
-        strbuf_adds(o, ":{\"unit\":");
-        strbuf_add_json_str(o, m->unit);
-        json_num_member(o, ",", "mean", m->st.mean);
-        json_num_member(o, ",", "p50", m->st.p50);
-        json_num_member(o, ",", "p95", m->st.p95);
-        json_num_member(o, ",", "max", m->st.max);
-        strbuf_addch(o, '}');
-    }
-    strbuf_adds(o, "},\"findings\":[");
-    for (uint32_t i = 0; i < c->nfindings; i++) {
-        strbuf_adds(o, i ? "," : "");
-        strbuf_add_json_str(o, c->findings[i]);
-    }
-    strbuf_adds(o, "]}");
-}
-
-/* Rules in a but not in b. */
-static void json_rules_missing(struct strbuf *o, const struct compare_run *a,
-                               const struct compare_run *b)
-{
-    strbuf_addch(o, '[');
-    int k = 0;
-    for (uint32_t i = 0; i < a->nfindings; i++)
-        if (!compare_run_has_finding(b, a->findings[i])) {
-            strbuf_adds(o, k++ ? "," : "");
-            strbuf_add_json_str(o, a->findings[i]);
-        }
-    strbuf_addch(o, ']');
-}
-
-/* Every key of either run whose value changed: [baseline's, run's], null
- * where a run has no such parameter. */
-static void json_params_changed(struct strbuf *o, const struct compare_run *base,
-                                const struct compare_run *run)
-{
-    const struct compare_run pair[2] = {*base, *run};
-    const char **keys = NULL;
-    uint32_t nkeys = 0, nequal = 0;
-    strbuf_addch(o, '{');
-    if (compare_param_keys(pair, 2, &keys, &nkeys, &nequal) == 0)
-        for (uint32_t k = 0; k < nkeys; k++) {
-            strbuf_adds(o, k ? "," : "");
-            strbuf_add_json_str(o, keys[k]);
-            strbuf_addch(o, ':');
-            strbuf_addch(o, '[');
-            json_str_or_null(o, kv_list_get(&base->rec.params, keys[k]));
-            strbuf_addch(o, ',');
-            json_str_or_null(o, kv_list_get(&run->rec.params, keys[k]));
-            strbuf_addch(o, ']');
-        }
-    free(keys);
-    strbuf_addch(o, '}');
-}
-
-static void json_metrics_pct(struct strbuf *o, const struct compare_run *base,
-                             const struct compare_run *run)
-{
-    strbuf_adds(o, ",\"metrics\":{");
-    int k = 0;
-    for (uint32_t i = 0; i < run->nmetrics; i++) {
-        const struct compare_metric *m = &run->metrics[i];
-        const struct compare_metric *b = compare_run_metric(base, m->key);
-        if (!b)
-            continue;
-        strbuf_adds(o, k++ ? "," : "");
-        strbuf_add_json_str(o, m->key);
-        json_num_member(o, ":{", "mean_pct", compare_pct(b->st.mean, m->st.mean));
-        json_num_member(o, ",", "p95_pct", compare_pct(b->st.p95, m->st.p95));
-        json_num_member(o, ",", "max_pct", compare_pct(b->st.max, m->st.max));
-        strbuf_addf(o, ",\"significant\":%s}", compare_metric_significant(b, m) ? "true" : "false");
-    }
-    strbuf_addch(o, '}');
-}
-
-static void json_diff_steps(struct strbuf *o, const struct compare_diff *d)
-{
-    if (!d->steps) {
-        strbuf_adds(o, "\"step_mean_pct\":null,\"step_mean_ns\":null,\"step_significant\":false,"
-                       "\"phase_points\":null,\"phase_ns\":null,\"explained_by\":null,"
-                       "\"explained_share\":null");
-        return;
-    }
-    json_num_member(o, "", "step_mean_pct", d->step_mean_pct);
-    json_num_member(o, ",", "step_mean_ns", d->step_mean_ns);
-    strbuf_addf(o, ",\"step_significant\":%s,\"phase_points\":{",
-                d->step_significant ? "true" : "false");
-    for (int p = 0; p < PHASE_COUNT; p++)
-        json_num_member(o, p ? "," : "", phase_names[p], d->phase_points[p]);
-    strbuf_adds(o, "},\"phase_ns\":{");
-    for (int p = 0; p < PHASE_COUNT; p++)
-        json_num_member(o, p ? "," : "", phase_names[p], d->phase_ns[p]);
-    strbuf_adds(o, "},\"explained_by\":");
-    json_str_or_null(o, d->explained_by >= 0 ? phase_names[d->explained_by] : NULL);
-    json_num_member(o, ",", "explained_share", d->explained_by >= 0 ? d->explained_share : NAN);
-}
-
-static void json_diff(struct strbuf *o, const struct compare_run *base,
-                      const struct compare_run *run, int first)
-{
-    struct compare_diff d;
-    compare_diff_runs(base, run, &d);
-    strbuf_adds(o, first ? "\n  " : ",\n  ");
-    strbuf_add_json_str(o, run->rec.id);
-    strbuf_adds(o, ":{");
-    json_diff_steps(o, &d);
-    json_metrics_pct(o, base, run);
-    strbuf_adds(o, ",\"params_changed\":");
-    json_params_changed(o, base, run);
-    strbuf_adds(o, ",\"findings_new\":");
-    json_rules_missing(o, run, base);
-    strbuf_adds(o, ",\"findings_gone\":");
-    json_rules_missing(o, base, run);
-    strbuf_addch(o, '}');
-}
-
-static void compare_json(const struct compare_run *runs, uint32_t n)
+static void print_json(const struct compare_run *runs, uint32_t n)
 {
     struct strbuf o;
     strbuf_init(&o);
-    strbuf_adds(&o, "{\"baseline\":");
-    strbuf_add_json_str(&o, runs[0].rec.id);
-    strbuf_adds(&o, ",\"runs\":[");
-    for (uint32_t i = 0; i < n; i++)
-        json_run(&o, &runs[i], i == 0);
-    strbuf_adds(&o, "\n],\"diff\":{");
-    for (uint32_t i = 1; i < n; i++)
-        json_diff(&o, &runs[0], &runs[i], i == 1);
-    strbuf_adds(&o, "\n}}\n");
+    compare_json(&o, runs, n);
+    strbuf_addch(&o, '\n');
     fputs(o.buf, stdout);
     strbuf_release(&o);
 }
@@ -569,7 +393,7 @@ int cmd_compare(int argc, char **argv)
     status = load_runs(s, argv + optind, (uint32_t)n, runs);
     if (status == CLI_EXIT_OK) {
         if (json)
-            compare_json(runs, (uint32_t)n);
+            print_json(runs, (uint32_t)n);
         else
             compare_text(runs, (uint32_t)n);
     }

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "analyze/compare.h"
 #include "common/err.h"
 #include "serve/api.h"
 #include "serve/downsample.h"
@@ -751,46 +752,40 @@ static int api_texts(const struct api_ctx *c, const struct run_record *r, const 
 
 struct compare_set {
     struct run_row row[COMPARE_MAX_RUNS];
+    struct compare_run cmp[COMPARE_MAX_RUNS]; /* the same runs, as strobe compare loads them */
     size_t n;
 };
 
-static void compare_params(struct strbuf *o, const struct compare_set *cs, int tags)
+/* Every key any run has, each with every run's value (null when absent) and
+ * whether it differs from the first run's. */
+static int compare_params(struct strbuf *o, const struct compare_set *cs, int tags)
 {
-    /* every key any run has, each with every run's value (null when absent) */
+    const struct kv_list *lists[COMPARE_MAX_RUNS];
+    for (size_t i = 0; i < cs->n; i++)
+        lists[i] = tags ? &cs->row[i].r.tags : &cs->row[i].r.params;
+    const char **keys = NULL;
+    uint32_t nkeys = 0;
+    if (compare_kv_keys(lists, (uint32_t)cs->n, &keys, &nkeys) < 0)
+        return -ENOMEM;
     strbuf_addf(o, ",\"%s\":[", tags ? "tags" : "params");
-    int first = 1;
-    for (size_t i = 0; i < cs->n; i++) {
-        const struct kv_list *l = tags ? &cs->row[i].r.tags : &cs->row[i].r.params;
-        for (size_t k = 0; k < l->n; k++) {
-            const char *key = l->items[k].key;
-            int seen = 0;
-            for (size_t j = 0; j < i && !seen; j++)
-                seen = kv_list_get(tags ? &cs->row[j].r.tags : &cs->row[j].r.params, key) != NULL;
-            if (seen)
-                continue;
-            strbuf_adds(o, first ? "\n{" : ",\n{");
-            first = 0;
-            key_str(o, "key", key);
-            strbuf_adds(o, ",\"values\":[");
-            int differs = 0;
-            const char *v0 = NULL;
-            for (size_t j = 0; j < cs->n; j++) {
-                const char *v = kv_list_get(tags ? &cs->row[j].r.tags : &cs->row[j].r.params, key);
-                if (j)
-                    strbuf_addch(o, ',');
-                if (v)
-                    strbuf_add_json_str(o, v);
-                else
-                    strbuf_adds(o, "null");
-                if (j == 0)
-                    v0 = v;
-                else if (!v || !v0 || strcmp(v, v0) != 0)
-                    differs = 1;
-            }
-            strbuf_addf(o, "],\"differs\":%s}", differs ? "true" : "false");
+    for (uint32_t k = 0; k < nkeys; k++) {
+        strbuf_adds(o, k ? ",\n{" : "\n{");
+        key_str(o, "key", keys[k]);
+        strbuf_adds(o, ",\"values\":[");
+        for (size_t j = 0; j < cs->n; j++) {
+            const char *v = kv_list_get(lists[j], keys[k]);
+            strbuf_adds(o, j ? "," : "");
+            if (v)
+                strbuf_add_json_str(o, v);
+            else
+                strbuf_adds(o, "null");
         }
+        strbuf_addf(o, "],\"differs\":%s}",
+                    compare_kv_differs(lists, (uint32_t)cs->n, keys[k]) ? "true" : "false");
     }
     strbuf_addch(o, ']');
+    free(keys);
+    return 0;
 }
 
 static double summary_field(const struct run_row *x, int k)
@@ -842,6 +837,14 @@ static void compare_summary(struct strbuf *o, const struct compare_set *cs)
     strbuf_addch(o, ']');
 }
 
+static int compare_seen(const struct compare_set *cs, const char *id)
+{
+    for (size_t i = 0; i < cs->n; i++)
+        if (strcmp(cs->row[i].r.id, id) == 0)
+            return 1;
+    return 0;
+}
+
 /* Split runs=a,b,c and resolve each; 0 or an HTTP status. */
 static int compare_load(const struct api_ctx *c, const char *list, struct compare_set *cs,
                         struct strbuf *o)
@@ -859,7 +862,16 @@ static int compare_load(const struct api_ctx *c, const char *list, struct compar
         int status = 0;
         if (resolve(c, ref, &cs->row[cs->n].r, o, &status) < 0)
             return status;
+        if (compare_seen(cs, cs->row[cs->n].r.id)) {
+            run_record_release(&cs->row[cs->n].r);
+            return fail(o, 400, "runs: a run is given twice; compare wants different runs");
+        }
         fill_summary(c, &cs->row[cs->n]);
+        if (compare_run_load(c->s, &cs->row[cs->n].r, &cs->cmp[cs->n]) < 0) {
+            run_record_release(&cs->row[cs->n].r);
+            compare_run_release(&cs->cmp[cs->n]);
+            return fail(o, 500, "cannot read a run to compare");
+        }
         cs->n++;
         p += len + (comma ? 1 : 0);
     }
@@ -881,14 +893,21 @@ static int api_compare(const struct api_ctx *c, const struct api_query *q, struc
             run_row_json(o, &cs->row[i]);
         }
         strbuf_addch(o, ']');
-        compare_params(o, cs, 0);
-        compare_params(o, cs, 1);
-        compare_summary(o, cs);
-        strbuf_adds(o, "}\n");
-        status = 200;
+        if (compare_params(o, cs, 0) < 0 || compare_params(o, cs, 1) < 0) {
+            strbuf_reset(o);
+            status = fail(o, 500, "out of memory");
+        } else {
+            compare_summary(o, cs);
+            strbuf_adds(o, ",\"analysis\":");
+            compare_json(o, cs->cmp, (uint32_t)cs->n);
+            strbuf_adds(o, "}\n");
+            status = 200;
+        }
     }
-    for (size_t i = 0; i < cs->n; i++)
+    for (size_t i = 0; i < cs->n; i++) {
         run_record_release(&cs->row[i].r);
+        compare_run_release(&cs->cmp[i]);
+    }
     free(cs);
     return status;
 }

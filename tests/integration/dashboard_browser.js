@@ -160,6 +160,10 @@ async function main() {
         metric: c.dataset.metric, slider: document.getElementById('smooth').value,
         toggles: Array.from(document.querySelectorAll('#toggles a')).map((a) => a.textContent),
         diff: Array.from(document.querySelectorAll('#diff tr.differs td:first-child')).map((t) => t.textContent),
+        explain: Array.from(document.querySelectorAll('#explain li')).map((l) => l.textContent),
+        marked: Array.from(document.querySelectorAll('#diff tr[data-row]')).filter((r) => r.querySelector('td.sig'))
+          .map((r) => r.dataset.row),
+        analysis_rows: Array.from(document.querySelectorAll('#diff tr[data-row]')).map((r) => r.dataset.row),
         ink: (() => {
           const cv = c.querySelector('canvas'), d = cv.getContext('2d').getImageData(0, 0, cv.width, cv.height).data;
           let n = 0;

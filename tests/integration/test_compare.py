@@ -90,6 +90,9 @@ near("data's per-step time grew by the added 20 ms", (d.get("phase_ns") or {}).g
 near("data's share moved by B's minus A's, in points",
      (d.get("phase_points") or {}).get("data"),
      100 * (sb["phases"]["data"]["share"] - sa["phases"]["data"]["share"]), 1e-9)
+check("phase_significant marks a share that moved 2 points or more, data among them",
+      d.get("phase_significant") == {k: abs(v) >= 2.0 for k, v in d["phase_points"].items()}
+      and d["phase_significant"]["data"] is True, d.get("phase_significant"))
 check("params_changed is exactly the changed --param",
       d.get("params_changed") == {"data_ms": ["4", "24"]}, d.get("params_changed"))
 fa = {f["rule"] for f in sa["findings"]}

@@ -159,6 +159,27 @@ def main():
           all(c1.get(k) == c2.get(k) for k in keys) and c2.get("slider") == "0.8", (c1, c2))
     check("compare: both runs drawn", c2.get("ink", 0) > 200 and sorted(c2.get("toggles", [])) == ["bs16", "bs64"], c2)
     check("compare: the batch parameter marked as differing", c2.get("diff") == ["batch"], c2.get("diff"))
+    # the analysis rows say what `strobe compare` says of the same two runs
+    cli = strobe("compare", "--json", ids["bs16"], ids["bs64"], store=db)
+    an = json.loads(cli.stdout) if cli.returncode == 0 else {"runs": [], "diff": {}}
+    d = an["diff"].get(ids["bs64"], {})
+    want = (["mean step"] if d.get("step_significant") else []) + \
+        [p for p, s in (d.get("phase_significant") or {}).items() if s] + \
+        [k for k, m in (d.get("metrics") or {}).items() if m["significant"]]
+    check("compare: the cells marked beyond noise are those strobe compare judges so",
+          sorted(c2.get("marked", [])) == sorted(want), (c2.get("marked"), want))
+    check("compare: rows for the steps, every phase, every metric and the findings",
+          {"mean step", "p95 step", "data", "forward"} <= set(c2.get("analysis_rows", [])) and
+          set(an["runs"][0]["metrics"]) <= set(c2.get("analysis_rows", [])), c2.get("analysis_rows"))
+    ex_line = (c2.get("explain") or [""])[0]
+    if d.get("step_significant"):
+        word = "longer" if d["step_mean_ns"] > 0 else "shorter"
+        check("compare: one line says how much longer bs64's steps are and which phase explains it",
+              ex_line.startswith(f"bs64's steps are {abs(d['step_mean_pct']):.1f} % {word}") and
+              (not d.get("explained_by") or f"of it in {d['explained_by']}" in ex_line), (ex_line, d))
+    else:
+        check("compare: one line says bs64's steps are within the noise",
+              "within the noise" in ex_line, (ex_line, d))
     ex = st.get("export", {})
     check("export: CSV of the series shown, one column per run",
           ex.get("csv_name", "").endswith(".csv") and "bs16" in ex.get("csv_head", "")

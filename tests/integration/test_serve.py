@@ -253,6 +253,25 @@ def main():
     steps = [x for x in c["summary"] if x["key"] == "steps"][0]
     check("compare: steps and their change", steps["values"][0] == byid[hid]["steps"] and
           steps["delta_pct"][0] == 0)
+    tags = {x["key"]: (x["values"], x["differs"]) for x in c["tags"]}
+    check("compare: tags, each key once, null where a run has none",
+          tags == {"team": (["vision", None], True), "workload": ([None, "w1"], True)}, tags)
+    # the analysis is strobe compare's own judgement of the same runs
+    cli = strobe("compare", "--json", hid, bid, store=db)
+    check("compare: analysis is exactly `strobe compare --json`",
+          cli.returncode == 0 and c.get("analysis") == json.loads(cli.stdout),
+          (cli.stderr, c.get("analysis")))
+    dd = c.get("analysis", {}).get("diff", {}).get(bid, {})
+    check("compare: the diff carries the step change, its judgement and phase marks",
+          all(k in dd for k in ("step_mean_pct", "step_significant", "phase_points",
+                                "phase_significant", "explained_by")), dd)
+    st, c3, _ = s.json("/api/compare" + q(runs=f"{hid}"))
+    check("compare: one run is its own baseline, with no diff",
+          st == 200 and c3["analysis"]["baseline"] == hid and c3["analysis"]["diff"] == {},
+          c3.get("analysis"))
+    st, c4, _ = s.json("/api/compare" + q(runs=f"{hid},{hid[:8]}"))
+    check("compare: the same run twice (id and prefix) is 400, as strobe compare refuses it",
+          st == 400 and "twice" in c4.get("error", ""), (st, c4))
     st, c, _ = s.json("/api/compare" + q(runs=f"{hid},nope"))
     check("compare: an unknown run is 404", st == 404)
 

@@ -112,6 +112,33 @@ TEST(param_keys_differing_and_equal)
         compare_run_release(&r[i]);
 }
 
+/* Tags go through the same key helpers as /api/compare lists them: every
+ * key once in order of first appearance, equal ones included. */
+TEST(kv_keys_union_in_first_appearance_order)
+{
+    struct kv_list a = {0}, b = {0};
+    ASSERT_EQ_INT(kv_list_add(&a, "team", "vision"), 0);
+    ASSERT_EQ_INT(kv_list_add(&a, "site", "x"), 0);
+    ASSERT_EQ_INT(kv_list_add(&b, "site", "x"), 0);
+    ASSERT_EQ_INT(kv_list_add(&b, "workload", "w1"), 0);
+    const struct kv_list *lists[2] = {&a, &b};
+    const char **keys;
+    uint32_t n;
+    ASSERT_EQ_INT(compare_kv_keys(lists, 2, &keys, &n), 0);
+    ASSERT_EQ_INT(n, 3);
+    ASSERT_EQ_STR(keys[0], "team");
+    ASSERT_EQ_STR(keys[1], "site");
+    ASSERT_EQ_STR(keys[2], "workload");
+    ASSERT(compare_kv_differs(lists, 2, "team"));     /* missing in b */
+    ASSERT(!compare_kv_differs(lists, 2, "site"));    /* equal */
+    ASSERT(compare_kv_differs(lists, 2, "workload")); /* missing in the baseline */
+    ASSERT(!compare_kv_differs(lists, 1, "team"));    /* one list differs from nothing */
+    free(keys);
+    kv_list_release(&a);
+    kv_list_release(&b);
+}
+
 TEST_MAIN(slower_run_explained_by_the_phase_that_grew,
           faster_run_explained_by_the_phase_that_shrank, within_noise_is_not_significant,
-          no_steps_no_step_diff, param_keys_differing_and_equal)
+          no_steps_no_step_diff, param_keys_differing_and_equal,
+          kv_keys_union_in_first_appearance_order)

@@ -968,7 +968,91 @@
           return td;
         })));
       });
+      drawAnalysis(c.analysis, runs, body, group);
       diffBox.appendChild(h('table', {id: 'diff', class: 'diff'}, h('thead', null, head), body));
+      diffBox.appendChild(explanations(c.analysis, runs));
+    }
+    /* A run's cell of the analysis: value, change from the baseline, and a
+     * triangle when strobe compare judges the change beyond the runs' noise
+     * (the same judgement as the command line's). */
+    function judged(text, delta, unit, sig) {
+      var td = h('td', {class: 'num' + (sig ? ' sig' : '')}, text);
+      if (delta !== null && delta !== undefined && isFinite(delta)) {
+        var s = delta.toFixed(1);
+        td.appendChild(h('span', {class: 'delta', text: ' ' + (s === '-0.0' ? '0.0' : (delta > 0 ? '+' : '') + s) + unit}));
+      }
+      if (sig && delta) td.appendChild(h('span', {class: 'mark ' + (delta > 0 ? 'up' : 'down'), text: delta > 0 ? ' ▲' : ' ▼'}));
+      return td;
+    }
+    function drawAnalysis(a, runs, body, group) {
+      if (!a) return;
+      var diff = a.diff || {}, ar = a.runs;
+      var row = function (label, cells) { body.appendChild(h('tr', {dataset: {row: label}}, h('td', {text: label}), cells)); };
+      if (ar.some(function (r) { return r.steps; })) {
+        group('steps (▲▼: beyond the runs\' noise)');
+        [['mean step', 'mean_ns'], ['p95 step', 'p95_ns']].forEach(function (s) {
+          row(s[0], ar.map(function (r, i) {
+            if (!r.steps) return h('td', {text: '–'});
+            var d = i ? diff[r.id] : null, mean = s[1] === 'mean_ns';
+            var base = ar[0].steps ? ar[0].steps[s[1]] : null;
+            var ch = i && base ? 100 * (r.steps[s[1]] - base) / base : null;
+            return judged(dur(r.steps[s[1]] / 1e9), ch, ' %', mean && d && d.step_significant);
+          }));
+        });
+        group('phases (share of step)');
+        /* phases no run spent time in are left out */
+        Object.keys((ar.filter(function (r) { return r.phases; })[0] || {}).phases || {}).filter(function (p) {
+          return ar.some(function (r) { return r.phases && r.phases[p] > 0; });
+        }).forEach(function (p) {
+          row(p, ar.map(function (r, i) {
+            if (!r.phases) return h('td', {text: '–'});
+            var d = i ? diff[r.id] : null, pts = d && d.phase_points ? d.phase_points[p] : null;
+            return judged(num(100 * r.phases[p]) + ' %', pts, ' pt', d && d.phase_significant && d.phase_significant[p]);
+          }));
+        });
+      }
+      var keys = [];
+      ar.forEach(function (r) { Object.keys(r.metrics || {}).forEach(function (k) { if (keys.indexOf(k) < 0) keys.push(k); }); });
+      if (keys.length) group('utilization (mean)');
+      keys.forEach(function (k) {
+        row(k, ar.map(function (r, i) {
+          var m = (r.metrics || {})[k];
+          if (!m) return h('td', {text: '–'});
+          var d = i && diff[r.id] ? (diff[r.id].metrics || {})[k] : null;
+          return judged(byUnit(m.mean, m.unit), d ? d.mean_pct : null, ' %', d && d.significant);
+        }));
+      });
+      var rules = [];
+      ar.forEach(function (r) { (r.findings || []).forEach(function (f) { if (rules.indexOf(f) < 0) rules.push(f); }); });
+      group('findings');
+      if (!rules.length) body.appendChild(h('tr', null, h('td', {class: 'empty', colspan: runs.length + 1, text: 'none in any run'})));
+      rules.forEach(function (f) {
+        row(f, ar.map(function (r, i) {
+          var d = i ? diff[r.id] : null, fired = (r.findings || []).indexOf(f) >= 0;
+          var change = d && d.findings_new.indexOf(f) >= 0 ? 'new' : d && d.findings_gone.indexOf(f) >= 0 ? 'gone' : null;
+          var td = h('td', {text: fired ? 'fired' : '–'});
+          if (change) td.appendChild(h('span', {class: 'delta ' + (change === 'new' ? 'bad' : 'good'), text: ' ' + change}));
+          return td;
+        }));
+      });
+    }
+    /* "B's steps are 23.0 % longer, 80 % of it in data (+4.1 ms per step)",
+     * the line strobe compare prints, for each run against the baseline. */
+    function explanations(a, runs) {
+      var box = h('ul', {id: 'explain', class: 'explain'});
+      if (!a) return box;
+      a.runs.slice(1).forEach(function (r, j) {
+        var d = a.diff[r.id], name = runs[j + 1].name || shortId(r.id);
+        if (!d || d.step_mean_pct === null) return;
+        var t;
+        if (!d.step_significant) t = name + '\'s steps are within the noise of the baseline\'s (' + (d.step_mean_pct > 0 ? '+' : '') + d.step_mean_pct.toFixed(1) + ' %)';
+        else {
+          t = name + '\'s steps are ' + Math.abs(d.step_mean_pct).toFixed(1) + ' % ' + (d.step_mean_ns > 0 ? 'longer' : 'shorter');
+          if (d.explained_by) t += ', ' + Math.round(100 * d.explained_share) + ' % of it in ' + d.explained_by + ' (' + (d.phase_ns[d.explained_by] > 0 ? '+' : '') + dur(d.phase_ns[d.explained_by] / 1e9) + ' per step)';
+        }
+        box.appendChild(h('li', {dataset: {run: r.id}, text: t}));
+      });
+      return box;
     }
     resolve.then(function (list) {
       ids = list;
