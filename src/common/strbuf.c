@@ -29,6 +29,14 @@ void strbuf_reset(struct strbuf *sb)
         sb->buf[0] = '\0';
 }
 
+void strbuf_truncate(struct strbuf *sb, size_t len)
+{
+    if (len >= sb->len)
+        return;
+    sb->len = len;
+    sb->buf[len] = '\0'; /* len < sb->len: the buffer is allocated */
+}
+
 int strbuf_grow(struct strbuf *sb, size_t extra)
 {
     size_t need = sb->len + extra + 1;

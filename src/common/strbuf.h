@@ -19,6 +19,8 @@ struct strbuf {
 void strbuf_init(struct strbuf *sb);
 void strbuf_release(struct strbuf *sb);
 void strbuf_reset(struct strbuf *sb);
+/* Keep the first len bytes (no-op when len is not shorter). */
+void strbuf_truncate(struct strbuf *sb, size_t len);
 int strbuf_grow(struct strbuf *sb, size_t extra);
 int strbuf_add(struct strbuf *sb, const void *data, size_t len);
 int strbuf_adds(struct strbuf *sb, const char *s);

@@ -18,6 +18,10 @@
 
 /* The tee writes, the recorder reads: total is published after the bytes
  * it counts, so a reader never sees a count ahead of its data. */
+/* The tee's read size: the most it writes into the capture before it
+ * publishes the new total. */
+#define TEE_CHUNK 16384
+
 struct log_capture {
     _Atomic uint64_t total; /* bytes the job wrote */
     _Atomic int done;       /* the tee saw the stream's end */
@@ -70,7 +74,7 @@ static _Noreturn void tee_main(int out, struct log_capture *c)
     static const int ignored[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGUSR1, SIGUSR2};
     for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
         signal(ignored[i], SIG_IGN);
-    char buf[16384];
+    char buf[TEE_CHUNK];
     int passing = 1;
     for (;;) {
         ssize_t n = read(3, buf, sizeof(buf));
@@ -201,31 +205,66 @@ void log_tee_wait(struct log_tee *t, int timeout_ms)
     }
 }
 
+int64_t log_tee_bytes(const struct log_tee *t)
+{
+    return t->cap ? (int64_t)atomic_load_explicit(&t->cap->total, memory_order_acquire) : 0;
+}
+
+/* Append the head and the newest kept_max bytes of the tail as of total. */
+static int copy_text(const struct log_capture *c, uint64_t total, uint64_t kept_max,
+                     struct strbuf *out)
+{
+    size_t head = total < LOG_HEAD_BYTES ? (size_t)total : LOG_HEAD_BYTES;
+    int rc = strbuf_add(out, c->head, head);
+    if (total <= LOG_HEAD_BYTES || rc < 0)
+        return rc;
+    uint64_t rest = total - LOG_HEAD_BYTES;
+    uint64_t kept = rest < kept_max ? rest : kept_max;
+    if (rest > kept)
+        rc = strbuf_addf(
+            out, "\n[strobe: %llu bytes cut here; the first %u and the last %llu kept]\n",
+            (unsigned long long)(rest - kept), LOG_HEAD_BYTES, (unsigned long long)kept);
+    /* the oldest kept byte of the ring first */
+    size_t start = (size_t)((rest - kept) % LOG_TAIL_BYTES);
+    size_t first = LOG_TAIL_BYTES - start < kept ? LOG_TAIL_BYTES - start : (size_t)kept;
+    if (rc == 0)
+        rc = strbuf_add(out, c->tail + start, first);
+    if (rc == 0 && first < kept)
+        rc = strbuf_add(out, c->tail, (size_t)kept - first);
+    return rc;
+}
+
+/*
+ * While the tee still writes, it fills the ring up to TEE_CHUNK bytes past
+ * the total it has published, over the oldest bytes. A copy that leaves out
+ * the oldest 2 * TEE_CHUNK bytes of the ring is whole when the total moved
+ * by at most TEE_CHUNK while it was taken (a seqlock's read: copy, fence,
+ * read the total again); else it is taken again.
+ */
 int log_tee_text(const struct log_tee *t, struct strbuf *out, int64_t *bytes)
 {
     *bytes = 0;
     if (!t->cap)
         return 0;
-    uint64_t total = atomic_load_explicit(&t->cap->total, memory_order_acquire);
-    *bytes = (int64_t)total;
-    size_t head = total < LOG_HEAD_BYTES ? (size_t)total : LOG_HEAD_BYTES;
-    int rc = strbuf_add(out, t->cap->head, head);
-    if (total <= LOG_HEAD_BYTES || rc < 0)
-        return rc;
-    uint64_t rest = total - LOG_HEAD_BYTES;
-    uint64_t kept = rest < LOG_TAIL_BYTES ? rest : LOG_TAIL_BYTES;
-    if (rest > kept)
-        rc =
-            strbuf_addf(out, "\n[strobe: %llu bytes cut here; the first %u and the last %u kept]\n",
-                        (unsigned long long)(rest - kept), LOG_HEAD_BYTES, LOG_TAIL_BYTES);
-    /* the oldest kept byte of the ring first */
-    size_t start = (size_t)((rest - kept) % LOG_TAIL_BYTES);
-    size_t first = LOG_TAIL_BYTES - start < kept ? LOG_TAIL_BYTES - start : (size_t)kept;
-    if (rc == 0)
-        rc = strbuf_add(out, t->cap->tail + start, first);
-    if (rc == 0 && first < kept)
-        rc = strbuf_add(out, t->cap->tail, (size_t)kept - first);
-    return rc;
+    struct log_capture *c = t->cap;
+    size_t mark = out->len;
+    for (int attempt = 0; attempt < 4; attempt++) {
+        int done = atomic_load_explicit(&c->done, memory_order_acquire);
+        uint64_t total = atomic_load_explicit(&c->total, memory_order_acquire);
+        if (done) {
+            *bytes = (int64_t)total;
+            return copy_text(c, total, LOG_TAIL_BYTES, out);
+        }
+        int rc = copy_text(c, total, LOG_TAIL_BYTES - 2 * TEE_CHUNK, out);
+        atomic_thread_fence(memory_order_acquire);
+        uint64_t after = atomic_load_explicit(&c->total, memory_order_relaxed);
+        if (rc < 0 || after - total <= TEE_CHUNK) {
+            *bytes = (int64_t)total;
+            return rc;
+        }
+        strbuf_truncate(out, mark);
+    }
+    return -EAGAIN; /* the job writes faster than this copies: the next try */
 }
 
 void log_tee_close(struct log_tee *t)

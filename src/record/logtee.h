@@ -47,8 +47,12 @@ int log_tee_owns(struct log_tee *t, pid_t pid);
 /* Wait up to timeout_ms for the tee to see the stream's end. */
 void log_tee_wait(struct log_tee *t, int timeout_ms);
 /* What was kept: the head, a one-line note of what was cut if anything was,
- * and the tail; *bytes is everything the job wrote. 0 when nothing was. */
+ * and the tail; *bytes is everything the job wrote, as of the copy. Safe
+ * while the tee still writes (the copy then leaves out the oldest 32 KiB of
+ * the tail). 0, or -ENOMEM, or -EAGAIN when the output outran the copy. */
 int log_tee_text(const struct log_tee *t, struct strbuf *out, int64_t *bytes);
+/* Bytes the job has written so far. */
+int64_t log_tee_bytes(const struct log_tee *t);
 void log_tee_close(struct log_tee *t);
 
 #endif

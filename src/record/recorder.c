@@ -69,8 +69,10 @@ struct recorder {
     int64_t prev_self_cpu_ns, prev_self_mono_ns;
     uint32_t s_self_cpu;
     int64_t frames, missed;
-    int store_failing;    /* the last commit failed; warned once */
-    int64_t committed_ns; /* time of the last sample the store has */
+    int store_failing;      /* the last commit failed; warned once */
+    int64_t committed_ns;   /* time of the last sample the store has */
+    int64_t logs_ckpt_ns;   /* when the job's output last went into a batch */
+    int64_t logs_stored[2]; /* bytes of each stream the store has */
     int live;
     char name_buf[256];
 };
@@ -390,11 +392,13 @@ static void start_logs(struct recorder *r)
     }
 }
 
+static const char *const log_kinds[2] = {"stdout", "stderr"};
+
 /* The job's stdout and stderr into the run's texts: the first and the last
  * of them when they were long (the note in the text says what was cut). */
 static void store_logs(struct recorder *r)
 {
-    static const char *const kinds[2] = {"stdout", "stderr"};
+    const char *const *kinds = log_kinds;
     struct store *s = r->store;
     struct strbuf text;
     strbuf_init(&text);
@@ -577,6 +581,35 @@ static void settle(struct recorder *r)
     }
     if (rc == 0)
         r->committed_ns = r->batch.run.last_ns;
+    for (int i = 0; rc == 0 && i < 2; i++)
+        if (r->batch.texts[i].put)
+            r->logs_stored[i] = r->batch.texts[i].bytes;
+}
+
+/*
+ * Every LOG_CHECKPOINT_NS the output the job wrote since the last one rides
+ * with the batch, so that a recorder killed mid-run leaves it in the store
+ * (and `strobe logs` and the dashboard show a running job's output). The
+ * copy is up to 1 MiB, once in LOG_CHECKPOINT_NS, on the loop's thread; the
+ * end of the run stores the streams whole.
+ */
+#define LOG_CHECKPOINT_NS (5 * NS_PER_S)
+
+static void checkpoint_logs(struct recorder *r, int64_t now)
+{
+    if (now - r->logs_ckpt_ns < LOG_CHECKPOINT_NS)
+        return;
+    r->logs_ckpt_ns = now;
+    for (int i = 0; i < 2; i++) {
+        struct batch_text *t = &r->batch.texts[i];
+        if (log_tee_bytes(&r->logs[i]) == r->logs_stored[i])
+            continue; /* nothing new, or nothing captured */
+        strbuf_reset(&t->text);
+        if (log_tee_text(&r->logs[i], &t->text, &t->bytes) < 0)
+            continue; /* out of memory, or outrun: the next checkpoint */
+        t->kind = log_kinds[i];
+        t->put = 1;
+    }
 }
 
 static void flush(struct recorder *r)
@@ -590,6 +623,7 @@ static void flush(struct recorder *r)
         return;
     }
     fill_counters(r, &r->batch.run);
+    checkpoint_logs(r, clock_monotonic_ns());
     r->in_flight = writer_submit(&r->writer, &r->batch);
     if (!r->in_flight)
         r->series.frozen = 0;

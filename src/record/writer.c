@@ -11,6 +11,8 @@ void batch_init(struct batch *b)
 {
     memset(b, 0, sizeof(*b));
     run_record_init(&b->run);
+    for (int i = 0; i < 2; i++)
+        strbuf_init(&b->texts[i].text);
 }
 
 void batch_reset(struct batch *b)
@@ -21,6 +23,10 @@ void batch_reset(struct batch *b)
     b->nblocks = 0;
     b->snap_len = 0;
     b->result = 0;
+    for (int i = 0; i < 2; i++) {
+        b->texts[i].put = 0;
+        strbuf_reset(&b->texts[i].text);
+    }
 }
 
 void batch_release(struct batch *b)
@@ -29,6 +35,8 @@ void batch_release(struct batch *b)
     free(b->defs);
     free(b->blocks);
     free(b->snap);
+    for (int i = 0; i < 2; i++)
+        strbuf_release(&b->texts[i].text);
     event_batch_release(&b->events);
     memset(b, 0, sizeof(*b));
 }
@@ -169,6 +177,12 @@ static int commit_batch(struct writer *w, struct batch *b)
     }
     if (rc == 0)
         rc = event_batch_store(&b->events, s, b->run.id);
+    for (int i = 0; rc == 0 && i < 2; i++)
+        if (b->texts[i].put) {
+            const struct batch_text *t = &b->texts[i];
+            struct run_text_record tr = {t->kind, t->text.buf, t->text.len, t->bytes};
+            rc = s->ops->run_text_put(s, b->run.id, &tr);
+        }
     if (rc == 0)
         rc = s->ops->run_update(s, &b->run);
     if (rc == 0)

@@ -17,6 +17,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "common/strbuf.h"
 #include "record/events.h"
 #include "sample/series.h"
 #include "store/store.h"
@@ -38,6 +39,15 @@ struct batch_block {
     size_t len;
 };
 
+/* The job's output so far (stdout or stderr), stored again in this batch's
+ * transaction. */
+struct batch_text {
+    const char *kind; /* "stdout" or "stderr" */
+    struct strbuf text;
+    int64_t bytes; /* everything the job wrote to the stream, as of text */
+    int put;       /* 1: this batch carries it */
+};
+
 struct batch {
     struct batch_def *defs;
     uint32_t ndefs, defs_cap;
@@ -45,10 +55,11 @@ struct batch {
     uint32_t nblocks, blocks_cap;
     uint8_t *snap; /* copies of open blocks */
     size_t snap_len, snap_cap;
-    struct event_batch events; /* framework events not yet stored */
-    struct run_record run;     /* id and counters; status/end on the last batch */
-    int result;                /* the writer's: 0 or negative */
-    uint32_t series_count;     /* table size when collected */
+    struct event_batch events;  /* framework events not yet stored */
+    struct run_record run;      /* id and counters; status/end on the last batch */
+    struct batch_text texts[2]; /* the job's stdout and stderr at a checkpoint */
+    int result;                 /* the writer's: 0 or negative */
+    uint32_t series_count;      /* table size when collected */
 };
 
 struct writer {

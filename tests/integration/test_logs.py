@@ -115,6 +115,108 @@ with open(out_file, "w") as f:
 check("kill -9 of the recorder: the job's later output still arrives",
       open(out_file).read() == "before\nafter the recorder died\n", open(out_file).read())
 
+# ---- checkpoints: a running job's output is in the store, and stays there
+# when the recorder is killed. The job writes a stream whose byte at position
+# p is known from p alone: numbered 100-byte lines, 100000 of them, over and
+# over (the numbers are unique within 10 MB, more than the 1 MiB kept).
+STREAM = r"""
+import sys, time
+rate, seconds = float(sys.argv[1]), float(sys.argv[2])
+block = "".join("%07d " % i + "y" * 91 + "\n" for i in range(100000)).encode()
+out = sys.stdout.buffer
+sent, t0 = 0, time.monotonic()
+while time.monotonic() - t0 < seconds:
+    due = int(rate * (time.monotonic() - t0)) - sent
+    while due > 0:
+        off = sent % len(block)
+        n = min(due, len(block) - off, 1 << 16)
+        out.write(block[off:off + n])
+        sent += n
+        due -= n
+    out.flush()
+    time.sleep(0.005)
+"""
+BLOCK = "".join("%07d " % i + "y" * 91 + "\n" for i in range(100000))
+
+
+def stream_bytes(start, end):
+    """The job's bytes [start, end)."""
+    out = []
+    while start < end:
+        off = start % len(BLOCK)
+        n = min(end - start, len(BLOCK) - off)
+        out.append(BLOCK[off:off + n])
+        start += n
+    return "".join(out)
+
+
+def stored_stdout(con, name):
+    try:
+        row = con.execute("SELECT r.status, t.bytes, t.text FROM runs r JOIN run_texts t "
+                          "ON t.run_id = r.id AND t.kind = 'stdout' WHERE r.name = ?",
+                          (name,)).fetchone()
+    except sqlite3.OperationalError:  # the recorder has not made the schema yet
+        row = None
+    return row or (None, 0, "")
+
+
+def checkpointed(name, rate, seconds, until):
+    """Record the stream, wait for a checkpoint that until() accepts, kill -9
+    the recorder: (the checkpoint seen while running, strobe logs then, what
+    the store holds after the kill)."""
+    path = store_path(f"logs-{name}.db")
+    rec = subprocess.Popen([STROBE, "run", "--quiet", "--no-report", "--name", name,
+                            f"--store={path}", "--", PYTHON, "-c", STREAM, str(rate),
+                            str(seconds)], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    seen, o, after = (None, 0, ""), None, (None, 0, "")
+    try:
+        wait_for(lambda: os.path.exists(path), timeout=10)
+        con = sqlite3.connect(path, timeout=5)
+        wait_for(lambda: until(stored_stdout(con, name)), timeout=seconds - 2)
+        seen = stored_stdout(con, name)
+        if seen[1]:
+            o = strobe("logs", name, store=path)
+        rec.kill()
+        rec.wait()
+        after = stored_stdout(con, name)
+        con.close()
+    finally:
+        if rec.poll() is None:
+            rec.kill()
+        subprocess.run(["pkill", "-f", "rate, seconds = float"], check=False)
+    return seen, o, after
+
+
+# 300 KB/s: the first checkpoint, about 1 s in, holds the start whole
+seen, o, after = checkpointed("ckpt", 300e3, 12, lambda r: r[1] > 0)
+check("while the job runs its output so far is in the store, byte for byte",
+      seen[0] == "running" and 0 < seen[1] < 1024 * 1024 and
+      seen[2] == stream_bytes(0, seen[1]), (seen[0], seen[1], seen[2][-120:]))
+check("and strobe logs prints it while the run is running",
+      o is not None and o.returncode == 0 and o.stdout.startswith(stream_bytes(0, seen[1])), o)
+check("kill -9 of the recorder leaves that output in the store",
+      after[0] == "running" and after[1] >= seen[1] and
+      after[2] == stream_bytes(0, after[1]), (after[0], after[1]))
+
+# 40 MB/s: the ring has wrapped many times over, and the tee writes into it
+# while a checkpoint copies it, over the oldest bytes: the copy must leave
+# those out (or take itself again) and still be the bytes just before its
+# count, and its note must say what it cut
+_, _, (status, nbytes, kept) = checkpointed("flood", 40e6, 12,
+                                            lambda r: r[1] > 4 * 1024 * 1024)
+head, _, rest = kept.partition("\n[strobe: ")
+note, _, tail = rest.partition("]\n")
+check("a checkpoint of fast output: the first 256 KiB, as written",
+      status == "running" and nbytes > 4 * 1024 * 1024 and
+      head == stream_bytes(0, 256 * 1024), (status, nbytes, len(head)))
+check("and the bytes just before its count, the newest 736 KiB or more, none overwritten",
+      tail == stream_bytes(nbytes - len(tail), nbytes) and len(tail) >= (768 - 32) * 1024,
+      (len(tail), tail[:40]))
+check("its note counts what it cut",
+      note == f"{nbytes - 256 * 1024 - len(tail)} bytes cut here; the first {256 * 1024} and "
+      f"the last {len(tail)} kept", note[:120])
+
 # ---- --no-logs ----------------------------------------------------------------
 p = run(db, PYTHON, "-c", "print('hi')", opts=("--no-report", "--no-logs"))
 t = texts(show(db)["id"])
