@@ -278,10 +278,14 @@ int cmd_run(int argc, char **argv)
         o.store_uri = store_default_uri(store_flag);
         o.argv = argv + optind;
         o.run_id_out = run_id;
+        int started = 1;
+        o.job_started_out = &started;
         log_set_quiet(o.quiet);
         status = recorder_run(&o);
-        /* the report never changes the job's status: a failure is a warning */
-        if (!no_report && run_id[0] && status != RECORDER_EXIT_SELF)
+        /* the report never changes the job's status: a failure is a warning;
+         * a command that never started has nothing to report but its error,
+         * which strobe show gives */
+        if (!no_report && run_id[0] && started && status != RECORDER_EXIT_SELF)
             cli_run_report(o.store_uri, run_id, report_path);
     }
     kv_list_release(&o.tags);

@@ -1,11 +1,19 @@
 #include "common/log.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 static int log_quiet;
+
+/* Held notes: lines, each with its newline. The recorder's threads may log
+ * while the main thread holds. */
+static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
+static int holding;
+static char held[4096];
+static size_t held_len;
 
 void log_set_quiet(int quiet)
 {
@@ -31,6 +39,44 @@ static void log_line(const char *prefix, const char *fmt, va_list ap)
     (void)w;
 }
 
+void log_hold_notes(void)
+{
+    pthread_mutex_lock(&held_lock);
+    holding = 1;
+    pthread_mutex_unlock(&held_lock);
+}
+
+void log_release_notes(int print)
+{
+    pthread_mutex_lock(&held_lock);
+    if (print && held_len) {
+        ssize_t w = write(STDERR_FILENO, held, held_len);
+        (void)w;
+    }
+    held_len = 0;
+    holding = 0;
+    pthread_mutex_unlock(&held_lock);
+}
+
+/* Keep the note if notes are held; 1 when kept (or dropped for want of room). */
+static int hold_note(const char *fmt, va_list ap)
+{
+    pthread_mutex_lock(&held_lock);
+    int held_now = holding;
+    if (held_now) {
+        size_t room = sizeof(held) - held_len;
+        int n = snprintf(held + held_len, room, "strobe: ");
+        int m = n < 0 || (size_t)n >= room ? -1 : vsnprintf(held + held_len + n, room - n, fmt, ap);
+        size_t len = m < 0 ? 0 : (size_t)n + (size_t)m;
+        if (m >= 0 && len + 1 < room) { /* whole, with its newline */
+            held[held_len + len] = '\n';
+            held_len += len + 1;
+        }
+    }
+    pthread_mutex_unlock(&held_lock);
+    return held_now;
+}
+
 void log_error(const char *fmt, ...)
 {
     va_list ap;
@@ -52,6 +98,11 @@ void log_note(const char *fmt, ...)
     if (log_quiet)
         return;
     va_list ap;
+    va_start(ap, fmt);
+    int held_now = hold_note(fmt, ap);
+    va_end(ap);
+    if (held_now)
+        return;
     va_start(ap, fmt);
     log_line("", fmt, ap);
     va_end(ap);

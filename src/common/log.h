@@ -10,4 +10,10 @@ __attribute__((format(printf, 1, 2))) void log_note(const char *fmt, ...);
 /* Quiet mode silences notes (not warnings or errors). */
 void log_set_quiet(int quiet);
 
+/* Hold notes back (up to 4 KiB of them; past that they are dropped) until
+ * log_release_notes prints them, or drops them all when print is 0: a note
+ * about what a run will lack means nothing when the run never starts. */
+void log_hold_notes(void);
+void log_release_notes(int print);
+
 #endif

@@ -922,6 +922,7 @@ int recorder_run(const struct recorder_opts *o)
         goto out;
     }
     int64_t gpu_interval = o->gpu_interval_ns > 0 ? o->gpu_interval_ns : 100 * NS_PER_MS;
+    log_hold_notes(); /* what the run will lack is news only if the job starts */
     if (gpu_collector_open(&r.gpu, gpu_interval) == 0)
         dcgm_collector_open(&r.dcgm, gpu_interval); /* only worth a note where there are GPUs */
     r.live = !o->quiet && isatty(STDERR_FILENO);
@@ -930,11 +931,14 @@ int recorder_run(const struct recorder_opts *o)
     int err = start_child(&r);
     for (size_t i = 0; i < 2; i++)
         log_tee_job_started(&r.logs[i]);
+    log_release_notes(!err);
     if (err) {
         record_start_failure(&r, err);
         flush(&r);
         writer_wait(&r.writer);
         exit_status = RECORDER_EXIT_NOEXEC;
+        if (o->job_started_out)
+            *o->job_started_out = 0;
         goto out;
     }
     r.start_mono_ns = clock_monotonic_ns();

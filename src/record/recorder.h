@@ -36,6 +36,8 @@ struct recorder_opts {
     char **argv;                    /* the job's command, NULL-terminated */
     char *run_id_out;               /* if not NULL (RUN_ID_LEN + 1 bytes): the run's id, set
                                        once the run is in the store, else left "" */
+    int *job_started_out;           /* if not NULL: set to 0 when the command could not be
+                                       started (exec failed), else left as it is */
 };
 
 /* Run the job under the recorder. Returns the exit status strobe should

@@ -44,6 +44,21 @@ r = show(db)
 check("missing command: run recorded as failed", r["status"] == "failed" and r["exit_code"] == 127
       and "No such file" in (r["error"] or ""), json.dumps({k: r[k] for k in ("status", "exit_code", "error")}))
 
+# without --quiet too: the one line, no notes about what the run would have
+# lacked, and no report for a run that never started
+reports = os.path.join(os.path.dirname(db), "reports")
+before = set(os.listdir(reports)) if os.path.isdir(reports) else set()
+p = strobe("run", "--", "no-such-command-xyz", store=db)
+lines = [l for l in p.stderr.splitlines() if l.strip()]
+check("missing command, not quiet: exit 127 and one line on stderr",
+      p.returncode == 127 and len(lines) == 1 and "cannot run 'no-such-command-xyz'" in lines[0],
+      repr(p.stderr))
+after = set(os.listdir(reports)) if os.path.isdir(reports) else set()
+check("missing command: no report written", after == before, sorted(after - before))
+p = strobe("run", "--", "true", store=db)
+check("a command that starts still gets its notes and its report",
+      p.returncode == 0 and "report: " in p.stderr and "see 'strobe show" in p.stderr, p.stderr)
+
 # signals sent to strobe reach the job
 proc = subprocess.Popen([STROBE, "run", "--quiet", f"--store={db}", "--name", "sig", "--",
                          PYTHON, "-c",
