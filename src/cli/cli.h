@@ -74,5 +74,10 @@ int cli_store_json_options(int argc, char **argv, const char *usage, const char 
                            int *json, int *status);
 /* Parse "K=V" into key and value (pointers into a copy the caller frees). */
 int cli_split_kv(const char *arg, char **key, char **value);
+/* A name, tag or parameter the store will keep: 0, or -EINVAL after one
+ * line saying why (what names it: "run name", "--tag"). */
+int cli_check_text(const char *what, const char *text);
+/* Add "K=V" of flag (--tag, --param) to l: 0, or -1 after one line. */
+int cli_add_kv(struct kv_list *l, const char *flag, const char *arg);
 
 #endif

@@ -32,32 +32,6 @@ static char *command_json(int argc, char **argv)
     return strbuf_detach(&o);
 }
 
-static int check_text(const char *what, const char *text)
-{
-    struct strbuf why;
-    strbuf_init(&why);
-    int rc = runinfo_check_name(what, text, &why);
-    if (rc < 0)
-        log_error("invalid %s", why.buf);
-    strbuf_release(&why);
-    return rc;
-}
-
-static int add_tag(struct kv_list *l, const char *arg)
-{
-    char *k, *v;
-    if (cli_split_kv(arg, &k, &v) < 0) {
-        log_error("--tag wants KEY=VALUE, got '%s'", arg);
-        return -1;
-    }
-    int rc = check_text("--tag", k) < 0 || (v[0] && check_text("--tag", v) < 0)
-                 ? -1
-                 : kv_list_add(l, k, v);
-    free(k);
-    free(v);
-    return rc;
-}
-
 /* sagemaker-<the directory's last component> */
 static char *default_name(const char *dir)
 {
@@ -101,14 +75,14 @@ static int import_sagemaker(int argc, char **argv)
             break;
         case 'n':
             name = optarg;
-            bad = check_text("run name", optarg) < 0;
+            bad = cli_check_text("run name", optarg) < 0;
             break;
         case 'e':
             experiment = optarg;
-            bad = check_text("experiment name", optarg) < 0;
+            bad = cli_check_text("experiment name", optarg) < 0;
             break;
         case 't':
-            bad = add_tag(&r.tags, optarg) < 0;
+            bad = cli_add_kv(&r.tags, "--tag", optarg) < 0;
             break;
         case 'h':
             fputs(sagemaker_usage, stdout);

@@ -93,31 +93,6 @@ static const struct option run_options[] = {
     {NULL, 0, NULL, 0},
 };
 
-static int check_text(const char *what, const char *text)
-{
-    struct strbuf why;
-    strbuf_init(&why);
-    int rc = runinfo_check_name(what, text, &why);
-    if (rc < 0)
-        log_error("invalid %s", why.buf);
-    strbuf_release(&why);
-    return rc;
-}
-
-static int add_kv(struct kv_list *l, const char *flag, const char *arg)
-{
-    char *k, *v;
-    if (cli_split_kv(arg, &k, &v) < 0) {
-        log_error("%s wants KEY=VALUE, got '%s'", flag, arg);
-        return -1;
-    }
-    int rc =
-        check_text(flag, k) < 0 || (v[0] && check_text(flag, v) < 0) ? -1 : kv_list_add(l, k, v);
-    free(k);
-    free(v);
-    return rc;
-}
-
 static int parse_interval(const char *arg, int64_t *out)
 {
     if (duration_parse(arg, out) < 0 || *out < INTERVAL_MIN_NS || *out > INTERVAL_MAX_NS) {
@@ -181,21 +156,21 @@ int cmd_run(int argc, char **argv)
             break;
         case 'n':
             o.name = optarg;
-            bad = check_text("run name", optarg) < 0;
+            bad = cli_check_text("run name", optarg) < 0;
             break;
         case 'e':
             o.experiment = optarg;
-            bad = check_text("experiment name", optarg) < 0;
+            bad = cli_check_text("experiment name", optarg) < 0;
             break;
         case 'w':
             o.workload = optarg;
-            bad = check_text("workload name", optarg) < 0;
+            bad = cli_check_text("workload name", optarg) < 0;
             break;
         case 't':
-            bad = add_kv(&o.tags, "--tag", optarg) < 0;
+            bad = cli_add_kv(&o.tags, "--tag", optarg) < 0;
             break;
         case 'p':
-            bad = add_kv(&o.params, "--param", optarg) < 0;
+            bad = cli_add_kv(&o.params, "--param", optarg) < 0;
             break;
         case 'i':
             bad = parse_interval(optarg, &o.interval_ns) < 0;

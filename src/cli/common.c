@@ -9,6 +9,7 @@
 #include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "record/runinfo.h"
 
 int cli_open_store(const char *flag, int readonly, struct store **out)
 {
@@ -46,6 +47,32 @@ int cli_split_kv(const char *arg, char **key, char **value)
         return -ENOMEM;
     }
     return 0;
+}
+
+int cli_check_text(const char *what, const char *text)
+{
+    struct strbuf why;
+    strbuf_init(&why);
+    int rc = runinfo_check_name(what, text, &why);
+    if (rc < 0)
+        log_error("invalid %s", why.buf);
+    strbuf_release(&why);
+    return rc;
+}
+
+int cli_add_kv(struct kv_list *l, const char *flag, const char *arg)
+{
+    char *k, *v;
+    if (cli_split_kv(arg, &k, &v) < 0) {
+        log_error("%s wants KEY=VALUE, got '%s'", flag, arg);
+        return -1;
+    }
+    int rc = cli_check_text(flag, k) < 0 || (v[0] && cli_check_text(flag, v) < 0)
+                 ? -1
+                 : kv_list_add(l, k, v);
+    free(k);
+    free(v);
+    return rc;
 }
 
 int cli_rule_param_add(const char **params, int *n, const char *arg)

@@ -46,12 +46,12 @@ int runinfo_check_name(const char *what, const char *name, struct strbuf *why)
 {
     size_t n = strlen(name);
     if (n == 0 || n > NAME_MAX_BYTES) {
-        strbuf_addf(why, "%s must be 1 to %d bytes long (got %zu)", what, NAME_MAX_BYTES, n);
+        strbuf_addf(why, "%s: must be 1 to %d bytes long (got %zu)", what, NAME_MAX_BYTES, n);
         return -EINVAL;
     }
     for (const unsigned char *p = (const unsigned char *)name; *p; p++)
         if (*p < 0x20 || *p == 0x7f) {
-            strbuf_addf(why, "%s must not contain control characters (byte 0x%02x at %zu)", what,
+            strbuf_addf(why, "%s: must not contain control characters (byte 0x%02x at %zu)", what,
                         *p, (size_t)((const char *)p - name));
             return -EINVAL;
         }

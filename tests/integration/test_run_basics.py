@@ -114,8 +114,13 @@ for good, n in (("1ms", None), ("50ms", None), ("1s", None), ("60s", None)):
     p = strobe("run", "--quiet", "--interval", good, "--", "true", store=db)
     check(f"--interval {good} is accepted", p.returncode == 0, p.stderr)
 p = strobe("run", "--name", "bad\nname", "--", "true", store=db)
-check("a run name with a newline is refused with one line", p.returncode == 125 and
-      len(p.stderr.strip().splitlines()) == 1, repr(p.stderr))
+check("a run name with a newline is refused with one line that says why", p.returncode == 125
+      and p.stderr == "strobe: invalid run name: must not contain control characters "
+      "(byte 0x0a at 3)\n", repr(p.stderr))
+p = strobe("run", "--tag", "k=a\x1bb", "--", "true", store=db)
+check("a tag value with an escape is refused, naming the flag", p.returncode == 125 and
+      p.stderr.startswith("strobe: invalid --tag: must not contain control characters"),
+      repr(p.stderr))
 p = strobe("run", "--name", "x" * 201, "--", "true", store=db)
 check("a 201-byte run name is refused", p.returncode == 125)
 hostile = "r'; DROP TABLE runs; -- \"é\""
