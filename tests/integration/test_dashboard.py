@@ -14,6 +14,7 @@ import re
 import shutil
 import signal
 import subprocess
+import time
 import urllib.parse
 
 from strobetest import PYTHON, STROBE, check, done, show, skip, store_path, strobe
@@ -73,11 +74,30 @@ def main():
     base = "http://%s/" % m.group(1)
     os.makedirs(ARTIFACTS, exist_ok=True)
     spec = {"experiment": EXPERIMENT, "param": "batch", "hostile": hid, "open_name": "bs64"}
+    live = None
     try:
         r = subprocess.run([node, DRIVER, base, ARTIFACTS, json.dumps(spec)], capture_output=True,
                            text=True, timeout=90)
+        # a run that prints a line every 0.5 s while the browser looks at it
+        live = subprocess.Popen([STROBE, "run", "--quiet", "--no-report", "--name", "livelog",
+                                 f"--store={db}", "--", PYTHON, "-c",
+                                 "import time\nfor i in range(120):\n    print('tick', i, flush=True)\n"
+                                 "    time.sleep(0.5)"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        live_id = None
+        for _ in range(100):
+            p = strobe("show", "--json", "livelog", store=db)
+            if p.returncode == 0:
+                live_id = json.loads(p.stdout)["id"]
+                break
+            time.sleep(0.1)
+        lr = subprocess.run([node, DRIVER, base, ARTIFACTS, json.dumps({"only_live": live_id})],
+                            capture_output=True, text=True, timeout=90)
     finally:
         srv.send_signal(signal.SIGTERM)
+        if live:
+            live.send_signal(signal.SIGTERM)
+            live.wait()
         try:
             srv.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -180,6 +200,14 @@ def main():
     else:
         check("compare: one line says bs64's steps are within the noise",
               "within the noise" in ex_line, (ex_line, d))
+    try:
+        lb = json.loads(lr.stdout.strip().split("\n")[-1])
+    except (ValueError, IndexError, NameError):
+        lb = {"errors": ["no result"], "steps": {}}
+    check("live: no console error, no page error", lb.get("errors") == [], lb.get("errors"))
+    lv = lb.get("steps", {}).get("live_logs", {})
+    check("a running run's output grows on its page while it records (refreshed, not reloaded)",
+          lv.get("first", -1) >= 0 and lv.get("later", -1) >= lv.get("first", 0) + 4, lv)
     ex = st.get("export", {})
     check("export: CSV of the series shown, one column per run",
           ex.get("csv_name", "").endswith(".csv") and "bs16" in ex.get("csv_head", "")

@@ -633,26 +633,56 @@
       envBox.appendChild(dl);
       var envTexts = h('div');
       envBox.appendChild(envTexts);
-      var none = function () { clear(logBox); logBox.appendChild(h('p', {class: 'empty', id: 'no-logs', text: 'no logs recorded'})); };
       api(runPath(id) + '/texts').then(function (d) {
         if (!alive(token)) return;
         var list = Array.isArray(d) ? d : (d.texts || []);
-        if (!list.length) return none();
-        var logs = list.filter(function (t) { return /out|err|log/i.test(t.kind); });
-        var rest = list.filter(function (t) { return logs.indexOf(t) < 0; });
-        if (!logs.length) none();
-        [[logs, logBox], [rest, envTexts]].forEach(function (pair) {
-          pair[0].forEach(function (t) {
-            var pre = h('pre', {class: 'text', dataset: {kind: t.kind}, text: 'loading…'});
-            var det = h('details', {open: pair[1] === logBox ? true : null},
-              h('summary', null, t.kind + ' · ' + bytes(t.bytes) + (t.kept !== undefined && t.kept < t.bytes ? ' (cut: the start and the end kept)' : '')), pre);
-            pair[1].appendChild(det);
-            api(runPath(id) + '/texts/' + encodeURIComponent(t.kind)).then(function (d) {
-              pre.textContent = (d && d.text) || '(empty)';
-            }, function (e) { pre.textContent = 'cannot load: ' + e.message; });
-          });
+        drawLogs(list.filter(isLog));
+        list.filter(function (t) { return !isLog(t); }).forEach(function (t) {
+          var pre = h('pre', {class: 'text', dataset: {kind: t.kind}, text: 'loading…'});
+          envTexts.appendChild(h('details', null, h('summary', null, textTitle(t)), pre));
+          loadText(t, pre);
         });
-      }, function () { if (alive(token)) none(); });
+      }, function () { if (alive(token)) drawLogs([]); });
+    }
+    function isLog(t) { return /out|err|log/i.test(t.kind); }
+    function textTitle(t) { return t.kind + ' · ' + bytes(t.bytes) + (t.kept !== undefined && t.kept < t.bytes ? ' (cut: the start and the end kept)' : ''); }
+    /* A text into its pre; one scrolled to its end stays at the end as the
+     * text grows (a running job's output, refreshed like tail -f). */
+    function loadText(t, pre) {
+      return api(runPath(id) + '/texts/' + encodeURIComponent(t.kind)).then(function (d) {
+        var atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+        pre.textContent = (d && d.text) || '(empty)';
+        pre.dataset.bytes = String(t.bytes);
+        if (atEnd && pre.dataset.loaded) pre.scrollTop = pre.scrollHeight;
+        pre.dataset.loaded = '1';
+      }, function (e) { pre.textContent = 'cannot load: ' + e.message; });
+    }
+    function drawLogs(logs) {
+      clear(logBox);
+      if (!logs.length) {
+        logBox.appendChild(h('p', {class: 'empty', id: 'no-logs', text: run.status === 'running' ? 'no output yet' : 'no logs recorded'}));
+        return;
+      }
+      logs.forEach(function (t) {
+        var pre = h('pre', {class: 'text', dataset: {kind: t.kind}, text: 'loading…'});
+        logBox.appendChild(h('details', {open: true}, h('summary', null, textTitle(t)), pre));
+        loadText(t, pre);
+      });
+    }
+    /* While the run records, the recorder stores the job's output every few
+     * seconds: fetch what grew. */
+    function refreshLogs() {
+      return api(runPath(id) + '/texts').then(function (d) {
+        if (!alive(token)) return;
+        var logs = (Array.isArray(d) ? d : (d.texts || [])).filter(isLog);
+        var pres = logs.map(function (t) { return logBox.querySelector('pre[data-kind="' + CSS.escape(t.kind) + '"]'); });
+        if (pres.some(function (p) { return !p; })) return drawLogs(logs);
+        return Promise.all(logs.map(function (t, i) {
+          if (pres[i].dataset.bytes === String(t.bytes)) return null;
+          pres[i].parentNode.querySelector('summary').textContent = textTitle(t);
+          return loadText(t, pres[i]);
+        }));
+      });
     }
     function loadFindings() {
       return api(runPath(id) + '/findings').then(function (d) {
@@ -673,10 +703,12 @@
           return loadFindings().then(function () {
             drawFindings();
             if (!zoom) charts.forEach(function (c) { c.u.setScale('x', {min: 0, max: end}); });
-            return refetchAll();
+            return Promise.all([refetchAll(), refreshLogs()]);
           });
         }).catch(function () { /* next time */ }).then(function () {
-          if (alive(token) && run.status === 'running') live();
+          if (!alive(token)) return;
+          if (run.status === 'running') live();
+          else timer = setTimeout(refreshLogs, 3000); /* the whole output is stored just after the end */
         });
       }, 3000);
     }
