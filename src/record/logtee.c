@@ -16,12 +16,12 @@
 
 #include "common/clock.h"
 
-/* The tee writes, the recorder reads: total is published after the bytes
- * it counts, so a reader never sees a count ahead of its data. */
 /* The tee's read size: the most it writes into the capture before it
  * publishes the new total. */
 #define TEE_CHUNK 16384
 
+/* The tee writes, the recorder reads: total is published after the bytes
+ * it counts, so a reader never sees a count ahead of its data. */
 struct log_capture {
     _Atomic uint64_t total; /* bytes the job wrote */
     _Atomic int done;       /* the tee saw the stream's end */
@@ -249,7 +249,8 @@ int log_tee_text(const struct log_tee *t, struct strbuf *out, int64_t *bytes)
     struct log_capture *c = t->cap;
     size_t mark = out->len;
     for (int attempt = 0; attempt < 4; attempt++) {
-        int done = atomic_load_explicit(&c->done, memory_order_acquire);
+        /* a tee that is done, or reaped, writes no more */
+        int done = atomic_load_explicit(&c->done, memory_order_acquire) || t->exited;
         uint64_t total = atomic_load_explicit(&c->total, memory_order_acquire);
         if (done) {
             *bytes = (int64_t)total;

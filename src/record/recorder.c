@@ -398,7 +398,6 @@ static const char *const log_kinds[2] = {"stdout", "stderr"};
  * of them when they were long (the note in the text says what was cut). */
 static void store_logs(struct recorder *r)
 {
-    const char *const *kinds = log_kinds;
     struct store *s = r->store;
     struct strbuf text;
     strbuf_init(&text);
@@ -408,7 +407,7 @@ static void store_logs(struct recorder *r)
         strbuf_reset(&text);
         if (log_tee_text(&r->logs[i], &text, &bytes) < 0 || !bytes)
             continue;
-        struct run_text_record t = {kinds[i], text.buf, text.len, bytes};
+        struct run_text_record t = {log_kinds[i], text.buf, text.len, bytes};
         rc = s->ops->run_text_put(s, r->run.id, &t);
     }
     if (rc == 0)
