@@ -1,20 +1,84 @@
+/*
+ * strobe ls: the runs of a store, newest first, filtered by experiment,
+ * workload, status and name, as a table or JSON.
+ */
+#include <errno.h>
+#include <fnmatch.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #include "common/fmt.h"
+#include "common/log.h"
 #include "common/strbuf.h"
 
 static const char ls_usage[] =
-    "usage: strobe ls [--store S] [--experiment E] [--workload W] [--json]\n";
+    "usage: strobe ls [--store S] [--experiment E] [--workload W] [--status S[,S...]]\n"
+    "                 [--name GLOB] [-n N] [--json]\n"
+    "\n"
+    "  --status S    running, finished, failed, crashed, killed or lost (a comma list)\n"
+    "  --name GLOB   runs whose name matches, as the shell matches (\"bs*\")\n"
+    "  -n N          only the N newest of those\n";
+
+static const char *const ls_statuses[] = {"running", "finished", "failed",
+                                          "crashed", "killed",   "lost"};
+#define LS_NSTATUS (sizeof(ls_statuses) / sizeof(ls_statuses[0]))
 
 struct ls_ctx {
     int json;
     const char *workload; /* --workload: only its runs */
+    const char *name_glob;
+    unsigned status_mask; /* bit i: ls_statuses[i]; 0 for all */
+    long limit;           /* -n; -1 for all */
     int count;
     struct strbuf out;
 };
+
+static int status_index(const char *s, size_t len)
+{
+    for (size_t i = 0; i < LS_NSTATUS; i++)
+        if (strlen(ls_statuses[i]) == len && strncmp(ls_statuses[i], s, len) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* "failed,crashed" into a mask; 0, or -EINVAL after saying why. */
+static int parse_statuses(const char *arg, unsigned *mask)
+{
+    for (const char *p = arg;;) {
+        size_t len = strcspn(p, ",");
+        int i = status_index(p, len);
+        if (i < 0) {
+            log_error("--status: '%.*s' is not a status (running, finished, failed, crashed, "
+                      "killed, lost)",
+                      (int)len, p);
+            return -EINVAL;
+        }
+        *mask |= 1u << i;
+        if (!p[len])
+            return 0;
+        p += len + 1;
+    }
+}
+
+static int ls_wanted(const struct ls_ctx *c, const struct run_record *r)
+{
+    if (c->limit >= 0 && c->count >= c->limit)
+        return 0;
+    if (c->workload && (!r->workload || strcmp(r->workload, c->workload) != 0))
+        return 0;
+    if (c->name_glob && fnmatch(c->name_glob, r->name ? r->name : "", 0) != 0)
+        return 0;
+    if (c->status_mask) {
+        const char *st = run_record_status(r);
+        int i = status_index(st, strlen(st));
+        if (i < 0 || !(c->status_mask & (1u << i)))
+            return 0;
+    }
+    return 1;
+}
 
 static void ls_json_run(struct strbuf *o, const struct run_record *r)
 {
@@ -53,7 +117,7 @@ static void ls_json_run(struct strbuf *o, const struct run_record *r)
 static int ls_visit(const struct run_record *r, void *arg)
 {
     struct ls_ctx *c = arg;
-    if (c->workload && (!r->workload || strcmp(r->workload, c->workload) != 0))
+    if (!ls_wanted(c, r))
         return 0;
     if (c->json) {
         strbuf_adds(&c->out, c->count ? ",\n " : "\n ");
@@ -79,15 +143,32 @@ int cmd_ls(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"store", required_argument, NULL, 's'},    {"experiment", required_argument, NULL, 'e'},
-        {"workload", required_argument, NULL, 'w'}, {"json", no_argument, NULL, 'j'},
+        {"workload", required_argument, NULL, 'w'}, {"status", required_argument, NULL, 'S'},
+        {"name", required_argument, NULL, 'N'},     {"json", no_argument, NULL, 'j'},
         {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
     };
     const char *store_flag = NULL, *experiment = NULL;
-    struct ls_ctx c = {0};
+    struct ls_ctx c = {.limit = -1};
     int ch;
+    char *end;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "e:w:jh", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "e:w:n:jh", opts, NULL)) != -1) {
         switch (ch) {
+        case 'S':
+            if (parse_statuses(optarg, &c.status_mask) < 0)
+                return CLI_EXIT_USAGE;
+            break;
+        case 'N':
+            c.name_glob = optarg;
+            break;
+        case 'n':
+            errno = 0;
+            c.limit = strtol(optarg, &end, 10);
+            if (errno || end == optarg || *end || c.limit < 0) {
+                log_error("-n wants a count of runs, 0 or more (got '%s')", optarg);
+                return CLI_EXIT_USAGE;
+            }
+            break;
         case 'w':
             c.workload = optarg;
             break;
@@ -117,7 +198,7 @@ int cmd_ls(int argc, char **argv)
                "DURATION", "EXIT", "SAMPLES");
     int rc = s->ops->runs_query(s, experiment, ls_visit, &c);
     if (rc < 0)
-        fprintf(stderr, "strobe: cannot list runs in '%s': %s\n", s->uri, s->err.buf);
+        log_error("cannot list runs in '%s': %s", s->uri, s->err.buf);
     else if (c.json)
         printf("[%s%s]\n", c.out.buf, c.count ? "\n" : "");
     strbuf_release(&c.out);

@@ -143,6 +143,25 @@ check("show of an unknown run: one line, exit 1", p.returncode == 1 and len(p.st
       p.stderr)
 p = strobe("ls", "--json", "--experiment", "exp 1", store=db)
 check("ls --experiment filters", [x["name"] for x in json.loads(p.stdout)] == [hostile], p.stdout[:200])
+def ls_json(*args):
+    p = strobe("ls", "--json", *args, store=db)
+    return json.loads(p.stdout) if p.returncode == 0 else None
+
+
+for st in ("failed", "crashed,killed"):
+    want = [x["id"] for x in runs if x["status"] in st.split(",")]
+    check(f"ls --status {st}: exactly the runs of that status, in order",
+          want and [x["id"] for x in ls_json("--status", st)] == want, want)
+check("ls --name GLOB matches as the shell does",
+      [x["id"] for x in ls_json("--name", "ok-*")] == [x["id"] for x in runs if x["name"] == "ok-run"])
+check("ls -n 3: the three newest", [x["id"] for x in ls_json("-n", "3")] == [x["id"] for x in runs[:3]])
+check("ls -n after the filters: the newest failed run",
+      [x["id"] for x in ls_json("--status", "failed", "-n", "1")] ==
+      [x["id"] for x in runs if x["status"] == "failed"][:1])
+for bad in (("--status", "done"), ("-n", "-1"), ("-n", "x")):
+    p = strobe("ls", *bad, store=db)
+    check(f"ls {' '.join(bad)}: one line, exit 2", p.returncode == 2 and
+          len(p.stderr.strip().splitlines()) == 1 and not p.stdout, (p.returncode, p.stderr))
 p = strobe("rm", "ok-run", store=db)
 check("rm removes a run", p.returncode == 0 and strobe("show", "ok-run", store=db).returncode == 1, p.stderr)
 p = strobe("ls", store=os.path.join(TMP, "missing.db"))
