@@ -847,7 +847,7 @@ static int compare_seen(const struct compare_set *cs, const char *id)
 
 /* Split runs=a,b,c and resolve each; 0 or an HTTP status. */
 static int compare_load(const struct api_ctx *c, const char *list, struct compare_set *cs,
-                        struct strbuf *o)
+                        int with_analysis, struct strbuf *o)
 {
     char ref[REF_MAX];
     for (const char *p = list; *p;) {
@@ -867,7 +867,7 @@ static int compare_load(const struct api_ctx *c, const char *list, struct compar
             return fail(o, 400, "runs: a run is given twice; compare wants different runs");
         }
         fill_summary(c, &cs->row[cs->n]);
-        if (compare_run_load(c->s, &cs->row[cs->n].r, &cs->cmp[cs->n]) < 0) {
+        if (with_analysis && compare_run_load(c->s, &cs->row[cs->n].r, &cs->cmp[cs->n]) < 0) {
             run_record_release(&cs->row[cs->n].r);
             compare_run_release(&cs->cmp[cs->n]);
             return fail(o, 500, "cannot read a run to compare");
@@ -883,8 +883,15 @@ static int api_compare(const struct api_ctx *c, const struct api_query *q, struc
     struct compare_set *cs = calloc(1, sizeof(*cs));
     if (!cs)
         return fail(o, 500, "out of memory");
-    const char *list = arg(q, "runs");
-    int status = compare_load(c, list ? list : "", cs, o);
+    const char *list = arg(q, "runs"), *an = arg(q, "analysis");
+    if (an && strcmp(an, "0") != 0 && strcmp(an, "1") != 0) {
+        free(cs);
+        return fail(o, 400, "analysis: 0 or 1");
+    }
+    /* the analysis reads every point of the runs' main series (percentiles):
+     * a long run's takes a while, so a page can ask for the rest first */
+    int with_analysis = !an || an[0] == '1';
+    int status = compare_load(c, list ? list : "", cs, with_analysis, o);
     if (status == 0) {
         strbuf_adds(o, "{\"runs\":[");
         for (size_t i = 0; i < cs->n; i++) {
@@ -898,8 +905,10 @@ static int api_compare(const struct api_ctx *c, const struct api_query *q, struc
             status = fail(o, 500, "out of memory");
         } else {
             compare_summary(o, cs);
-            strbuf_adds(o, ",\"analysis\":");
-            compare_json(o, cs->cmp, (uint32_t)cs->n);
+            if (with_analysis) {
+                strbuf_adds(o, ",\"analysis\":");
+                compare_json(o, cs->cmp, (uint32_t)cs->n);
+            }
             strbuf_adds(o, "}\n");
             status = 200;
         }

@@ -174,6 +174,8 @@ async function main() {
       await settle();
       await page.waitForFunction(() => document.getElementById('compare-chart').dataset.mode === 'step' &&
         document.getElementById('compare-chart').dataset.smooth === '0.8');
+      const analysisReady = () => page.waitForFunction(() => document.getElementById('diff-box').dataset.analysis === 'ready',
+        null, { timeout: 15000 });
       const cmpState = () => page.evaluate(() => {
         const c = document.getElementById('compare-chart');
         return {
@@ -195,10 +197,12 @@ async function main() {
           })(),
         };
       });
+      await analysisReady();
       const cmp1 = await cmpState();
       await page.reload();
       await settle();
       await page.waitForSelector('#compare-chart .u-over');
+      await analysisReady();
       const cmp2 = await cmpState();
       step('compare', { before: cmp1, after: cmp2 });
       await shot('dashboard-compare.png');

@@ -265,6 +265,12 @@ def main():
     check("compare: the diff carries the step change, its judgement and phase marks",
           all(k in dd for k in ("step_mean_pct", "step_significant", "phase_points",
                                 "phase_significant", "explained_by")), dd)
+    st, c5, _ = s.json("/api/compare" + q(runs=f"{hid},b64", analysis="0"))
+    check("compare analysis=0: the rest, the same, without the analysis",
+          st == 200 and "analysis" not in c5 and
+          {k: v for k, v in c.items() if k != "analysis"} == c5, (st, list(c5)))
+    st, c6, _ = s.json("/api/compare" + q(runs=f"{hid},b64", analysis="yes"))
+    check("compare analysis=yes is 400", st == 400, (st, c6))
     st, c3, _ = s.json("/api/compare" + q(runs=f"{hid}"))
     check("compare: one run is its own baseline, with no diff",
           st == 200 and c3["analysis"]["baseline"] == hid and c3["analysis"]["diff"] == {},

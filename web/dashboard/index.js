@@ -783,9 +783,9 @@
     var resolve = ids.length ? Promise.resolve(ids) : api('/api/runs' + qs({workload: q.get('workload'), sort: 'start'})).then(function (d) {
       return d.runs.map(function (r) { return r.id; }).slice(0, 16);
     });
-    var state = {cmp: null, metrics: {}, steps: {}, series: {}, runs: []};
+    var state = {cmp: null, metrics: {}, steps: {}, series: {}, runs: []}, analysis = null;
     var controls = h('div', {class: 'toolbar wrap'}), toggles = h('div', {class: 'toggles', id: 'toggles'});
-    var chartBox = h('div', {class: 'chart', id: 'compare-chart'}), diffBox = h('div');
+    var chartBox = h('div', {class: 'chart', id: 'compare-chart'}), diffBox = h('div', {id: 'diff-box'});
     add(head, [controls, toggles, chartBox]);
     var ds = section('Differences', 'Parameters, tags and summary figures side by side; the first run is the baseline, changes are against it.');
     ds.appendChild(diffBox);
@@ -1089,7 +1089,12 @@
     resolve.then(function (list) {
       ids = list;
       if (!q.get('runs')) update('runs', ids.join(','));
-      return Promise.all([api('/api/compare' + qs({runs: ids.join(',')}))].concat(ids.map(function (i) {
+      /* the analysis reads every point of the runs' main series, which for
+       * long runs takes a while: the chart and the table come first, the
+       * analysis rows when they are ready */
+      analysis = api('/api/compare' + qs({runs: ids.join(',')}));
+      analysis.catch(function () { /* said where it is drawn */ });
+      return Promise.all([api('/api/compare' + qs({runs: ids.join(','), analysis: '0'}))].concat(ids.map(function (i) {
         return api(runPath(i) + '/metrics').catch(function () { return {metrics: []}; });
       })));
     }).then(function (res) {
@@ -1101,6 +1106,17 @@
       drawControls();
       drawToggles();
       drawDiff();
+      diffBox.dataset.analysis = 'pending';
+      analysis.then(function (full) {
+        if (!alive(token)) return;
+        state.cmp = full;
+        drawDiff();
+        diffBox.dataset.analysis = 'ready';
+      }, function (e) {
+        if (!alive(token)) return;
+        diffBox.appendChild(h('p', {class: 'empty', text: 'the analysis could not be loaded: ' + e.message}));
+        diffBox.dataset.analysis = 'failed';
+      });
       return redraw();
     }).catch(function (e) { if (alive(token)) { failBox(head, 'the comparison', e); ready(); } });
   }
