@@ -72,6 +72,35 @@ int cli_resolve(struct store *s, const char *ref, struct run_record *out);
  * status (the usage printed: for --help to stdout, else to stderr). */
 int cli_store_json_options(int argc, char **argv, const char *usage, const char **store_flag,
                            int *json, int *status);
+/* Which runs strobe ls and strobe rm take (run_filter.c). */
+struct run_filter {
+    const char *experiment; /* --experiment */
+    const char *workload;   /* --workload */
+    const char *name_glob;  /* --name, an fnmatch pattern */
+    unsigned status_mask;   /* --status: a bit per status; 0 for all */
+};
+/* Option codes of the filter for getopt_long tables; the help text is the
+ * caller's. */
+enum {
+    RUN_FILTER_EXPERIMENT = 0x100,
+    RUN_FILTER_WORKLOAD,
+    RUN_FILTER_NAME,
+    RUN_FILTER_STATUS,
+};
+#define RUN_FILTER_OPTIONS                                                                         \
+    {"experiment", required_argument, NULL, RUN_FILTER_EXPERIMENT},                                \
+        {"workload", required_argument, NULL, RUN_FILTER_WORKLOAD},                                \
+        {"name", required_argument, NULL, RUN_FILTER_NAME},                                        \
+    {                                                                                              \
+        "status", required_argument, NULL, RUN_FILTER_STATUS                                       \
+    }
+/* Take opt if it is a filter's: 1 when taken, 0 when it is not a filter
+ * option, -1 after one line saying what is wrong with arg. */
+int run_filter_option(struct run_filter *f, int opt, const char *arg);
+/* Whether any filter is set. */
+int run_filter_any(const struct run_filter *f);
+int run_filter_match(const struct run_filter *f, const struct run_record *r);
+
 /* Parse "K=V" into key and value (pointers into a copy the caller frees). */
 int cli_split_kv(const char *arg, char **key, char **value);
 /* A name, tag or parameter the store will keep: 0, or -EINVAL after one

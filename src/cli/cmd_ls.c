@@ -3,7 +3,6 @@
  * workload, status and name, as a table or JSON.
  */
 #include <errno.h>
-#include <fnmatch.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,63 +21,13 @@ static const char ls_usage[] =
     "  --name GLOB   runs whose name matches, as the shell matches (\"bs*\")\n"
     "  -n N          only the N newest of those\n";
 
-static const char *const ls_statuses[] = {"running", "finished", "failed",
-                                          "crashed", "killed",   "lost"};
-#define LS_NSTATUS (sizeof(ls_statuses) / sizeof(ls_statuses[0]))
-
 struct ls_ctx {
     int json;
-    const char *workload; /* --workload: only its runs */
-    const char *name_glob;
-    unsigned status_mask; /* bit i: ls_statuses[i]; 0 for all */
-    long limit;           /* -n; -1 for all */
+    struct run_filter filter;
+    long limit; /* -n; -1 for all */
     int count;
     struct strbuf out;
 };
-
-static int status_index(const char *s, size_t len)
-{
-    for (size_t i = 0; i < LS_NSTATUS; i++)
-        if (strlen(ls_statuses[i]) == len && strncmp(ls_statuses[i], s, len) == 0)
-            return (int)i;
-    return -1;
-}
-
-/* "failed,crashed" into a mask; 0, or -EINVAL after saying why. */
-static int parse_statuses(const char *arg, unsigned *mask)
-{
-    for (const char *p = arg;;) {
-        size_t len = strcspn(p, ",");
-        int i = status_index(p, len);
-        if (i < 0) {
-            log_error("--status: '%.*s' is not a status (running, finished, failed, crashed, "
-                      "killed, lost)",
-                      (int)len, p);
-            return -EINVAL;
-        }
-        *mask |= 1u << i;
-        if (!p[len])
-            return 0;
-        p += len + 1;
-    }
-}
-
-static int ls_wanted(const struct ls_ctx *c, const struct run_record *r)
-{
-    if (c->limit >= 0 && c->count >= c->limit)
-        return 0;
-    if (c->workload && (!r->workload || strcmp(r->workload, c->workload) != 0))
-        return 0;
-    if (c->name_glob && fnmatch(c->name_glob, r->name ? r->name : "", 0) != 0)
-        return 0;
-    if (c->status_mask) {
-        const char *st = run_record_status(r);
-        int i = status_index(st, strlen(st));
-        if (i < 0 || !(c->status_mask & (1u << i)))
-            return 0;
-    }
-    return 1;
-}
 
 static void ls_json_run(struct strbuf *o, const struct run_record *r)
 {
@@ -117,7 +66,7 @@ static void ls_json_run(struct strbuf *o, const struct run_record *r)
 static int ls_visit(const struct run_record *r, void *arg)
 {
     struct ls_ctx *c = arg;
-    if (!ls_wanted(c, r))
+    if ((c->limit >= 0 && c->count >= c->limit) || !run_filter_match(&c->filter, r))
         return 0;
     if (c->json) {
         strbuf_adds(&c->out, c->count ? ",\n " : "\n ");
@@ -142,25 +91,26 @@ static int ls_visit(const struct run_record *r, void *arg)
 int cmd_ls(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"store", required_argument, NULL, 's'},    {"experiment", required_argument, NULL, 'e'},
-        {"workload", required_argument, NULL, 'w'}, {"status", required_argument, NULL, 'S'},
-        {"name", required_argument, NULL, 'N'},     {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+        {"store", required_argument, NULL, 's'},
+        RUN_FILTER_OPTIONS,
+        {"json", no_argument, NULL, 'j'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
-    const char *store_flag = NULL, *experiment = NULL;
+    const char *store_flag = NULL;
     struct ls_ctx c = {.limit = -1};
-    int ch;
+    int ch, taken;
     char *end;
     optind = 1;
     while ((ch = getopt_long(argc, argv, "e:w:n:jh", opts, NULL)) != -1) {
-        switch (ch) {
-        case 'S':
-            if (parse_statuses(optarg, &c.status_mask) < 0)
+        /* -e and -w: the short forms ls had before the shared filter */
+        int opt = ch == 'e' ? RUN_FILTER_EXPERIMENT : ch == 'w' ? RUN_FILTER_WORKLOAD : ch;
+        if ((taken = run_filter_option(&c.filter, opt, optarg)) != 0) {
+            if (taken < 0)
                 return CLI_EXIT_USAGE;
-            break;
-        case 'N':
-            c.name_glob = optarg;
-            break;
+            continue;
+        }
+        switch (ch) {
         case 'n':
             errno = 0;
             c.limit = strtol(optarg, &end, 10);
@@ -169,14 +119,8 @@ int cmd_ls(int argc, char **argv)
                 return CLI_EXIT_USAGE;
             }
             break;
-        case 'w':
-            c.workload = optarg;
-            break;
         case 's':
             store_flag = optarg;
-            break;
-        case 'e':
-            experiment = optarg;
             break;
         case 'j':
             c.json = 1;
@@ -196,7 +140,7 @@ int cmd_ls(int argc, char **argv)
     if (!c.json)
         printf("%-16s  %-24s  %-9s  %-19s  %8s  %6s  %8s\n", "ID", "NAME", "STATUS", "START (UTC)",
                "DURATION", "EXIT", "SAMPLES");
-    int rc = s->ops->runs_query(s, experiment, ls_visit, &c);
+    int rc = s->ops->runs_query(s, c.filter.experiment, ls_visit, &c);
     if (rc < 0)
         log_error("cannot list runs in '%s': %s", s->uri, s->err.buf);
     else if (c.json)

@@ -1,57 +1,151 @@
+/*
+ * strobe rm: remove runs from a store, named one by one or chosen by the
+ * filters strobe ls takes (strobe rm --status lost). A run still recording
+ * is never removed: its recorder would go on writing series of a run that
+ * is gone.
+ */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/array.h"
 #include "common/log.h"
 
-static const char rm_usage[] = "usage: strobe rm [--store S] RUN...\n";
+static const char rm_usage[] =
+    "usage: strobe rm [--store S] [--dry-run] RUN...\n"
+    "       strobe rm [--store S] [--dry-run] [--experiment E] [--workload W]\n"
+    "                 [--status S[,S...]] [--name GLOB]\n"
+    "\n"
+    "  RUN...      runs by id, id prefix, name or 'last'\n"
+    "  filters     every run they match, as strobe ls lists them (at least one)\n"
+    "  --dry-run   say what would be removed, remove nothing\n";
+
+struct rm_ctx {
+    struct store *s;
+    int dry_run;
+    int status; /* the exit status so far */
+    int removed;
+};
+
+static void remove_run(struct rm_ctx *c, const struct run_record *r)
+{
+    const char *name = r->name ? r->name : "";
+    if (strcmp(run_record_status(r), RUN_RUNNING) == 0) {
+        log_error("run %s '%s' is still recording (pid %lld); stop it first", r->id, name,
+                  (long long)r->recorder_pid);
+        c->status = CLI_EXIT_ERROR;
+    } else if (c->dry_run) {
+        printf("would remove run %s '%s'\n", r->id, name);
+        c->removed++;
+    } else if (c->s->ops->run_delete(c->s, r->id) < 0) {
+        log_error("cannot remove run %s: %s", r->id, c->s->err.buf);
+        c->status = CLI_EXIT_ERROR;
+    } else {
+        printf("removed run %s '%s'\n", r->id, name);
+        c->removed++;
+    }
+}
+
+static void remove_named(struct rm_ctx *c, char **refs, int n)
+{
+    for (int i = 0; i < n; i++) {
+        struct run_record r;
+        if (cli_resolve(c->s, refs[i], &r) < 0) {
+            c->status = CLI_EXIT_ERROR;
+            continue;
+        }
+        remove_run(c, &r);
+        run_record_release(&r);
+    }
+}
+
+/* The matching runs' ids, taken while the query steps; removed after it. */
+struct matches {
+    const struct run_filter *f;
+    char (*ids)[RUN_ID_LEN + 1];
+    uint32_t n, cap;
+    int nomem;
+};
+
+static int collect_match(const struct run_record *r, void *arg)
+{
+    struct matches *m = arg;
+    if (!run_filter_match(m->f, r))
+        return 0;
+    if (array_grow((void **)&m->ids, &m->cap, m->n + 1, sizeof(*m->ids), 64) < 0) {
+        m->nomem = 1;
+        return 1; /* stop */
+    }
+    memcpy(m->ids[m->n++], r->id, RUN_ID_LEN + 1);
+    return 0;
+}
+
+static void remove_matching(struct rm_ctx *c, const struct run_filter *f)
+{
+    struct matches m = {f, NULL, 0, 0, 0};
+    if (c->s->ops->runs_query(c->s, f->experiment, collect_match, &m) < 0 || m.nomem) {
+        log_error("cannot list runs in '%s': %s", c->s->uri,
+                  m.nomem ? "out of memory" : c->s->err.buf);
+        c->status = CLI_EXIT_ERROR;
+    } else if (!m.n) {
+        log_note("no run matches");
+    }
+    for (uint32_t i = 0; !m.nomem && i < m.n; i++) {
+        struct run_record r;
+        if (cli_resolve(c->s, m.ids[i], &r) < 0) {
+            c->status = CLI_EXIT_ERROR;
+            continue;
+        }
+        remove_run(c, &r);
+        run_record_release(&r);
+    }
+    free(m.ids);
+}
 
 int cmd_rm(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"store", required_argument, NULL, 's'},
+        {"dry-run", no_argument, NULL, 'd'},
+        RUN_FILTER_OPTIONS,
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *store_flag = NULL;
-    int ch;
+    struct run_filter f = {0};
+    struct rm_ctx c = {0};
+    int ch, taken;
     optind = 1;
     while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (ch == 's') {
+        if ((taken = run_filter_option(&f, ch, optarg)) != 0) {
+            if (taken < 0)
+                return CLI_EXIT_USAGE;
+        } else if (ch == 's') {
             store_flag = optarg;
+        } else if (ch == 'd') {
+            c.dry_run = 1;
         } else {
             fputs(rm_usage, ch == 'h' ? stdout : stderr);
             return ch == 'h' ? CLI_EXIT_OK : CLI_EXIT_USAGE;
         }
     }
-    if (optind >= argc) {
-        fputs(rm_usage, stderr);
+    int named = optind < argc, filtered = run_filter_any(&f);
+    if (named == filtered) {
+        /* neither: nothing to remove; both: which would win is a guess */
+        if (named)
+            log_error("rm takes RUNs or filters, not both");
+        else
+            fputs(rm_usage, stderr);
         return CLI_EXIT_USAGE;
     }
-    struct store *s;
-    if (cli_open_store(store_flag, 1, &s) < 0)
+    if (cli_open_store(store_flag, 1, &c.s) < 0)
         return CLI_EXIT_ERROR;
-    int status = CLI_EXIT_OK;
-    for (int i = optind; i < argc; i++) {
-        struct run_record r;
-        if (cli_resolve(s, argv[i], &r) < 0) {
-            status = CLI_EXIT_ERROR;
-            continue;
-        }
-        if (strcmp(run_record_status(&r), RUN_RUNNING) == 0) {
-            /* its recorder would go on writing series of a run that is gone */
-            log_error("run %s '%s' is still recording (pid %lld); stop it first", r.id,
-                      r.name ? r.name : "", (long long)r.recorder_pid);
-            status = CLI_EXIT_ERROR;
-        } else if (s->ops->run_delete(s, r.id) < 0) {
-            log_error("cannot remove run %s: %s", r.id, s->err.buf);
-            status = CLI_EXIT_ERROR;
-        } else {
-            printf("removed run %s '%s'\n", r.id, r.name ? r.name : "");
-        }
-        run_record_release(&r);
-    }
-    store_close(s);
-    return status;
+    if (named)
+        remove_named(&c, argv + optind, argc - optind);
+    else
+        remove_matching(&c, &f);
+    store_close(c.s);
+    return c.status;
 }

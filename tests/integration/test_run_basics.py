@@ -164,6 +164,29 @@ for bad in (("--status", "done"), ("-n", "-1"), ("-n", "x")):
           len(p.stderr.strip().splitlines()) == 1 and not p.stdout, (p.returncode, p.stderr))
 p = strobe("rm", "ok-run", store=db)
 check("rm removes a run", p.returncode == 0 and strobe("show", "ok-run", store=db).returncode == 1, p.stderr)
+# rm by filter: a store of its own, two experiments, a failed run among them
+rdb = store_path("rm-filter.db")
+for name, exp, cmd in (("keep-a", "e1", "true"), ("drop-b", "e1", "false"),
+                       ("keep-c", "e2", "false"), ("drop-d", "e1", "true")):
+    strobe("run", "--quiet", "--no-report", "--name", name, "--experiment", exp, "--", cmd,
+           store=rdb)
+names = lambda: sorted(x["name"] for x in json.loads(strobe("ls", "--json", store=rdb).stdout))
+p = strobe("rm", "--dry-run", "--experiment", "e1", "--name", "drop-*", store=rdb)
+check("rm --dry-run with filters says what it would remove and removes nothing",
+      p.returncode == 0 and sorted(l.split("'")[1] for l in p.stdout.splitlines()) ==
+      ["drop-b", "drop-d"] and all(l.startswith("would remove run ") for l in p.stdout.splitlines())
+      and names() == ["drop-b", "drop-d", "keep-a", "keep-c"], (p.stdout, names()))
+p = strobe("rm", "--experiment", "e1", "--status", "failed", store=rdb)
+check("rm --experiment e1 --status failed removes exactly e1's failed run",
+      p.returncode == 0 and names() == ["drop-d", "keep-a", "keep-c"], (p.stdout, names()))
+p = strobe("rm", "--name", "nothing-*", store=rdb)
+check("rm with filters that match nothing: a note, exit 0, nothing removed",
+      p.returncode == 0 and "no run matches" in p.stderr and len(names()) == 3, p.stderr)
+for bad, why in ((("drop-d", "--status", "failed"), "RUNs and filters"),
+                 ((), "neither"), (("--status", "gone"), "a bad status")):
+    p = strobe("rm", *bad, store=rdb)
+    check(f"rm with {why}: exit 2, nothing removed", p.returncode == 2 and len(names()) == 3,
+          (p.returncode, p.stderr))
 p = strobe("ls", store=os.path.join(TMP, "missing.db"))
 check("ls of a missing store: one line, exit 1, no file created",
       p.returncode == 1 and not os.path.exists(os.path.join(TMP, "missing.db")), p.stderr)

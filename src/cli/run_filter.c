@@ -1,0 +1,84 @@
+/*
+ * The filters of strobe ls and strobe rm: which runs of a store a command
+ * takes, by experiment, workload, status and name.
+ */
+#include <errno.h>
+#include <fnmatch.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "common/log.h"
+
+static const char *const filter_statuses[] = {"running", "finished", "failed",
+                                              "crashed", "killed",   "lost"};
+#define NSTATUS (sizeof(filter_statuses) / sizeof(filter_statuses[0]))
+
+static int status_index(const char *s, size_t len)
+{
+    for (size_t i = 0; i < NSTATUS; i++)
+        if (strlen(filter_statuses[i]) == len && strncmp(filter_statuses[i], s, len) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* "failed,crashed" into the mask; 0, or -EINVAL after saying why. */
+static int parse_statuses(const char *arg, unsigned *mask)
+{
+    for (const char *p = arg;;) {
+        size_t len = strcspn(p, ",");
+        int i = status_index(p, len);
+        if (i < 0) {
+            log_error("--status: '%.*s' is not a status (running, finished, failed, crashed, "
+                      "killed, lost)",
+                      (int)len, p);
+            return -EINVAL;
+        }
+        *mask |= 1u << i;
+        if (!p[len])
+            return 0;
+        p += len + 1;
+    }
+}
+
+int run_filter_option(struct run_filter *f, int opt, const char *arg)
+{
+    switch (opt) {
+    case RUN_FILTER_EXPERIMENT:
+        f->experiment = arg;
+        return 1;
+    case RUN_FILTER_WORKLOAD:
+        f->workload = arg;
+        return 1;
+    case RUN_FILTER_NAME:
+        f->name_glob = arg;
+        return 1;
+    case RUN_FILTER_STATUS:
+        return parse_statuses(arg, &f->status_mask) < 0 ? -1 : 1;
+    default:
+        return 0;
+    }
+}
+
+int run_filter_any(const struct run_filter *f)
+{
+    return f->experiment || f->workload || f->name_glob || f->status_mask;
+}
+
+int run_filter_match(const struct run_filter *f, const struct run_record *r)
+{
+    /* the experiment is the store's query; checked again for callers that
+     * list every run */
+    if (f->experiment && (!r->experiment || strcmp(r->experiment, f->experiment) != 0))
+        return 0;
+    if (f->workload && (!r->workload || strcmp(r->workload, f->workload) != 0))
+        return 0;
+    if (f->name_glob && fnmatch(f->name_glob, r->name ? r->name : "", 0) != 0)
+        return 0;
+    if (f->status_mask) {
+        const char *st = run_record_status(r);
+        int i = status_index(st, strlen(st));
+        if (i < 0 || !(f->status_mask & (1u << i)))
+            return 0;
+    }
+    return 1;
+}
