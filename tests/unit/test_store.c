@@ -1131,10 +1131,66 @@ TEST(points_roundtrip_and_stats)
     fixture_rmtree(r.dir);
 }
 
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* points_stats' percentiles (a selection, not a sort) against a sort of the
+ * same values, bit for bit: random sizes and values, few distinct values,
+ * sorted and reversed input, infinities, NaN skipped. */
+TEST(points_stats_percentiles_match_a_sort)
+{
+    uint64_t rng = 7;
+    for (int round = 0; round < 400; round++) {
+        size_t n = 1 + (size_t)(rng_next(&rng) % (round < 200 ? 40 : 5000));
+        struct point *p = calloc(n, sizeof(*p));
+        double *sorted = calloc(n, sizeof(*sorted));
+        ASSERT(p && sorted);
+        size_t m = 0;
+        int shape = round % 6;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t r = rng_next(&rng);
+            double x = shape == 0   ? (double)(int64_t)(r % 2001) - 1000.0 /* many values */
+                       : shape == 1 ? (double)(r % 3)                      /* few distinct */
+                       : shape == 2 ? (double)i                            /* sorted */
+                       : shape == 3 ? (double)(n - i)                      /* reversed */
+                       : shape == 4 ? 42.0                                 /* constant */
+                                    : (r % 7 == 0   ? INFINITY
+                                       : r % 7 == 1 ? -INFINITY
+                                       : r % 7 == 2 ? NAN
+                                                    : (double)(r % 100) / 8.0);
+            p[i].ts_ns = (int64_t)i * NS_PER_MS;
+            p[i].value = x;
+            if (!isnan(x))
+                sorted[m++] = x;
+        }
+        struct point_buf b = {p, n, n, 0};
+        struct point_stats ps;
+        ASSERT_EQ_INT(points_stats(&b, 0, &ps), 0);
+        ASSERT_EQ_INT(ps.count, m);
+        if (m) {
+            qsort(sorted, m, sizeof(*sorted), cmp_dbl);
+            size_t r50 = (size_t)ceil(0.50 * (double)m), r95 = (size_t)ceil(0.95 * (double)m);
+            ASSERT_EQ_U64(dbits(ps.p50), dbits(sorted[r50 ? r50 - 1 : 0]));
+            ASSERT_EQ_U64(dbits(ps.p95), dbits(sorted[r95 ? r95 - 1 : 0]));
+            ASSERT_EQ_U64(dbits(ps.min), dbits(sorted[0]));
+            ASSERT_EQ_U64(dbits(ps.max), dbits(sorted[m - 1]));
+        }
+        /* the points themselves are left as they were */
+        for (size_t i = 0; i < n; i++)
+            ASSERT_EQ_INT(p[i].ts_ns, (int64_t)i * NS_PER_MS);
+        free(p);
+        free(sorted);
+    }
+}
+
 TEST_MAIN(create_sets_version_and_wal, reopen_is_idempotent, foreign_database_is_refused,
           non_database_file_is_refused, newer_schema_is_refused, run_roundtrip_every_field,
           run_id_is_unique, block_upsert_replaces_same_start, series_query_summaries,
           resolve_run_references, run_delete_removes_series_and_blocks,
           two_connections_write_interleaved, two_stores_created_together,
           points_roundtrip_and_stats, event_tables_roundtrip, run_delete_removes_event_rows,
-          version_1_store_is_migrated, version_1_store_is_migrated_by_a_reader)
+          version_1_store_is_migrated, version_1_store_is_migrated_by_a_reader,
+          points_stats_percentiles_match_a_sort)
