@@ -6,40 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/select.h"
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
-}
-
-/* The k-th smallest of v[0..n) (Hoare's selection, v reordered): linear
- * time, where sorting a 500-value window per GPU per rule per window was
- * most of an offline evaluation's time. */
-static double select_kth(double *v, uint32_t n, uint32_t k)
-{
-    int64_t lo = 0, hi = (int64_t)n - 1, kk = k;
-    while (lo < hi) {
-        double pivot = v[lo + (hi - lo) / 2];
-        int64_t i = lo, j = hi;
-        while (i <= j) {
-            while (v[i] < pivot)
-                i++;
-            while (v[j] > pivot)
-                j--;
-            if (i <= j) {
-                double t = v[i];
-                v[i++] = v[j];
-                v[j--] = t;
-            }
-        }
-        if (kk <= j)
-            hi = j;
-        else if (kk >= i)
-            lo = i;
-        else
-            break; /* between j and i: all equal to the pivot */
-    }
-    return v[kk];
 }
 
 double stats_quantile_sort(double *v, uint32_t n, double q)
@@ -48,7 +20,8 @@ double stats_quantile_sort(double *v, uint32_t n, double q)
         return 0;
     double pos = q * (double)(n - 1);
     uint32_t lo = (uint32_t)pos;
-    double a = select_kth(v, n, lo);
+    select_kth(v, 0, n, lo);
+    double a = v[lo];
     if (lo + 1 >= n || pos == (double)lo)
         return a;
     /* the next rank is the smallest of what select_kth left above lo */
