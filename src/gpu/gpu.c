@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "common/array.h"
@@ -216,6 +217,15 @@ static void map_visible(struct gpu_collector *g)
     }
 }
 
+/* Whether this machine looks as if it has NVIDIA GPUs (the driver's device
+ * node or its /proc directory), or the library was named explicitly. */
+static int nvidia_expected(void)
+{
+    const char *env = getenv("STROBE_NVML_LIB");
+    return (env && *env) || access("/dev/nvidiactl", F_OK) == 0 ||
+           access("/proc/driver/nvidia", F_OK) == 0;
+}
+
 int gpu_collector_open(struct gpu_collector *g, int64_t interval_ns)
 {
     memset(g, 0, sizeof(*g));
@@ -223,7 +233,10 @@ int gpu_collector_open(struct gpu_collector *g, int64_t interval_ns)
     char tried[512];
     int rc = load_lib(&g->lib, tried, sizeof(tried));
     if (rc == -ENOENT) {
-        log_note("no NVIDIA driver library (tried %s): no GPU metrics", tried);
+        /* worth saying where a GPU is to be expected; a machine without
+         * NVIDIA's devices hears nothing about it on every run */
+        if (nvidia_expected())
+            log_note("no NVIDIA driver library (tried %s): no GPU metrics", tried);
         return rc;
     }
     if (rc < 0) {

@@ -8,6 +8,7 @@ skipped, a missing library is a note, and a 500 ms driver call does not
 delay host sampling. MIG: a GPU in MIG mode lists its MIG devices with their
 facts, their memory is sampled through their own handles, CUDA_VISIBLE_DEVICES
 names them by MIG- UUID prefix, and a lost MIG GPU is asked nothing more."""
+import ctypes.util
 import os
 import subprocess
 
@@ -202,6 +203,17 @@ p = strobe("run", "--name", "nolib", "--", "true", store=db,
 check("a missing library is one note, not an error",
       p.returncode == 0 and p.stderr.count("no GPU metrics") == 1 and "error" not in p.stderr,
       p.stderr)
+
+# no library and nothing NVIDIA on the machine: nothing said at all (a CPU
+# machine hears nothing about GPUs on every run); where the driver's device
+# node or /proc directory is there, the one note
+expected = os.path.exists("/dev/nvidiactl") or os.path.exists("/proc/driver/nvidia")
+env_plain = {k: v for k, v in os.environ.items() if k != "STROBE_NVML_LIB"}
+if ctypes.util.find_library("nvidia-ml") is None:  # else the real driver answers
+    p = strobe("run", "--no-report", "--name", "nolib2", "--", "true", store=db, env=env_plain)
+    check("no library: the note only where an NVIDIA device is present" +
+          (" (one is here)" if expected else " (none here)"),
+          p.returncode == 0 and ("no GPU metrics" in p.stderr) == expected, p.stderr)
 
 # a driver call that takes 500 ms does not delay the host sampler
 slow = SCENARIO + "slow 0 nvmlDeviceGetTemperature 0.5\n"
