@@ -25,6 +25,10 @@ r = show(db, "victim")
 check("the store is readable with what was committed", r["samples"] >= 5 and
       r["metrics"]["cpu.util"]["count"] >= 5, r["samples"])
 check("the run shows as lost (its recorder died)", r["status"] == "lost", r["status"])
+p = strobe("show", "victim", store=db)
+status_line = next((l for l in p.stdout.splitlines() if l.startswith("status")), "")
+check("show says what lost means: its recorder's pid, and data up to its last commit",
+      f"pid {proc.pid}" in status_line and "last commit" in status_line, status_line)
 integrity = sqlite3.connect(db).execute("PRAGMA integrity_check").fetchone()[0]
 check("store integrity_check is ok", integrity == "ok", integrity)
 
