@@ -237,10 +237,14 @@ static int copy_text(const struct log_capture *c, uint64_t total, uint64_t kept_
 /*
  * While the tee still writes, it fills the ring up to TEE_CHUNK bytes past
  * the total it has published, over the oldest bytes. A copy that leaves out
- * the oldest 2 * TEE_CHUNK bytes of the ring is whole when the total moved
- * by at most TEE_CHUNK while it was taken (a seqlock's read: copy, fence,
- * read the total again); else it is taken again.
+ * the oldest `slack` bytes of the ring is whole when the total moved by at
+ * most slack - TEE_CHUNK while it was taken (a seqlock's read: copy, fence,
+ * read the total again). A copy that was outrun is taken again leaving out
+ * twice as much, so a job that writes fast still gets a checkpoint: 32 KiB
+ * of the 768 KiB kept at first, 256 KiB at the last of four tries.
  */
+#define COPY_TRIES 4
+
 int log_tee_text(const struct log_tee *t, struct strbuf *out, int64_t *bytes)
 {
     *bytes = 0;
@@ -248,7 +252,7 @@ int log_tee_text(const struct log_tee *t, struct strbuf *out, int64_t *bytes)
         return 0;
     struct log_capture *c = t->cap;
     size_t mark = out->len;
-    for (int attempt = 0; attempt < 4; attempt++) {
+    for (int attempt = 0; attempt < COPY_TRIES; attempt++) {
         /* a tee that is done, or reaped, writes no more */
         int done = atomic_load_explicit(&c->done, memory_order_acquire) || t->exited;
         uint64_t total = atomic_load_explicit(&c->total, memory_order_acquire);
@@ -256,16 +260,17 @@ int log_tee_text(const struct log_tee *t, struct strbuf *out, int64_t *bytes)
             *bytes = (int64_t)total;
             return copy_text(c, total, LOG_TAIL_BYTES, out);
         }
-        int rc = copy_text(c, total, LOG_TAIL_BYTES - 2 * TEE_CHUNK, out);
+        uint64_t slack = (uint64_t)(2 * TEE_CHUNK) << attempt;
+        int rc = copy_text(c, total, LOG_TAIL_BYTES - slack, out);
         atomic_thread_fence(memory_order_acquire);
         uint64_t after = atomic_load_explicit(&c->total, memory_order_relaxed);
-        if (rc < 0 || after - total <= TEE_CHUNK) {
+        if (rc < 0 || after - total <= slack - TEE_CHUNK) {
             *bytes = (int64_t)total;
             return rc;
         }
         strbuf_truncate(out, mark);
     }
-    return -EAGAIN; /* the job writes faster than this copies: the next try */
+    return -EAGAIN; /* outrun four times: the next checkpoint */
 }
 
 void log_tee_close(struct log_tee *t)

@@ -49,7 +49,8 @@ void log_tee_wait(struct log_tee *t, int timeout_ms);
 /* What was kept: the head, a one-line note of what was cut if anything was,
  * and the tail; *bytes is everything the job wrote, as of the copy. Safe
  * while the tee still writes (the copy then leaves out the oldest 32 KiB of
- * the tail). 0, or -ENOMEM, or -EAGAIN when the output outran the copy. */
+ * the tail, up to 256 KiB when the job writes fast). 0, or -ENOMEM, or
+ * -EAGAIN when the output outran every try. */
 int log_tee_text(const struct log_tee *t, struct strbuf *out, int64_t *bytes);
 /* Bytes the job has written so far. */
 int64_t log_tee_bytes(const struct log_tee *t);

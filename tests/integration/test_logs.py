@@ -210,8 +210,8 @@ note, _, tail = rest.partition("]\n")
 check("a checkpoint of fast output: the first 256 KiB, as written",
       status == "running" and nbytes > 4 * 1024 * 1024 and
       head == stream_bytes(0, 256 * 1024), (status, nbytes, len(head)))
-check("and the bytes just before its count, the newest 736 KiB or more, none overwritten",
-      tail == stream_bytes(nbytes - len(tail), nbytes) and len(tail) >= (768 - 32) * 1024,
+check("and the bytes just before its count, the newest 512 KiB or more, none overwritten",
+      tail == stream_bytes(nbytes - len(tail), nbytes) and len(tail) >= (768 - 256) * 1024,
       (len(tail), tail[:40]))
 check("its note counts what it cut",
       note == f"{nbytes - 256 * 1024 - len(tail)} bytes cut here; the first {256 * 1024} and "

@@ -137,7 +137,7 @@ TEST(copies_while_the_tee_writes_are_whole)
             "  %d whole copies (%d after the ring wrapped, the least kept %llu), %d outrun\n",
             whole, wrapped, (unsigned long long)min_kept, outrun);
     ASSERT(wrapped >= 10);
-    ASSERT(min_kept >= LOG_TAIL_BYTES - 32 * 1024);
+    ASSERT(min_kept >= LOG_TAIL_BYTES - 256 * 1024); /* the most a fourth try leaves out */
     strbuf_release(&out);
     log_tee_close(&t);
     close(sink);
