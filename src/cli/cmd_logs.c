@@ -2,20 +2,28 @@
  * strobe logs RUN: what the job printed (kept by strobe run's tees), and the
  * other texts kept with a run: its Python packages, lscpu, nvidia-smi -q.
  */
+#include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
 
 #include "cli/cli.h"
+#include "common/clock.h"
 #include "common/log.h"
+#include "common/strbuf.h"
 
 static const char logs_usage[] =
-    "usage: strobe logs [--store S] [--stderr | --kind KIND | --list] RUN\n"
+    "usage: strobe logs [--store S] [--stderr | --kind KIND | --list] [-f] RUN\n"
     "\n"
     "  (default)     the job's stdout as strobe run kept it\n"
     "  --stderr      the job's stderr\n"
     "  --kind KIND   another text: stdout, stderr, packages, lscpu, nvidia-smi\n"
     "  --list        the texts the run has, with their sizes\n"
+    "  -f, --follow  while the run records, print its output as it is stored (every\n"
+    "                few seconds) until the run ends\n"
     "\n"
     "Long output keeps its first 256 KiB and last 768 KiB, with a note of what was cut.\n";
 
@@ -38,18 +46,128 @@ static int print_text(const struct run_text_record *t, void *arg)
     return 0;
 }
 
+/* ---- --follow ------------------------------------------------------------ */
+
+struct follow_text {
+    const char *kind;
+    struct strbuf text;
+    int64_t bytes; /* everything written, as of text; -1 while there is none */
+};
+
+static int take_text(const struct run_text_record *t, void *arg)
+{
+    struct follow_text *f = arg;
+    if (strcmp(t->kind, f->kind) != 0)
+        return 0;
+    strbuf_reset(&f->text);
+    if (strbuf_add(&f->text, t->data ? t->data : "", t->len) < 0)
+        return -1;
+    f->bytes = t->bytes;
+    return 0;
+}
+
+/* The part of a kept text after its cut note: the newest bytes. */
+static size_t tail_start(const struct strbuf *text, int64_t bytes)
+{
+    if (bytes <= (int64_t)text->len)
+        return 0; /* nothing cut: the text is every byte */
+    const char *note = strstr(text->buf, "\n[strobe: ");
+    const char *end = note ? strstr(note, "]\n") : NULL;
+    return end ? (size_t)(end + 2 - text->buf) : text->len;
+}
+
+/* Print what the text holds past the printed bytes; they are the newest, so
+ * they are at its end, unless more went by between two stores than a text
+ * keeps. */
+static void print_new(const struct follow_text *f, int64_t *printed)
+{
+    if (f->bytes <= *printed)
+        return;
+    size_t from = tail_start(&f->text, f->bytes);
+    int64_t fresh = f->bytes - *printed, have = (int64_t)(f->text.len - from);
+    if (fresh > have) {
+        if (*printed)
+            printf("\n[strobe: %lld bytes went by between two stores and were not kept]\n",
+                   (long long)(fresh - have));
+        fresh = have;
+    }
+    fwrite(f->text.buf + f->text.len - fresh, 1, (size_t)fresh, stdout);
+    fflush(stdout);
+    *printed = f->bytes;
+}
+
+static void nap_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Whether the run's recorder is known to have exited (it stores the whole
+ * text last): it ran on this host and its pid is no more. */
+static int recorder_gone(const struct run_record *r)
+{
+    struct utsname u;
+    if (r->recorder_pid <= 0 || !r->host || uname(&u) != 0 || strcmp(u.nodename, r->host) != 0)
+        return 0;
+    return kill((pid_t)r->recorder_pid, 0) < 0 && errno == ESRCH;
+}
+
+#define FOLLOW_POLL_MS 1000
+#define FOLLOW_LAST_MS 3000 /* after the end, how long the whole text may take to come */
+
+/* Poll the run's text until the run ends (and its last text is in). */
+static int follow(struct store *s, const char *id, const char *kind)
+{
+    struct follow_text f = {kind, {0}, -1};
+    strbuf_init(&f.text);
+    int64_t printed = 0, ended_ms = -1;
+    int rc = 0;
+    for (;;) {
+        struct run_record r;
+        if (store_resolve_run(s, id, &r) < 0 || s->ops->run_texts_query(s, id, take_text, &f) < 0) {
+            log_error("cannot read run %s: %s", id, s->err.buf);
+            rc = -1;
+            break;
+        }
+        int recording = strcmp(run_record_status(&r), RUN_RUNNING) == 0;
+        int64_t end_ns = r.end_ns;
+        int gone = recorder_gone(&r);
+        run_record_release(&r);
+        int64_t before = printed;
+        print_new(&f, &printed);
+        if (!recording &&
+            (gone || (end_ns && clock_realtime_ns() - end_ns > FOLLOW_LAST_MS * NS_PER_MS)))
+            break; /* its recorder has exited, or long ago: the whole text is in */
+        if (!recording) {
+            /* the recorder stores the whole text just after it marks the end */
+            if (ended_ms < 0 || printed != before)
+                ended_ms = 0;
+            else if ((ended_ms += FOLLOW_POLL_MS / 4) >= FOLLOW_LAST_MS)
+                break;
+        }
+        nap_ms(recording ? FOLLOW_POLL_MS : FOLLOW_POLL_MS / 4);
+    }
+    strbuf_release(&f.text);
+    return rc;
+}
+
 int cmd_logs(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"store", required_argument, NULL, 's'}, {"stderr", no_argument, NULL, 'e'},
-        {"kind", required_argument, NULL, 'k'},  {"list", no_argument, NULL, 'l'},
-        {"help", no_argument, NULL, 'h'},        {NULL, 0, NULL, 0},
+        {"store", required_argument, NULL, 's'},
+        {"stderr", no_argument, NULL, 'e'},
+        {"kind", required_argument, NULL, 'k'},
+        {"list", no_argument, NULL, 'l'},
+        {"follow", no_argument, NULL, 'f'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     const char *store_flag = NULL;
     struct logs_ctx c = {"stdout", 0};
     int ch;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    int follow_on = 0;
+    while ((ch = getopt_long(argc, argv, "fh", opts, NULL)) != -1) {
         switch (ch) {
         case 's':
             store_flag = optarg;
@@ -62,6 +180,9 @@ int cmd_logs(int argc, char **argv)
             break;
         case 'l':
             c.kind = NULL;
+            break;
+        case 'f':
+            follow_on = 1;
             break;
         case 'h':
             fputs(logs_usage, stdout);
@@ -84,7 +205,12 @@ int cmd_logs(int argc, char **argv)
         store_close(s);
         return CLI_EXIT_ERROR;
     }
-    if (s->ops->run_texts_query(s, r.id, print_text, &c) < 0) {
+    if (follow_on && c.kind) {
+        status = follow(s, r.id, c.kind) < 0 ? CLI_EXIT_ERROR : CLI_EXIT_OK;
+    } else if (follow_on) {
+        log_error("--follow follows one text: not with --list");
+        status = CLI_EXIT_USAGE;
+    } else if (s->ops->run_texts_query(s, r.id, print_text, &c) < 0) {
         log_error("cannot read the texts of run %s: %s", r.id, s->err.buf);
         status = CLI_EXIT_ERROR;
     } else if (!c.found && c.kind) {

@@ -9,6 +9,7 @@ import os
 import signal
 import sqlite3
 import subprocess
+import threading
 import time
 
 from strobetest import *
@@ -216,6 +217,37 @@ check("and the bytes just before its count, the newest 512 KiB or more, none ove
 check("its note counts what it cut",
       note == f"{nbytes - 256 * 1024 - len(tail)} bytes cut here; the first {256 * 1024} and "
       f"the last {len(tail)} kept", note[:120])
+
+# ---- strobe logs -f: a running job's output as it is stored, to its end ------
+fdb = store_path("logs-follow.db")
+TICKS = "import time\nfor i in range(25):\n    print('tick', i, flush=True)\n    time.sleep(0.3)\n"
+direct = os.path.join(TMP, "follow-direct.txt")
+with open(direct, "w") as out:
+    rec = subprocess.Popen([STROBE, "run", "--quiet", "--no-report", "--name", "follow",
+                            f"--store={fdb}", "--", PYTHON, "-c", TICKS], stdout=out,
+                           stderr=subprocess.DEVNULL)
+    # reaped as soon as it exits, as a shell would: a zombie's pid still answers
+    reaper = threading.Thread(target=rec.wait)
+    reaper.start()
+    wait_for(lambda: strobe("show", "follow", store=fdb).returncode == 0, timeout=10)
+    f = strobe("logs", "-f", "follow", store=fdb, timeout=60)
+    reaper.join()
+want = "".join(f"tick {i}\n" for i in range(25))
+check("logs -f prints the running job's output as it comes, whole, and ends with the run",
+      f.returncode == 0 and f.stdout == want and open(direct).read() == want,
+      (f.returncode, f.stdout[-80:], f.stderr))
+# just after a run's end: without knowing its recorder has exited, -f would
+# wait until 3 s past the end for the whole text; it knows, so it returns
+p = strobe("run", "--quiet", "--no-report", "--name", "short", "--", PYTHON, "-c", "print('hi')",
+           store=fdb)
+t0 = time.monotonic()
+f = strobe("logs", "-f", "short", store=fdb)
+check("logs -f of a run whose recorder has just exited prints it and returns without waiting",
+      p.returncode == 0 and f.returncode == 0 and f.stdout == "hi\n" and
+      time.monotonic() - t0 < 1.5, (time.monotonic() - t0, f.stdout))
+f = strobe("logs", "-f", "--list", "follow", store=fdb)
+check("logs -f --list: one line, exit 2", f.returncode == 2 and len(f.stderr.splitlines()) == 1,
+      f.stderr)
 
 # ---- --no-logs ----------------------------------------------------------------
 p = run(db, PYTHON, "-c", "print('hi')", opts=("--no-report", "--no-logs"))
