@@ -2,12 +2,9 @@
  * strobe logs RUN: what the job printed (kept by strobe run's tees), and the
  * other texts kept with a run: its Python packages, lscpu, nvidia-smi -q.
  */
-#include <errno.h>
 #include <getopt.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/utsname.h>
 #include <time.h>
 
 #include "cli/cli.h"
@@ -102,16 +99,6 @@ static void nap_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
-/* Whether the run's recorder is known to have exited (it stores the whole
- * text last): it ran on this host and its pid is no more. */
-static int recorder_gone(const struct run_record *r)
-{
-    struct utsname u;
-    if (r->recorder_pid <= 0 || !r->host || uname(&u) != 0 || strcmp(u.nodename, r->host) != 0)
-        return 0;
-    return kill((pid_t)r->recorder_pid, 0) < 0 && errno == ESRCH;
-}
-
 #define FOLLOW_POLL_MS 1000
 #define FOLLOW_LAST_MS 3000 /* after the end, how long the whole text may take to come */
 
@@ -131,7 +118,7 @@ static int follow(struct store *s, const char *id, const char *kind)
         }
         int recording = strcmp(run_record_status(&r), RUN_RUNNING) == 0;
         int64_t end_ns = r.end_ns;
-        int gone = recorder_gone(&r);
+        int gone = run_record_recorder_gone(&r); /* it stores the whole text last */
         run_record_release(&r);
         int64_t before = printed;
         print_new(&f, &printed);

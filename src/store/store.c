@@ -217,13 +217,17 @@ int store_resolve_run(struct store *s, const char *ref, struct run_record *out)
     return c.by_prefix > 1 ? -STROBE_EAMBIGUOUS : -STROBE_ENOTFOUND;
 }
 
+int run_record_recorder_gone(const struct run_record *r)
+{
+    struct utsname u;
+    if (r->recorder_pid <= 0 || !r->host || uname(&u) != 0 || strcmp(u.nodename, r->host) != 0)
+        return 0;
+    return kill((pid_t)r->recorder_pid, 0) < 0 && errno == ESRCH;
+}
+
 const char *run_record_status(const struct run_record *r)
 {
-    if (strcmp(r->status, RUN_RUNNING) != 0 || r->recorder_pid <= 0 || !r->host)
+    if (strcmp(r->status, RUN_RUNNING) != 0)
         return r->status[0] ? r->status : "unknown";
-    struct utsname u;
-    if (uname(&u) == 0 && strcmp(u.nodename, r->host) == 0 && kill((pid_t)r->recorder_pid, 0) < 0 &&
-        errno == ESRCH)
-        return "lost";
-    return r->status;
+    return run_record_recorder_gone(r) ? "lost" : r->status;
 }

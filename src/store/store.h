@@ -260,6 +260,9 @@ int store_resolve_run(struct store *s, const char *ref, struct run_record *out);
 /* Seconds from start to end, or to the last committed sample while a run is
  * still recording (or was lost). */
 double run_record_duration_s(const struct run_record *r);
+/* Whether r's recorder ran on this host and has exited (its pid is gone);
+ * 0 when that cannot be told (another host). */
+int run_record_recorder_gone(const struct run_record *r);
 /* The status to show: "lost" for a run still marked running whose recorder
  * is gone from this host (it died without finishing the run). */
 const char *run_record_status(const struct run_record *r);
