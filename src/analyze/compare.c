@@ -266,8 +266,6 @@ void compare_diff_runs(const struct compare_run *base, const struct compare_run 
     explain(out);
 }
 
-/* ---- parameters ------------------------------------------------------------ */
-
 double compare_steps_per_s(const struct duration_stats *s)
 {
     return s->mean_ns > 0 ? 1e9 / s->mean_ns : NAN;

@@ -107,7 +107,7 @@ static int follow(struct store *s, const char *id, const char *kind)
 {
     struct follow_text f = {kind, {0}, -1};
     strbuf_init(&f.text);
-    int64_t printed = 0, ended_ms = -1;
+    int64_t printed = 0;
     int rc = 0;
     for (;;) {
         struct run_record r;
@@ -120,18 +120,13 @@ static int follow(struct store *s, const char *id, const char *kind)
         int64_t end_ns = r.end_ns;
         int gone = run_record_recorder_gone(&r); /* it stores the whole text last */
         run_record_release(&r);
-        int64_t before = printed;
         print_new(&f, &printed);
+        /* the recorder stores the whole text just after it marks the end:
+         * it is in once the recorder has exited, or FOLLOW_LAST_MS after the
+         * end where that cannot be told (another host) */
         if (!recording &&
-            (gone || (end_ns && clock_realtime_ns() - end_ns > FOLLOW_LAST_MS * NS_PER_MS)))
-            break; /* its recorder has exited, or long ago: the whole text is in */
-        if (!recording) {
-            /* the recorder stores the whole text just after it marks the end */
-            if (ended_ms < 0 || printed != before)
-                ended_ms = 0;
-            else if ((ended_ms += FOLLOW_POLL_MS / 4) >= FOLLOW_LAST_MS)
-                break;
-        }
+            (gone || !end_ns || clock_realtime_ns() - end_ns > FOLLOW_LAST_MS * NS_PER_MS))
+            break;
         nap_ms(recording ? FOLLOW_POLL_MS : FOLLOW_POLL_MS / 4);
     }
     strbuf_release(&f.text);

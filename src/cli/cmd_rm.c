@@ -26,7 +26,6 @@ struct rm_ctx {
     struct store *s;
     int dry_run;
     int status; /* the exit status so far */
-    int removed;
 };
 
 static void remove_run(struct rm_ctx *c, const struct run_record *r)
@@ -38,27 +37,24 @@ static void remove_run(struct rm_ctx *c, const struct run_record *r)
         c->status = CLI_EXIT_ERROR;
     } else if (c->dry_run) {
         printf("would remove run %s '%s'\n", r->id, name);
-        c->removed++;
     } else if (c->s->ops->run_delete(c->s, r->id) < 0) {
         log_error("cannot remove run %s: %s", r->id, c->s->err.buf);
         c->status = CLI_EXIT_ERROR;
     } else {
         printf("removed run %s '%s'\n", r->id, name);
-        c->removed++;
     }
 }
 
-static void remove_named(struct rm_ctx *c, char **refs, int n)
+/* The run ref names (an id, prefix, name or last). */
+static void remove_ref(struct rm_ctx *c, const char *ref)
 {
-    for (int i = 0; i < n; i++) {
-        struct run_record r;
-        if (cli_resolve(c->s, refs[i], &r) < 0) {
-            c->status = CLI_EXIT_ERROR;
-            continue;
-        }
-        remove_run(c, &r);
-        run_record_release(&r);
+    struct run_record r;
+    if (cli_resolve(c->s, ref, &r) < 0) {
+        c->status = CLI_EXIT_ERROR;
+        return;
     }
+    remove_run(c, &r);
+    run_record_release(&r);
 }
 
 /* The matching runs' ids, taken while the query steps; removed after it. */
@@ -92,15 +88,8 @@ static void remove_matching(struct rm_ctx *c, const struct run_filter *f)
     } else if (!m.n) {
         log_note("no run matches");
     }
-    for (uint32_t i = 0; !m.nomem && i < m.n; i++) {
-        struct run_record r;
-        if (cli_resolve(c->s, m.ids[i], &r) < 0) {
-            c->status = CLI_EXIT_ERROR;
-            continue;
-        }
-        remove_run(c, &r);
-        run_record_release(&r);
-    }
+    for (uint32_t i = 0; !m.nomem && i < m.n; i++)
+        remove_ref(c, m.ids[i]);
     free(m.ids);
 }
 
@@ -143,7 +132,8 @@ int cmd_rm(int argc, char **argv)
     if (cli_open_store(store_flag, 1, &c.s) < 0)
         return CLI_EXIT_ERROR;
     if (named)
-        remove_named(&c, argv + optind, argc - optind);
+        for (int i = optind; i < argc; i++)
+            remove_ref(&c, argv[i]);
     else
         remove_matching(&c, &f);
     store_close(c.s);

@@ -20,22 +20,28 @@ void log_set_quiet(int quiet)
     log_quiet = quiet;
 }
 
+#define LINE_MAX_BYTES 1024
+
+/* "strobe: <prefix><message>\n" into line (cut to fit): its length, or 0. */
+static size_t format_line(char *line, const char *prefix, const char *fmt, va_list ap)
+{
+    int n = snprintf(line, LINE_MAX_BYTES, "strobe: %s", prefix);
+    if (n < 0 || vsnprintf(line + n, LINE_MAX_BYTES - (size_t)n, fmt, ap) < 0)
+        return 0;
+    size_t len = strlen(line);
+    if (len + 1 >= LINE_MAX_BYTES)
+        len = LINE_MAX_BYTES - 2;
+    line[len++] = '\n';
+    return len;
+}
+
 /* Format the whole line first and write it with one write(2), so lines from
  * the recorder's threads and the job do not interleave mid-line. */
 static void log_line(const char *prefix, const char *fmt, va_list ap)
 {
-    char line[1024];
-    int n = snprintf(line, sizeof(line), "strobe: %s", prefix);
-    if (n < 0)
-        return;
-    int m = vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
-    if (m < 0)
-        return;
-    size_t len = strlen(line);
-    if (len + 1 >= sizeof(line))
-        len = sizeof(line) - 2;
-    line[len++] = '\n';
-    ssize_t w = write(STDERR_FILENO, line, len);
+    char line[LINE_MAX_BYTES];
+    size_t len = format_line(line, prefix, fmt, ap);
+    ssize_t w = len ? write(STDERR_FILENO, line, len) : 0;
     (void)w;
 }
 
@@ -58,19 +64,18 @@ void log_release_notes(int print)
     pthread_mutex_unlock(&held_lock);
 }
 
-/* Keep the note if notes are held; 1 when kept (or dropped for want of room). */
+/* Keep the note if notes are held; 1 when kept (or dropped for want of room:
+ * a held note goes whole or not at all). */
 static int hold_note(const char *fmt, va_list ap)
 {
     pthread_mutex_lock(&held_lock);
     int held_now = holding;
     if (held_now) {
-        size_t room = sizeof(held) - held_len;
-        int n = snprintf(held + held_len, room, "strobe: ");
-        int m = n < 0 || (size_t)n >= room ? -1 : vsnprintf(held + held_len + n, room - n, fmt, ap);
-        size_t len = m < 0 ? 0 : (size_t)n + (size_t)m;
-        if (m >= 0 && len + 1 < room) { /* whole, with its newline */
-            held[held_len + len] = '\n';
-            held_len += len + 1;
+        char line[LINE_MAX_BYTES];
+        size_t len = format_line(line, "", fmt, ap);
+        if (len && len <= sizeof(held) - held_len) {
+            memcpy(held + held_len, line, len);
+            held_len += len;
         }
     }
     pthread_mutex_unlock(&held_lock);

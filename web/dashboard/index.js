@@ -977,14 +977,13 @@
       var group = function (t) { body.appendChild(h('tr', {class: 'group'}, h('td', {colspan: runs.length + 1, text: t}))); };
       group('parameters');
       if (!c.params.length) body.appendChild(h('tr', null, h('td', {class: 'empty', colspan: runs.length + 1, text: 'no parameters'})));
-      c.params.concat([{key: '', values: []}].slice(1)).forEach(function (p) {
+      var kvRow = function (p) {
         body.appendChild(h('tr', {class: p.differs ? 'differs' : null}, h('td', {text: p.key}), p.values.map(function (v) { return h('td', {text: v === null ? '–' : v}); })));
-      });
+      };
+      c.params.forEach(kvRow);
       if (c.tags.length) {
         group('tags');
-        c.tags.forEach(function (p) {
-          body.appendChild(h('tr', {class: p.differs ? 'differs' : null}, h('td', {text: p.key}), p.values.map(function (v) { return h('td', {text: v === null ? '–' : v}); })));
-        });
+        c.tags.forEach(kvRow);
       }
       group('summary');
       var F = {duration_s: ['duration', dur, 0], steps: ['steps', num, 0], step_p50_s: ['step p50', dur, -1], samples_per_s: ['samples/s', num, 1],
