@@ -8,7 +8,8 @@ the 2-core VM), so the checks are on the numbers the rules read rather than
 on the rules themselves, whose patience and windows need longer runs:
 
   input_bound    data phase >= 60 % of step time (InputBound: 30 %), host CPU
-                 low, RSS flat; --fixed: data < 10 %
+                 low, RSS flat; --fixed: data < 10 %; both: strobe's data
+                 phase is the script's own time in next(loader)
   small_batch    host cpu.util p95 < 70 % at batch 2 (BatchSize), > 80 % at
                  batch 256; data phase < 10 % either way
   ddp_straggler  both ranks step; rank 1's work per step (step time less the
@@ -232,6 +233,7 @@ def input_bound():
         slope, _ = fit(rss)
         check(f"{tag}: no memory growth (RSS slope < 1 MB/s)", slope is not None and slope < 1e6,
               f"slope {slope}")
+        check_waited(tag, p, r)
         check_rules("input_bound", tag, db)
     tag = "input_bound --fixed"
     p, r, db = record(tag, "input_bound.py", "--seconds", seconds(8), "--fixed")
@@ -239,7 +241,19 @@ def input_bound():
         data = share(r, "data")
         check(f"{tag}: waiting for data is < 10 % of step time", data is not None and data < 0.1,
               f"data share {data}, phases {r['phases']}")
+        check_waited(tag, p, r)
         check_rules("input_bound", tag, db, fixed=True)
+
+
+def check_waited(tag, p, r):
+    """strobe's data phase against the script's own clock around next(loader)
+    (an independent reading): the same total within 5 % + 20 ms."""
+    m = re.search(r"\(waited ([\d.]+) s\)", p.stdout)
+    if not check(f"{tag}: the script printed its time waiting for data", m is not None, p.stdout[-400:]):
+        return
+    waited, ours = float(m.group(1)), r["phases"]["data"]["ns"] / 1e9
+    check(f"{tag}: strobe's data phase is the script's time in next(loader) (within 5 % + 20 ms)",
+          abs(ours - waited) <= 0.05 * waited + 0.02, f"strobe {ours:.3f} s, script {waited:.3f} s")
 
 
 def small_batch():
