@@ -10,14 +10,6 @@
 #include "analyze/compare.h"
 #include "common/strbuf.h"
 
-static void json_str_or_null(struct strbuf *o, const char *v)
-{
-    if (v)
-        strbuf_add_json_str(o, v);
-    else
-        strbuf_adds(o, "null");
-}
-
 static void json_num_member(struct strbuf *o, const char *sep, const char *key, double v)
 {
     strbuf_addf(o, "%s\"%s\":", sep, key);
@@ -47,9 +39,9 @@ static void json_run(struct strbuf *o, const struct compare_run *c, int first)
     strbuf_adds(o, first ? "\n  {\"id\":" : ",\n  {\"id\":");
     strbuf_add_json_str(o, r->id);
     strbuf_adds(o, ",\"name\":");
-    json_str_or_null(o, r->name);
+    strbuf_add_json_str_or_null(o, r->name);
     strbuf_adds(o, ",\"status\":");
-    json_str_or_null(o, run_record_status(r));
+    strbuf_add_json_str_or_null(o, run_record_status(r));
     json_num_member(o, ",", "duration_s", run_record_duration_s(r));
     strbuf_adds(o, ",\"params\":");
     kv_list_json(o, &r->params);
@@ -104,9 +96,9 @@ static void json_params_changed(struct strbuf *o, const struct compare_run *base
             strbuf_add_json_str(o, keys[k]);
             strbuf_addch(o, ':');
             strbuf_addch(o, '[');
-            json_str_or_null(o, kv_list_get(&base->rec.params, keys[k]));
+            strbuf_add_json_str_or_null(o, kv_list_get(&base->rec.params, keys[k]));
             strbuf_addch(o, ',');
-            json_str_or_null(o, kv_list_get(&run->rec.params, keys[k]));
+            strbuf_add_json_str_or_null(o, kv_list_get(&run->rec.params, keys[k]));
             strbuf_addch(o, ']');
         }
     free(keys);
@@ -156,7 +148,7 @@ static void json_diff_steps(struct strbuf *o, const struct compare_diff *d)
         strbuf_addf(o, "%s\"%s\":%s", p ? "," : "", phase_names[p],
                     d->phase_significant[p] ? "true" : "false");
     strbuf_adds(o, "},\"explained_by\":");
-    json_str_or_null(o, d->explained_by >= 0 ? phase_names[d->explained_by] : NULL);
+    strbuf_add_json_str_or_null(o, d->explained_by >= 0 ? phase_names[d->explained_by] : NULL);
     json_num_member(o, ",", "explained_share", d->explained_by >= 0 ? d->explained_share : NAN);
 }
 

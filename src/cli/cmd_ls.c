@@ -31,34 +31,8 @@ struct ls_ctx {
 
 static void ls_json_run(struct strbuf *o, const struct run_record *r)
 {
-    strbuf_adds(o, "{\"id\":");
-    strbuf_add_json_str(o, r->id);
-    strbuf_adds(o, ",\"name\":");
-    strbuf_add_json_str(o, r->name ? r->name : "");
-    strbuf_adds(o, ",\"experiment\":");
-    if (r->experiment)
-        strbuf_add_json_str(o, r->experiment);
-    else
-        strbuf_adds(o, "null");
-    strbuf_adds(o, ",\"workload\":");
-    if (r->workload)
-        strbuf_add_json_str(o, r->workload);
-    else
-        strbuf_adds(o, "null");
-    strbuf_adds(o, ",\"status\":");
-    strbuf_add_json_str(o, run_record_status(r));
-    if (r->exit_code >= 0)
-        strbuf_addf(o, ",\"exit_code\":%d", r->exit_code);
-    else
-        strbuf_adds(o, ",\"exit_code\":null");
-    strbuf_addf(o, ",\"signal\":%d,\"start_ns\":%lld,\"end_ns\":", r->signal,
-                (long long)r->start_ns);
-    if (r->end_ns)
-        strbuf_addf(o, "%lld", (long long)r->end_ns);
-    else
-        strbuf_adds(o, "null");
-    strbuf_adds(o, ",\"duration_s\":");
-    strbuf_add_json_num(o, run_record_duration_s(r));
+    strbuf_addch(o, '{');
+    run_record_json_head(o, r);
     strbuf_addf(o, ",\"samples\":%lld,\"command\":%s}", (long long)r->samples,
                 r->command_json ? r->command_json : "[]");
 }

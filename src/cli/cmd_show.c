@@ -111,10 +111,7 @@ static int is_rate(const char *unit)
 static void json_str_or_null(struct strbuf *o, const char *key, const char *v)
 {
     strbuf_addf(o, ",\"%s\":", key);
-    if (v)
-        strbuf_add_json_str(o, v);
-    else
-        strbuf_adds(o, "null");
+    strbuf_add_json_str_or_null(o, v);
 }
 
 static void json_kv_object(struct strbuf *o, const char *key, const struct kv_list *l)
@@ -162,22 +159,8 @@ static void json_gpus(struct strbuf *o, const struct show_ctx *c)
 /* The whole --json document, appended to *out (strobe serve's run view too). */
 static void show_json(struct strbuf *o, const struct run_record *r, const struct show_ctx *c)
 {
-    strbuf_adds(o, "{\"id\":");
-    strbuf_add_json_str(o, r->id);
-    json_str_or_null(o, "name", r->name);
-    json_str_or_null(o, "experiment", r->experiment);
-    json_str_or_null(o, "workload", r->workload);
-    json_str_or_null(o, "status", run_record_status(r));
-    if (r->exit_code >= 0)
-        strbuf_addf(o, ",\"exit_code\":%d", r->exit_code);
-    else
-        strbuf_adds(o, ",\"exit_code\":null");
-    strbuf_addf(o, ",\"signal\":%d,\"start_ns\":%lld", r->signal, (long long)r->start_ns);
-    if (r->end_ns)
-        strbuf_addf(o, ",\"end_ns\":%lld", (long long)r->end_ns);
-    else
-        strbuf_adds(o, ",\"end_ns\":null");
-    json_num(o, "duration_s", run_record_duration_s(r));
+    strbuf_addch(o, '{');
+    run_record_json_head(o, r);
     strbuf_addf(o, ",\"samples\":%lld,\"points\":%lld,\"missed\":%lld,\"dropped\":%lld",
                 (long long)r->samples, (long long)c->points, (long long)r->missed,
                 (long long)r->dropped);

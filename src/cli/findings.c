@@ -93,10 +93,7 @@ void findings_json(struct strbuf *o, const struct finding_record *f, uint32_t n)
         strbuf_adds(o, ",\"evidence\":");
         strbuf_add_json_str(o, x->evidence ? x->evidence : "");
         strbuf_adds(o, ",\"events\":");
-        if (x->events)
-            strbuf_add_json_str(o, x->events);
-        else
-            strbuf_adds(o, "null");
+        strbuf_add_json_str_or_null(o, x->events);
         strbuf_adds(o, ",\"recommendation\":");
         strbuf_add_json_str(o, x->recommendation ? x->recommendation : "");
         strbuf_addch(o, '}');

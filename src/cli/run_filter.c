@@ -70,7 +70,8 @@ int run_filter_match(const struct run_filter *f, const struct run_record *r)
      * list every run */
     if (f->experiment && (!r->experiment || strcmp(r->experiment, f->experiment) != 0))
         return 0;
-    if (f->workload && (!r->workload || strcmp(r->workload, f->workload) != 0))
+    const char *workload = run_record_workload(r);
+    if (f->workload && (!workload || strcmp(workload, f->workload) != 0))
         return 0;
     if (f->name_glob && fnmatch(f->name_glob, r->name ? r->name : "", 0) != 0)
         return 0;

@@ -175,10 +175,7 @@ void show_steps_json(struct strbuf *o, const struct run_record *r, const struct 
                     (long long)p->ppid);
         strbuf_add_json_str(o, p->comm);
         strbuf_adds(o, ",\"role\":");
-        if (p->role[0])
-            strbuf_add_json_str(o, p->role);
-        else
-            strbuf_adds(o, "null");
+        strbuf_add_json_str_or_null(o, p->role[0] ? p->role : NULL);
         const int64_t *fields[] = {&p->rank, &p->local_rank, &p->world_size, &p->worker_id};
         static const char *const keys[] = {"rank", "local_rank", "world_size", "worker_id"};
         for (size_t k = 0; k < 4; k++) {

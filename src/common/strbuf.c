@@ -178,6 +178,11 @@ int strbuf_add_json_str(struct strbuf *sb, const char *s)
     return rc ? rc : strbuf_addch(sb, '"');
 }
 
+int strbuf_add_json_str_or_null(struct strbuf *sb, const char *s)
+{
+    return s ? strbuf_add_json_str(sb, s) : strbuf_adds(sb, "null");
+}
+
 int strbuf_add_json_num(struct strbuf *sb, double v)
 {
     if (!isfinite(v))

@@ -30,6 +30,8 @@ int strbuf_vaddf(struct strbuf *sb, const char *fmt, va_list ap);
 /* s (NULL: "") as a JSON string, quoted: always valid JSON and UTF-8
  * (bytes that are not well-formed UTF-8 become U+FFFD). */
 int strbuf_add_json_str(struct strbuf *sb, const char *s);
+/* s as a JSON string, or null when s is NULL (a value that may be absent). */
+int strbuf_add_json_str_or_null(struct strbuf *sb, const char *s);
 /* Length of the well-formed UTF-8 sequence at p (1 to 4), or 0. p must be
  * NUL-terminated (a cut sequence is not well formed). */
 size_t utf8_seq_len(const unsigned char *p);

@@ -96,10 +96,7 @@ static void add_key_num(struct strbuf *o, const char *key, double v)
 static void add_key_str(struct strbuf *o, const char *key, const char *v)
 {
     strbuf_addf(o, ",\"%s\":", key);
-    if (v)
-        strbuf_add_json_str(o, v);
-    else
-        strbuf_adds(o, "null");
+    strbuf_add_json_str_or_null(o, v);
 }
 
 static void swap_d(double *a, double *b)
@@ -420,15 +417,9 @@ static void add_command(struct strbuf *o, const char *command_json)
 
 static void add_run(struct strbuf *o, const struct run_record *r)
 {
-    strbuf_adds(o, "\"run\":{\"id\":");
-    strbuf_add_json_str(o, r->id);
-    add_key_str(o, "name", r->name);
-    add_key_str(o, "experiment", r->experiment);
-    add_key_str(o, "status", run_record_status(r));
-    strbuf_addf(o, ",\"exit_code\":%d,\"signal\":%d", r->exit_code, r->signal);
-    strbuf_addf(o, ",\"start_ns\":%lld,\"end_ns\":%lld,\"last_ns\":%lld", (long long)r->start_ns,
-                (long long)r->end_ns, (long long)r->last_ns);
-    add_key_num(o, "duration_s", run_record_duration_s(r));
+    strbuf_adds(o, "\"run\":{");
+    run_record_json_head(o, r);
+    strbuf_addf(o, ",\"last_ns\":%lld", (long long)r->last_ns);
     add_command(o, r->command_json);
     add_key_str(o, "cwd", r->cwd);
     add_key_str(o, "user", r->user);

@@ -67,10 +67,7 @@ static int parse_long(const char *s, long lo, long hi, long *out)
 static void key_str(struct strbuf *o, const char *key, const char *v)
 {
     strbuf_addf(o, "\"%s\":", key);
-    if (v)
-        strbuf_add_json_str(o, v);
-    else
-        strbuf_adds(o, "null");
+    strbuf_add_json_str_or_null(o, v);
 }
 
 static void key_num(struct strbuf *o, const char *key, double v)
@@ -112,14 +109,6 @@ static void add_approx(struct strbuf *o, double v)
 
 /* The workload a run belongs to (strobe run --workload); for runs recorded
  * before it existed, a tag or param named "workload" stands in. */
-static const char *run_workload(const struct run_record *r)
-{
-    if (r->workload)
-        return r->workload;
-    const char *w = kv_list_get(&r->tags, "workload");
-    return w ? w : kv_list_get(&r->params, "workload");
-}
-
 static int resolve(const struct api_ctx *c, const char *ref, struct run_record *r,
                    struct strbuf *body, int *status)
 {
@@ -169,7 +158,7 @@ static int run_wanted(const struct run_list *L, const struct run_record *r, cons
         if (strcmp(k, "experiment") == 0 && (!r->experiment || strcmp(r->experiment, v) != 0))
             return 0;
         if (strcmp(k, "workload") == 0) {
-            const char *w = run_workload(r);
+            const char *w = run_record_workload(r);
             if (!w || strcmp(w, v) != 0)
                 return 0;
         }
@@ -319,26 +308,11 @@ static void run_row_json(struct strbuf *o, const struct run_row *x)
 {
     const struct run_record *r = &x->r;
     strbuf_addch(o, '{');
-    key_str(o, "id", r->id);
-    strbuf_addch(o, ',');
-    key_str(o, "name", r->name);
-    strbuf_addch(o, ',');
-    key_str(o, "experiment", r->experiment);
-    strbuf_addch(o, ',');
-    key_str(o, "workload", run_workload(r));
-    strbuf_addch(o, ',');
-    key_str(o, "status", run_record_status(r));
+    run_record_json_head(o, r);
     strbuf_addch(o, ',');
     key_kv(o, "tags", &r->tags);
     strbuf_addch(o, ',');
     key_kv(o, "params", &r->params);
-    strbuf_addf(o, ",\"start_ns\":%lld,\"end_ns\":", (long long)r->start_ns);
-    if (r->end_ns)
-        strbuf_addf(o, "%lld", (long long)r->end_ns);
-    else
-        strbuf_adds(o, "null");
-    strbuf_addch(o, ',');
-    key_num(o, "duration_s", run_record_duration_s(r));
     strbuf_addf(o, ",\"steps\":%lld,", (long long)x->sum.steps);
     key_num(o, "step_p50_s", x->sum.step_p50_s);
     strbuf_addch(o, ',');
@@ -775,10 +749,7 @@ static int compare_params(struct strbuf *o, const struct compare_set *cs, int ta
         for (size_t j = 0; j < cs->n; j++) {
             const char *v = kv_list_get(lists[j], keys[k]);
             strbuf_adds(o, j ? "," : "");
-            if (v)
-                strbuf_add_json_str(o, v);
-            else
-                strbuf_adds(o, "null");
+            strbuf_add_json_str_or_null(o, v);
         }
         strbuf_addf(o, "],\"differs\":%s}",
                     compare_kv_differs(lists, (uint32_t)cs->n, keys[k]) ? "true" : "false");

@@ -225,6 +225,39 @@ int run_record_recorder_gone(const struct run_record *r)
     return kill((pid_t)r->recorder_pid, 0) < 0 && errno == ESRCH;
 }
 
+const char *run_record_workload(const struct run_record *r)
+{
+    if (r->workload)
+        return r->workload;
+    const char *w = kv_list_get(&r->tags, "workload");
+    return w ? w : kv_list_get(&r->params, "workload");
+}
+
+void run_record_json_head(struct strbuf *o, const struct run_record *r)
+{
+    strbuf_adds(o, "\"id\":");
+    strbuf_add_json_str(o, r->id);
+    strbuf_adds(o, ",\"name\":");
+    strbuf_add_json_str_or_null(o, r->name);
+    strbuf_adds(o, ",\"experiment\":");
+    strbuf_add_json_str_or_null(o, r->experiment);
+    strbuf_adds(o, ",\"workload\":");
+    strbuf_add_json_str_or_null(o, run_record_workload(r));
+    strbuf_adds(o, ",\"status\":");
+    strbuf_add_json_str(o, run_record_status(r));
+    if (r->exit_code >= 0)
+        strbuf_addf(o, ",\"exit_code\":%d", r->exit_code);
+    else
+        strbuf_adds(o, ",\"exit_code\":null");
+    strbuf_addf(o, ",\"signal\":%d,\"start_ns\":%lld", r->signal, (long long)r->start_ns);
+    if (r->end_ns)
+        strbuf_addf(o, ",\"end_ns\":%lld", (long long)r->end_ns);
+    else
+        strbuf_adds(o, ",\"end_ns\":null");
+    strbuf_adds(o, ",\"duration_s\":");
+    strbuf_add_json_num(o, run_record_duration_s(r));
+}
+
 const char *run_record_status(const struct run_record *r)
 {
     if (strcmp(r->status, RUN_RUNNING) != 0)

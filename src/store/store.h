@@ -267,6 +267,15 @@ int run_record_recorder_gone(const struct run_record *r);
  * is gone from this host (it died without finishing the run). */
 const char *run_record_status(const struct run_record *r);
 
+/* The run's workload: its own column, else (runs recorded before it had
+ * one) the tag or parameter named workload; NULL when none. */
+const char *run_record_workload(const struct run_record *r);
+/* The members every JSON view of a run starts with, in this order, without
+ * braces: id, name, experiment, workload, status, exit_code (null unless the
+ * job exited), signal, start_ns, end_ns (null while running), duration_s.
+ * One writer, so that ls, show, the API and the report agree. */
+void run_record_json_head(struct strbuf *o, const struct run_record *r);
+
 /* Deep copy of a run record. */
 int run_record_copy(struct run_record *dst, const struct run_record *src);
 

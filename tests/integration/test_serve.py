@@ -9,6 +9,7 @@ import http.client
 import json
 import math
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -111,6 +112,37 @@ def check_buckets(name, resp, pts):
           not bad, str(bad[:3]))
 
 
+HEAD_KEYS = ("id", "name", "experiment", "workload", "status", "exit_code", "signal", "start_ns",
+             "end_ns", "duration_s")
+
+
+def report_run(db, rid):
+    """The run object embedded in strobe report's page."""
+    p = strobe("report", "-o", "-", rid, store=db)
+    m = re.search(r'<script type="application/json" id="strobe-data">(.*?)</script>', p.stdout, re.S)
+    return json.loads(m.group(1))["run"] if p.returncode == 0 and m else {}
+
+
+def check_run_heads(db, s, ids):
+    """Every view of a run starts with the same members, equal: ls --json,
+    show --json, /api/runs, /api/runs/ID and the report's data (one writer,
+    run_record_json_head). The workload tag counts as the workload in each."""
+    ls = {r["id"]: r for r in json.loads(strobe("ls", "--json", store=db).stdout)}
+    _, api, _ = s.json("/api/runs")
+    api = {r["id"]: r for r in api["runs"]}
+    for name, rid in sorted(ids.items()):
+        _, one, _ = s.json(f"/api/runs/{rid}")
+        views = {"ls": ls.get(rid, {}), "show": show(db, rid), "api list": api.get(rid, {}),
+                 "api run": one, "report": report_run(db, rid)}
+        heads = {v: [x.get(k, "absent") for k in HEAD_KEYS] for v, x in views.items()}
+        want = heads["show"]
+        check(f"run {rid[:6]}: ls, show, the API and the report agree on {', '.join(HEAD_KEYS)}",
+              all(h == want for h in heads.values()) and want[5] == 0 and want[8] is not None,
+              {v: h for v, h in heads.items() if h != want} or want)
+    check("run heads: the workload tag is the workload in ls too", ls[ids["b64"]]["workload"] == "w1",
+          ls[ids["b64"]]["workload"])
+
+
 def main():
     db = store_path("serve.db")
     record(db, HOSTILE, 3, ("--experiment", "exp1", "--param", "bs=32", "--tag", "team=vision"))
@@ -157,6 +189,7 @@ def main():
           byid[hid]["tags"] == {"team": "vision"} and byid[hid]["experiment"] == "exp1")
     check("runs: workload from the workload tag", byid[bid]["workload"] == "w1" and
           byid[hid]["workload"] is None)
+    check_run_heads(db, s, ids)
     for args, want in (({"experiment": "exp1"}, {hid, bid}), ({"param": "bs:64"}, {bid}),
                        ({"tag": "team:vision"}, {hid}), ({"workload": "w1"}, {bid}),
                        ({"status": "finished"}, set(ids.values())), ({"tag": "team"}, {hid}),

@@ -565,7 +565,7 @@
       var cards = h('div', {class: 'cards'});
       var card = function (k, v, n) { cards.appendChild(h('div', {class: 'card'}, h('div', {class: 'k', text: k}), h('div', {class: 'v', text: v}), n ? h('div', {class: 'n', text: n}) : null)); };
       var mean = function (name) { var s = (r.metrics || {})[name]; return s ? s.mean : null; };
-      card('duration', dur(r.duration_s), r.status === 'running' ? 'still recording' : 'exit ' + (r.signal ? 'signal ' + r.signal : r.exit_code));
+      card('duration', dur(r.duration_s), r.status === 'running' ? 'still recording' : (r.signal ? 'signal ' + r.signal : r.exit_code != null ? 'exit ' + r.exit_code : 'no exit recorded'));
       card('steps', st.count ? String(st.count) : '–', st.count ? 'p50 ' + dur(st.p50_ns / 1e9) + ' · p95 ' + dur(st.p95_ns / 1e9) : null);
       var sps = mean('app.samples_per_s');
       if (sps === null) sps = mean('app.throughput');

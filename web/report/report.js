@@ -128,7 +128,7 @@
     var cards = el('div', {class: 'cards'});
     cards.appendChild(card('Duration', fmtDur(R.duration_s), null, 'duration_s', R.duration_s));
     cards.appendChild(card('Status', R.status, R.signal ? 'signal ' + R.signal :
-      R.exit_code >= 0 ? 'exit ' + R.exit_code : null, 'status', R.status));
+      R.exit_code != null ? 'exit ' + R.exit_code : null, 'status', R.status));
     if (st) {
       cards.appendChild(card('Steps', String(st.count), 'rank ' + (st.rank >= 0 ? st.rank : '-') +
         ', pid ' + st.pid, 'steps.count', st.count));
@@ -406,7 +406,7 @@
     var dl = el('dl', {class: 'kv'});
     function row(k, v) { if (v != null && v !== '') { dl.appendChild(el('dt', null, k)); dl.appendChild(el('dd', null, String(v))); } }
     row('Run', R.id); row('Name', R.name); row('Experiment', R.experiment);
-    row('Status', R.status + (R.signal ? ' (signal ' + R.signal + ')' : R.exit_code >= 0 ? ' (exit ' + R.exit_code + ')' : ''));
+    row('Status', R.status + (R.signal ? ' (signal ' + R.signal + ')' : R.exit_code != null ? ' (exit ' + R.exit_code + ')' : ''));
     row('Error', R.error);
     row('Started', fmtTime(R.start_ns)); row('Duration', fmtDur(R.duration_s));
     row('Working directory', R.cwd); row('User', R.user); row('Host', R.host);
