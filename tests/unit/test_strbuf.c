@@ -23,6 +23,17 @@ TEST(escapes)
     json_of("</script>", "\"</script>\"");
 }
 
+TEST(absent_string_is_null)
+{
+    struct strbuf sb;
+    strbuf_init(&sb);
+    ASSERT_EQ_INT(strbuf_add_json_str_or_null(&sb, NULL), 0);
+    ASSERT_EQ_INT(strbuf_add_json_str_or_null(&sb, ""), 0);
+    ASSERT_EQ_INT(strbuf_add_json_str_or_null(&sb, "a\"b"), 0);
+    ASSERT_EQ_STR(sb.buf, "null\"\"\"a\\\"b\"");
+    strbuf_release(&sb);
+}
+
 TEST(utf8_kept)
 {
     json_of("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x90\x8d",
@@ -105,5 +116,5 @@ TEST(utf8_bad_bytes_become_replacement_chars)
     clean("x\xe2\x82", "x\xef\xbf\xbd\xef\xbf\xbd"); /* cut short at the end */
 }
 
-TEST_MAIN(escapes, utf8_kept, invalid_utf8_replaced, any_bytes_parse, utf8_valid_text_is_kept,
+TEST_MAIN(escapes, absent_string_is_null, utf8_kept, invalid_utf8_replaced, any_bytes_parse, utf8_valid_text_is_kept,
           utf8_bad_bytes_become_replacement_chars)
