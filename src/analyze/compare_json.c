@@ -41,7 +41,7 @@ static void json_run(struct strbuf *o, const struct compare_run *c, int first)
     strbuf_adds(o, ",\"name\":");
     strbuf_add_json_str_or_null(o, r->name);
     strbuf_adds(o, ",\"status\":");
-    strbuf_add_json_str_or_null(o, run_record_status(r));
+    strbuf_add_json_str(o, run_record_status(r));
     json_num_member(o, ",", "duration_s", run_record_duration_s(r));
     strbuf_adds(o, ",\"params\":");
     kv_list_json(o, &r->params);

@@ -11,6 +11,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/strbuf.h"
+#include "record/logtee.h"
 
 static const char logs_usage[] =
     "usage: strobe logs [--store S] [--stderr | --kind KIND | --list] [-f] RUN\n"
@@ -63,16 +64,6 @@ static int take_text(const struct run_text_record *t, void *arg)
     return 0;
 }
 
-/* The part of a kept text after its cut note: the newest bytes. */
-static size_t tail_start(const struct strbuf *text, int64_t bytes)
-{
-    if (bytes <= (int64_t)text->len)
-        return 0; /* nothing cut: the text is every byte */
-    const char *note = strstr(text->buf, "\n[strobe: ");
-    const char *end = note ? strstr(note, "]\n") : NULL;
-    return end ? (size_t)(end + 2 - text->buf) : text->len;
-}
-
 /* Print what the text holds past the printed bytes; they are the newest, so
  * they are at its end, unless more went by between two stores than a text
  * keeps. */
@@ -80,7 +71,7 @@ static void print_new(const struct follow_text *f, int64_t *printed)
 {
     if (f->bytes <= *printed)
         return;
-    size_t from = tail_start(&f->text, f->bytes);
+    size_t from = log_text_tail_start(f->text.buf, f->text.len, f->bytes);
     int64_t fresh = f->bytes - *printed, have = (int64_t)(f->text.len - from);
     if (fresh > have) {
         if (*printed)
@@ -116,9 +107,9 @@ static int follow(struct store *s, const char *id, const char *kind)
             rc = -1;
             break;
         }
-        int recording = strcmp(run_record_status(&r), RUN_RUNNING) == 0;
-        int64_t end_ns = r.end_ns;
         int gone = run_record_recorder_gone(&r); /* it stores the whole text last */
+        int recording = strcmp(r.status, RUN_RUNNING) == 0 && !gone; /* not lost */
+        int64_t end_ns = r.end_ns;
         run_record_release(&r);
         print_new(&f, &printed);
         /* the recorder stores the whole text just after it marks the end:

@@ -434,7 +434,7 @@ static void show_text(const struct run_record *r, const struct show_ctx *c)
         printf(" (exit %d)", r->exit_code);
     if (r->error)
         printf(": %s", r->error);
-    if (strcmp(run_record_status(r), "lost") == 0)
+    if (strcmp(run_record_status(r), RUN_LOST) == 0)
         /* what a reader needs to know of a run that will never finish */
         printf(" (its recorder, pid %lld, ended without closing the run: killed, or the "
                "machine went down; what follows is the data up to its last commit)",

@@ -9,8 +9,8 @@
 #include "cli/cli.h"
 #include "common/log.h"
 
-static const char *const filter_statuses[] = {"running", "finished", "failed",
-                                              "crashed", "killed",   "lost"};
+static const char *const filter_statuses[] = {RUN_RUNNING, RUN_FINISHED, RUN_FAILED,
+                                              RUN_CRASHED, RUN_KILLED,   RUN_LOST};
 #define NSTATUS (sizeof(filter_statuses) / sizeof(filter_statuses[0]))
 
 static int status_index(const char *s, size_t len)

@@ -210,6 +210,40 @@ int64_t log_tee_bytes(const struct log_tee *t)
     return t->cap ? (int64_t)atomic_load_explicit(&t->cap->total, memory_order_acquire) : 0;
 }
 
+#define CUT_NOTE_START "\n[strobe: "
+#define CUT_NOTE_BODY  "%llu bytes cut here; the first %u and the last %llu kept"
+#define CUT_NOTE_END   "]\n"
+
+/* Whether the cut note follows the head of text, with *end just past it.
+ * The job's own bytes may look like a note; the note is the one whose
+ * figures add up to the text's length and to bytes. */
+static int cut_note_end(const char *text, size_t len, int64_t bytes, size_t *end)
+{
+    size_t at = LOG_HEAD_BYTES + strlen(CUT_NOTE_START);
+    if (len <= at || memcmp(text + LOG_HEAD_BYTES, CUT_NOTE_START, strlen(CUT_NOTE_START)) != 0)
+        return 0;
+    char note[128]; /* the note's figures, NUL-terminated for sscanf */
+    size_t room = len - at < sizeof(note) - 1 ? len - at : sizeof(note) - 1;
+    memcpy(note, text + at, room);
+    note[room] = '\0';
+    unsigned long long cut, kept;
+    unsigned head;
+    int n = 0;
+    if (sscanf(note, CUT_NOTE_BODY "]%n", &cut, &head, &kept, &n) != 3 || !n || note[n] != '\n')
+        return 0;
+    *end = at + (size_t)n + 1;
+    return head == LOG_HEAD_BYTES && *end + kept == len &&
+           (unsigned long long)LOG_HEAD_BYTES + cut + kept == (unsigned long long)bytes;
+}
+
+size_t log_text_tail_start(const char *text, size_t len, int64_t bytes)
+{
+    size_t end;
+    if (cut_note_end(text, len, bytes, &end))
+        return end;
+    return bytes == (int64_t)len ? 0 : len; /* every byte, or nothing known to be new */
+}
+
 /* Append the head and the newest kept_max bytes of the tail as of total. */
 static int copy_text(const struct log_capture *c, uint64_t total, uint64_t kept_max,
                      struct strbuf *out)
@@ -221,9 +255,9 @@ static int copy_text(const struct log_capture *c, uint64_t total, uint64_t kept_
     uint64_t rest = total - LOG_HEAD_BYTES;
     uint64_t kept = rest < kept_max ? rest : kept_max;
     if (rest > kept)
-        rc = strbuf_addf(
-            out, "\n[strobe: %llu bytes cut here; the first %u and the last %llu kept]\n",
-            (unsigned long long)(rest - kept), LOG_HEAD_BYTES, (unsigned long long)kept);
+        rc = strbuf_addf(out, CUT_NOTE_START CUT_NOTE_BODY CUT_NOTE_END,
+                         (unsigned long long)(rest - kept), LOG_HEAD_BYTES,
+                         (unsigned long long)kept);
     /* the oldest kept byte of the ring first */
     size_t start = (size_t)((rest - kept) % LOG_TAIL_BYTES);
     size_t first = LOG_TAIL_BYTES - start < kept ? LOG_TAIL_BYTES - start : (size_t)kept;

@@ -52,6 +52,11 @@ void log_tee_wait(struct log_tee *t, int timeout_ms);
  * the tail, up to 256 KiB when the job writes fast). 0, or -ENOMEM, or
  * -EAGAIN when the output outran every try. */
 int log_tee_text(const struct log_tee *t, struct strbuf *out, int64_t *bytes);
+/* Where the newest bytes start in a text that log_tee_text wrote for
+ * `bytes` written: just past the cut note that follows the head; 0 when
+ * nothing was cut (the text is every byte); len when neither can be told
+ * (no byte is known to be the newest). */
+size_t log_text_tail_start(const char *text, size_t len, int64_t bytes);
 /* Bytes the job has written so far. */
 int64_t log_tee_bytes(const struct log_tee *t);
 void log_tee_close(struct log_tee *t);

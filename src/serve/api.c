@@ -107,8 +107,6 @@ static void add_approx(struct strbuf *o, double v)
         strbuf_addf(o, "%.7g", v);
 }
 
-/* The workload a run belongs to (strobe run --workload); for runs recorded
- * before it existed, a tag or param named "workload" stands in. */
 static int resolve(const struct api_ctx *c, const char *ref, struct run_record *r,
                    struct strbuf *body, int *status)
 {

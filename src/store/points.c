@@ -76,23 +76,20 @@ int points_stats(const struct point_buf *b, int64_t first_dt_ns, struct point_st
     if (!v)
         return -ENOMEM;
     size_t n = 0;
-    double sum = 0;
+    double sum = 0, lo = INFINITY, hi = -INFINITY;
     for (size_t i = 0; i < b->n; i++) {
         double x = b->p[i].value;
         if (isnan(x))
             continue;
         v[n++] = x;
         sum += x;
+        lo = x < lo ? x : lo;
+        hi = x > hi ? x : hi;
         int64_t dt = i > 0 ? b->p[i].ts_ns - b->p[i - 1].ts_ns : first_dt_ns;
         out->integral += x * (double)dt / 1e9;
     }
     out->count = n;
     if (n) {
-        double lo = v[0], hi = v[0];
-        for (size_t i = 1; i < n; i++) {
-            lo = v[i] < lo ? v[i] : lo;
-            hi = v[i] > hi ? v[i] : hi;
-        }
         out->min = lo;
         out->max = hi;
         out->mean = sum / (double)n;

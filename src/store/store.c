@@ -262,5 +262,5 @@ const char *run_record_status(const struct run_record *r)
 {
     if (strcmp(r->status, RUN_RUNNING) != 0)
         return r->status[0] ? r->status : "unknown";
-    return run_record_recorder_gone(r) ? "lost" : r->status;
+    return run_record_recorder_gone(r) ? RUN_LOST : r->status;
 }

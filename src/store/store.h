@@ -42,6 +42,8 @@ void kv_list_json(struct strbuf *o, const struct kv_list *l);
 #define RUN_FAILED   "failed"   /* non-zero exit, or could not start */
 #define RUN_CRASHED  "crashed"  /* killed by a fault signal (SEGV, ABRT, BUS, ...) */
 #define RUN_KILLED   "killed"   /* killed by another signal (KILL, TERM, INT, ...) */
+/* Shown, never stored: running in the store, its recorder gone (run_record_status). */
+#define RUN_LOST "lost"
 
 /* One run's catalog row. Strings are owned (run_record_release frees). */
 struct run_record {

@@ -68,7 +68,7 @@ static size_t check_copy(const struct strbuf *out, int64_t bytes, uint64_t *kept
     unsigned first = 0;
     if (out->len - head < 10 || strncmp(note, "\n[strobe: ", 10) != 0) {
         /* nothing cut yet: the rest follows the head directly */
-        if (out->len != total)
+        if (out->len != total || log_text_tail_start(out->buf, out->len, bytes) != 0)
             return head + 1;
         for (size_t i = head; i < out->len; i++)
             if ((uint8_t)out->buf[i] != stream_byte(i))
@@ -81,7 +81,8 @@ static size_t check_copy(const struct strbuf *out, int64_t bytes, uint64_t *kept
         return head + 1;
     const char *tail = end + 2;
     size_t tail_len = out->len - (size_t)(tail - out->buf);
-    if (tail_len != kept || first != LOG_HEAD_BYTES || cut + kept + LOG_HEAD_BYTES != total)
+    if (tail_len != kept || first != LOG_HEAD_BYTES || cut + kept + LOG_HEAD_BYTES != total ||
+        log_text_tail_start(out->buf, out->len, bytes) != (size_t)(tail - out->buf))
         return head + 1;
     for (size_t i = 0; i < tail_len; i++)
         if ((uint8_t)tail[i] != stream_byte(total - kept + i))
@@ -144,4 +145,42 @@ TEST(copies_while_the_tee_writes_are_whole)
     waitpid(t.pid, NULL, 0);
 }
 
-TEST_MAIN(copies_while_the_tee_writes_are_whole)
+/* A head of LOG_HEAD_BYTES that holds a lookalike of the cut note, then
+ * after. */
+static void head_then(struct strbuf *text, const char *after)
+{
+    strbuf_reset(text);
+    ASSERT_EQ_INT(strbuf_adds(text, "\n[strobe: 5 bytes cut here; printed by the job]\n"), 0);
+    while (text->len < LOG_HEAD_BYTES)
+        ASSERT_EQ_INT(strbuf_addch(text, 'h'), 0);
+    ASSERT_EQ_INT(strbuf_adds(text, after), 0);
+}
+
+/* The newest bytes of a cut text start after the note that follows the
+ * head: not at a lookalike in the job's output, and whether the cut was
+ * larger or smaller than the note itself. */
+TEST(tail_starts_after_the_cut_note_not_a_lookalike)
+{
+    struct strbuf text;
+    strbuf_init(&text);
+    for (unsigned long long cut = 1; cut <= 1000000; cut *= 1000) {
+        char after[128];
+        snprintf(after, sizeof(after),
+                 "\n[strobe: %llu bytes cut here; the first 262144 and the last 4 kept]\nTAIL",
+                 cut);
+        head_then(&text, after);
+        size_t from = log_text_tail_start(text.buf, text.len, (int64_t)(LOG_HEAD_BYTES + cut + 4));
+        ASSERT_EQ_STR(text.buf + from, "TAIL");
+        /* figures that do not add up to the count: not known to be the note */
+        ASSERT_EQ_INT(log_text_tail_start(text.buf, text.len, (int64_t)(LOG_HEAD_BYTES + cut + 5)),
+                      text.len);
+    }
+    /* nothing cut, the job's own text past the head looking like a note */
+    head_then(&text, "\n[strobe: 1 bytes cut here; the first 262144 and the last 4 kept]\nmore");
+    ASSERT_EQ_INT(log_text_tail_start(text.buf, text.len, (int64_t)text.len), 0);
+    head_then(&text, "");
+    ASSERT_EQ_INT(log_text_tail_start(text.buf, text.len, (int64_t)text.len), 0);
+    strbuf_release(&text);
+}
+
+TEST_MAIN(copies_while_the_tee_writes_are_whole, tail_starts_after_the_cut_note_not_a_lookalike)

@@ -116,5 +116,5 @@ TEST(utf8_bad_bytes_become_replacement_chars)
     clean("x\xe2\x82", "x\xef\xbf\xbd\xef\xbf\xbd"); /* cut short at the end */
 }
 
-TEST_MAIN(escapes, absent_string_is_null, utf8_kept, invalid_utf8_replaced, any_bytes_parse, utf8_valid_text_is_kept,
-          utf8_bad_bytes_become_replacement_chars)
+TEST_MAIN(escapes, absent_string_is_null, utf8_kept, invalid_utf8_replaced, any_bytes_parse,
+          utf8_valid_text_is_kept, utf8_bad_bytes_become_replacement_chars)
