@@ -163,6 +163,58 @@ static double rank_work_median(const struct rule_window *w, int64_t rank, uint32
     return m;
 }
 
+/* A rank's CPU time per step in the window, in units of the window's span
+ * (the same for every rank, so it cancels in ratios); NAN when unknown. */
+static double cpu_per_step(const struct rule_window *w, int64_t pid, uint32_t steps)
+{
+    double share = series_mean(window_series(w, RM_PROC_CPU_PID, pid, NULL));
+    return steps && isfinite(share) ? share / steps : NAN;
+}
+
+/* The likely cause of rank slow's lag, from the ranks' own numbers. Its
+ * CPU share cannot tell: DDP's all-reduce makes every rank's step as long
+ * as the straggler's, so all of them spend about the same CPU per second
+ * whether it does more work or gets less of a core for the same work. Its
+ * CPU time per step can: more work takes more CPU time, a core shared with
+ * other work (or time stolen from the VM, or a throttled cgroup) spreads
+ * the same CPU time over longer steps. */
+static void straggler_cause(const struct rule_window *w, uint32_t slow, uint32_t n,
+                            const double *data, const int64_t *pids, const uint32_t *nsteps,
+                            double work_ratio, char *out, size_t cap)
+{
+    double other_data = 0, other_cpu = 0;
+    uint32_t ncpu = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (i == slow)
+            continue;
+        other_data += data[i] / (n - 1);
+        double v = cpu_per_step(w, pids[i], nsteps[i]);
+        if (isfinite(v)) {
+            other_cpu += v;
+            ncpu++;
+        }
+    }
+    double cpu_ratio = cpu_per_step(w, pids[slow], nsteps[slow]) / (ncpu ? other_cpu / ncpu : NAN);
+    if (data[slow] > other_data + 10)
+        snprintf(out, cap, "it waits for data (%.0f %% of its step against %.0f %%)", data[slow],
+                 other_data);
+    else if (!isfinite(cpu_ratio) || cpu_ratio <= 0)
+        snprintf(out, cap,
+                 "it computes longer, as far as strobe can see (no CPU time per process): uneven "
+                 "work per rank or a slower device");
+    else if (cpu_ratio - 1 >= 0.5 * (work_ratio - 1)) /* the CPU time grew with the work */
+        snprintf(out, cap,
+                 "it uses %.0f %% more CPU time per step than the others: more work on it (uneven "
+                 "data per rank, work done on it alone) or a slower core or device",
+                 100.0 * (cpu_ratio - 1));
+    else
+        snprintf(out, cap,
+                 "it uses %.0f %% of the others' CPU time per step over %.0f %% longer: it gets "
+                 "less of a core for the same work (other work on its cores, CPU throttling, time "
+                 "stolen from the VM) or waits on a slower device",
+                 100.0 * cpu_ratio, 100.0 * (work_ratio - 1));
+}
+
 static void straggler_window(struct rule_ctx *c, const struct rule_window *w, void *p)
 {
     struct straggler_state *st = p;
@@ -173,13 +225,12 @@ static void straggler_window(struct rule_ctx *c, const struct rule_window *w, vo
     uint32_t nr = window_ranks(w, ranks, 64);
     double work[64], data[64];
     int64_t pids[64];
-    uint32_t ok = 0, idx[64];
+    uint32_t ok = 0, idx[64], nsteps[64];
     for (uint32_t i = 0; i < nr; i++) {
-        uint32_t n;
         if (ranks[i] < 0)
             continue;
-        work[ok] = rank_work_median(w, ranks[i], &n, &data[ok], &pids[ok]);
-        if (n >= min_steps && isfinite(work[ok]))
+        work[ok] = rank_work_median(w, ranks[i], &nsteps[ok], &data[ok], &pids[ok]);
+        if (nsteps[ok] >= min_steps && isfinite(work[ok]))
             idx[ok++] = i;
     }
     if (ok < 2) {
@@ -214,35 +265,8 @@ static void straggler_window(struct rule_ctx *c, const struct rule_window *w, vo
                     lag, st->streak, windows);
         return;
     }
-    /* the likely cause, from the rank's own numbers */
-    double other_data = 0;
-    for (uint32_t i = 0; i < ok; i++)
-        if (i != slow)
-            other_data += data[i] / no;
-    const struct rule_series *mine = window_series(w, RM_PROC_CPU_PID, pids[slow], NULL);
-    double my_cpu = series_mean(mine), other_cpu = 0;
-    uint32_t ncpu = 0;
-    for (uint32_t i = 0; i < ok; i++) {
-        double v = series_mean(window_series(w, RM_PROC_CPU_PID, pids[i], NULL));
-        if (i != slow && isfinite(v)) {
-            other_cpu += v;
-            ncpu++;
-        }
-    }
-    other_cpu = ncpu ? other_cpu / ncpu : NAN;
-    char cause[200];
-    if (data[slow] > other_data + 10)
-        snprintf(cause, sizeof(cause), "it waits for data (%.0f %% of its step against %.0f %%)",
-                 data[slow], other_data);
-    else if (isfinite(my_cpu) && isfinite(other_cpu) && my_cpu < 0.8 * other_cpu)
-        snprintf(cause, sizeof(cause),
-                 "it gets less CPU (%.0f %% of a core against %.0f %%): throttled, or sharing "
-                 "cores with other work",
-                 my_cpu, other_cpu);
-    else
-        snprintf(cause, sizeof(cause),
-                 "it computes longer with as much CPU%s: uneven work per rank or a slower device",
-                 isfinite(my_cpu) ? "" : " as far as strobe can see");
+    char cause[256];
+    straggler_cause(w, slow, ok, data, pids, nsteps, 1.0 + lag / 100.0, cause, sizeof(cause));
     char scope[32], ev[512];
     rank_scope(scope, sizeof(scope), rank);
     window_steps_text(w, rank, ev, sizeof(ev));

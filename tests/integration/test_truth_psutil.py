@@ -53,10 +53,10 @@ def tree_of(p):
         return []
 while proc.poll() is None:
     try:
-        # strobe's other short-lived children (git, the version probe) are not the job
-        # and its output tees are forks of strobe itself (their command line is strobe's)
-        kids = [k for k in psutil.Process(proc.pid).children() if "blocks" in " ".join(k.cmdline())
-                and k.name() != "strobe-tee"]
+        # The job once it has exec'd: strobe's other children (git, the version
+        # probe, the output tees) and the job's own fork before its exec are
+        # forks of strobe, whose command line holds the job's too
+        kids = [k for k in psutil.Process(proc.pid).children() if k.cmdline()[:3] == [PYTHON, "-c", job]]
         if kids:
             root = kids[0]
             break
