@@ -3,9 +3,10 @@
 the rank that was slowed and names the right cause.
 
 examples/ddp_straggler.py --fixed gives both ranks the same work. Here each
-rank is pinned to a core of its own and a busy loop (outside the job) shares
-the core of one of them, the victim: it gets about half a core and works
-longer per step, with the same CPU time per step as the other rank. Both
+rank is pinned to a core of its own and two busy loops (outside the job)
+share the core of one of them, the victim: it gets about a third of a core
+and works longer per step, with the same CPU time per step as the other
+rank. Both
 ranks' steps last as long as the victim's (DDP's all-reduce), so their CPU
 shares are alike and cannot tell this from uneven work; their CPU time per
 step can, and the rule must say "less of a core", not "more work".
@@ -65,9 +66,12 @@ while job.poll() is None and len(ranks) < 2 and time.monotonic() < deadline:
     time.sleep(0.05)
 check("the two ranks started", len(ranks) == 2, ranks)
 victim = ranks[0] if ranks else None
-hog = subprocess.Popen(["sh", "-c", "while :; do :; done"])
+# two busy loops: the victim gets a third of its core, and stays the
+# straggler should other work land on the other rank's core
+hogs = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(2)]
 try:
-    os.sched_setaffinity(hog.pid, {cores[0]})
+    for hog in hogs:
+        os.sched_setaffinity(hog.pid, {cores[0]})
     while job.poll() is None and len(ranks) == 2:
         try:  # again and again: torch and gloo start their threads during the run
             pin(ranks[0], cores[0])
@@ -77,8 +81,9 @@ try:
         time.sleep(0.5)
     out, err = job.communicate(timeout=200)
 finally:
-    hog.kill()
-    hog.wait()
+    for hog in hogs:
+        hog.kill()
+        hog.wait()
 check("the job ran to the end", job.returncode == 0 and out.count("done:") == 2,
       f"rc {job.returncode}: {err[-600:]}")
 
