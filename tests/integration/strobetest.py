@@ -3,6 +3,7 @@ and print one TAP-like line per check ("ok - name" / "not ok - name"), which
 tests/run counts."""
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -97,3 +98,24 @@ def wait_for(pred, timeout=10.0, step=0.05):
             return True
         time.sleep(step)
     return pred()
+
+
+# ---- the example workloads (examples/*.py) -----------------------------------
+EXAMPLES = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
+
+
+def example_env():
+    """The environment for an example under strobe run: none of the test
+    runner's own strobe, DDP or OpenMP settings leak into it."""
+    env = dict(os.environ)
+    for k in ("STROBE_SHM", "STROBE_FRAMEWORK", "STROBE_DDP_HOOK", "RANK", "WORLD_SIZE", "LOCAL_RANK",
+              "MASTER_ADDR", "MASTER_PORT", "OMP_NUM_THREADS", "OMP_WAIT_POLICY"):
+        env.pop(k, None)
+    return env
+
+
+def ddp_rank_clocks(stdout):
+    """{rank: (forward ms/step, cpu ms/step)} as each rank of
+    examples/ddp_straggler.py timed itself (its closing line)."""
+    return {int(m[1]): (float(m[2]), float(m[3])) for m in
+            re.finditer(r"rank (\d+), loss \S+, forward ([\d.]+) ms/step, cpu ([\d.]+) ms/step", stdout)}

@@ -17,7 +17,6 @@ its own clock and doing no more work than the other rank. The uneven-work case (
 example without --fixed) is checked in test_examples.py."""
 import json
 import os
-import re
 import subprocess
 import time
 
@@ -25,19 +24,15 @@ import psutil
 
 from strobetest import *
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 cores = sorted(os.sched_getaffinity(0))
 if len(cores) < 2:
     skip("a busy loop on one rank's core", f"needs two cores, this machine lends {len(cores)}")
     done()
 
-env = dict(os.environ)
-for k in ("STROBE_SHM", "RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT", "OMP_NUM_THREADS"):
-    env.pop(k, None)
 db = store_path("straggler_cause.db")
 job = subprocess.Popen([STROBE, "run", "--quiet", f"--store={db}", "--", PYTHON,
-                        os.path.join(ROOT, "examples", "ddp_straggler.py"), "--fixed", "--seconds", "16"],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                        os.path.join(EXAMPLES, "ddp_straggler.py"), "--fixed", "--seconds", "16"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=example_env())
 
 
 def ranks_of(strobe_pid):
@@ -90,8 +85,7 @@ check("the job ran to the end", job.returncode == 0 and out.count("done:") == 2,
 r = show(db)
 rank_of = {q["pid"]: q["rank"] for q in r["processes"] if q["role"] == "rank"}
 slow_rank = rank_of.get(victim)
-clocks = {int(m[1]): (float(m[2]), float(m[3])) for m in
-          re.finditer(r"rank (\d+), loss \S+, forward ([\d.]+) ms/step, cpu ([\d.]+) ms/step", out)}
+clocks = ddp_rank_clocks(out)
 if check("both ranks printed their own clocks, the victim is a rank", sorted(clocks) == [0, 1]
          and slow_rank in clocks, f"{clocks}, victim pid {victim}, ranks {rank_of}"):
     fast_rank = 1 - slow_rank
