@@ -589,8 +589,8 @@ static void settle(struct recorder *r)
  * Every LOG_CHECKPOINT_NS the output the job wrote since the last one rides
  * with the batch, so that a recorder killed mid-run leaves it in the store
  * (and `strobe logs` and the dashboard show a running job's output). The
- * copy is up to 1 MiB, once in LOG_CHECKPOINT_NS, on the loop's thread; the
- * end of the run stores the streams whole.
+ * writer's thread takes the copy (up to 1 MiB); the end of the run stores
+ * the streams whole.
  */
 #define LOG_CHECKPOINT_NS (5 * NS_PER_S)
 
@@ -603,11 +603,9 @@ static void checkpoint_logs(struct recorder *r, int64_t now)
         struct batch_text *t = &r->batch.texts[i];
         if (log_tee_bytes(&r->logs[i]) == r->logs_stored[i])
             continue; /* nothing new, or nothing captured */
-        strbuf_reset(&t->text);
-        if (log_tee_text(&r->logs[i], &t->text, &t->bytes) < 0)
-            continue; /* out of memory, or outrun: the next checkpoint */
         t->kind = log_kinds[i];
-        t->put = 1;
+        t->from = r->logs[i]; /* the tee's shared memory outlives the writer */
+        t->take = 1;
     }
 }
 

@@ -24,6 +24,7 @@ void batch_reset(struct batch *b)
     b->snap_len = 0;
     b->result = 0;
     for (int i = 0; i < 2; i++) {
+        b->texts[i].take = 0;
         b->texts[i].put = 0;
         strbuf_reset(&b->texts[i].text);
     }
@@ -156,9 +157,24 @@ static void forget_new_ids(struct writer *w, const struct batch *b)
             w->ids[b->defs[i].series] = 0;
 }
 
+/* Copy the job's output that rides with b, outside the transaction. A copy
+ * that fails (out of memory, outrun by the job) leaves it to the next
+ * checkpoint. */
+static void take_texts(struct batch *b)
+{
+    for (int i = 0; i < 2; i++) {
+        struct batch_text *t = &b->texts[i];
+        if (!t->take)
+            continue;
+        strbuf_reset(&t->text);
+        t->put = log_tee_text(&t->from, &t->text, &t->bytes) == 0;
+    }
+}
+
 static int commit_batch(struct writer *w, struct batch *b)
 {
     struct store *s = w->store;
+    take_texts(b);
     int rc = s->ops->begin(s);
     for (uint32_t i = 0; rc == 0 && i < b->ndefs; i++) {
         const struct batch_def *d = &b->defs[i];

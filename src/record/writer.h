@@ -19,6 +19,7 @@
 
 #include "common/strbuf.h"
 #include "record/events.h"
+#include "record/logtee.h"
 #include "sample/series.h"
 #include "store/store.h"
 
@@ -40,12 +41,16 @@ struct batch_block {
 };
 
 /* The job's output so far (stdout or stderr), stored again in this batch's
- * transaction. */
+ * transaction. The writer takes the copy (up to 1 MiB, a few hundred
+ * microseconds) from the tee's shared memory, so the sampling loop does not
+ * stall on it. */
 struct batch_text {
-    const char *kind; /* "stdout" or "stderr" */
+    const char *kind;    /* "stdout" or "stderr" */
+    struct log_tee from; /* the tee as of the hand-over, to copy from */
+    int take;            /* 1: the writer is to copy from `from` */
     struct strbuf text;
     int64_t bytes; /* everything the job wrote to the stream, as of text */
-    int put;       /* 1: this batch carries it */
+    int put;       /* 1: this batch carried it (the copy was whole) */
 };
 
 struct batch {
