@@ -39,6 +39,7 @@ monotonic_ns = _time.monotonic_ns
 _step_listeners = []
 
 _current_step = 0  # libstrobe's too: events before the first step() belong to step 0
+_script_step = 0  # the last number step() gave the script, as it would without a recorder
 
 # Called with the new step number whenever it changes, counted for the script
 # or by it (strobe run --torch-profile's window, _torch_profile.py). A hook
@@ -64,14 +65,15 @@ def step(n=None):
 def _step(n=None, notify=False):
     """step() without telling _step_listeners: for a capture that counts steps
     on the script's behalf."""
-    global _current_step
-    requested = n
-    n = _current_step + 1 if n is None else _operator.index(n)
-    if notify:  # the script counts steps: the step in progress ends here
+    global _current_step, _script_step
+    if notify:  # the script counts steps: its numbers, whatever the capture counted before
+        n = _script_step + 1 if n is None else _operator.index(n)
         if not 0 <= n < 2**32:
             _strobe.step(n)  # raises, before anything changes
-        if _steps.clock.before_explicit_step() and requested is None:
-            n = _current_step  # the step an optimizer step had just begun is this one
+        _steps.clock.before_explicit_step()  # the step in progress ends here
+        _script_step = n
+    else:
+        n = _current_step + 1 if n is None else _operator.index(n)
     _strobe.step(n)  # checks 0 <= n < 2**32 before anything changes
     _current_step = n
     for fn in _step_hooks:

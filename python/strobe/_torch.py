@@ -84,17 +84,32 @@ def _wrap_dataloader(torch):
     def __next__(self):
         t0 = _mono()
         _clock.phase_begin(t0)
+        outer = getattr(_tls, "in_data", False)
+        _tls.in_data = True
         try:
             return orig(self)
         finally:
+            _tls.in_data = outer
             t1 = _mono()
             _complete("data", t0, t1 - t0)
-            _clock.phase_end(t1)
+            _clock.phase_end(t1, work=False)
 
     cls.__next__ = __next__
 
 
 _worker = {"checked": False, "in_worker": False}
+_tls = threading.local()  # in_data, in_forward, in_optimizer: this thread is inside one
+
+
+def _forked():
+    """In a forked child (a data-loader worker among them): who it is is asked
+    anew, and nothing of its parent's data phase or forward is in progress
+    (os.fork() inside one leaves the flag set)."""
+    _worker["checked"] = False
+    _worker["in_worker"] = False
+    _tls.in_data = False
+    _tls.in_forward = False
+    _tls.in_optimizer = False
 
 
 def _in_worker():
@@ -126,9 +141,12 @@ def _wrap_fetchers(torch):
                 if not _in_worker():
                     return orig(self, *args, **kwargs)  # the main process: inside "data"
                 t0 = _mono()
+                outer = getattr(_tls, "in_data", False)
+                _tls.in_data = True  # a transform's module calls are no forward
                 try:
                     return orig(self, *args, **kwargs)
                 finally:
+                    _tls.in_data = outer
                     _complete("dataloader.worker", t0, _mono() - t0)
 
             return fetch_
@@ -138,8 +156,6 @@ def _wrap_fetchers(torch):
 
 # ---- forward, backward, optimizer ------------------------------------------
 
-_tls = threading.local()
-
 
 def _wrap_module_call(torch):
     module_cls = torch.nn.Module
@@ -147,8 +163,10 @@ def _wrap_module_call(torch):
 
     @functools.wraps(orig)
     def __call__(self, *args, **kwargs):
-        if getattr(_tls, "in_forward", False):
-            return orig(self, *args, **kwargs)  # nested: only the outermost counts
+        if getattr(_tls, "in_forward", False) or getattr(_tls, "in_data", False):
+            # nested: only the outermost counts; and a module inside a fetch
+            # (a transform) is part of the data phase
+            return orig(self, *args, **kwargs)
         _tls.in_forward = True
         t0 = _mono()
         _clock.phase_begin(t0)
@@ -183,11 +201,17 @@ def _wrap_backward(torch):
 def _timed_step(orig):
     @functools.wraps(orig)
     def step(self, *args, **kwargs):
+        if getattr(_tls, "in_optimizer", False):
+            # a subclass's step calling super().step(), both wrapped, or an
+            # optimizer stepping another (Lookahead): one optimizer step
+            return orig(self, *args, **kwargs)
+        _tls.in_optimizer = True
         t0 = _mono()
         _clock.phase_begin(t0)
         try:
             return orig(self, *args, **kwargs)
         finally:
+            _tls.in_optimizer = False
             t1 = _mono()
             _complete("optimizer", t0, t1 - t0)
             _clock.phase_end(t1)
@@ -414,6 +438,9 @@ def install():
         return
     _installed = True
     import torch
+
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_forked)
 
     for what, fn in _PARTS:
         try:
