@@ -8,6 +8,7 @@ kept in $STROBE_BUILD/artifacts/report.png."""
 import json
 import os
 import shutil
+import stat
 import subprocess
 
 from strobetest import PYTHON, TMP, check, done, show, skip, store_path, strobe
@@ -80,6 +81,30 @@ p = strobe("run", "--quiet", "--report", os.path.join(TMP, "no", "such", "dir.ht
 warn = [l for l in p.stderr.splitlines() if "no report" in l]
 check("a report that cannot be written is one warning; the job's status stays",
       p.returncode == 4 and len(warn) == 1, (p.returncode, p.stderr))
+
+# what is not a regular file is written into, not replaced; a link is followed
+link, target = os.path.join(TMP, "report-link.html"), os.path.join(TMP, "report-target.html")
+for f in (link, target):
+    if os.path.lexists(f):
+        os.remove(f)
+os.symlink(target, link)
+p = strobe("report", "last", "-o", link, store=db)
+check("report -o a symbolic link: the link stays, its target gets the report",
+      p.returncode == 0 and os.path.islink(link) and os.path.getsize(target) > 10000,
+      (p.returncode, p.stderr))
+if os.geteuid() == 0:
+    dev = os.path.join(TMP, "report-null")
+    if os.path.lexists(dev):
+        os.remove(dev)
+    os.mknod(dev, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # /dev/null's numbers
+    p = strobe("run", "--quiet", "--report", dev, "--", "/bin/true", store=db)
+    mode = os.lstat(dev).st_mode
+    check("--report a device: written into, the device stays (no temporary file left)",
+          p.returncode == 0 and stat.S_ISCHR(mode) and
+          not [f for f in os.listdir(TMP) if f.startswith("report-null.tmp")], (p.stderr, oct(mode)))
+    os.remove(dev)
+else:
+    skip("--report a device", "mknod needs root")
 
 node = shutil.which("node")
 if not (node and os.path.exists("/usr/bin/chromium")
