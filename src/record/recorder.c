@@ -720,24 +720,30 @@ static void loop(struct recorder *r)
 
 /*
  * One last frame after the job exits, so its final stretch (folded into the
- * reaped totals) is on the record. It is taken at the next deadline when that
- * is near: a frame a millisecond after the last one would turn a single clock
- * tick of CPU time into a spike of hundreds of percent.
+ * reaped totals) is on the record. It is taken at the next deadline when the
+ * interval is at most a second, else a second after the last frame or now,
+ * whichever is later: a frame a millisecond after the last one would turn a
+ * single clock tick of CPU time into a spike of hundreds of percent. A
+ * deadline already past (the loop was late) gives the frame the time it is
+ * taken at, off the grid: a rate is over the time it covers.
  */
 static void final_frame(struct recorder *r)
 {
     int64_t interval = r->o->interval_ns;
-    if (interval <= NS_PER_S) {
-        int64_t offset = (r->deadline_index + 1) * interval;
-        int64_t due = r->start_mono_ns + offset;
-        struct timespec ts = {(time_t)(due / NS_PER_S), due % NS_PER_S};
-        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-            ;
-        r->deadline_index++;
-        sample_frame(r, offset);
+    int64_t last = r->deadline_index * interval;
+    int64_t due = interval <= NS_PER_S ? last + interval : last + NS_PER_S;
+    int64_t now = clock_monotonic_ns() - r->start_mono_ns;
+    if (due < now) {
+        sample_frame(r, now);
         return;
     }
-    sample_frame(r, clock_monotonic_ns() - r->start_mono_ns);
+    int64_t at = r->start_mono_ns + due;
+    struct timespec ts = {(time_t)(at / NS_PER_S), at % NS_PER_S};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+    if (due == last + interval)
+        r->deadline_index++;
+    sample_frame(r, due);
 }
 
 static int is_fault_signal(int sig)
@@ -950,11 +956,13 @@ int recorder_run(const struct recorder_opts *o)
     sample_frame(&r, 0); /* the baseline every rate starts from */
     arm_timer(&r);
     loop(&r);
+    /* the last frame and the end time are the job's exit, not the wait for
+     * its output (an orphan may hold the stream open) */
+    final_frame(&r);
+    exit_status = set_outcome(&r);
     /* the job's last lines reach the terminal before the summary does */
     for (size_t i = 0; i < 2; i++)
         log_tee_wait(&r.logs[i], LOG_WAIT_MS);
-    final_frame(&r);
-    exit_status = set_outcome(&r);
     int rc = final_flush(&r);
     if (rc == 0)
         finish_rules(&r);

@@ -396,10 +396,9 @@ void proc_tree_reap_prepare(struct proc_tree *t, pid_t pid)
     if (!e)
         return;
     entry_refresh(t, e); /* a zombie still shows its whole group's final totals */
-    totals_add_entry(&t->reaped, e);
-    if (e->ctxt_ok && e->have_prev)
-        t->ctxt_sum += e->ctxt > e->prev_ctxt ? e->ctxt - e->prev_ctxt : 0;
-    tree_remove(t, (uint32_t)(e - t->e));
+    /* kept for the next frame, so its own series get its last interval too
+     * (the CPU of a process that exits between frames is in it) */
+    e->final = 1;
 }
 
 static void discover_one(pid_t pid, void *arg)
@@ -680,6 +679,8 @@ static void take_tracked(struct proc_tree *t, uint32_t i, const struct procbpf_p
     if (i == 0)
         return;
     struct proc_entry *e = &t->e[i - 1];
+    if (e->final)
+        return; /* reaped: its last reading is the one taken before */
     if (entry_take_bpf(t, e, p) < 0)
         e->gone = 1; /* removed in bpf_frame, once every process is read */
 }
@@ -736,12 +737,17 @@ static int proc_sample(void *state, struct sample_ctx *ctx)
     int64_t threads = 0;
     for (uint32_t i = 0; i < t->n;) {
         struct proc_entry *e = &t->e[i];
-        if (!from_bpf && entry_refresh(t, e) < 0) {
+        if (!from_bpf && !e->final && entry_refresh(t, e) < 0) {
             /* reaped by its parent: its totals are the parent's now */
             tree_remove(t, i);
             continue;
         }
         entry_emit(t, e, ctx);
+        if (e->final) { /* its last interval is out: it joins the reaped */
+            totals_add_entry(&t->reaped, e);
+            tree_remove(t, i);
+            continue;
+        }
         rss += e->rss_bytes;
         threads += e->st.num_threads;
         i++;

@@ -17,7 +17,9 @@
  * Totals stay continuous when processes exit: CPU time and I/O of a process
  * that is reaped move into its parent's cutime/cstime and io counters (proc(5)),
  * and a process the recorder reaps itself is read one last time as a zombie
- * (proc_tree_reap_prepare) and folded into the tree's reaped totals.
+ * (proc_tree_reap_prepare): that reading is its last interval at the next
+ * frame, in its own series and the tree's, and then it joins the tree's
+ * reaped totals.
  */
 #ifndef STROBE_SAMPLE_PROCTREE_H
 #define STROBE_SAMPLE_PROCTREE_H
@@ -71,7 +73,8 @@ struct proc_entry {
     uint8_t have_prev;
     uint8_t io_ok;
     uint8_t ctxt_ok;
-    uint8_t gone; /* BPF: not found this frame, to be removed */
+    uint8_t gone;  /* BPF: not found this frame, to be removed */
+    uint8_t final; /* reaped by the recorder: its last reading, emitted at the next frame */
 };
 
 /* Totals that only grow: tree CPU time and I/O bytes. */
@@ -130,7 +133,8 @@ void proc_tree_not_job(struct proc_tree *t, pid_t pid);
 /* Start following pid (the job, just forked). */
 int proc_tree_set_root(struct proc_tree *t, pid_t pid);
 /* pid, a child of the recorder, is a zombie not yet reaped: read it one last
- * time and fold it into the reaped totals. Call before waitpid() reaps it. */
+ * time; the next frame emits that reading and folds it into the reaped
+ * totals. Call before waitpid() reaps it. */
 void proc_tree_reap_prepare(struct proc_tree *t, pid_t pid);
 /* Find a tracked process; NULL if not tracked. */
 struct proc_entry *proc_tree_find(struct proc_tree *t, pid_t pid);

@@ -116,4 +116,39 @@ check("1 ms: cpu.util points are at least one 10 ms tick apart", gaps and gaps[0
 r = show(db)
 self_cpu = r["metrics"]["strobe.cpu"]["mean"]
 check("strobe.cpu is recorded and small (< 5 % of a core at 100 ms)", 0 < self_cpu < 5, self_cpu)
+
+# The job's last interval in its own series: at 1 s, a 1.7 s burner ends
+# inside the second interval, which only the reading of its zombie covers.
+burn_for = """
+import time
+t = time.process_time()
+while time.process_time() - t < 1.7:
+    pass
+print(time.process_time())
+"""
+db2 = store_path("truth-cpu-final.db")
+p = run(db2, PYTHON, "-c", burn_for, opts=("--interval", "1s", "--no-report"))
+check("a 1.7 s burner at 1 s finished", p.returncode == 0, p.stderr)
+if p.returncode == 0:
+    used = float(p.stdout.split()[-1])
+    own = {k: v for k, v in points(db2, "proc.cpu{*").items()}
+    own_s = sum(integral(v, 1.0) for v in own.values()) / 100
+    near("its own proc.cpu{pid} series hold its CPU time to the end", own_s, used,
+         0.05 * used + 0.05, "s")
+
+# An orphan that keeps the job's stdout open: the run ends with the job, its
+# last frame on time; the orphan's CPU is not piled into that frame.
+orphan = ("/usr/bin/python3 -c 'import time\nt = time.process_time()\n"
+          "while time.process_time() - t < 1.5: pass' & exit 0")
+db3 = store_path("truth-cpu-orphan.db")
+p = run(db3, "/bin/sh", "-c", orphan, opts=("--no-report",))
+check("a job that leaves a busy orphan holding its stdout finished", p.returncode == 0, p.stderr)
+if p.returncode == 0:
+    r = show(db3)
+    cpu = points(db3, "proc.cpu").get("proc.cpu", [])
+    peak = max((v for _, v in cpu), default=float("nan"))
+    check("the orphan's CPU is not piled into the last frame (proc.cpu <= 100 % per core)",
+          peak <= 100 * ncpu + 10, cpu)
+    check("the run lasts as long as the job, not the orphan's hold on stdout",
+          r["duration_s"] < 1.0, r["duration_s"])
 done()
