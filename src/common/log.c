@@ -20,6 +20,25 @@ void log_set_quiet(int quiet)
     log_quiet = quiet;
 }
 
+static log_writer_fn *writer;
+static void *writer_arg;
+
+void log_set_writer(log_writer_fn *fn, void *arg)
+{
+    writer = fn;
+    writer_arg = arg;
+}
+
+static void write_lines(const char *text, size_t len)
+{
+    if (writer) {
+        writer(writer_arg, text, len);
+        return;
+    }
+    ssize_t w = len ? write(STDERR_FILENO, text, len) : 0;
+    (void)w;
+}
+
 #define LINE_MAX_BYTES 1024
 
 /* "strobe: <prefix><message>\n" into line (cut to fit): its length, or 0. */
@@ -41,8 +60,8 @@ static void log_line(const char *prefix, const char *fmt, va_list ap)
 {
     char line[LINE_MAX_BYTES];
     size_t len = format_line(line, prefix, fmt, ap);
-    ssize_t w = len ? write(STDERR_FILENO, line, len) : 0;
-    (void)w;
+    if (len)
+        write_lines(line, len);
 }
 
 void log_hold_notes(void)

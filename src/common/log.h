@@ -3,12 +3,19 @@
 #ifndef STROBE_COMMON_LOG_H
 #define STROBE_COMMON_LOG_H
 
+#include <stddef.h>
+
 __attribute__((format(printf, 1, 2))) void log_error(const char *fmt, ...);
 __attribute__((format(printf, 1, 2))) void log_warn(const char *fmt, ...);
 __attribute__((format(printf, 1, 2))) void log_note(const char *fmt, ...);
 
 /* Quiet mode silences notes (not warnings or errors). */
 void log_set_quiet(int quiet);
+
+/* Where whole lines go instead of write(2) to stderr (the recorder's live
+ * line shares the terminal's line with the job); NULL for stderr again. */
+typedef void log_writer_fn(void *arg, const char *text, size_t len);
+void log_set_writer(log_writer_fn *fn, void *arg);
 
 /* Hold notes back (up to 4 KiB of them; past that they are dropped) until
  * log_release_notes prints them, or drops them all when print is 0: a note

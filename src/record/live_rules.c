@@ -55,13 +55,15 @@ static void announce(const struct finding *f, void *arg)
     struct live_rules *l = arg;
     if (!l->announce)
         return;
-    if (l->clear_line) {
-        ssize_t w = write(STDERR_FILENO, "\r\033[K", 4);
-        (void)w;
-    }
-    fprintf(stderr, "strobe: %s %s [%s]: %s%s%s\n", severity_names[f->severity], f->rule, f->scope,
-            f->evidence ? f->evidence : "", f->recommendation && *f->recommendation ? " -> " : "",
-            f->recommendation ? f->recommendation : "");
+    struct strbuf line;
+    strbuf_init(&line);
+    strbuf_addf(&line, "strobe: %s %s [%s]: %s%s%s\n", severity_names[f->severity], f->rule,
+                f->scope, f->evidence ? f->evidence : "",
+                f->recommendation && *f->recommendation ? " -> " : "",
+                f->recommendation ? f->recommendation : "");
+    if (line.buf)
+        log_line_print(l->line, STDERR_FILENO, line.buf, line.len);
+    strbuf_release(&line);
 }
 
 int live_rules_open(struct live_rules *l, const struct rules_options *opts,

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "record/events.h"
+#include "record/logtee.h"
 #include "rules/rules.h"
 #include "sample/series.h"
 #include "store/store.h"
@@ -26,7 +27,7 @@ struct live_rules {
     uint32_t nslot;
     struct series_table *series;
     int announce;   /* print findings as they fire */
-    int clear_line; /* stderr shows the live line: clear it first */
+    struct log_line *line; /* stderr's terminal line, shared with the live line; or NULL */
 };
 
 /* Build the engine (fails, with the reason in err, on a bad rule list or

@@ -66,9 +66,107 @@ static int write_all(int fd, const char *p, size_t n)
     return 0;
 }
 
+/* ---- the terminal line shared with the status line ------------------------ */
+
+#define CLEAR_LINE "\r\033[K"
+
+struct log_line {
+    _Atomic int held;
+    int shown; /* the status line is on the terminal's current line */
+    int open;  /* the job's last byte on the terminal was no newline */
+};
+
+struct log_line *log_line_open(void)
+{
+    struct log_line *l =
+        mmap(NULL, sizeof(*l), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    return l == MAP_FAILED ? NULL : l; /* zeroed: free, nothing shown, a line of its own */
+}
+
+void log_line_close(struct log_line *l)
+{
+    if (l)
+        munmap(l, sizeof(*l));
+}
+
+static int line_try(struct log_line *l)
+{
+    return !atomic_exchange_explicit(&l->held, 1, memory_order_acquire);
+}
+
+/* Take the line, waiting at most ~50 ms: 1 when taken, 0 to go on without. */
+static int line_take(struct log_line *l)
+{
+    for (int i = 0; i < 50; i++) {
+        if (line_try(l))
+            return 1;
+        struct timespec ts = {0, 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
+static void line_give(struct log_line *l, int taken)
+{
+    if (taken)
+        atomic_store_explicit(&l->held, 0, memory_order_release);
+}
+
+/* The tee's write of the job's bytes to the shared terminal line. */
+static int line_write_job(struct log_line *l, int out, const char *p, size_t n)
+{
+    if (!l)
+        return write_all(out, p, n);
+    int taken = line_take(l);
+    int rc = 0;
+    if (l->shown) {
+        rc = write_all(out, CLEAR_LINE, strlen(CLEAR_LINE));
+        l->shown = 0;
+    }
+    if (rc == 0)
+        rc = write_all(out, p, n);
+    l->open = p[n - 1] != '\n';
+    line_give(l, taken);
+    return rc;
+}
+
+int log_line_status(struct log_line *l, const char *text, size_t n)
+{
+    if (!line_try(l))
+        return 0; /* a tee is writing: the next second */
+    int drawn = 0;
+    if (!l->open) {
+        char buf[256];
+        size_t k = n < sizeof(buf) - strlen(CLEAR_LINE) ? n : sizeof(buf) - strlen(CLEAR_LINE);
+        memcpy(buf, CLEAR_LINE, strlen(CLEAR_LINE));
+        memcpy(buf + strlen(CLEAR_LINE), text, k);
+        drawn = write_all(STDERR_FILENO, buf, strlen(CLEAR_LINE) + k) == 0;
+        l->shown = drawn;
+    }
+    line_give(l, 1);
+    return drawn;
+}
+
+void log_line_print(struct log_line *l, int fd, const char *text, size_t n)
+{
+    int taken = l ? line_take(l) : 0;
+    int rc = 0;
+    if (l && l->shown)
+        rc = write_all(fd, CLEAR_LINE, strlen(CLEAR_LINE));
+    else if (l && l->open)
+        rc = write_all(fd, "\n", 1);
+    if (rc == 0)
+        rc = write_all(fd, text, n);
+    if (l) {
+        l->shown = 0;
+        l->open = 0;
+        line_give(l, taken);
+    }
+}
+
 /* The tee process: only system calls from here on (it is forked from a
  * process with threads). in is fd 3 by now, out the stream's own fd. */
-static _Noreturn void tee_main(int out, struct log_capture *c)
+static _Noreturn void tee_main(int out, struct log_capture *c, struct log_line *line)
 {
     prctl(PR_SET_NAME, "strobe-tee"); /* in ps and top: not the job, nor the recorder */
     static const int ignored[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGUSR1, SIGUSR2};
@@ -83,7 +181,7 @@ static _Noreturn void tee_main(int out, struct log_capture *c)
         if (n <= 0)
             break; /* a pipe's end, or EIO from a terminal whose last writer closed */
         capture_add(c, buf, (size_t)n);
-        if (passing && write_all(out, buf, (size_t)n) < 0) {
+        if (passing && line_write_job(line, out, buf, (size_t)n) < 0) {
             if (errno == EPIPE)
                 break;   /* nobody reads on: the job gets SIGPIPE, as it would have */
             passing = 0; /* the terminal went away: keep capturing */
@@ -125,7 +223,7 @@ static int open_pty(int like, int *master, int *slave)
     return 0;
 }
 
-int log_tee_start(struct log_tee *t, int target)
+int log_tee_start(struct log_tee *t, int target, struct log_line *line)
 {
     memset(t, 0, sizeof(*t));
     t->job_fd = -1;
@@ -163,7 +261,7 @@ int log_tee_start(struct log_tee *t, int target)
         if (in != 3 && dup2(in, 3) < 0)
             _exit(1);
         close_range(4, ~0U, 0);
-        tee_main(target, c);
+        tee_main(target, c, line);
     }
     close(in);
     t->cap = c;

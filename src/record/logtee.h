@@ -26,6 +26,28 @@
 
 struct log_capture; /* shared with the tee process */
 
+/*
+ * The terminal line that the job's output and strobe's live status line
+ * share, when stderr is a terminal. The status line is drawn by the
+ * recorder, the job's bytes are written by the tees: each tee erases a
+ * status line that is shown before it writes, and notes whether the job
+ * left its line open (a progress bar, a prompt); the recorder draws the
+ * status only on a line of its own and skips a second when a tee holds the
+ * line. Shared memory with a lock that neither side waits on for long: a
+ * tee that finds it held for 50 ms writes anyway (the recorder may have been
+ * killed holding it), the recorder never waits.
+ */
+struct log_line;
+
+struct log_line *log_line_open(void);
+void log_line_close(struct log_line *l);
+/* Draw the status line (text without \r or \n) in place of the last one:
+ * 1 when drawn, 0 when the job's line is open or a tee is writing. */
+int log_line_status(struct log_line *l, const char *text, size_t n);
+/* Write whole lines (a finding, the summary) to fd: the status line goes
+ * first, and a job's open line is ended with a newline. l may be NULL. */
+void log_line_print(struct log_line *l, int fd, const char *text, size_t n);
+
 struct log_tee {
     struct log_capture *cap; /* NULL: not captured, the job writes directly */
     pid_t pid;               /* the tee process */
@@ -36,8 +58,9 @@ struct log_tee {
 
 /* Set up the tee of target (1 or 2). 0, or negative: then t captures
  * nothing and the job writes to target itself (the reason is the caller's to
- * say). Call before the job is forked. */
-int log_tee_start(struct log_tee *t, int target);
+ * say). line: the terminal line target shares with the status line, or
+ * NULL. Call before the job is forked. */
+int log_tee_start(struct log_tee *t, int target, struct log_line *line);
 /* In the job's child, before exec: its stream becomes the tee's input. */
 void log_tee_child_setup(const struct log_tee *t);
 /* In the recorder once the job runs: its copy of the job's end goes. */

@@ -9,6 +9,7 @@
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -74,6 +75,7 @@ struct recorder {
     int64_t logs_ckpt_ns;   /* when the job's output last went into a batch */
     int64_t logs_stored[2]; /* bytes of each stream the store has */
     int live;
+    struct log_line *line; /* stderr's terminal line, when the live line is on */
     char name_buf[256];
 };
 
@@ -378,18 +380,46 @@ static void exec_child(struct recorder *r, int report_fd)
  * its tees: a process the job left behind may keep a stream open. */
 #define LOG_WAIT_MS 2000
 
+/* Whether fd is the terminal stderr is. */
+static int same_terminal_as_stderr(int fd)
+{
+    struct stat a, b;
+    return isatty(fd) && fstat(fd, &a) == 0 && fstat(STDERR_FILENO, &b) == 0 &&
+           a.st_rdev == b.st_rdev;
+}
+
+/* strobe's own lines while the live line is on: not into the status line */
+static void print_on_line(void *line, const char *text, size_t len)
+{
+    log_line_print(line, STDERR_FILENO, text, len);
+}
+
+/*
+ * The tees of stdout and stderr. With the live line on, the streams on
+ * stderr's terminal share its line through r->line; the live line needs
+ * that (a job writing to the terminal itself would write into the status
+ * line), so it is off when stderr has no tee.
+ */
 static void start_logs(struct recorder *r)
 {
     static const int targets[2] = {STDOUT_FILENO, STDERR_FILENO};
+    if (r->live && !r->o->no_logs)
+        r->line = log_line_open();
     for (size_t i = 0; i < 2; i++) {
         if (r->o->no_logs)
             continue;
-        int rc = log_tee_start(&r->logs[i], targets[i]);
+        struct log_line *line = same_terminal_as_stderr(targets[i]) ? r->line : NULL;
+        int rc = log_tee_start(&r->logs[i], targets[i], line);
         if (rc == 0)
             proc_tree_not_job(&r->tree, r->logs[i].pid);
         else if (rc != -EBADF)
             log_warn("the job's %s is not kept: %s", i ? "stderr" : "stdout", strerror(-rc));
     }
+    if (!r->line || !r->logs[1].cap)
+        r->live = 0;
+    r->rules.line = r->live ? r->line : NULL;
+    if (r->live) /* before any thread that logs starts */
+        log_set_writer(print_on_line, r->line);
 }
 
 static const char *const log_kinds[2] = {"stdout", "stderr"};
@@ -636,16 +666,13 @@ static void live_line(struct recorder *r, int64_t now)
     char steps[32] = "";
     if (r->events.steps)
         snprintf(steps, sizeof(steps), "  %llu steps", (unsigned long long)r->events.steps);
-    int n = snprintf(line, sizeof(line), "\r\033[Kstrobe: %s  cpu %.0f%%  rss %s%s  %lld samples",
+    int n = snprintf(line, sizeof(line), "strobe: %s  cpu %.0f%%  rss %s%s  %lld samples",
                      fmt_duration((double)(now - r->start_mono_ns) / 1e9, el, sizeof(el)),
                      cpu->enc.st.count ? cpu->enc.st.last : 0.0,
                      fmt_bytes(mem->enc.st.count ? mem->enc.st.last : 0.0, rss, sizeof(rss)), steps,
                      (long long)r->frames);
-    if (n > 0) {
-        ssize_t w =
-            write(STDERR_FILENO, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
-        (void)w;
-    }
+    if (n > 0) /* not over a line the job left open: the next second */
+        log_line_status(r->line, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
 }
 
 static void on_timer(struct recorder *r)
@@ -807,10 +834,8 @@ static void finish_rules(struct recorder *r)
 
 static void summary(struct recorder *r, int final_rc)
 {
-    if (r->live) {
-        ssize_t w = write(STDERR_FILENO, "\r\033[K", 4);
-        (void)w;
-    }
+    if (r->live)
+        log_line_print(r->line, STDERR_FILENO, "", 0); /* the status line goes */
     if (final_rc < 0) {
         char lost[32];
         int64_t from = r->committed_ns ? r->committed_ns : r->run.start_ns;
@@ -878,6 +903,8 @@ static void cleanup(struct recorder *r)
     torch_profile_close(&r->torch_profile);
     for (size_t i = 0; i < 2; i++)
         log_tee_close(&r->logs[i]);
+    log_set_writer(NULL, NULL); /* the threads that log have stopped */
+    log_line_close(r->line);    /* a tee still writing keeps its own mapping */
     free_child_env(r);
     if (r->epfd >= 0)
         close(r->epfd);
@@ -929,7 +956,6 @@ int recorder_run(const struct recorder_opts *o)
     if (gpu_collector_open(&r.gpu, gpu_interval) == 0)
         dcgm_collector_open(&r.dcgm, gpu_interval); /* only worth a note where there are GPUs */
     r.live = !o->quiet && isatty(STDERR_FILENO);
-    r.rules.clear_line = r.live;
     start_logs(&r);
     int err = start_child(&r);
     for (size_t i = 0; i < 2; i++)

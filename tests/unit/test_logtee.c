@@ -96,7 +96,7 @@ TEST(copies_while_the_tee_writes_are_whole)
     int sink = open("/dev/null", O_WRONLY | O_CLOEXEC);
     ASSERT(sink >= 0);
     struct log_tee t;
-    ASSERT_EQ_INT(log_tee_start(&t, sink), 0);
+    ASSERT_EQ_INT(log_tee_start(&t, sink, NULL), 0);
     struct feeder f = {t.job_fd, 192u * 1024 * 1024, 0};
     pthread_t th;
     ASSERT_EQ_INT(pthread_create(&th, NULL, feed, &f), 0);
