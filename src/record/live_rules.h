@@ -26,7 +26,7 @@ struct live_rules {
     int32_t *slot; /* series index -> engine slot; -2 not looked up yet, -1 not read */
     uint32_t nslot;
     struct series_table *series;
-    int announce;   /* print findings as they fire */
+    int announce;          /* print findings as they fire */
     struct log_line *line; /* stderr's terminal line, shared with the live line; or NULL */
 };
 
