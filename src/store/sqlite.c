@@ -4,6 +4,7 @@
  * busy_timeout waits for it). synchronous=NORMAL: a commit survives a crash
  * of the recorder; only a power loss can take the last commits back.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -183,15 +184,36 @@ static int exec_sql(struct sqlite_store *s, const char *sql)
  * locked". Retry for as long as the busy timeout would have waited. */
 static int set_wal(struct sqlite_store *s)
 {
-    int rc;
-    for (int waited_ms = 0;; waited_ms += 10) {
-        rc = sqlite3_exec(s->db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
+    sqlite3_stmt *q = NULL;
+    int rc = sqlite3_prepare_v2(s->db, "PRAGMA journal_mode=WAL", -1, &q, NULL);
+    for (int waited_ms = 0; rc == SQLITE_OK; waited_ms += 10) {
+        rc = sqlite3_step(q);
         if ((rc & 0xff) != SQLITE_BUSY || waited_ms >= BUSY_TIMEOUT_MS)
             break;
+        sqlite3_reset(q);
         sqlite3_sleep(10);
+        rc = SQLITE_OK;
     }
-    /* no prefix of its own: the caller's message says what was being done */
-    return rc == SQLITE_OK ? 0 : map_rc(s, rc, NULL);
+    if (rc != SQLITE_ROW) {
+        sqlite3_finalize(q);
+        /* no prefix of its own: the caller's message says what was being done */
+        return map_rc(s, rc, NULL);
+    }
+    /* the pragma answers the mode it is left in rather than failing: a file
+     * system without shared memory for the -shm file keeps the old one, and
+     * readers would then block the recorder's commits (and it theirs) */
+    const char *mode = (const char *)sqlite3_column_text(q, 0);
+    rc = 0;
+    if (!mode || strcmp(mode, "wal") != 0) {
+        strbuf_reset(&s->base.err);
+        strbuf_addf(&s->base.err,
+                    "cannot switch it to WAL mode (journal mode stays '%s'); put the store on "
+                    "a local file system",
+                    mode ? mode : "unknown");
+        rc = -STROBE_ESTORE;
+    }
+    sqlite3_finalize(q);
+    return rc;
 }
 
 static sqlite3_stmt *stmt(struct sqlite_store *s, int which)
@@ -1111,6 +1133,118 @@ static int migrate(struct sqlite_store *s, int readonly)
     }
 }
 
+/*
+ * The store is always a file path. SQLite would take ":memory:" or "" for a
+ * database that vanishes when strobe exits, and (built with SQLITE_USE_URI,
+ * as Debian's is) read "file:..." as a URI: a run recorded there would be
+ * lost, or land in another file than the one named.
+ */
+static int check_path(struct sqlite_store *s, const char *path)
+{
+    if (*path && strcmp(path, ":memory:") != 0)
+        return 0;
+    strbuf_addf(&s->base.err,
+                "not a file path (a store must outlive strobe; write ./%s for a file so named)",
+                path);
+    return -STROBE_ESTORE;
+}
+
+/* Append path to sb as a "file:" URI, every byte but RFC 3986's unreserved
+ * ones and '/' percent-encoded, so that SQLite reads no query, fragment or
+ * escape of the user's in it. An absolute path gets an empty authority
+ * ("file:///x"): "file://x" would name host x. */
+static int add_file_uri(struct strbuf *sb, const char *path)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    int rc = strbuf_adds(sb, path[0] == '/' ? "file://" : "file:");
+    for (const unsigned char *p = (const unsigned char *)path; *p && rc == 0; p++) {
+        if (isalnum(*p) || strchr("-._~/", *p))
+            rc = strbuf_addch(sb, (char)*p);
+        else
+            rc = strbuf_addf(sb, "%%%c%c", hex[*p >> 4], hex[*p & 15]);
+    }
+    return rc;
+}
+
+/* How a connection opens the file, in the order a reader tries them. */
+enum open_mode {
+    OPEN_WRITE,     /* read-write, creating the file when it is the recorder's */
+    OPEN_READ,      /* read-only: needs the -shm (and -wal) to exist or to be creatable */
+    OPEN_IMMUTABLE, /* read-only, no -shm, no locks: misses what is not yet checkpointed */
+};
+
+static int open_db(struct sqlite_store *s, const char *path, enum open_mode mode, int create)
+{
+    struct strbuf uri;
+    strbuf_init(&uri);
+    int flags = SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX;
+    if (mode == OPEN_WRITE)
+        flags |= SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
+    else
+        flags |= SQLITE_OPEN_READONLY;
+    int rc = add_file_uri(&uri, path);
+    if (rc == 0 && mode == OPEN_IMMUTABLE)
+        rc = strbuf_adds(&uri, "?immutable=1");
+    if (rc < 0) {
+        strbuf_release(&uri);
+        return rc;
+    }
+    rc = sqlite3_open_v2(uri.buf, &s->db, flags, NULL);
+    strbuf_release(&uri);
+    if (rc != SQLITE_OK) {
+        rc = map_rc(s, rc, "cannot open");
+        sqlite3_close(s->db);
+        s->db = NULL;
+        return rc;
+    }
+    sqlite3_extended_result_codes(s->db, 1);
+    sqlite3_busy_timeout(s->db, BUSY_TIMEOUT_MS);
+    return 0;
+}
+
+/* Open, switch to WAL where this connection writes, and migrate; on failure
+ * the connection is closed again and *sqlite_rc says why. */
+static int open_and_check(struct sqlite_store *s, const char *path, enum open_mode mode,
+                          int readonly, int *sqlite_rc)
+{
+    int rc = open_db(s, path, mode, !readonly);
+    if (rc == 0 && !readonly)
+        rc = set_wal(s);
+    if (rc == 0)
+        rc = exec_sql(s, "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON");
+    if (rc == 0)
+        rc = migrate(s, readonly);
+    *sqlite_rc = s->db ? sqlite3_errcode(s->db) & 0xff : SQLITE_CANTOPEN;
+    if (rc < 0 && s->db) {
+        sqlite3_close(s->db);
+        s->db = NULL;
+    }
+    return rc;
+}
+
+/*
+ * A reader tries read-write first, as it upgrades an older store. A file it
+ * may not write (another user's store, a read-only mount) SQLite opens
+ * read-only, but WAL mode still needs the -shm file: read-only, it works
+ * while the -shm exists (a recorder is live, and its commits are seen) or can
+ * be created. Where neither holds (no write access to the directory) the last
+ * resort is immutable, without -shm or locks, which reads only what was
+ * checkpointed into the file: all of a finished run, maybe little of a live one.
+ */
+static int open_reader(struct sqlite_store *s, const char *path)
+{
+    static const enum open_mode modes[] = {OPEN_WRITE, OPEN_READ, OPEN_IMMUTABLE};
+    int rc = 0;
+    for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+        int sqlite_rc;
+        rc = open_and_check(s, path, modes[i], 1, &sqlite_rc);
+        if (rc == 0 || (sqlite_rc != SQLITE_READONLY && sqlite_rc != SQLITE_CANTOPEN &&
+                        sqlite_rc != SQLITE_PERM))
+            break;
+    }
+    return rc;
+}
+
 int store_sqlite_open(const char *uri, int readonly, struct store **out, struct strbuf *err)
 {
     struct sqlite_store *s = calloc(1, sizeof(*s));
@@ -1121,30 +1255,17 @@ int store_sqlite_open(const char *uri, int readonly, struct store **out, struct 
     strbuf_init(&s->base.err);
     struct stat sb;
     int rc;
+    if ((rc = check_path(s, uri)) < 0)
+        goto fail;
     if (readonly && stat(uri, &sb) < 0) {
         strbuf_addf(&s->base.err, "no store at '%s' (run 'strobe run' first, or pass --store)",
                     uri);
         rc = -STROBE_ENOTFOUND;
         goto fail;
     }
-    int flags = SQLITE_OPEN_READWRITE | (readonly ? 0 : SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX;
-    rc = sqlite3_open_v2(uri, &s->db, flags, NULL);
-    if (rc != SQLITE_OK && readonly) {
-        sqlite3_close(s->db);
-        s->db = NULL;
-        rc = sqlite3_open_v2(uri, &s->db, SQLITE_OPEN_READONLY, NULL);
-    }
-    if (rc != SQLITE_OK) {
-        rc = map_rc(s, rc, "cannot open");
-        goto fail;
-    }
-    sqlite3_extended_result_codes(s->db, 1);
-    sqlite3_busy_timeout(s->db, BUSY_TIMEOUT_MS);
-    if (!readonly && (rc = set_wal(s)) < 0)
-        goto fail;
-    if ((rc = exec_sql(s, "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON")) < 0)
-        goto fail;
-    if ((rc = migrate(s, readonly)) < 0)
+    int sqlite_rc;
+    rc = readonly ? open_reader(s, uri) : open_and_check(s, uri, OPEN_WRITE, 0, &sqlite_rc);
+    if (rc < 0)
         goto fail;
     /* readers map the file rather than copy pages through read(): a chart
      * of a long series walks tens of thousands of blocks per request (strobe

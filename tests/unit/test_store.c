@@ -130,6 +130,45 @@ TEST(create_sets_version_and_wal)
     fixture_rmtree(r.dir);
 }
 
+/* A file system without shared memory for the -shm file (some network
+ * ones): SQLite's own files behind io methods of version 1, which have no
+ * xShm* methods, so that "PRAGMA journal_mode=WAL" keeps the old mode. */
+static sqlite3_vfs *real_vfs;
+static sqlite3_io_methods noshm_methods;
+
+static int noshm_open(sqlite3_vfs *vfs, sqlite3_filename name, sqlite3_file *f, int flags,
+                      int *out_flags)
+{
+    (void)vfs;
+    int rc = real_vfs->xOpen(real_vfs, name, f, flags, out_flags);
+    if (rc == SQLITE_OK && f->pMethods) {
+        noshm_methods = *f->pMethods;
+        noshm_methods.iVersion = 1;
+        f->pMethods = &noshm_methods;
+    }
+    return rc;
+}
+
+TEST(store_without_wal_is_refused)
+{
+    struct rig r;
+    rig_init(&r);
+    static sqlite3_vfs noshm;
+    real_vfs = sqlite3_vfs_find(NULL);
+    noshm = *real_vfs;
+    noshm.zName = "noshm";
+    noshm.xOpen = noshm_open;
+    ASSERT_EQ_INT(sqlite3_vfs_register(&noshm, 1), SQLITE_OK);
+    struct store *s = NULL;
+    struct strbuf err;
+    strbuf_init(&err);
+    ASSERT(store_open(r.db, 0, &s, &err) < 0);
+    ASSERT(strstr(err.buf, "cannot switch it to WAL mode (journal mode stays 'delete')") != NULL);
+    strbuf_release(&err);
+    sqlite3_vfs_unregister(&noshm);
+    fixture_rmtree(r.dir);
+}
+
 TEST(reopen_is_idempotent)
 {
     struct rig r;
@@ -1186,10 +1225,10 @@ TEST(points_stats_percentiles_match_a_sort)
     }
 }
 
-TEST_MAIN(create_sets_version_and_wal, reopen_is_idempotent, foreign_database_is_refused,
-          non_database_file_is_refused, newer_schema_is_refused, run_roundtrip_every_field,
-          run_id_is_unique, block_upsert_replaces_same_start, series_query_summaries,
-          resolve_run_references, run_delete_removes_series_and_blocks,
+TEST_MAIN(create_sets_version_and_wal, store_without_wal_is_refused, reopen_is_idempotent,
+          foreign_database_is_refused, non_database_file_is_refused, newer_schema_is_refused,
+          run_roundtrip_every_field, run_id_is_unique, block_upsert_replaces_same_start,
+          series_query_summaries, resolve_run_references, run_delete_removes_series_and_blocks,
           two_connections_write_interleaved, two_stores_created_together,
           points_roundtrip_and_stats, event_tables_roundtrip, run_delete_removes_event_rows,
           version_1_store_is_migrated, version_1_store_is_migrated_by_a_reader,
