@@ -106,6 +106,15 @@ int cli_split_kv(const char *arg, char **key, char **value);
 /* A name, tag or parameter the store will keep: 0, or -EINVAL after one
  * line saying why (what names it: "run name", "--tag"). */
 int cli_check_text(const char *what, const char *text);
+/* Stored text (names, process names, findings: the job's or another
+ * tool's words) made safe for a terminal with strbuf_add_visible: in sb,
+ * reset first; the pointer lives as long as sb's contents. */
+const char *cli_visible(struct strbuf *sb, const char *s);
+/* The same, written to out. */
+void cli_put_visible(FILE *out, const char *s);
+/* Field key of a series' meta JSON into out (cap bytes, cut to fit): a
+ * number as written, a string decoded and through cli_visible, else "". */
+void cli_meta_field(const char *meta, const char *key, char *out, size_t cap);
 /* Add "K=V" of flag (--tag, --param) to l: 0, or -1 after one line. */
 int cli_add_kv(struct kv_list *l, const char *flag, const char *arg);
 

@@ -86,9 +86,12 @@ static void print_headers(const struct compare_run *runs, uint32_t n)
     for (uint32_t i = 0; i < n; i++) {
         const struct run_record *r = &runs[i].rec;
         char dur[32];
-        emit("%c  %.8s  %-20.20s %-9s %s%s", 'A' + (int)i, r->id, r->name ? r->name : "",
+        struct strbuf name;
+        strbuf_init(&name);
+        emit("%c  %.8s  %-20.20s %-9s %s%s", 'A' + (int)i, r->id, cli_visible(&name, r->name),
              run_record_status(r), fmt_duration(run_record_duration_s(r), dur, sizeof(dur)),
              i ? "" : "  (baseline)");
+        strbuf_release(&name);
         end_line();
     }
 }

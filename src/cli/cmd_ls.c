@@ -53,10 +53,13 @@ static int ls_visit(const struct run_record *r, void *arg)
             snprintf(code, sizeof(code), "%d", r->exit_code);
         else
             snprintf(code, sizeof(code), "-");
-        printf("%-16s  %-24.24s  %-9s  %-19s  %8s  %6s  %8lld\n", r->id, r->name ? r->name : "",
-               run_record_status(r), fmt_time_utc(r->start_ns, start, sizeof(start)),
-               fmt_duration(run_record_duration_s(r), dur, sizeof(dur)), code,
-               (long long)r->samples);
+        struct strbuf name;
+        strbuf_init(&name);
+        printf(
+            "%-16s  %-24.24s  %-9s  %-19s  %8s  %6s  %8lld\n", r->id, cli_visible(&name, r->name),
+            run_record_status(r), fmt_time_utc(r->start_ns, start, sizeof(start)),
+            fmt_duration(run_record_duration_s(r), dur, sizeof(dur)), code, (long long)r->samples);
+        strbuf_release(&name);
     }
     c->count++;
     return 0;

@@ -238,9 +238,13 @@ static int host_level(const char *labels)
 static void print_metric(const struct metric_row *m)
 {
     char a[32], b[32], c[32], d[32];
-    printf("  %-32s %12s %12s %12s %12s\n", m->key, fmt_value(m->st.mean, m->unit, a, sizeof(a)),
+    struct strbuf key;
+    strbuf_init(&key);
+    printf("  %-32s %12s %12s %12s %12s\n", cli_visible(&key, m->key),
+           fmt_value(m->st.mean, m->unit, a, sizeof(a)),
            fmt_value(m->st.p50, m->unit, b, sizeof(b)), fmt_value(m->st.p95, m->unit, c, sizeof(c)),
            fmt_value(m->st.max, m->unit, d, sizeof(d)));
+    strbuf_release(&key);
 }
 
 static const struct metric_row *find_row(const struct show_ctx *c, const char *name,
@@ -257,27 +261,6 @@ static int cmp_cpu_desc(const void *a, const void *b)
     const struct metric_row *x = *(const struct metric_row *const *)a;
     const struct metric_row *y = *(const struct metric_row *const *)b;
     return (x->st.integral < y->st.integral) - (x->st.integral > y->st.integral);
-}
-
-/* A string field out of the series meta JSON we wrote ourselves. */
-static void meta_field(const char *meta, const char *key, char *out, size_t cap)
-{
-    char pat[32];
-    snprintf(pat, sizeof(pat), "\"%s\":", key);
-    const char *p = meta ? strstr(meta, pat) : NULL;
-    out[0] = '\0';
-    if (!p)
-        return;
-    p += strlen(pat);
-    size_t n = 0;
-    if (*p == '"') {
-        for (p++; *p && *p != '"' && n + 1 < cap; p++)
-            out[n++] = *p == '\\' && p[1] ? *++p : *p;
-    } else {
-        while (*p && *p != ',' && *p != '}' && n + 1 < cap)
-            out[n++] = *p++;
-    }
-    out[n] = '\0';
 }
 
 /* Who a process was, from its framework events: "rank 1", "worker 0",
@@ -312,9 +295,9 @@ static void print_processes(const struct show_ctx *c)
            "PPID", "COMM", "ROLE", "CPU TIME", "CPU MEAN", "CPU MAX", "RSS MAX");
     for (size_t i = 0; i < n && i < TOP_PROCESSES; i++) {
         char pid[16], ppid[16], comm[64], rss[32], t[32], role[32];
-        meta_field(procs[i]->meta, "pid", pid, sizeof(pid));
-        meta_field(procs[i]->meta, "ppid", ppid, sizeof(ppid));
-        meta_field(procs[i]->meta, "comm", comm, sizeof(comm));
+        cli_meta_field(procs[i]->meta, "pid", pid, sizeof(pid));
+        cli_meta_field(procs[i]->meta, "ppid", ppid, sizeof(ppid));
+        cli_meta_field(procs[i]->meta, "comm", comm, sizeof(comm));
         process_role(c, atoll(pid), role, sizeof(role));
         const struct metric_row *r = find_row(c, "proc.rss_bytes", procs[i]->labels);
         printf("  %7s %7s  %-16.16s %-12s %10s %8.1f%% %8.1f%% %11s\n", pid, ppid, comm, role,
@@ -362,10 +345,10 @@ static void print_mig_devices(const struct metric_row *m)
     char obj[1024];
     while (next_object(&p, obj, sizeof(obj))) {
         char index[16], uuid[128], name[128], bytes[32], mem[32];
-        meta_field(obj, "index", index, sizeof(index));
-        meta_field(obj, "uuid", uuid, sizeof(uuid));
-        meta_field(obj, "name", name, sizeof(name));
-        meta_field(obj, "memory_total_bytes", bytes, sizeof(bytes));
+        cli_meta_field(obj, "index", index, sizeof(index));
+        cli_meta_field(obj, "uuid", uuid, sizeof(uuid));
+        cli_meta_field(obj, "name", name, sizeof(name));
+        cli_meta_field(obj, "memory_total_bytes", bytes, sizeof(bytes));
         printf("             mig %s: %s, %s, %s\n", index, uuid, name,
                fmt_bytes(atof(bytes), mem, sizeof(mem)));
         if (*p == ',')
@@ -384,10 +367,10 @@ static void print_gpus(const struct show_ctx *c)
         if (strcmp(m->name, "gpu.mem_total_bytes") != 0 || !m->meta)
             continue;
         char index[16], name[128], uuid[128], driver[64], mem[32];
-        meta_field(m->meta, "index", index, sizeof(index));
-        meta_field(m->meta, "name", name, sizeof(name));
-        meta_field(m->meta, "uuid", uuid, sizeof(uuid));
-        meta_field(m->meta, "driver", driver, sizeof(driver));
+        cli_meta_field(m->meta, "index", index, sizeof(index));
+        cli_meta_field(m->meta, "name", name, sizeof(name));
+        cli_meta_field(m->meta, "uuid", uuid, sizeof(uuid));
+        cli_meta_field(m->meta, "driver", driver, sizeof(driver));
         printf("%s %s: %s, %s, %s, driver %s\n", header++ ? "         " : "gpus     ", index, name,
                uuid, fmt_bytes(m->st.max, mem, sizeof(mem)), driver);
         print_mig_devices(m);
@@ -419,37 +402,46 @@ static void print_devices(const struct show_ctx *c)
     }
 }
 
+/* The run's own lines; every stored string through cli_visible: names and
+ * tags are checked when recorded, but not in a store another tool wrote,
+ * and host, error and app names come from the machine and the job. */
 static void show_text(const struct run_record *r, const struct show_ctx *c)
 {
     char start[32], dur[32], mem[32], iv[32];
-    printf("run       %s  %s\n", r->id, r->name ? r->name : "");
+    struct strbuf v1, v2, v3;
+    strbuf_init(&v1);
+    strbuf_init(&v2);
+    strbuf_init(&v3);
+    printf("run       %s  %s\n", r->id, cli_visible(&v1, r->name));
     if (r->experiment)
-        printf("experiment %s\n", r->experiment);
+        printf("experiment %s\n", cli_visible(&v1, r->experiment));
     if (r->workload)
-        printf("workload  %s\n", r->workload);
+        printf("workload  %s\n", cli_visible(&v1, r->workload));
     printf("status    %s", run_record_status(r));
     if (r->signal)
         printf(" (signal %d)", r->signal);
     else if (r->exit_code >= 0)
         printf(" (exit %d)", r->exit_code);
     if (r->error)
-        printf(": %s", r->error);
+        printf(": %s", cli_visible(&v1, r->error));
     if (strcmp(run_record_status(r), RUN_LOST) == 0)
         /* what a reader needs to know of a run that will never finish */
         printf(" (its recorder, pid %lld, ended without closing the run: killed, or the "
                "machine went down; what follows is the data up to its last commit)",
                (long long)r->recorder_pid);
-    printf("\ncommand   %s\n", r->command_json ? r->command_json : "");
+    printf("\ncommand   %s\n", cli_visible(&v1, r->command_json));
     printf("started   %s UTC, duration %s\n", fmt_time_utc(r->start_ns, start, sizeof(start)),
            fmt_duration(run_record_duration_s(r), dur, sizeof(dur)));
-    printf("host      %s, Linux %s, %d x %s, %s\n", r->host ? r->host : "?",
-           r->kernel ? r->kernel : "?", r->cpu_count, r->cpu_model ? r->cpu_model : "?",
+    printf("host      %s, Linux %s, %d x %s, %s\n", cli_visible(&v1, r->host ? r->host : "?"),
+           cli_visible(&v2, r->kernel ? r->kernel : "?"), r->cpu_count,
+           cli_visible(&v3, r->cpu_model ? r->cpu_model : "?"),
            fmt_bytes((double)r->mem_total_bytes, mem, sizeof(mem)));
     if (r->git_commit)
-        printf("git       %.12s%s\n", r->git_commit, r->git_dirty > 0 ? " (dirty)" : "");
+        printf("git       %.12s%s\n", cli_visible(&v1, r->git_commit),
+               r->git_dirty > 0 ? " (dirty)" : "");
     if (r->python_version)
-        printf("python    %s%s%s\n", r->python_version, r->torch_version ? ", torch " : "",
-               r->torch_version ? r->torch_version : "");
+        printf("python    %s%s%s\n", cli_visible(&v1, r->python_version),
+               r->torch_version ? ", torch " : "", cli_visible(&v2, r->torch_version));
     printf("samples   %lld every %s, %lld missed; %lld points in %lld bytes (%.2f B/point)\n",
            (long long)r->samples, fmt_duration((double)r->interval_ns / 1e9, iv, sizeof(iv)),
            (long long)r->missed, (long long)c->points, (long long)c->bytes,
@@ -458,9 +450,11 @@ static void show_text(const struct run_record *r, const struct show_ctx *c)
     if (source)
         printf("          the process tree read through %s\n", source);
     for (size_t i = 0; i < r->params.n; i++)
-        printf("param     %s=%s\n", r->params.items[i].key, r->params.items[i].value);
+        printf("param     %s=%s\n", cli_visible(&v1, r->params.items[i].key),
+               cli_visible(&v2, r->params.items[i].value));
     for (size_t i = 0; i < r->tags.n; i++)
-        printf("tag       %s=%s\n", r->tags.items[i].key, r->tags.items[i].value);
+        printf("tag       %s=%s\n", cli_visible(&v1, r->tags.items[i].key),
+               cli_visible(&v2, r->tags.items[i].value));
     show_steps_text(r, &c->ev, &c->steps);
     if (c->findings.n) {
         printf("findings  %u (strobe rules %.8s for every rule's verdict)\n", c->findings.n, r->id);
@@ -471,7 +465,7 @@ static void show_text(const struct run_record *r, const struct show_ctx *c)
         if (strncmp(c->rows[i].name, "app.", 4) != 0)
             continue;
         char v[32];
-        printf("%s %s = %s", apps++ ? "," : "app      ", c->rows[i].key + 4,
+        printf("%s %s = %s", apps++ ? "," : "app      ", cli_visible(&v1, c->rows[i].key + 4),
                fmt_value(c->rows[i].last, "", v, sizeof(v)));
     }
     if (apps)
@@ -491,6 +485,9 @@ static void show_text(const struct run_record *r, const struct show_ctx *c)
         printf("\n%zu more series per core, device and process: 'strobe show --json' or "
                "'strobe export'\n",
                labelled);
+    strbuf_release(&v1);
+    strbuf_release(&v2);
+    strbuf_release(&v3);
 }
 
 /* A store from before the rules has no findings table: none, not an error. */

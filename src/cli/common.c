@@ -9,6 +9,7 @@
 #include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "import/json.h"
 #include "record/runinfo.h"
 
 int cli_open_store(const char *flag, int readonly, struct store **out)
@@ -20,6 +21,44 @@ int cli_open_store(const char *flag, int readonly, struct store **out)
         log_error("%s", err.buf);
     strbuf_release(&err);
     return rc;
+}
+
+const char *cli_visible(struct strbuf *sb, const char *s)
+{
+    strbuf_reset(sb);
+    strbuf_add_visible(sb, s);
+    return sb->buf;
+}
+
+void cli_put_visible(FILE *out, const char *s)
+{
+    struct strbuf sb;
+    strbuf_init(&sb);
+    fputs(cli_visible(&sb, s), out);
+    strbuf_release(&sb);
+}
+
+/* A field out of the series meta JSON: a number as written, a string
+ * decoded and made terminal-safe (a process names itself: comm may hold
+ * anything but NUL), else "". */
+void cli_meta_field(const char *meta, const char *key, char *out, size_t cap)
+{
+    struct json_doc d;
+    struct json *root = NULL;
+    json_doc_init(&d);
+    out[0] = '\0';
+    if (meta && json_parse(&d, meta, strlen(meta), &root) == 0) {
+        const struct json *v = json_get(root, key);
+        if (v && v->type == JSON_NUMBER) {
+            snprintf(out, cap, "%s", v->str);
+        } else if (json_str(v)) {
+            struct strbuf sb;
+            strbuf_init(&sb);
+            snprintf(out, cap, "%s", cli_visible(&sb, json_str(v)));
+            strbuf_release(&sb);
+        }
+    }
+    json_doc_release(&d);
 }
 
 int cli_resolve(struct store *s, const char *ref, struct run_record *out)

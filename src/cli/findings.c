@@ -34,14 +34,6 @@ static int cmp_finding(const void *a, const void *b)
            (*(const uint32_t *)a < *(const uint32_t *)b);
 }
 
-/* Printable: control bytes of a stored string shown as '?', so a hostile
- * string cannot move the terminal's cursor. */
-static void put_clean(FILE *out, const char *s)
-{
-    for (; s && *s; s++)
-        fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, out);
-}
-
 void findings_print_text(FILE *out, const struct finding_record *f, uint32_t n, int64_t start_ns)
 {
     if (!n)
@@ -56,22 +48,22 @@ void findings_print_text(FILE *out, const struct finding_record *f, uint32_t n, 
     for (uint32_t k = 0; k < n; k++) {
         const struct finding_record *x = &f[order[k]];
         fprintf(out, "  %-6s ", x->severity ? x->severity : "");
-        put_clean(out, x->rule);
+        cli_put_visible(out, x->rule);
         fprintf(out, " [");
-        put_clean(out, x->scope);
+        cli_put_visible(out, x->scope);
         fprintf(out, "] %.0f-%.0f s\n", (double)(x->start_ns - start_ns) / 1e9,
                 (double)(x->end_ns - start_ns) / 1e9);
         fprintf(out, "         ");
-        put_clean(out, x->evidence);
+        cli_put_visible(out, x->evidence);
         fputc('\n', out);
         if (x->events && *x->events) {
             fprintf(out, "         steps: ");
-            put_clean(out, x->events);
+            cli_put_visible(out, x->events);
             fputc('\n', out);
         }
         if (x->recommendation && *x->recommendation) {
             fprintf(out, "         -> ");
-            put_clean(out, x->recommendation);
+            cli_put_visible(out, x->recommendation);
             fputc('\n', out);
         }
     }

@@ -135,6 +135,36 @@ int strbuf_add_utf8(struct strbuf *sb, const char *s)
     return rc;
 }
 
+static int add_visible_char(struct strbuf *sb, const unsigned char *p, size_t n)
+{
+    if (n == 2 && p[0] == 0xc2 && p[1] < 0xa0) /* C1: U+0080 to U+009F */
+        return strbuf_addf(sb, "\\u%04x", p[1]);
+    if (n != 1 || (p[0] >= 0x20 && p[0] != 0x7f))
+        return strbuf_add(sb, p, n);
+    switch (p[0]) {
+    case '\n':
+        return strbuf_adds(sb, "\\n");
+    case '\r':
+        return strbuf_adds(sb, "\\r");
+    case '\t':
+        return strbuf_adds(sb, "\\t");
+    default:
+        return strbuf_addf(sb, "\\x%02x", p[0]);
+    }
+}
+
+int strbuf_add_visible(struct strbuf *sb, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    int rc = 0;
+    while (*p && rc == 0) {
+        size_t n = utf8_seq_len(p);
+        rc = n ? add_visible_char(sb, p, n) : strbuf_adds(sb, "\xef\xbf\xbd"); /* U+FFFD */
+        p += n ? n : 1;
+    }
+    return rc;
+}
+
 static int json_escape_byte(struct strbuf *sb, unsigned char c)
 {
     switch (c) {

@@ -38,6 +38,11 @@ size_t utf8_seq_len(const unsigned char *p);
 /* s (NULL: nothing) as valid UTF-8: each byte that does not start a
  * well-formed sequence becomes U+FFFD (protobuf strings, file names). */
 int strbuf_add_utf8(struct strbuf *sb, const char *s);
+/* s (NULL: nothing) safe to print on a terminal: as strbuf_add_utf8, and
+ * each control character shown as an escape rather than acted on (\n, \r,
+ * \t; \xHH for the rest of C0 and DEL, ESC included; \u00HH for C1), so
+ * that stored text from the job cannot move the cursor or set colours. */
+int strbuf_add_visible(struct strbuf *sb, const char *s);
 /* Append a double as JSON: shortest round-trip form, null for NaN/Inf. */
 int strbuf_add_json_num(struct strbuf *sb, double v);
 /* Take ownership of the contents (caller frees); the strbuf is reset. */

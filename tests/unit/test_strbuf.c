@@ -116,5 +116,28 @@ TEST(utf8_bad_bytes_become_replacement_chars)
     clean("x\xe2\x82", "x\xef\xbf\xbd\xef\xbf\xbd"); /* cut short at the end */
 }
 
+static void visible(const char *in, const char *want)
+{
+    struct strbuf sb;
+    strbuf_init(&sb);
+    ASSERT_EQ_INT(strbuf_add_visible(&sb, in), 0);
+    ASSERT_EQ_STR(sb.buf, want);
+    strbuf_release(&sb);
+}
+
+TEST(visible_text_shows_controls_escaped)
+{
+    visible(NULL, "");
+    visible("caf\xc3\xa9 \\ \"ok\"", "caf\xc3\xa9 \\ \"ok\""); /* text and backslashes kept */
+    visible("a\nb\tc\rd", "a\\nb\\tc\\rd");
+    visible("\x1b[2J\x7f\x01", "\\x1b[2J\\x7f\\x01");
+    visible("\xc2\x9b"
+            "31m",
+            "\\u009b"
+            "31m"); /* C1 CSI */
+    visible("\xffq", "\xef\xbf\xbdq");
+}
+
 TEST_MAIN(escapes, absent_string_is_null, utf8_kept, invalid_utf8_replaced, any_bytes_parse,
-          utf8_valid_text_is_kept, utf8_bad_bytes_become_replacement_chars)
+          utf8_valid_text_is_kept, utf8_bad_bytes_become_replacement_chars,
+          visible_text_shows_controls_escaped)
