@@ -12,6 +12,7 @@
 #include "record/runinfo.h"
 #include "record/torch_profile.h"
 #include "rules/rules.h"
+#include "sample/collector.h"
 
 #define INTERVAL_MIN_NS NS_PER_MS
 #define INTERVAL_MAX_NS (60 * NS_PER_S)
@@ -132,6 +133,17 @@ static int check_rules(const struct recorder_opts *o)
     return rc;
 }
 
+static int check_collectors(const char *list)
+{
+    struct strbuf why;
+    strbuf_init(&why);
+    int rc = sampler_check_names(list, &why);
+    if (rc < 0)
+        log_error("--collectors: %s", why.buf);
+    strbuf_release(&why);
+    return rc;
+}
+
 int cmd_run(int argc, char **argv)
 {
     const char *rule_params[CLI_MAX_RULE_PARAMS + 1] = {NULL};
@@ -192,6 +204,8 @@ int cmd_run(int argc, char **argv)
             break;
         case OPT_COLLECTORS:
             o.collectors = optarg;
+            if (check_collectors(optarg) < 0)
+                bad = 1;
             break;
         case OPT_NO_FRAMEWORK:
             o.no_framework = 1;

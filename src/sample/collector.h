@@ -58,6 +58,11 @@ struct sampler {
     size_t count;
 };
 
+struct strbuf;
+/* Whether every name of the comma list only is a collector: 0, or -EINVAL
+ * with "'x' is not a collector (known: cpu, mem, ...)" in *why. */
+int sampler_check_names(const char *only, struct strbuf *why);
+
 /* Initialise every collector; those that cannot start are noted and skipped.
  * only (comma list of names) or NULL for all. */
 int sampler_init(struct sampler *s, const struct sample_env *env, struct series_table *series,

@@ -4,6 +4,7 @@
 
 #include "common/err.h"
 #include "common/log.h"
+#include "common/strbuf.h"
 #include "sample/collector.h"
 
 extern const struct collector_ops collector_cpu, collector_mem, collector_psi, collector_disk,
@@ -26,6 +27,34 @@ static int name_in_list(const char *name, const char *list)
         p = comma ? comma + 1 : NULL;
     }
     return 0;
+}
+
+static int is_collector(const char *name, size_t len)
+{
+    for (size_t i = 0; collector_table[i]; i++)
+        if (strlen(collector_table[i]->name) == len &&
+            memcmp(collector_table[i]->name, name, len) == 0)
+            return 1;
+    return 0;
+}
+
+/* A misspelt name would otherwise leave that collector silently off. */
+int sampler_check_names(const char *only, struct strbuf *why)
+{
+    for (const char *p = only;; p++) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (!is_collector(p, len)) {
+            strbuf_addf(why, "'%.*s' is not a collector (known:", (int)len, p);
+            for (size_t i = 0; collector_table[i]; i++)
+                strbuf_addf(why, "%s %s", i ? "," : "", collector_table[i]->name);
+            strbuf_addch(why, ')');
+            return -EINVAL;
+        }
+        if (!comma)
+            return 0;
+        p = comma;
+    }
 }
 
 int sampler_init(struct sampler *s, const struct sample_env *env, struct series_table *series,
