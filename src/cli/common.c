@@ -106,9 +106,7 @@ int cli_add_kv(struct kv_list *l, const char *flag, const char *arg)
         log_error("%s wants KEY=VALUE, got '%s'", flag, arg);
         return -1;
     }
-    int rc = cli_check_text(flag, k) < 0 || (v[0] && cli_check_text(flag, v) < 0)
-                 ? -1
-                 : kv_list_add(l, k, v);
+    int rc = cli_check_text(flag, k) < 0 || cli_check_text(flag, v) < 0 ? -1 : kv_list_add(l, k, v);
     free(k);
     free(v);
     return rc;

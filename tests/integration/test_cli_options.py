@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Options of 'strobe run' that name things are checked before the job
-starts: an unknown collector is one line and exit 125, naming the known ones."""
+starts: an unknown collector is one line and exit 125, naming the known ones;
+a tag or parameter with an empty value is refused (values are 1 to 200 bytes)."""
 import os
 
 from strobetest import *
@@ -17,4 +18,10 @@ for bad in ("bogus", "cpu,bogus", "cpu,,mem", ""):
 p = run(db, "true", opts=("--no-report", "--collectors", "cpu,mem"))
 check("--collectors cpu,mem records", p.returncode == 0 and "mem.used_bytes" in show(db)["metrics"],
       p.stderr)
+for flag in ("--tag", "--param"):
+    p = strobe("run", "--no-report", flag, "k=", "--", "touch", marker, store=db)
+    check(f"{flag} k=: exit 125, one line", p.returncode == 125 and
+          len(p.stderr.strip().splitlines()) == 1 and "1 to 200 bytes" in p.stderr,
+          f"{p.returncode} {p.stderr!r}")
+    check(f"{flag} k=: the job did not start", not os.path.exists(marker))
 done()
