@@ -73,10 +73,17 @@ static inline uint64_t strobe_ring_owner(int32_t pid, int32_t tid)
 }
 
 struct strobe_ring_ctl {
-    /* line 0: ownership, written at claim and at reclaim */
-    _Atomic uint64_t owner; /* strobe_ring_owner(), 0 when free */
-    uint64_t claim_ns;      /* CLOCK_MONOTONIC at claim */
-    uint8_t pad0[48];
+    /* line 0: ownership, written at claim and at reclaim. owner_ppid,
+     * owner_comm and retired came later in ABI 1, in what was padding:
+     * writers that leave them zero mean "not known" and "not retired". */
+    _Atomic uint64_t owner;   /* strobe_ring_owner(), 0 when free */
+    uint64_t claim_ns;        /* CLOCK_MONOTONIC at claim */
+    int32_t owner_ppid;       /* the claiming process's parent at claim; 0 if not known */
+    char owner_comm[16];      /* its name at claim (/proc/PID/comm), NUL-terminated */
+    _Atomic uint32_t retired; /* 1: its thread no longer writes it, though a thread of the
+                                 same pid and tid lives (the process exec'd, or the tid was
+                                 reused): drained and reclaimed as if dead */
+    uint8_t pad0[24];
     /* line 1: the producer's */
     _Atomic uint64_t head;    /* records ever published */
     _Atomic uint64_t dropped; /* events that did not fit */
@@ -106,6 +113,8 @@ _Static_assert(offsetof(struct strobe_record, kind) == 24, "record layout is ABI
 _Static_assert(offsetof(struct strobe_record, check) == 28, "record layout is ABI");
 _Static_assert(sizeof(struct strobe_ring_ctl) == 192, "ring control size is ABI");
 _Static_assert(offsetof(struct strobe_ring_ctl, head) == 64, "head has its own cache line");
+_Static_assert(offsetof(struct strobe_ring_ctl, owner_ppid) == 16, "ring control layout is ABI");
+_Static_assert(offsetof(struct strobe_ring_ctl, retired) == 36, "ring control layout is ABI");
 _Static_assert(offsetof(struct strobe_ring_ctl, tail) == 128, "tail has its own cache line");
 _Static_assert(sizeof(struct strobe_shm_header) == 64, "header size is ABI");
 _Static_assert(offsetof(struct strobe_shm_header, no_ring) == 48, "header layout is ABI");

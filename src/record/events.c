@@ -96,8 +96,23 @@ static void read_proc_stat(struct event_proc *p)
     p->version++;
 }
 
-/* ppid and comm from the process tree, once it has seen the process. */
-static void fill_from_tree(struct event_sink *k, struct event_proc *p)
+/* ppid and comm from what the claimer of ring noted, for a process gone
+ * from /proc before the drain looked (reaped by its parent within ms). */
+static void fill_from_ring(struct event_sink *k, struct event_proc *p, int ring)
+{
+    int32_t ppid;
+    char comm[16];
+    ring_owner_info(&k->seg, ring, &ppid, comm);
+    if (ppid <= 0 || !comm[0])
+        return; /* a writer that notes neither */
+    p->ppid = ppid;
+    snprintf(p->comm, sizeof(p->comm), "%s", comm);
+    p->version++;
+}
+
+/* ppid and comm from the process tree, once it has seen the process; else
+ * from /proc, else from its ring (ring < 0: none to ask). */
+static void fill_from_tree(struct event_sink *k, struct event_proc *p, int ring)
 {
     if (p->comm[0] || !k->tree)
         return;
@@ -109,6 +124,8 @@ static void fill_from_tree(struct event_sink *k, struct event_proc *p)
         return;
     }
     read_proc_stat(p); /* not sampled yet (it is new, or short-lived) */
+    if (!p->comm[0] && ring >= 0)
+        fill_from_ring(k, p, ring);
 }
 
 static void set_meta(struct event_sink *k, pid_t pid, const char *key, double value)
@@ -239,9 +256,9 @@ static void flush_open(struct event_sink *k, struct event_stream *s, uint32_t do
     }
 }
 
-static void new_owner(struct event_sink *k, struct event_stream *s, pid_t pid, pid_t tid,
-                      int64_t now)
+static void new_owner(struct event_sink *k, int ring, pid_t pid, pid_t tid, int64_t now)
 {
+    struct event_stream *s = &k->streams[ring];
     flush_open(k, s, 0, now);
     seal(k, s);
     memset(s->map, 0, sizeof(s->map));
@@ -249,7 +266,7 @@ static void new_owner(struct event_sink *k, struct event_stream *s, pid_t pid, p
     s->tid = tid;
     struct event_proc *p = find_proc(k, pid);
     if (p)
-        fill_from_tree(k, p);
+        fill_from_tree(k, p, ring);
 }
 
 static void close_span(struct event_sink *k, struct event_stream *s, struct event ev, int64_t now)
@@ -279,7 +296,7 @@ static void on_record(int ring, pid_t pid, pid_t tid, const struct strobe_record
     struct event_sink *k = c->k;
     struct event_stream *s = &k->streams[ring];
     if (s->pid != pid || s->tid != tid)
-        new_owner(k, s, pid, tid, c->now);
+        new_owner(k, ring, pid, tid, c->now);
     if (name) {
         if (r->name_id < EVENT_RING_NAMES)
             s->map[r->name_id] = intern_name(k, name);
@@ -382,7 +399,7 @@ void event_sink_seal_all(struct event_sink *k)
         seal(k, &k->streams[i]);
     }
     for (uint32_t i = 0; i < k->nprocs; i++)
-        fill_from_tree(k, &k->procs[i]);
+        fill_from_tree(k, &k->procs[i], -1);
 }
 
 void event_sink_close(struct event_sink *k)

@@ -196,15 +196,35 @@ void ring_segment_release(struct ring_segment *seg)
     memset(seg, 0, sizeof(*seg));
 }
 
+/* The process's name, as /proc/PID/comm gives it (the main thread's). */
+static void own_comm(char comm[16])
+{
+    memset(comm, 0, 16);
+    int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, comm, 15);
+    close(fd);
+    if (n > 0 && comm[n - 1] == '\n')
+        n--;
+    comm[n > 0 ? n : 0] = '\0';
+}
+
 int ring_claim(struct ring_segment *seg, pid_t pid, pid_t tid)
 {
     uint64_t me = strobe_ring_owner(pid, tid);
+    for (uint32_t i = 0; i < seg->ring_count; i++)
+        if (atomic_load_explicit(&seg->ctl[i].owner, memory_order_relaxed) == me)
+            atomic_store_explicit(&seg->ctl[i].retired, 1, memory_order_release);
     for (uint32_t i = 0; i < seg->ring_count; i++) {
         uint64_t free_owner = 0;
-        if (atomic_load_explicit(&seg->ctl[i].owner, memory_order_relaxed) == 0 &&
-            atomic_compare_exchange_strong_explicit(&seg->ctl[i].owner, &free_owner, me,
+        struct strobe_ring_ctl *c = &seg->ctl[i];
+        if (atomic_load_explicit(&c->owner, memory_order_relaxed) == 0 &&
+            atomic_compare_exchange_strong_explicit(&c->owner, &free_owner, me,
                                                     memory_order_acq_rel, memory_order_relaxed)) {
-            seg->ctl[i].claim_ns = mono_ns();
+            c->claim_ns = mono_ns();
+            c->owner_ppid = (int32_t)getppid();
+            own_comm(c->owner_comm); /* before the first record: the drain reads it after one */
             return (int)i;
         }
     }
@@ -342,6 +362,14 @@ static void drain_ring(struct ring_segment *seg, int i, pid_t pid, pid_t tid, dr
     atomic_store_explicit(&c->tail, tail, memory_order_release);
 }
 
+void ring_owner_info(const struct ring_segment *seg, int i, int32_t *ppid, char comm[16])
+{
+    const struct strobe_ring_ctl *c = &seg->ctl[i];
+    *ppid = c->owner_ppid;
+    memcpy(comm, c->owner_comm, 16);
+    comm[15] = '\0'; /* the segment is the writers': trust no terminator */
+}
+
 void ring_drain(struct ring_segment *seg, drain_fn *fn, void *arg, struct drain_stats *st)
 {
     uint64_t dropped = seg->reclaimed_drops;
@@ -353,14 +381,18 @@ void ring_drain(struct ring_segment *seg, drain_fn *fn, void *arg, struct drain_
         if (!owner)
             continue;
         pid_t pid = (pid_t)(owner >> 32), tid = (pid_t)(uint32_t)owner;
-        /* liveness first: a thread found dead has published all it ever will */
-        int dead = pid <= 0 || tid <= 0 || !thread_alive(pid, tid);
+        /* liveness first: a thread found dead, or retired, has published all
+         * it ever will */
+        int dead = pid <= 0 || tid <= 0 ||
+                   atomic_load_explicit(&c->retired, memory_order_acquire) ||
+                   !thread_alive(pid, tid);
         drain_ring(seg, (int)i, pid, tid, fn, arg, st);
         uint64_t ring_drops = atomic_load_explicit(&c->dropped, memory_order_relaxed);
         if (dead) {
             seg->reclaimed_drops += ring_drops;
             atomic_store_explicit(&c->dropped, 0, memory_order_relaxed);
-            atomic_store_explicit(&c->owner, 0, memory_order_release);
+            atomic_store_explicit(&c->retired, 0, memory_order_relaxed);
+            atomic_store_explicit(&c->owner, 0, memory_order_release); /* free, retired cleared */
             st->reclaimed++;
         }
         dropped += ring_drops;

@@ -53,8 +53,14 @@ int ring_segment_attach(struct ring_segment *seg, const char *name);
 void ring_segment_release(struct ring_segment *seg);
 
 /* Claim a free ring for thread tid of process pid: its index, or -ENOSPC
- * (counted in the header's no_ring by the caller that drops). */
+ * (counted in the header's no_ring by the caller that drops). A ring the
+ * same pid and tid still own is retired first: this thread's earlier
+ * program (before an exec) or an earlier thread of the same id wrote it.
+ * The claim notes the process's parent and name, for a recorder that never
+ * sees the process in /proc (it came and went between two drains). */
 int ring_claim(struct ring_segment *seg, pid_t pid, pid_t tid);
+/* The parent and name ring i's claimer noted: ppid 0 and "" when not known. */
+void ring_owner_info(const struct ring_segment *seg, int i, int32_t *ppid, char comm[16]);
 
 /* Push one record on ring i (kind, name_id, step, ts, value filled by the
  * caller; seq and check are set here). 0, or -ENOSPC when the ring is full:

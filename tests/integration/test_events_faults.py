@@ -96,4 +96,51 @@ if r:
 p = strobe("run", "--name", "flood2", "--", PYTHON, "-c", FLOOD, store=db)
 check("flood: strobe run says how many events were dropped, in one line",
       p.returncode == 0 and "framework events were dropped" in p.stderr, p.stderr[-400:])
+
+# 4. a Python process that exec's Python 140 times: each program claims a
+# ring with the same pid and tid; the old one must come back (128 rings)
+EXEC_CHAIN = os.path.join(TMP, "exec_chain.py")
+with open(EXEC_CHAIN, "w") as f:
+    f.write(r'''
+import os, sys, strobe
+k = int(sys.argv[1])
+strobe.log("generation", k)
+if k < 140:
+    os.execv(sys.executable, [sys.executable, "-S", __file__, str(k + 1)])
+print("generations", k + 1)
+''')
+p = run(db, PYTHON, "-S", EXEC_CHAIN, "0", opts=("--name", "exec-chain", "--no-report"))
+check("exec chain: the job finishes", p.returncode == 0 and "generations 141" in p.stdout,
+      p.stderr[-400:])
+r = show(db, "exec-chain")
+if r:
+    check("exec chain: one event per program, none dropped (a ring per exec had been kept "
+          "for good)", r["events"] == 141 and r["dropped_events"] == 0,
+          (r["events"], r["dropped_events"]))
+
+# 5. children that live 50 ms and are reaped by their parent, never sampled
+# by the tree: their ppid and comm come from what their rings noted
+SHORT = r'''
+import os, time, strobe
+kids = []
+for i in range(3):
+    pid = os.fork()
+    if pid == 0:
+        strobe.instant("k")
+        time.sleep(0.05)
+        os._exit(0)
+    kids.append(pid)
+for k in kids:
+    os.waitpid(k, 0)
+time.sleep(0.3)
+print(os.getpid(), *kids)
+'''
+p = run(db, PYTHON, "-c", SHORT, opts=("--name", "short-lived", "--no-report"))
+check("short-lived children: the job finishes", p.returncode == 0, p.stderr[-400:])
+if p.returncode == 0:
+    parent, *kids = (int(x) for x in p.stdout.split())
+    procs = {x["pid"]: x for x in show(db, "short-lived")["processes"]}
+    got = {k: (procs.get(k, {}).get("ppid"), procs.get(k, {}).get("comm")) for k in kids}
+    check("short-lived children: each has its parent and its name",
+          all(v == (parent, "python3") for v in got.values()), got)
 done()

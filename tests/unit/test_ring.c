@@ -358,7 +358,50 @@ TEST(garbage_in_the_segment_is_rejected)
     ring_segment_release(&seg);
 }
 
+/* The same pid and tid claiming again is the thread's new program after an
+ * exec (or a new thread with a dead one's id): the old ring is drained and
+ * comes back though that thread lives, instead of staying claimed for good.
+ * The claim notes the process's parent and name. */
+TEST(a_claim_again_by_the_same_thread_retires_its_old_ring)
+{
+    char name[64];
+    seg_name(name, sizeof(name), "exec");
+    struct ring_segment seg;
+    ASSERT_EQ_INT(ring_segment_create(&seg, name, 4, 64), 0);
+    int old = ring_claim(&seg, getpid(), my_tid());
+    ASSERT(old >= 0);
+    ASSERT_EQ_INT(ring_push_name(&seg, old, 1, "before-exec", 0), 0);
+    for (uint64_t v = 1; v <= 3; v++)
+        ASSERT_EQ_INT(ring_push(&seg, old, event(STROBE_EV_COUNTER, 1, v, v)), 0);
+    int now = ring_claim(&seg, getpid(), my_tid());
+    ASSERT(now >= 0 && now != old);
+    ASSERT_EQ_INT(ring_push_name(&seg, now, 1, "after-exec", 0), 0);
+    ASSERT_EQ_INT(ring_push(&seg, now, event(STROBE_EV_COUNTER, 1, 4, 4)), 0);
+    static struct seen s;
+    struct drain_stats st = {0};
+    ring_drain(&seg, collect, &s, &st);
+    ASSERT_EQ_U64(s.n, 4); /* every record of both programs */
+    ASSERT_EQ_U64(s.names, 2);
+    ASSERT_EQ_U64(st.reclaimed, 1);
+    ASSERT_EQ_U64(atomic_load(&seg.ctl[old].owner), 0);
+    ASSERT(atomic_load(&seg.ctl[now].owner) != 0);
+    ASSERT_EQ_INT(ring_claim(&seg, getpid(), my_tid() + 1), old); /* free again */
+
+    int32_t ppid;
+    char comm[16], want[32] = "";
+    ring_owner_info(&seg, now, &ppid, comm);
+    FILE *f = fopen("/proc/self/comm", "r");
+    ASSERT(f && fgets(want, sizeof(want), f));
+    fclose(f);
+    want[strcspn(want, "\n")] = '\0';
+    want[15] = '\0';
+    ASSERT_EQ_INT(ppid, (int)getppid());
+    ASSERT_EQ_STR(comm, want);
+    ring_segment_release(&seg);
+}
+
 TEST_MAIN(attach_checks_the_abi, order_names_and_wraparound,
           full_ring_drops_exactly_what_did_not_fit, many_threads_at_once,
           processes_attach_by_name_and_their_rings_come_back,
-          a_writer_killed_mid_stream_corrupts_nothing, garbage_in_the_segment_is_rejected)
+          a_writer_killed_mid_stream_corrupts_nothing, garbage_in_the_segment_is_rejected,
+          a_claim_again_by_the_same_thread_retires_its_old_ring)
