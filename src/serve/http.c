@@ -23,11 +23,19 @@
 #include "serve/ratelimit.h"
 #include "serve/serve.h"
 
-#define MAX_URI_BYTES     4096  /* longer request targets get 414 */
-#define CONN_MEMORY       32768 /* per connection: request line and headers must fit */
-#define CONN_TIMEOUT_S    30
-#define CONN_LIMIT        256
-#define PER_IP_CONN_LIMIT 32
+#define MAX_URI_BYTES 4096  /* longer request targets get 414 */
+#define CONN_MEMORY   32768 /* per connection: request line and headers must fit */
+/* A connection that sends nothing for this long is closed: one with headers
+ * not yet complete, one idle between keep-alive requests, a reader that has
+ * stopped reading. Short, so that idle sockets give their place back soon. */
+#define CONN_TIMEOUT_S 10
+/* Past CONN_LIMIT, new connections wait in the kernel's listen queue until
+ * one closes. One address may hold half of them (libmicrohttpd closes the
+ * socket of one more): a dashboard on loopback, where every user is
+ * 127.0.0.1, needs a few, so the cap is only there against one remote host
+ * taking every place. */
+#define CONN_LIMIT        512
+#define PER_IP_CONN_LIMIT (CONN_LIMIT / 2)
 
 static const char csp_html[] = "default-src 'self'; img-src 'self' data:; object-src 'none'; "
                                "base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
@@ -229,19 +237,24 @@ static enum MHD_Result serve_api(struct server *sv, struct MHD_Connection *conn,
     return send_json(conn, (unsigned)status, &body);
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-                                  const char *method, const char *version, const char *upload_data,
-                                  size_t *upload_data_size, void **con_cls)
+/*
+ * The connection's context word for the request in progress, set by log_uri
+ * (no allocation, so nothing to free): the raw request target's length + 1,
+ * shifted up one bit; the low bit says the request passed its checks.
+ */
+#define CTX_CHECKED ((uintptr_t)1)
+
+static size_t ctx_uri_len(void *ctx)
 {
-    (void)version;
-    (void)upload_data;
-    struct server *sv = cls;
-    /* the URI logger left the raw request target's length + 1 here */
-    size_t uri_len = (size_t)(uintptr_t)*con_cls - 1;
-    if (*upload_data_size) {
-        *upload_data_size = 0; /* a body we already refused: drop it */
-        return MHD_YES;
-    }
+    return (size_t)((uintptr_t)ctx >> 1) - 1;
+}
+
+/* The checks a request passes before it is served; answers the refusal and
+ * sets *refused, else returns MHD_YES. */
+static enum MHD_Result check_request(struct server *sv, struct MHD_Connection *conn,
+                                     const char *method, size_t uri_len, int *refused)
+{
+    *refused = 1;
     uint8_t key[16];
     size_t klen = client_key(conn, key);
     if (!ratelimit_allow(&sv->rl, key, klen, clock_monotonic_ns()))
@@ -254,6 +267,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return send_error(conn, MHD_HTTP_CONTENT_TOO_LARGE, "no request bodies");
     if (!authorized(conn, sv->cfg->token))
         return send_error(conn, MHD_HTTP_UNAUTHORIZED, "a token is required");
+    *refused = 0;
+    return MHD_YES;
+}
+
+static enum MHD_Result serve_request(struct server *sv, struct MHD_Connection *conn,
+                                     const char *url)
+{
     if (strncmp(url, "/api/", 5) == 0)
         return serve_api(sv, conn, url);
     /* assets by exact name from the table: a path with '/' or '..' in it
@@ -268,13 +288,40 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     return send_asset(conn, asset, sv->cfg->token);
 }
 
-/* Called first for every request with the raw target: its length is kept as
- * the connection's context (no allocation, so nothing to free). */
+/*
+ * Called once the headers are in, then again (for a refused request, with
+ * each piece of its body). A refusal is answered at once: libmicrohttpd then
+ * closes the connection and reads no body. A request that passes is answered
+ * on the second call, after the whole request has been read: only then may
+ * the connection stay open for the next request (keep-alive).
+ */
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **con_cls)
+{
+    (void)version;
+    (void)upload_data;
+    struct server *sv = cls;
+    if (*upload_data_size) {
+        *upload_data_size = 0; /* a body we already refused: drop it */
+        return MHD_YES;
+    }
+    if ((uintptr_t)*con_cls & CTX_CHECKED)
+        return serve_request(sv, conn, url);
+    int refused;
+    enum MHD_Result rc = check_request(sv, conn, method, ctx_uri_len(*con_cls), &refused);
+    if (!refused)
+        *con_cls = (void *)((uintptr_t)*con_cls | CTX_CHECKED);
+    return rc;
+}
+
+/* Called first for every request with the raw target: sets the context word
+ * (see CTX_CHECKED). */
 static void *log_uri(void *cls, const char *uri, struct MHD_Connection *conn)
 {
     (void)cls;
     (void)conn;
-    return (void *)(uintptr_t)(strlen(uri) + 1);
+    return (void *)((uintptr_t)(strlen(uri) + 1) << 1);
 }
 
 static void log_mhd(void *cls, const char *fmt, va_list ap)
