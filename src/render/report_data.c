@@ -193,6 +193,7 @@ static void grid_reset(struct grid *g)
     }
     g->nvals = 0;
     g->total = 0;
+    g->points = 0;
 }
 
 static void grid_release(struct grid *g)
@@ -270,7 +271,8 @@ static void add_array(struct strbuf *o, const char *key, const struct grid *g, c
 static void add_series_stats(struct strbuf *o, struct grid *g)
 {
     size_t n = g->nvals;
-    strbuf_addf(o, ",\"stats\":{\"count\":%llu", (unsigned long long)g->points);
+    /* the values the statistics are of: NaN is no value (strobe show's count) */
+    strbuf_addf(o, ",\"stats\":{\"count\":%zu", n);
     if (!n) {
         strbuf_adds(o, "}");
         return;
@@ -349,8 +351,8 @@ static int add_series(struct store *s, const struct run_record *r, const struct 
         first = 0;
         st->series++;
         st->buckets += g.n;
+        st->points += g.points;
     }
-    st->points = g.points;
     strbuf_adds(o, "]");
     grid_release(&g);
     return rc;

@@ -7,6 +7,7 @@ text, and its summary figures are strobe show --json's. The screenshot is
 kept in $STROBE_BUILD/artifacts/report.png."""
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -62,6 +63,14 @@ check("no URL to fetch in the file", "http://" not in html.split("<script>")[0]
       and "src=\"http" not in html and "href=\"http" not in html)
 
 info = show(db)
+data = re.search(r'<script type="application/json" id="strobe-data">(.*?)</script>', html, re.S)
+series = json.loads(data.group(1))["series"] if data else []
+counts = {x["name"] + ("{%s}" % x["labels"] if x["labels"] else ""): x["stats"]["count"]
+          for x in series}
+want = {k: m["count"] for k, m in info["metrics"].items() if k in counts}
+check("every series' stats.count is its own, as strobe show --json's count",
+      len(want) > 10 and len(want) == len(counts) and counts == want,
+      {k: (counts[k], want.get(k)) for k in counts if counts[k] != want.get(k)})
 p = strobe("report", "last", "--store=" + db, cwd=cwd)
 default = [f for f in os.listdir(cwd)]
 check("strobe report's default file is <name>.report.html in cwd",
