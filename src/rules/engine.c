@@ -206,8 +206,11 @@ static int rule_listed(const char *list, const char *name)
     return 0;
 }
 
+/* Every name known, and at least one: a list of nothing but commas would
+ * evaluate no rule while looking like a choice of some. */
 static int check_rule_list(const char *list, struct strbuf *err)
 {
+    int named = 0;
     for (const char *p = list; *p;) {
         size_t n = strcspn(p, ",");
         char name[64];
@@ -216,7 +219,12 @@ static int check_rule_list(const char *list, struct strbuf *err)
             strbuf_addf(err, "unknown rule '%s'; see 'strobe rules --list'", name);
             return -EINVAL;
         }
+        named += n > 0;
         p += n + (p[n] == ',');
+    }
+    if (!named) {
+        strbuf_addf(err, "--rules '%s' names no rule; see 'strobe rules --list'", list);
+        return -EINVAL;
     }
     return 0;
 }

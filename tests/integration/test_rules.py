@@ -104,6 +104,10 @@ check("--rules LIST evaluates only those", [r["rule"] for r in off3["rules"]] ==
 o4 = strobe("rules", "--rule-param", "SageMaker", "last", store=db)
 check("a malformed --rule-param is a one-line error, exit 2",
       o4.returncode == 2 and len(o4.stderr.strip().splitlines()) == 1, (o4.returncode, o4.stderr))
+for bad in (",", ",,", "none"):
+    o = strobe("rules", "--rules", bad, "last", store=db)
+    check(f"strobe rules --rules {bad!r} evaluates nothing: a one-line error, exit 2",
+          o.returncode == 2 and len(o.stderr.strip().splitlines()) == 1, (o.returncode, o.stderr))
 o5 = strobe("rules", "--save", "--rule-param", "InputBound_threshold=90", "last", store=db)
 f5, _, c5 = stored(db)
 check("--save replaces the stored findings (SageMaker's Rule_param form accepted)",
@@ -150,7 +154,7 @@ check("--rules none stores no findings and no verdicts", p.returncode == 0 and n
       and not c, (p.returncode, f, r, c))
 db3 = store_path("bad.db")
 for bad in (["--rule-param", "NoSuchRule.x=1"], ["--rule-param", "StepOutlier.stddev=abc"],
-            ["--rules", "CPUBottleneck,Nope"], ["--rule-interval", "5ms"]):
+            ["--rules", "CPUBottleneck,Nope"], ["--rules", ","], ["--rule-interval", "5ms"]):
     p = strobe("run", *bad, "--", "true", store=db3)
     check(f"strobe run {' '.join(bad)} fails before the job: exit 125, one line",
           p.returncode == 125 and len(p.stderr.strip().splitlines()) == 1, (p.returncode, p.stderr))
