@@ -99,14 +99,15 @@ int strbuf_addf(struct strbuf *sb, const char *fmt, ...)
     return rc;
 }
 
-/* Length of the well-formed UTF-8 sequence at p (1 to 4), or 0: overlong
- * forms, surrogates and code points past U+10FFFF are not well formed. */
-size_t utf8_seq_len(const unsigned char *p)
+/* Length of the well-formed UTF-8 sequence at p (1 to 4) within its avail
+ * bytes, or 0: overlong forms, surrogates, code points past U+10FFFF and a
+ * sequence cut by the end are not well formed. */
+static size_t utf8_seq_len_n(const unsigned char *p, size_t avail)
 {
     if (p[0] < 0x80)
         return 1;
     unsigned n = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 ? 2 : 0;
-    if (!n || p[0] > 0xf4)
+    if (!n || p[0] > 0xf4 || n > avail)
         return 0;
     for (unsigned i = 1; i < n; i++)
         if ((p[i] & 0xc0) != 0x80)
@@ -115,6 +116,13 @@ size_t utf8_seq_len(const unsigned char *p)
         (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] > 0x8f))
         return 0;
     return n;
+}
+
+/* The NUL ends the string: it is no continuation byte, so no sequence runs
+ * past it. */
+size_t utf8_seq_len(const unsigned char *p)
+{
+    return utf8_seq_len_n(p, 4);
 }
 
 int strbuf_add_utf8(struct strbuf *sb, const char *s)
@@ -192,9 +200,15 @@ static int json_escape_byte(struct strbuf *sb, unsigned char c)
  */
 int strbuf_add_json_str(struct strbuf *sb, const char *s)
 {
+    return strbuf_add_json_strn(sb, s ? s : "", s ? strlen(s) : 0);
+}
+
+int strbuf_add_json_strn(struct strbuf *sb, const char *s, size_t len)
+{
     int rc = strbuf_addch(sb, '"');
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p && rc == 0;) {
-        size_t n = utf8_seq_len(p);
+    const unsigned char *p = (const unsigned char *)s, *end = p + len;
+    while (p < end && rc == 0) {
+        size_t n = utf8_seq_len_n(p, (size_t)(end - p));
         if (n == 1)
             rc = json_escape_byte(sb, *p);
         else if (n == 0)

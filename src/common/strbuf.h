@@ -30,6 +30,9 @@ int strbuf_vaddf(struct strbuf *sb, const char *fmt, va_list ap);
 /* s (NULL: "") as a JSON string, quoted: always valid JSON and UTF-8
  * (bytes that are not well-formed UTF-8 become U+FFFD). */
 int strbuf_add_json_str(struct strbuf *sb, const char *s);
+/* The len bytes at s as a JSON string, the same way; a NUL byte is one more
+ * character (\u0000), not the end: stored output is any bytes. */
+int strbuf_add_json_strn(struct strbuf *sb, const char *s, size_t len);
 /* s as a JSON string, or null when s is NULL (a value that may be absent). */
 int strbuf_add_json_str_or_null(struct strbuf *sb, const char *s);
 /* Length of the well-formed UTF-8 sequence at p (1 to 4), or 0. p must be

@@ -691,11 +691,10 @@ static int text_json(const struct run_text_record *t, void *arg)
     key_str(x->o, "kind", t->kind);
     strbuf_addf(x->o, ",\"bytes\":%lld,\"kept\":%zu", (long long)t->bytes, t->len);
     if (x->kind) {
-        /* the stored bytes may be any bytes: a JSON string is valid UTF-8 */
-        char *text = strndup(t->data ? t->data : "", t->len);
+        /* the stored bytes may be any bytes, NUL too: a JSON string is
+         * valid UTF-8 */
         strbuf_adds(x->o, ",\"text\":");
-        strbuf_add_json_str(x->o, text ? text : "");
-        free(text);
+        strbuf_add_json_strn(x->o, t->data ? t->data : "", t->data ? t->len : 0);
     }
     strbuf_addch(x->o, '}');
     return 0;

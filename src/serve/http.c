@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -153,7 +154,8 @@ static int authorized(struct MHD_Connection *conn, const char *token)
         return 1;
     const char *h =
         MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
-    if (h && strncmp(h, "Bearer ", 7) == 0 && token_equal(h + 7, token))
+    /* the scheme's name is case-insensitive (RFC 7235, 2.1) */
+    if (h && strncasecmp(h, "Bearer ", 7) == 0 && token_equal(h + 7, token))
         return 1;
     const char *q = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND, "token");
     if (q && token_equal(q, token))

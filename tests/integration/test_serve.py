@@ -212,7 +212,8 @@ def main():
     record(db, HOSTILE, 3, ("--experiment", "exp1", "--param", "bs=32", "--tag", "team=vision"))
     record(db, "b64", 2, ("--experiment", "exp1", "--param", "bs=64", "--tag", "workload=w1"))
     p = strobe("run", "--quiet", "--name", "other", "--experiment", "exp2", "--workload", "w2",
-               "--", "sh", "-c", "echo hello from other; echo '<b>oops</b>' >&2; sleep 0.5",
+               "--", "sh", "-c",
+               "printf 'hello from other\\000!\\n'; echo '<b>oops</b>' >&2; sleep 0.5",
                store=db)
     con = sqlite3.connect(db)
     ids = {name: i for i, name in con.execute("SELECT id, name FROM runs")}
@@ -280,8 +281,8 @@ def main():
     check("texts: the list has the job's stdout and stderr and lscpu",
           {"stdout", "stderr", "lscpu"} <= set(kinds), str(t)[:300])
     st, out, _ = s.json(f"/api/runs/{oid}/texts/stdout")
-    check("texts: stdout as the job printed it, with its size",
-          st == 200 and out["text"] == "hello from other\n" and out["bytes"] == 17, str(out))
+    check("texts: stdout as the job printed it, a NUL byte and what follows it too, with its size",
+          st == 200 and out["text"] == "hello from other\0!\n" and out["bytes"] == 19, str(out))
     st, err, _ = s.json(f"/api/runs/{oid}/texts/stderr")
     check("texts: stderr is a JSON string (markup stays text)",
           st == 200 and err["text"] == "<b>oops</b>\n", str(err))
@@ -441,6 +442,9 @@ def main():
     check("token: a wrong one is 401", st == 401)
     st, _, _ = t.request("/api/runs", headers={"Authorization": "Bearer s3cret-token"})
     check("token: the right bearer is 200", st == 200)
+    for scheme in ("bearer", "BEARER"):
+        st, _, _ = t.request("/api/runs", headers={"Authorization": scheme + " s3cret-token"})
+        check(f"token: the scheme is case-insensitive ({scheme})", st == 200, f"{st}")
     st, _, _ = t.request("/api/runs?token=s3cret-token")
     check("token: ?token= is 200", st == 200)
     st, _, _ = t.request("/api/runs?token=s3cret-tokeX")

@@ -56,6 +56,27 @@ TEST(invalid_utf8_replaced)
     json_of("\xf4\x90\x80\x80", "\"\\ufffd\\ufffd\\ufffd\\ufffd\""); /* past U+10FFFF */
 }
 
+static void json_of_n(const char *in, size_t len, const char *want)
+{
+    struct strbuf sb;
+    strbuf_init(&sb);
+    ASSERT_EQ_INT(strbuf_add_json_strn(&sb, in, len), 0);
+    ASSERT_EQ_STR(sb.buf, want);
+    strbuf_release(&sb);
+}
+
+/* Stored output is any bytes: a NUL is a character, and the length, not a
+ * NUL, ends the text (a sequence cut by it is replaced). */
+TEST(counted_bytes_with_nul)
+{
+    json_of_n("abc\0def\n", 8, "\"abc\\u0000def\\n\"");
+    json_of_n("\0", 1, "\"\\u0000\"");
+    json_of_n("ab", 0, "\"\"");
+    json_of_n("caf\xc3\xa9", 4, "\"caf\\ufffd\"");
+    json_of_n("\xe2\x82\xac!", 4, "\"\xe2\x82\xac!\"");
+    json_of_n("\0\xe2\x80\xa8", 4, "\"\\u0000\\u2028\"");
+}
+
 /* Whatever the bytes, the output parses as JSON and is valid UTF-8. */
 TEST(any_bytes_parse)
 {
@@ -138,6 +159,6 @@ TEST(visible_text_shows_controls_escaped)
     visible("\xffq", "\xef\xbf\xbdq");
 }
 
-TEST_MAIN(escapes, absent_string_is_null, utf8_kept, invalid_utf8_replaced, any_bytes_parse,
-          utf8_valid_text_is_kept, utf8_bad_bytes_become_replacement_chars,
+TEST_MAIN(escapes, absent_string_is_null, utf8_kept, invalid_utf8_replaced, counted_bytes_with_nul,
+          any_bytes_parse, utf8_valid_text_is_kept, utf8_bad_bytes_become_replacement_chars,
           visible_text_shows_controls_escaped)
