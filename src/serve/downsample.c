@@ -52,7 +52,9 @@ int downsampler_wants_data(const struct downsampler *d, const struct block_stats
     return overlaps(d, st) && !inside_one_bucket(d, st);
 }
 
-/* fmin/fmax ignore a NaN operand, which is the summaries' rule too */
+/* fmin/fmax ignore a NaN operand, which is the summaries' rule too. The sum
+ * leaves NaN samples out already (the header's, and add_decoded's 0); a NaN
+ * sum is +inf and -inf met, and stays NaN, as decoding gives. */
 static void bucket_merge(struct ds_bucket *b, int64_t first_ns, int64_t count, double min,
                          double max, double sum)
 {
@@ -61,8 +63,7 @@ static void bucket_merge(struct ds_bucket *b, int64_t first_ns, int64_t count, d
     b->count += count;
     b->min = fmin(b->min, min);
     b->max = fmax(b->max, max);
-    if (!isnan(sum))
-        b->sum += sum;
+    b->sum += sum;
 }
 
 static void add_decoded(struct downsampler *d, const struct block_stats *st, const uint8_t *data,

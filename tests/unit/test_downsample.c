@@ -125,6 +125,30 @@ TEST(whole_range_equals_decoding_everything)
     free(s);
 }
 
+/* +inf and -inf in one block: its header's sum is NaN, as the decoded sum
+ * is; a bucket from the header must not drop it (a mean of 0 from nothing). */
+TEST(opposite_infinities_sum_to_nan_from_headers_too)
+{
+    uint8_t buf[BLOCK_BYTES];
+    struct block_enc e;
+    block_enc_init(&e, buf, sizeof(buf));
+    const double v[] = {1.0, INFINITY, -INFINITY, 2.0};
+    for (int i = 0; i < 4; i++)
+        ASSERT_EQ_INT(block_enc_append(&e, 1000 + i, v[i]), 0);
+    for (uint32_t n = 1; n <= 4; n *= 4) {
+        struct downsampler d;
+        ASSERT_EQ_INT(downsampler_init(&d, 1000, 1003, n), 0);
+        int want = downsampler_wants_data(&d, &e.st);
+        ASSERT_EQ_INT(want, n > 1); /* one bucket: the header; four: decoded */
+        downsampler_add_block(&d, &e.st, buf, block_enc_size(&e));
+        double sum = 0;
+        for (uint32_t i = 0; i < d.nbuckets; i++)
+            sum += d.b[i].sum;
+        ASSERT(n == 1 ? isnan(sum) : !isnan(d.b[0].sum) && isinf(d.b[1].sum));
+        downsampler_release(&d);
+    }
+}
+
 TEST(random_ranges_equal_decoding_everything)
 {
     struct series *s = calloc(1, sizeof(*s));
@@ -202,5 +226,5 @@ TEST(through_the_store)
     store_close(st);
 }
 
-TEST_MAIN(whole_range_equals_decoding_everything, random_ranges_equal_decoding_everything,
-          rejects_bad_arguments, through_the_store)
+TEST_MAIN(whole_range_equals_decoding_everything, opposite_infinities_sum_to_nan_from_headers_too,
+          random_ranges_equal_decoding_everything, rejects_bad_arguments, through_the_store)
