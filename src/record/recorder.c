@@ -40,6 +40,7 @@
 
 /* Signals strobe forwards to the job. */
 static const int forwarded_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+#define N_FORWARDED (sizeof(forwarded_signals) / sizeof(forwarded_signals[0]))
 
 struct recorder {
     const struct recorder_opts *o;
@@ -61,6 +62,10 @@ struct recorder {
     int in_flight;
     int sigfd, timerfd, drainfd, epfd;
     sigset_t old_mask;
+    /* what strobe was started with, for the job: the forwarded signals,
+     * SIGPIPE and SIGCHLD (nohup's ignored SIGHUP stays ignored; they had
+     * been reset to the default) */
+    struct sigaction old_forwarded[N_FORWARDED], old_pipe, old_chld;
     pid_t child;
     int child_status;
     int child_done;
@@ -75,6 +80,7 @@ struct recorder {
     int64_t logs_ckpt_ns;   /* when the job's output last went into a batch */
     int64_t logs_stored[2]; /* bytes of each stream the store has */
     int live;
+    int job_own_group;     /* the job leads a process group of its own (see start_child) */
     struct log_line *line; /* stderr's terminal line, when the live line is on */
     char name_buf[256];
 };
@@ -173,8 +179,15 @@ static int setup_signals(struct recorder *r)
     sigset_t mask;
     sigemptyset(&mask);
     sigaddset(&mask, SIGCHLD);
-    for (size_t i = 0; i < sizeof(forwarded_signals) / sizeof(forwarded_signals[0]); i++)
+    sigaction(SIGPIPE, NULL, &r->old_pipe);
+    sigaction(SIGCHLD, NULL, &r->old_chld);
+    /* each is forwarded, whatever strobe's starter set: the job gets the
+     * dispositions strobe was started with (nohup's ignored SIGHUP), so what
+     * it does with one is what it would have done without strobe */
+    for (size_t i = 0; i < N_FORWARDED; i++) {
+        sigaction(forwarded_signals[i], NULL, &r->old_forwarded[i]);
         sigaddset(&mask, forwarded_signals[i]);
+    }
     /* blocked before the writer thread starts, so it inherits the mask and
      * every signal arrives at the signalfd */
     if (pthread_sigmask(SIG_BLOCK, &mask, &r->old_mask) != 0)
@@ -359,10 +372,14 @@ static void free_child_env(struct recorder *r)
 
 static void exec_child(struct recorder *r, int report_fd)
 {
-    for (size_t i = 0; i < sizeof(forwarded_signals) / sizeof(forwarded_signals[0]); i++)
-        signal(forwarded_signals[i], SIG_DFL);
-    signal(SIGPIPE, SIG_DFL); /* an ignored disposition would survive exec */
-    signal(SIGCHLD, SIG_DFL);
+    if (r->job_own_group)
+        setpgid(0, 0);
+    /* the dispositions strobe was started with: strobe ignores SIGPIPE
+     * itself, and an ignored disposition would survive exec */
+    for (size_t i = 0; i < N_FORWARDED; i++)
+        sigaction(forwarded_signals[i], &r->old_forwarded[i], NULL);
+    sigaction(SIGPIPE, &r->old_pipe, NULL);
+    sigaction(SIGCHLD, &r->old_chld, NULL);
     sigprocmask(SIG_SETMASK, &r->old_mask, NULL);
     for (size_t i = 0; i < 2; i++)
         log_tee_child_setup(&r->logs[i]);
@@ -449,10 +466,30 @@ static void store_logs(struct recorder *r)
     strbuf_release(&text);
 }
 
-/* Fork and exec the job. Returns 0, or the errno of a failed exec (the
- * child has then been reaped). */
+/* Whether strobe runs in the foreground of its controlling terminal: there
+ * the terminal's signals (Ctrl-C, Ctrl-Z) and its job control need the job
+ * in strobe's process group, with the rest of a pipeline (`| less`). */
+static int terminal_foreground(void)
+{
+    for (int fd = 0; fd <= 2; fd++)
+        if (isatty(fd) && tcgetpgrp(fd) == getpgrp())
+            return 1;
+    return 0;
+}
+
+/*
+ * Fork and exec the job. Returns 0, or the errno of a failed exec (the
+ * child has then been reaped).
+ *
+ * Unless strobe is in the foreground of a terminal, the job leads a process
+ * group of its own: a signal sent to strobe's group (`timeout`, `kill 0` in
+ * a script, `kill %1` of a background job) then reaches the job once, from
+ * strobe, not twice (once from the sender and once forwarded: a second
+ * SIGTERM or SIGINT aborts many a graceful shutdown).
+ */
 static int start_child(struct recorder *r)
 {
+    r->job_own_group = !terminal_foreground();
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) < 0)
         return errno;
@@ -465,6 +502,8 @@ static int start_child(struct recorder *r)
     }
     if (pid == 0)
         exec_child(r, fds[1]);
+    if (r->job_own_group)
+        setpgid(pid, pid); /* as the child does: whichever comes first */
     close(fds[1]);
     int err = 0;
     ssize_t n;
@@ -482,12 +521,20 @@ static int start_child(struct recorder *r)
 
 static void forward_signal(struct recorder *r, const struct signalfd_siginfo *si)
 {
-    /* A signal from the terminal (SI_KERNEL) went to the whole foreground
-     * process group, the job included: sending it again would deliver it
-     * twice (a second Ctrl-C would abort a graceful shutdown). */
-    if (si->ssi_code == SI_KERNEL || r->child_done)
+    if (r->child_done)
         return;
-    kill(r->child, (int)si->ssi_signo);
+    int sig = (int)si->ssi_signo;
+    if (si->ssi_code != SI_KERNEL) {
+        kill(r->child, sig); /* sent to strobe: the job's own process gets it */
+        return;
+    }
+    /* From the terminal (SI_KERNEL), to its foreground process group. The
+     * job shares strobe's group there and has it already: sending it again
+     * would deliver it twice. A job in a group of its own (strobe was started
+     * in the background and brought to the foreground) gets it as the
+     * terminal would have sent it, group and all. */
+    if (r->job_own_group)
+        kill(-r->child, sig);
 }
 
 /* Reap every child that has exited, reading each one last time first. */

@@ -82,7 +82,10 @@ except subprocess.TimeoutExpired:
     proc.wait()
 check("SIGTERM is forwarded to the job (its handler exits 42)", rc == 42, f"rc={rc}")
 
-proc = subprocess.Popen([STROBE, "run", "--quiet", f"--store={db}", "--", "sleep", "30"])
+# strobe's starter may ignore SIGINT (an async command of a shell): the job
+# would inherit that, as it would without strobe; here it is the default
+proc = subprocess.Popen([STROBE, "run", "--quiet", f"--store={db}", "--", "sleep", "30"],
+                        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 time.sleep(0.5)
 proc.send_signal(signal.SIGINT)
 rc = proc.wait(timeout=20)
