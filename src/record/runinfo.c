@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/log.h"
 #include "common/version.h"
 #include "sample/pfile.h"
 
@@ -219,6 +220,43 @@ static void collect_machine_texts(const char *cwd, struct kv_list *texts)
     strbuf_release(&out);
 }
 
+/* Set key to value in l, replacing an earlier value: the last of a
+ * repeated --key is the one argparse keeps. */
+static int kv_list_set(struct kv_list *l, const char *key, const char *value)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (strcmp(l->items[i].key, key) == 0) {
+            char *v = strdup(value);
+            if (!v)
+                return -ENOMEM;
+            free(l->items[i].value);
+            l->items[i].value = v;
+            return 0;
+        }
+    return kv_list_add(l, key, value);
+}
+
+/* Keep the script's parameter key=value unless --param gave the key, or it
+ * breaks the rule --param is held to (1 to 200 bytes, no control
+ * characters): then one note says so, and the run lacks it rather than
+ * holding a value --param could not have given. */
+static void keep_command_param(struct run_record *r, const char *key, const char *value)
+{
+    if (kv_list_get(&r->params, key))
+        return;
+    struct strbuf why, shown;
+    strbuf_init(&why);
+    strbuf_init(&shown);
+    if (runinfo_check_name("key", key, &why) < 0 || runinfo_check_name("value", value, &why) < 0) {
+        strbuf_add_visible(&shown, key); /* the job's words, on the user's terminal */
+        log_note("script parameter --%.*s not kept: %s", 64, shown.buf, why.buf);
+    } else {
+        kv_list_add(&r->params, key, value);
+    }
+    strbuf_release(&shown);
+    strbuf_release(&why);
+}
+
 /*
  * The script's own parameters, as radT takes them: --key value, --key=value
  * and a bare --flag (true) after the script of a Python command
@@ -241,23 +279,23 @@ static void collect_command_params(struct run_record *r, char *const argv[])
     }
     if (!argv[i])
         return;
+    struct kv_list found = {0};
     for (i++; argv[i]; i++) {
         const char *a = argv[i];
         if (strncmp(a, "--", 2) != 0 || !a[2] || a[2] == '-')
             continue;
         const char *eq = strchr(a + 2, '=');
-        char key[128];
-        size_t klen = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
-        if (!klen || klen >= sizeof(key))
-            continue;
-        memcpy(key, a + 2, klen);
-        key[klen] = 0;
+        char *key = strndup(a + 2, eq ? (size_t)(eq - a - 2) : strlen(a + 2));
         const char *value = eq ? eq + 1 : "true";
         if (!eq && argv[i + 1] && strncmp(argv[i + 1], "--", 2) != 0)
             value = argv[++i];
-        if (!kv_list_get(&r->params, key))
-            kv_list_add(&r->params, key, value);
+        if (key)
+            kv_list_set(&found, key, value);
+        free(key);
     }
+    for (size_t k = 0; k < found.n; k++)
+        keep_command_param(r, found.items[k].key, found.items[k].value);
+    kv_list_release(&found);
 }
 
 /* Environment that changes what a training job does; secrets excluded. */

@@ -267,6 +267,16 @@ check("--workload is recorded", r.get("workload") == "bs64", r.get("workload"))
 check("the script's --key value arguments are parameters; --param wins",
       r["params"] == {"lr": "0.5", "seed": "7", "batch-size": "64", "fixed": "true",
                       "name": "x y"}, r["params"])
+p = strobe("run", "--no-report", "--param", "set=cli", "--", PYTHON, script, "--long", "x" * 201,
+           "--nl", "a\nb", "--empty=", "--dup", "1", "--dup", "2", "--set", "script",
+           "--" + "k" * 201, "--ok=" + "v" * 200, store=db)
+r2 = show(db)
+check("script parameters: the last of a repeated one wins (as argparse), --param still wins, and "
+      "a key or value --param would refuse (over 200 bytes, empty, control characters) is not kept",
+      r2["params"] == {"set": "cli", "dup": "2", "ok": "v" * 200}, r2["params"])
+check("each script parameter not kept is one note",
+      p.stderr.count("strobe: script parameter --") == 4 and
+      "--nl not kept: value: must not contain control characters" in p.stderr, p.stderr)
 ls = json.loads(strobe("ls", "--json", "--workload", "bs64", store=db).stdout)
 check("strobe ls --workload lists that workload's runs",
       [x["id"] for x in ls] == [r["id"]] and ls[0]["workload"] == "bs64", ls)
