@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/clock.h"
 #include "serve/serve.h"
 
 static const char serve_usage[] =
@@ -18,11 +19,13 @@ static const char serve_usage[] =
     "  --burst    requests a client may send at once (default 100)\n"
     "The API is in docs/api.md.\n";
 
+/* A number option: plain decimal, as durations are (no hex, sign or
+ * space), within lo..hi. */
 static int parse_count(const char *s, double lo, double hi, double *out)
 {
-    char *end;
-    double v = strtod(s, &end);
-    if (!*s || *end || !(v >= lo && v <= hi))
+    double v;
+    const char *end = decimal_parse(s, &v);
+    if (!end || *end || !(v >= lo && v <= hi))
         return -1;
     *out = v;
     return 0;

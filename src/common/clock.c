@@ -40,12 +40,35 @@ static const struct {
     {"ns", 1.0}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}, {"m", 60e9}, {"", 1e6},
 };
 
+const char *decimal_parse(const char *text, double *out)
+{
+    const char *p = text;
+    while (*p >= '0' && *p <= '9')
+        p++;
+    if (p == text)
+        return NULL;
+    if (*p == '.') {
+        const char *frac = ++p;
+        while (*p >= '0' && *p <= '9')
+            p++;
+        if (p == frac)
+            return NULL;
+    }
+    /* only digits and one point got here, so strtod reads no hex, exponent,
+     * sign, space or inf; a digit string too long for a double overflows */
+    errno = 0;
+    double v = strtod(text, NULL);
+    if (errno || !isfinite(v))
+        return NULL;
+    *out = v;
+    return p;
+}
+
 int duration_parse(const char *text, int64_t *out_ns)
 {
-    char *end = NULL;
-    errno = 0;
-    double v = strtod(text, &end);
-    if (end == text || errno || !isfinite(v) || v < 0)
+    double v;
+    const char *end = decimal_parse(text, &v);
+    if (!end)
         return -EINVAL;
     for (size_t i = 0; i < sizeof(duration_units) / sizeof(duration_units[0]); i++) {
         if (strcmp(end, duration_units[i].suffix) != 0)

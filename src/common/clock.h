@@ -16,8 +16,17 @@ int64_t clock_thread_cpu_ns(void);
 int64_t clock_process_cpu_ns(void);
 
 /*
- * Parse a duration: a number with a unit suffix "ns", "us", "ms", "s", "m"
- * (a bare number means milliseconds). Returns 0 and *out_ns, or -EINVAL.
+ * A plain decimal number at the start of text, as the command line takes
+ * them: digits, optionally a point and more digits ("10", "0.5"); no sign,
+ * space, exponent, hex, inf or nan. Returns the end of the number with
+ * *out set, or NULL when text does not start with one.
+ */
+const char *decimal_parse(const char *text, double *out);
+
+/*
+ * Parse a duration: a decimal_parse() number with a unit suffix "ns", "us",
+ * "ms", "s", "m" right after it (a bare number means milliseconds), nothing
+ * else. Returns 0 and *out_ns, or -EINVAL.
  */
 int duration_parse(const char *text, int64_t *out_ns);
 

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Options of 'strobe run' that name things are checked before the job
 starts: an unknown collector is one line and exit 125, naming the known ones;
-a tag or parameter with an empty value is refused (values are 1 to 200 bytes)."""
+a tag or parameter with an empty value is refused (values are 1 to 200 bytes);
+a duration or a number is plain decimal (no hex, exponent or spaces)."""
 import os
 
 from strobetest import *
@@ -24,4 +25,15 @@ for flag in ("--tag", "--param"):
           len(p.stderr.strip().splitlines()) == 1 and "1 to 200 bytes" in p.stderr,
           f"{p.returncode} {p.stderr!r}")
     check(f"{flag} k=: the job did not start", not os.path.exists(marker))
+for flag in ("--interval", "--gpu-interval", "--rule-interval"):
+    for bad in ("0x10", " 100", "100 ", "1e3", "inf"):
+        p = strobe("run", "--no-report", flag, bad, "--", "touch", marker, store=db)
+        check(f"{flag} '{bad}': exit 125, one line, the job did not start",
+              p.returncode == 125 and len(p.stderr.strip().splitlines()) == 1 and
+              not os.path.exists(marker), f"{p.returncode} {p.stderr!r}")
+for flag in ("--threads", "--rate", "--burst"):
+    for bad in ("0x10", " 5", "5 ", "1e2"):
+        p = strobe("serve", flag, bad, "--listen", "127.0.0.1:0", store=db, timeout=10)
+        check(f"serve {flag} '{bad}': usage, exit 2", p.returncode == 2 and "usage:" in p.stderr,
+              f"{p.returncode} {p.stderr!r}")
 done()
