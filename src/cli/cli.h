@@ -67,6 +67,12 @@ int cli_rule_interval(const char *arg, int64_t *out_ns);
 int cli_open_store(const char *flag, int readonly, struct store **out);
 /* Resolve RUN or print why not. */
 int cli_resolve(struct store *s, const char *ref, struct run_record *out);
+/* getopt_long for command cmd ("ls", "import sagemaker"): an option it
+ * refuses is one line, "strobe: ls: unrecognized option '--bogus'; see
+ * 'strobe ls --help'", and '?' back, for the caller's usage exit. */
+struct option;
+int cli_getopt(const char *cmd, int argc, char **argv, const char *shortopts,
+               const struct option *opts);
 /* Parse --store, --json and --help, the options of show and compare;
  * optind is then at the first RUN. 0 to go on, or 1 with *status the exit
  * status (the usage printed: for --help to stdout, else to stderr). */

@@ -188,7 +188,7 @@ int cmd_export(int argc, char **argv)
     c.globs = globs;
     int ch;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "f:m:o:h", opts, NULL)) != -1) {
+    while ((ch = cli_getopt("export", argc, argv, "f:m:o:h", opts)) != -1) {
         switch (ch) {
         case 's':
             store_flag = optarg;
@@ -207,8 +207,7 @@ int cmd_export(int argc, char **argv)
             fputs(export_usage, stdout);
             return CLI_EXIT_OK;
         default:
-            fputs(export_usage, stderr);
-            return CLI_EXIT_USAGE;
+            return CLI_EXIT_USAGE; /* cli_getopt said why */
         }
     }
     int sagemaker = format && strcmp(format, "sagemaker") == 0;

@@ -68,7 +68,7 @@ static int import_sagemaker(int argc, char **argv)
     run_record_init(&r);
     int ch, bad = 0;
     optind = 1;
-    while (!bad && (ch = getopt_long(argc, argv, "n:e:t:h", opts, NULL)) != -1) {
+    while (!bad && (ch = cli_getopt("import sagemaker", argc, argv, "n:e:t:h", opts)) != -1) {
         switch (ch) {
         case 's':
             store_flag = optarg;
@@ -156,7 +156,7 @@ static int import_torch_trace(int argc, char **argv)
     long long pid = -1;
     int ch, bad = 0;
     optind = 1;
-    while (!bad && (ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while (!bad && (ch = cli_getopt("import torch-trace", argc, argv, "h", opts)) != -1) {
         char *end;
         switch (ch) {
         case 's':

@@ -140,7 +140,7 @@ int cmd_logs(int argc, char **argv)
     int ch;
     optind = 1;
     int follow_on = 0;
-    while ((ch = getopt_long(argc, argv, "fh", opts, NULL)) != -1) {
+    while ((ch = cli_getopt("logs", argc, argv, "fh", opts)) != -1) {
         switch (ch) {
         case 's':
             store_flag = optarg;
@@ -161,8 +161,7 @@ int cmd_logs(int argc, char **argv)
             fputs(logs_usage, stdout);
             return CLI_EXIT_OK;
         default:
-            fputs(logs_usage, stderr);
-            return CLI_EXIT_USAGE;
+            return CLI_EXIT_USAGE; /* cli_getopt said why */
         }
     }
     if (optind != argc - 1) {

@@ -79,7 +79,7 @@ int cmd_ls(int argc, char **argv)
     int ch, taken;
     char *end;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "e:w:n:jh", opts, NULL)) != -1) {
+    while ((ch = cli_getopt("ls", argc, argv, "e:w:n:jh", opts)) != -1) {
         /* -e and -w: the short forms ls had before the shared filter */
         int opt = ch == 'e' ? RUN_FILTER_EXPERIMENT : ch == 'w' ? RUN_FILTER_WORKLOAD : ch;
         if ((taken = run_filter_option(&c.filter, opt, optarg)) != 0) {
@@ -106,8 +106,7 @@ int cmd_ls(int argc, char **argv)
             fputs(ls_usage, stdout);
             return CLI_EXIT_OK;
         default:
-            fputs(ls_usage, stderr);
-            return CLI_EXIT_USAGE;
+            return CLI_EXIT_USAGE; /* cli_getopt said why */
         }
     }
     struct store *s;

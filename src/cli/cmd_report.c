@@ -31,14 +31,15 @@ int cmd_report(int argc, char **argv)
     const char *store_flag = NULL, *out = NULL;
     int ch;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+    while ((ch = cli_getopt("report", argc, argv, "o:h", opts)) != -1) {
         if (ch == 's')
             store_flag = optarg;
         else if (ch == 'o')
             out = optarg;
         else {
-            fputs(report_usage, ch == 'h' ? stdout : stderr);
-            return ch == 'h' ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+            if (ch == 'h')
+                fputs(report_usage, stdout);
+            return ch == 'h' ? CLI_EXIT_OK : CLI_EXIT_USAGE; /* else cli_getopt said why */
         }
     }
     if (optind != argc - 1) {

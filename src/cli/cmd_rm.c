@@ -107,7 +107,7 @@ int cmd_rm(int argc, char **argv)
     struct rm_ctx c = {0};
     int ch, taken;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((ch = cli_getopt("rm", argc, argv, "h", opts)) != -1) {
         if ((taken = run_filter_option(&f, ch, optarg)) != 0) {
             if (taken < 0)
                 return CLI_EXIT_USAGE;
@@ -116,8 +116,9 @@ int cmd_rm(int argc, char **argv)
         } else if (ch == 'd') {
             c.dry_run = 1;
         } else {
-            fputs(rm_usage, ch == 'h' ? stdout : stderr);
-            return ch == 'h' ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+            if (ch == 'h')
+                fputs(rm_usage, stdout);
+            return ch == 'h' ? CLI_EXIT_OK : CLI_EXIT_USAGE; /* else cli_getopt said why */
         }
     }
     int named = optind < argc, filtered = run_filter_any(&f);

@@ -269,7 +269,7 @@ static int parse_args(int argc, char **argv, struct rules_cli *o)
     };
     int ch;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
+    while ((ch = cli_getopt("rules", argc, argv, "jh", opts)) != -1) {
         switch (ch) {
         case 's':
             o->store_flag = optarg;
@@ -298,8 +298,7 @@ static int parse_args(int argc, char **argv, struct rules_cli *o)
             fputs(rules_usage, stdout);
             return CLI_EXIT_OK;
         default:
-            fputs(rules_usage, stderr);
-            return CLI_EXIT_USAGE;
+            return CLI_EXIT_USAGE; /* cli_getopt said why */
         }
     }
     return -1;

@@ -161,7 +161,7 @@ int cmd_run(int argc, char **argv)
     }
     optind = 1;
     /* "+": stop at the first non-option, the job's command */
-    while (!bad && (c = getopt_long(argc, argv, "+n:e:w:t:p:i:qh", run_options, NULL)) != -1) {
+    while (!bad && (c = cli_getopt("run", argc, argv, "+n:e:w:t:p:i:qh", run_options)) != -1) {
         switch (c) {
         case OPT_STORE:
             store_flag = optarg;

@@ -51,7 +51,7 @@ int cmd_serve(int argc, char **argv)
     double threads = 4;
     int ch, bad = 0;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+    while ((ch = cli_getopt("serve", argc, argv, "h", opts)) != -1) {
         if (ch == 's')
             store_flag = optarg;
         else if (ch == 'l')
@@ -65,8 +65,9 @@ int cmd_serve(int argc, char **argv)
         else if (ch == 'b')
             bad |= parse_count(optarg, 1, 1e9, &c.burst);
         else {
-            fputs(serve_usage, ch == 'h' ? stdout : stderr);
-            return ch == 'h' ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+            if (ch == 'h')
+                fputs(serve_usage, stdout);
+            return ch == 'h' ? CLI_EXIT_OK : CLI_EXIT_USAGE; /* else cli_getopt said why */
         }
     }
     if (bad || optind != argc) {

@@ -115,7 +115,7 @@ int cmd_trace(int argc, char **argv)
     struct trace_options o = {0, 0};
     int ch;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "o:f:h", opts, NULL)) != -1) {
+    while ((ch = cli_getopt("trace", argc, argv, "o:f:h", opts)) != -1) {
         switch (ch) {
         case 's':
             store_flag = optarg;
@@ -136,8 +136,7 @@ int cmd_trace(int argc, char **argv)
             fputs(trace_usage, stdout);
             return CLI_EXIT_OK;
         default:
-            fputs(trace_usage, stderr);
-            return CLI_EXIT_USAGE;
+            return CLI_EXIT_USAGE; /* cli_getopt said why */
         }
     }
     int perfetto = strcmp(format, "perfetto") == 0;

@@ -133,6 +133,76 @@ int cli_rule_interval(const char *arg, int64_t *out_ns)
     return 0;
 }
 
+/* The long option arg ("--name" or "--name=value") names, as getopt_long
+ * reads it (the whole name, or a prefix of it); *matches counts them. */
+static const struct option *long_option_named(const struct option *opts, const char *arg,
+                                              int *matches)
+{
+    const char *name = arg + 2;
+    size_t len = strcspn(name, "=");
+    const struct option *found = NULL;
+    *matches = 0;
+    for (const struct option *o = opts; o->name; o++) {
+        if (strncmp(o->name, name, len) != 0)
+            continue;
+        if (!o->name[len]) {
+            *matches = 1;
+            return o;
+        }
+        found = o;
+        (*matches)++;
+    }
+    return found;
+}
+
+/* Why getopt_long refused the option it last read: an unknown or ambiguous
+ * long option leaves optopt 0; a long one with a missing or unwanted
+ * argument leaves its val, a short one its letter. argv[optind - 1] is the
+ * long option's word; a short letter may sit inside a cluster (-qz), so it
+ * is named from optopt. */
+static void option_error(const char *cmd, char **argv, const char *shortopts,
+                         const struct option *opts)
+{
+    const char *word = argv[optind - 1];
+    int matches = 0;
+    const struct option *o =
+        strncmp(word, "--", 2) == 0 ? long_option_named(opts, word, &matches) : NULL;
+    const char *before = "unrecognized option"; /* "<before> 'opt'" */
+    const char *after = NULL;                   /* or "option 'opt' <after>" */
+    char opt[128];
+    if (!optopt) {
+        snprintf(opt, sizeof(opt), "%.*s", (int)strcspn(word, "="), word);
+        if (matches > 1)
+            before = "ambiguous option";
+    } else if (o && o->val == optopt) {
+        snprintf(opt, sizeof(opt), "--%s", o->name); /* in full where a prefix was given */
+        after = o->has_arg == required_argument ? "requires an argument" : "takes no argument";
+    } else {
+        const char *letter = strchr(shortopts, optopt);
+        snprintf(opt, sizeof(opt), "-%c", optopt);
+        if (letter && letter[1] == ':')
+            after = "requires an argument";
+    }
+    struct strbuf shown;
+    strbuf_init(&shown);
+    cli_visible(&shown, opt);
+    if (after)
+        log_error("%s: option '%s' %s; see 'strobe %s --help'", cmd, shown.buf, after, cmd);
+    else
+        log_error("%s: %s '%s'; see 'strobe %s --help'", cmd, before, shown.buf, cmd);
+    strbuf_release(&shown);
+}
+
+int cli_getopt(const char *cmd, int argc, char **argv, const char *shortopts,
+               const struct option *opts)
+{
+    opterr = 0; /* getopt's own message names neither strobe nor the command */
+    int ch = getopt_long(argc, argv, shortopts, opts, NULL);
+    if (ch == '?')
+        option_error(cmd, argv, shortopts, opts);
+    return ch;
+}
+
 int cli_store_json_options(int argc, char **argv, const char *usage, const char **store_flag,
                            int *json, int *status)
 {
@@ -144,13 +214,14 @@ int cli_store_json_options(int argc, char **argv, const char *usage, const char 
     };
     int ch;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
+    while ((ch = cli_getopt(argv[0], argc, argv, "jh", opts)) != -1) {
         if (ch == 's')
             *store_flag = optarg;
         else if (ch == 'j')
             *json = 1;
         else {
-            fputs(usage, ch == 'h' ? stdout : stderr);
+            if (ch == 'h')
+                fputs(usage, stdout); /* else cli_getopt said why */
             *status = ch == 'h' ? CLI_EXIT_OK : CLI_EXIT_USAGE;
             return 1;
         }

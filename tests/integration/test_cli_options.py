@@ -36,4 +36,30 @@ for flag in ("--threads", "--rate", "--burst"):
         p = strobe("serve", flag, bad, "--listen", "127.0.0.1:0", store=db, timeout=10)
         check(f"serve {flag} '{bad}': usage, exit 2", p.returncode == 2 and "usage:" in p.stderr,
               f"{p.returncode} {p.stderr!r}")
+# an option getopt refuses: one line naming the command, the usage exit
+for cmd in ("run", "ls", "show", "logs", "export", "rm", "rules", "report", "trace", "serve",
+            "compare", "import sagemaker", "import torch-trace"):
+    words = cmd.split()
+    usage_rc = 125 if cmd == "run" else 2
+    for args, want in ((["--bogus=1"], "unrecognized option '--bogus'"),
+                       (["-Z"], "unrecognized option '-Z'"),
+                       (["--store"], "option '--store' requires an argument"),
+                       (["--help=x"], "option '--help' takes no argument")):
+        # a job for run to refuse to start; --store last, or it takes what follows
+        job = ["--", "touch", marker] if cmd == "run" and args != ["--store"] else []
+        p = strobe(*words, *args, *job, timeout=10)
+        line = f"strobe: {cmd}: {want}; see 'strobe {cmd} --help'"
+        check(f"{cmd} {' '.join(args)}: one line, exit {usage_rc}",
+              p.returncode == usage_rc and p.stderr == line + "\n" and not p.stdout,
+              f"{p.returncode} {p.stderr!r}")
+check("run: the job did not start", not os.path.exists(marker))
+p = strobe("run", "-qZ", "--", "true")
+check("a short option inside a cluster is named",
+      p.returncode == 125 and p.stderr.startswith("strobe: run: unrecognized option '-Z';"), p.stderr)
+p = strobe("ls", "--s", "x")
+check("an ambiguous prefix says so", p.returncode == 2 and
+      p.stderr.startswith("strobe: ls: ambiguous option '--s';"), p.stderr)
+p = strobe("report", "--out")
+check("a prefix with no argument is named in full", p.returncode == 2 and
+      p.stderr.startswith("strobe: report: option '--output' requires an argument;"), p.stderr)
 done()
