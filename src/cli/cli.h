@@ -112,6 +112,9 @@ int cli_split_kv(const char *arg, char **key, char **value);
 /* A name, tag or parameter the store will keep: 0, or -EINVAL after one
  * line saying why (what names it: "run name", "--tag"). */
 int cli_check_text(const char *what, const char *text);
+/* A run name to give a new run (--name): cli_check_text's rule, and not
+ * RUN_REF_LAST, a name RUN could never reach. 0, or -EINVAL after one line. */
+int cli_check_run_name(const char *name);
 /* Stored text (names, process names, findings: the job's or another
  * tool's words) made safe for a terminal with strbuf_add_visible: in sb,
  * reset first; the pointer lives as long as sb's contents. */

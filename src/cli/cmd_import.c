@@ -75,7 +75,7 @@ static int import_sagemaker(int argc, char **argv)
             break;
         case 'n':
             name = optarg;
-            bad = cli_check_text("run name", optarg) < 0;
+            bad = cli_check_run_name(optarg) < 0;
             break;
         case 'e':
             experiment = optarg;

@@ -168,7 +168,7 @@ int cmd_run(int argc, char **argv)
             break;
         case 'n':
             o.name = optarg;
-            bad = cli_check_text("run name", optarg) < 0;
+            bad = cli_check_run_name(optarg) < 0;
             break;
         case 'e':
             o.experiment = optarg;

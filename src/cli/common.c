@@ -99,6 +99,17 @@ int cli_check_text(const char *what, const char *text)
     return rc;
 }
 
+int cli_check_run_name(const char *name)
+{
+    if (strcmp(name, RUN_REF_LAST) == 0) {
+        log_error("run name '%s' is reserved: as RUN it means the newest run, so this run "
+                  "would answer to its id only",
+                  name);
+        return -EINVAL;
+    }
+    return cli_check_text("run name", name);
+}
+
 int cli_add_kv(struct kv_list *l, const char *flag, const char *arg)
 {
     char *k, *v;

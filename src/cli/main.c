@@ -29,7 +29,7 @@ static void usage(FILE *out)
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\nThe store is --store, else $STROBE_STORE, else ./strobe.db.\n"
-                 "RUN is a run id, a unique id prefix, a run name, or 'last'.\n"
+                 "RUN is 'last' (the newest run), a run id, a run name, or a unique id prefix.\n"
                  "See 'strobe <command> --help'.\n");
 }
 

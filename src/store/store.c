@@ -169,7 +169,7 @@ struct resolve_ctx {
 static int resolve_visit(const struct run_record *r, void *arg)
 {
     struct resolve_ctx *c = arg;
-    if (strcmp(c->ref, "last") == 0) {
+    if (strcmp(c->ref, RUN_REF_LAST) == 0) {
         c->by_name = 1;
         run_record_copy(c->out, r);
         return 1; /* newest first: the first one is the last run */

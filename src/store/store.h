@@ -253,10 +253,13 @@ void store_close(struct store *s);
 const char *store_default_uri(const char *flag);
 
 /*
- * Resolve RUN: an id, a unique id prefix, a run name (newest run of that name),
- * or "last". Fills out (caller releases). -STROBE_ENOTFOUND or
- * -STROBE_EAMBIGUOUS on failure.
+ * Resolve RUN, trying in turn: RUN_REF_LAST (the newest run), a whole id, a
+ * run name (the newest run of that name), a unique id prefix of 4 or more.
+ * A name thus shadows an id prefix, never a whole id, and a run named
+ * RUN_REF_LAST answers to its id only. Fills out (caller releases).
+ * -STROBE_ENOTFOUND or -STROBE_EAMBIGUOUS on failure.
  */
+#define RUN_REF_LAST "last"
 int store_resolve_run(struct store *s, const char *ref, struct run_record *out);
 
 /* Seconds from start to end, or to the last committed sample while a run is

@@ -62,4 +62,17 @@ check("an ambiguous prefix says so", p.returncode == 2 and
 p = strobe("report", "--out")
 check("a prefix with no argument is named in full", p.returncode == 2 and
       p.stderr.startswith("strobe: report: option '--output' requires an argument;"), p.stderr)
+# a name RUN could not reach: 'last' means the newest run
+p = strobe("run", "--no-report", "--name", "last", "--", "touch", marker, store=db)
+check("run --name last: exit 125, one line, the job did not start",
+      p.returncode == 125 and len(p.stderr.strip().splitlines()) == 1 and
+      "run name 'last' is reserved" in p.stderr and not os.path.exists(marker),
+      f"{p.returncode} {p.stderr!r}")
+p = strobe("import", "sagemaker", "--name", "last", TMP, store=db)
+check("import sagemaker --name last: exit 2, one line",
+      p.returncode == 2 and p.stderr.startswith("strobe: run name 'last' is reserved") and
+      len(p.stderr.strip().splitlines()) == 1, f"{p.returncode} {p.stderr!r}")
+p = run(db, "true", opts=("--no-report", "--name", "Last"))
+check("run --name Last (not the reserved word) records", p.returncode == 0 and
+      show(db, "Last")["name"] == "Last", p.stderr)
 done()

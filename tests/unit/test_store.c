@@ -614,6 +614,14 @@ TEST(resolve_run_references)
     insert_run(s, "abcd000000000002", "y", 2);
     ASSERT_EQ_INT(store_resolve_run(s, "abcd", &out), -STROBE_EAMBIGUOUS);
     run_record_release(&out);
+    /* a whole id beats a name: the run so named answers to its own id */
+    insert_run(s, "5555555555555555", "fedcba9876543210", 20);
+    assert_resolves_to(s, "fedcba9876543210", "fedcba9876543210");
+    assert_resolves_to(s, "5555", "5555555555555555");
+    /* "last" is the newest run before it is any name: why run refuses it */
+    insert_run(s, "6666666666666666", "last", 10);
+    assert_resolves_to(s, "last", "0123aaaaaaaaaaaa");
+    assert_resolves_to(s, "6666", "6666666666666666");
     ASSERT_EQ_INT(store_resolve_run(s, "abc", &out), -STROBE_ENOTFOUND); /* too short */
     run_record_release(&out);
     ASSERT_EQ_INT(store_resolve_run(s, "nosuchrun", &out), -STROBE_ENOTFOUND);
