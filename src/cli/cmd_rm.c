@@ -1,8 +1,9 @@
 /*
  * strobe rm: remove runs from a store, named one by one or chosen by the
  * filters strobe ls takes (strobe rm --status lost). A run still recording
- * is never removed: its recorder would go on writing series of a run that
- * is gone.
+ * is not removed: its recorder would go on writing series of a run that is
+ * gone. --force removes it all the same, with a warning: where the check
+ * cannot tell (a recorder on another host that died), the user can.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -14,28 +15,37 @@
 #include "common/log.h"
 
 static const char rm_usage[] =
-    "usage: strobe rm [--store S] [--dry-run] RUN...\n"
-    "       strobe rm [--store S] [--dry-run] [--experiment E] [--workload W]\n"
+    "usage: strobe rm [--store S] [--dry-run] [--force] RUN...\n"
+    "       strobe rm [--store S] [--dry-run] [--force] [--experiment E] [--workload W]\n"
     "                 [--status S[,S...]] [--name GLOB]\n"
     "\n"
     "  RUN...      runs by id, id prefix, name or 'last'\n"
     "  filters     every run they match, as strobe ls lists them (at least one)\n"
-    "  --dry-run   say what would be removed, remove nothing\n";
+    "  --dry-run   say what would be removed, remove nothing\n"
+    "  --force     remove runs that look still recording too (their recorder died\n"
+    "              where strobe cannot tell, as on another host)\n";
 
 struct rm_ctx {
     struct store *s;
     int dry_run;
+    int force;  /* remove runs that look still recording too */
     int status; /* the exit status so far */
 };
 
 static void remove_run(struct rm_ctx *c, const struct run_record *r)
 {
     const char *name = r->name ? r->name : "";
-    if (strcmp(run_record_status(r), RUN_RUNNING) == 0) {
-        log_error("run %s '%s' is still recording (pid %lld); stop it first", r->id, name,
-                  (long long)r->recorder_pid);
+    int recording = strcmp(run_record_status(r), RUN_RUNNING) == 0;
+    if (recording && !c->force) {
+        log_error("run %s '%s' is still recording (pid %lld on %s); stop it first, or --force",
+                  r->id, name, (long long)r->recorder_pid, r->host ? r->host : "an unknown host");
         c->status = CLI_EXIT_ERROR;
-    } else if (c->dry_run) {
+        return;
+    }
+    if (recording) /* said before the removal, so a dry run says it too */
+        log_warn("run %s '%s' looks still recording (pid %lld on %s); removing it anyway", r->id,
+                 name, (long long)r->recorder_pid, r->host ? r->host : "an unknown host");
+    if (c->dry_run) {
         printf("would remove run %s '%s'\n", r->id, name);
     } else if (c->s->ops->run_delete(c->s, r->id) < 0) {
         log_error("cannot remove run %s: %s", r->id, c->s->err.buf);
@@ -98,8 +108,9 @@ int cmd_rm(int argc, char **argv)
     static const struct option opts[] = {
         {"store", required_argument, NULL, 's'},
         {"dry-run", no_argument, NULL, 'd'},
-        RUN_FILTER_OPTIONS,
+        {"force", no_argument, NULL, 'f'},
         {"help", no_argument, NULL, 'h'},
+        RUN_FILTER_OPTIONS,
         {NULL, 0, NULL, 0},
     };
     const char *store_flag = NULL;
@@ -115,6 +126,8 @@ int cmd_rm(int argc, char **argv)
             store_flag = optarg;
         } else if (ch == 'd') {
             c.dry_run = 1;
+        } else if (ch == 'f') {
+            c.force = 1;
         } else {
             if (ch == 'h')
                 fputs(rm_usage, stdout);

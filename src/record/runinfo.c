@@ -19,6 +19,7 @@
 #include "common/log.h"
 #include "common/version.h"
 #include "sample/pfile.h"
+#include "store/procid.h"
 
 #define PROBE_TIMEOUT_MS 3000
 #define CAPTURE_MAX      (64 * 1024)
@@ -410,5 +411,6 @@ int runinfo_collect(struct run_record *r, char *const argv[], const char *proc_r
     collect_machine_texts(r->cwd, texts);
     r->strobe_version = strdup(STROBE_VERSION);
     r->recorder_pid = getpid();
+    procid_self(&r->recorder); /* readers tell this process from a later one with its pid */
     return 0;
 }

@@ -6,7 +6,7 @@
 #ifndef STROBE_STORE_SCHEMA_H
 #define STROBE_STORE_SCHEMA_H
 
-#define SCHEMA_VERSION 4
+#define SCHEMA_VERSION 5
 
 /* clang-format off */
 /* one SQL clause per line reads better than reflowed */
@@ -106,6 +106,11 @@ static const char *const schema_migrations[SCHEMA_VERSION] = {
     " bytes INTEGER NOT NULL,"        /* the original size: more than length(text) when cut */
     " text TEXT NOT NULL,"            /* as written: not always valid UTF-8 */
     " PRIMARY KEY(run_id, kind)) WITHOUT ROWID;",
+    /* 5: which process the recorder was, beyond its pid (store/procid.h) */
+    "ALTER TABLE runs ADD COLUMN recorder_boot_id TEXT;"       /* /proc/sys/kernel/random/boot_id */
+    "ALTER TABLE runs ADD COLUMN recorder_pid_ns INTEGER;"     /* inode of /proc/self/ns/pid */
+    "ALTER TABLE runs ADD COLUMN recorder_time_ns INTEGER;"    /* inode of /proc/self/ns/time */
+    "ALTER TABLE runs ADD COLUMN recorder_start_ticks INTEGER;", /* proc(5) stat field 22 */
 };
 /* clang-format on */
 

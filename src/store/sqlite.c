@@ -57,9 +57,10 @@ static const char *const statements[ST_COUNT] = {
         "INSERT INTO runs(id, name, experiment, command, cwd, user, host, kernel, cpu_model,"
         " cpu_count, mem_total_bytes, start_ns, status, git_commit, git_dirty, python_version,"
         " torch_version, interval_ns, recorder_pid, strobe_version, exit_code, signal, end_ns,"
-        " last_ns, error, workload)"
+        " last_ns, error, workload, recorder_boot_id, recorder_pid_ns, recorder_time_ns,"
+        " recorder_start_ticks)"
         " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,"
-        " ?22,?23,?24,?25,?26)",
+        " ?22,?23,?24,?25,?26,?27,?28,?29,?30)",
     [ST_ATTR_INSERT] = "INSERT OR REPLACE INTO run_attrs(run_id, kind, key, value)"
                        " VALUES(?1,?2,?3,?4)",
     [ST_RUN_UPDATE] = "UPDATE runs SET end_ns=?2, last_ns=?3, exit_code=?4, signal=?5, status=?6,"
@@ -78,7 +79,8 @@ static const char *const statements[ST_COUNT] = {
     "id, name, experiment, command, cwd, user, host, kernel, cpu_model, cpu_count,"                \
     " mem_total_bytes, start_ns, end_ns, last_ns, exit_code, signal, status, git_commit,"          \
     " git_dirty, python_version, torch_version, interval_ns, samples, points, missed, dropped,"    \
-    " recorder_pid, strobe_version, error, events, events_dropped, events_invalid, workload"
+    " recorder_pid, strobe_version, error, events, events_dropped, events_invalid, workload,"      \
+    " recorder_boot_id, recorder_pid_ns, recorder_time_ns, recorder_start_ticks"
     [ST_RUNS_ALL] = "SELECT " RUN_COLUMNS " FROM runs ORDER BY start_ns DESC, id",
     [ST_RUNS_EXPERIMENT] =
         "SELECT " RUN_COLUMNS " FROM runs WHERE experiment=?1 ORDER BY start_ns DESC, id",
@@ -301,6 +303,16 @@ static void bind_int_or_null(sqlite3_stmt *q, int i, int64_t v, int is_null)
         sqlite3_bind_int64(q, i, v);
 }
 
+/* The recorder's identity in columns i..i+3 (boot id, pid and time
+ * namespaces, start ticks); NULL where unknown. */
+static void bind_recorder(sqlite3_stmt *q, int i, const struct procid *id)
+{
+    bind_text(q, i, id->boot_id[0] ? id->boot_id : NULL);
+    bind_int_or_null(q, i + 1, id->pid_ns, id->pid_ns == 0);
+    bind_int_or_null(q, i + 2, id->time_ns, id->time_ns == 0);
+    bind_int_or_null(q, i + 3, id->start_ticks, id->start_ticks < 0);
+}
+
 static int sqlite_run_insert(struct store *base, const struct run_record *r)
 {
     struct sqlite_store *s = (struct sqlite_store *)base;
@@ -332,6 +344,7 @@ static int sqlite_run_insert(struct store *base, const struct run_record *r)
         bind_int_or_null(q, 24, r->last_ns, r->last_ns == 0);
         bind_text(q, 25, r->error);
         bind_text(q, 26, r->workload);
+        bind_recorder(q, 27, &r->recorder);
     }
     int rc = step_done(s, q, "cannot record run");
     if (rc == 0)
@@ -438,6 +451,16 @@ static double col_real(sqlite3_stmt *q, int i)
                                                     : sqlite3_column_double(q, i);
 }
 
+static void read_recorder(sqlite3_stmt *q, int i, struct procid *id)
+{
+    const unsigned char *boot = sqlite3_column_text(q, i);
+    snprintf(id->boot_id, sizeof(id->boot_id), "%s", boot ? (const char *)boot : "");
+    id->pid_ns = sqlite3_column_int64(q, i + 1);
+    id->time_ns = sqlite3_column_int64(q, i + 2);
+    id->start_ticks =
+        sqlite3_column_type(q, i + 3) == SQLITE_NULL ? -1 : sqlite3_column_int64(q, i + 3);
+}
+
 static void read_run_row(sqlite3_stmt *q, struct run_record *r)
 {
     const unsigned char *id = sqlite3_column_text(q, 0);
@@ -475,6 +498,7 @@ static void read_run_row(sqlite3_stmt *q, struct run_record *r)
     r->events_dropped = sqlite3_column_int64(q, 30);
     r->events_invalid = sqlite3_column_int64(q, 31);
     r->workload = col_dup(q, 32);
+    read_recorder(q, 33, &r->recorder);
 }
 
 static int read_attrs(struct sqlite_store *s, struct run_record *r)

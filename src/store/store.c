@@ -1,7 +1,6 @@
 #include "store/store.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
@@ -68,6 +67,7 @@ void run_record_init(struct run_record *r)
     memset(r, 0, sizeof(*r));
     r->exit_code = -1;
     r->git_dirty = -1;
+    r->recorder.start_ticks = -1;
 }
 
 void run_record_release(struct run_record *r)
@@ -220,9 +220,10 @@ int store_resolve_run(struct store *s, const char *ref, struct run_record *out)
 int run_record_recorder_gone(const struct run_record *r)
 {
     struct utsname u;
-    if (r->recorder_pid <= 0 || !r->host || uname(&u) != 0 || strcmp(u.nodename, r->host) != 0)
+    if (r->recorder_pid <= 0)
         return 0;
-    return kill((pid_t)r->recorder_pid, 0) < 0 && errno == ESRCH;
+    int same_host = r->host && uname(&u) == 0 && strcmp(u.nodename, r->host) == 0;
+    return procid_check(&r->recorder, r->recorder_pid, same_host) == PROCID_GONE;
 }
 
 const char *run_record_workload(const struct run_record *r)

@@ -15,6 +15,7 @@
 
 #include "codec/gorilla.h"
 #include "common/strbuf.h"
+#include "store/procid.h"
 
 #define RUN_ID_LEN 16
 
@@ -72,7 +73,8 @@ struct run_record {
     int64_t events;         /* framework events stored */
     int64_t events_dropped; /* events lost: full rings, no free ring, memory cap */
     int64_t events_invalid; /* records and rings the drain rejected (garbage, torn) */
-    int64_t recorder_pid;
+    int64_t recorder_pid;   /* in its own pid namespace */
+    struct procid recorder; /* which process that pid was; unknown before schema 5 */
     char *strobe_version;
     char *error; /* why a run failed to start, or NULL */
     struct kv_list tags, params, env;
@@ -265,11 +267,13 @@ int store_resolve_run(struct store *s, const char *ref, struct run_record *out);
 /* Seconds from start to end, or to the last committed sample while a run is
  * still recording (or was lost). */
 double run_record_duration_s(const struct run_record *r);
-/* Whether r's recorder ran on this host and has exited (its pid is gone);
- * 0 when that cannot be told (another host). */
+/* Whether r's recorder has exited: that very process is gone (its pid is
+ * free or another process's, its namespace has ended, or its host has
+ * rebooted since). 0 when that cannot be told from here (another host, a
+ * pid namespace this process cannot see into). store/procid.h decides. */
 int run_record_recorder_gone(const struct run_record *r);
 /* The status to show: "lost" for a run still marked running whose recorder
- * is gone from this host (it died without finishing the run). */
+ * is gone (it died without finishing the run). */
 const char *run_record_status(const struct run_record *r);
 
 /* The run's workload: its own column, else (runs recorded before it had

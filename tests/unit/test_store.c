@@ -10,6 +10,7 @@
 #include <float.h>
 #include <pthread.h>
 #include <sqlite3.h>
+#include <sys/utsname.h>
 
 #include "common/clock.h"
 #include "common/err.h"
@@ -298,6 +299,10 @@ static void expect_run(const struct run_record *got, const struct run_record *wa
     ASSERT_EQ_INT(got->missed, want->missed);
     ASSERT_EQ_INT(got->dropped, want->dropped);
     ASSERT_EQ_INT(got->recorder_pid, want->recorder_pid);
+    ASSERT_EQ_STR(got->recorder.boot_id, want->recorder.boot_id);
+    ASSERT_EQ_INT(got->recorder.pid_ns, want->recorder.pid_ns);
+    ASSERT_EQ_INT(got->recorder.time_ns, want->recorder.time_ns);
+    ASSERT_EQ_INT(got->recorder.start_ticks, want->recorder.start_ticks);
     expect_str(got->strobe_version, want->strobe_version, "strobe_version");
     expect_str(got->error, want->error, "error");
     expect_kv(&got->tags, &want->tags, "tags");
@@ -361,6 +366,8 @@ TEST(run_roundtrip_every_field)
     w.torch_version = strdup("2.4.0+cu121");
     w.interval_ns = 100 * NS_PER_MS;
     w.recorder_pid = 4242;
+    w.recorder = (struct procid){"feb330a5-42a6-4b6e-b519-3a67ed594b42", INT64_C(4026532178),
+                                 INT64_C(4026531834), 0}; /* started at tick 0: not unknown */
     w.strobe_version = strdup("0.1.0");
     w.error = NULL;
     ASSERT_EQ_INT(kv_list_add(&w.tags, "team", HOSTILE_SQL), 0);
@@ -986,6 +993,63 @@ TEST(version_1_store_is_migrated)
     fixture_rmtree(r.dir);
 }
 
+/* ---- migrating a version-4 store: runs without the recorder's identity ------------------ */
+
+#define V4_DEAD "00000000000000d4"
+#define V4_LIVE "00000000000000a4"
+
+/* A store as strobe left it before schema 5, with two runs still marked
+ * running on this host: one whose recorder pid is free, one whose pid is
+ * this process's. */
+static void make_v4_store(const char *path, const char *host, pid_t dead, pid_t live)
+{
+    for (int i = 0; i < 4; i++)
+        raw_exec(path, schema_migrations[i]);
+    raw_exec(path, "PRAGMA user_version = 4");
+    char sql[512];
+    const char *ids[] = {V4_DEAD, V4_LIVE};
+    pid_t pids[] = {dead, live};
+    for (int i = 0; i < 2; i++) {
+        snprintf(sql, sizeof(sql),
+                 "INSERT INTO runs(id, name, command, host, start_ns, status, recorder_pid)"
+                 " VALUES('%s', 'v4-%d', '[\"sleep\"]', '%s', 1717000000000000000, 'running',"
+                 " %d)",
+                 ids[i], i, host, (int)pids[i]);
+        raw_exec(path, sql);
+    }
+}
+
+TEST(version_4_store_is_migrated_and_its_runs_keep_the_pid_rule)
+{
+    struct rig r;
+    rig_init(&r);
+    struct utsname u;
+    ASSERT_EQ_INT(uname(&u), 0);
+    pid_t dead = fork();
+    ASSERT(dead >= 0);
+    if (dead == 0)
+        _exit(0);
+    ASSERT_EQ_INT(waitpid(dead, NULL, 0), dead);
+    make_v4_store(r.db, u.nodename, dead, getpid());
+    struct store *s = open_ok(r.db);
+    ASSERT_EQ_INT(raw_int(r.db, "PRAGMA user_version"), SCHEMA_VERSION);
+    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM pragma_table_info('runs')"
+                                " WHERE name GLOB 'recorder_*'"), /* recorder_pid, and schema 5's */
+                  5);
+    struct run_record out;
+    ASSERT_EQ_INT(store_resolve_run(s, V4_DEAD, &out), 0);
+    ASSERT_EQ_STR(out.recorder.boot_id, ""); /* unknown: NULL columns */
+    ASSERT_EQ_INT(out.recorder.pid_ns, 0);
+    ASSERT_EQ_INT(out.recorder.start_ticks, -1);
+    ASSERT_EQ_STR(run_record_status(&out), RUN_LOST); /* its pid is free on its host */
+    run_record_release(&out);
+    ASSERT_EQ_INT(store_resolve_run(s, V4_LIVE, &out), 0);
+    ASSERT_EQ_STR(run_record_status(&out), RUN_RUNNING); /* someone has its pid */
+    run_record_release(&out);
+    store_close(s);
+    fixture_rmtree(r.dir);
+}
+
 TEST(version_1_store_is_migrated_by_a_reader)
 {
     struct rig r;
@@ -1240,4 +1304,5 @@ TEST_MAIN(create_sets_version_and_wal, store_without_wal_is_refused, reopen_is_i
           two_connections_write_interleaved, two_stores_created_together,
           points_roundtrip_and_stats, event_tables_roundtrip, run_delete_removes_event_rows,
           version_1_store_is_migrated, version_1_store_is_migrated_by_a_reader,
+          version_4_store_is_migrated_and_its_runs_keep_the_pid_rule,
           points_stats_percentiles_match_a_sort)
