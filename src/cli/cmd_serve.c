@@ -58,8 +58,8 @@ int cmd_serve(int argc, char **argv)
             c.listen = optarg;
         else if (ch == 't')
             c.token = optarg;
-        else if (ch == 'n')
-            bad |= parse_count(optarg, 1, 256, &threads);
+        else if (ch == 'n') /* a whole number of threads: 2.5 is no count */
+            bad |= parse_count(optarg, 1, 256, &threads) || threads != (double)(unsigned)threads;
         else if (ch == 'r')
             bad |= parse_count(optarg, 0, 1e9, &c.rate_per_s);
         else if (ch == 'b')

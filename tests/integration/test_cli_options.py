@@ -36,6 +36,9 @@ for flag in ("--threads", "--rate", "--burst"):
         p = strobe("serve", flag, bad, "--listen", "127.0.0.1:0", store=db, timeout=10)
         check(f"serve {flag} '{bad}': usage, exit 2", p.returncode == 2 and "usage:" in p.stderr,
               f"{p.returncode} {p.stderr!r}")
+p = strobe("serve", "--threads", "2.5", "--listen", "127.0.0.1:0", store=db, timeout=10)
+check("serve --threads 2.5: not a count, usage, exit 2", p.returncode == 2 and "usage:" in p.stderr,
+      f"{p.returncode} {p.stderr!r}")
 # an option getopt refuses: one line naming the command, the usage exit
 for cmd in ("run", "ls", "show", "logs", "export", "rm", "rules", "report", "trace", "serve",
             "compare", "import sagemaker", "import torch-trace"):
