@@ -12,9 +12,6 @@
  * Prints JSON: records and events per second (median of rounds), bytes per
  * event stored.
  */
-#include <pthread.h>
-#include <sched.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,49 +21,6 @@
 #include "record/events.h"
 #include "ring/ring.h"
 #include "sample/series.h"
-
-/* A live thread that only holds its id: a ring's owner must be a thread
- * the drain finds alive, and one per ring (a second claim by the same
- * thread retires its first ring, as after an exec). */
-struct idle_owner {
-    pthread_t thread;
-    _Atomic pid_t tid;
-};
-
-static pthread_mutex_t idle_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t idle_done = PTHREAD_COND_INITIALIZER;
-static int idle_stop;
-
-static void *idle_main(void *arg)
-{
-    struct idle_owner *o = arg;
-    atomic_store(&o->tid, (pid_t)gettid());
-    pthread_mutex_lock(&idle_lock);
-    while (!idle_stop)
-        pthread_cond_wait(&idle_done, &idle_lock);
-    pthread_mutex_unlock(&idle_lock);
-    return NULL;
-}
-
-static pid_t idle_owner_start(struct idle_owner *o)
-{
-    atomic_store(&o->tid, 0);
-    if (pthread_create(&o->thread, NULL, idle_main, o) != 0)
-        return 0;
-    while (!atomic_load(&o->tid))
-        sched_yield();
-    return atomic_load(&o->tid);
-}
-
-static void idle_owners_stop(struct idle_owner *o, int n)
-{
-    pthread_mutex_lock(&idle_lock);
-    idle_stop = 1;
-    pthread_cond_broadcast(&idle_done);
-    pthread_mutex_unlock(&idle_lock);
-    for (int i = 0; i < n; i++)
-        pthread_join(o[i].thread, NULL);
-}
 
 static double thread_cpu_ns(void)
 {
@@ -183,14 +137,13 @@ int main(int argc, char **argv)
         return 1;
     }
     event_sink_start(&sink, (int64_t)mono(), 1700000000000000000LL, getpid());
-    /* the writer side: this process, one ring per simulated thread; each
-     * owned by an idle thread, so the drain finds its owner alive */
+    /* the writer side: this process, one ring per simulated thread; the
+     * owner is this thread, so the drain finds it alive */
     struct ring_segment w;
     ring_segment_attach(&w, event_sink_shm_name(&sink));
     int ring_of[EVENT_RINGS];
-    static struct idle_owner owners[EVENT_RINGS];
     for (int i = 0; i < rings; i++)
-        ring_of[i] = ring_claim(&w, getpid(), idle_owner_start(&owners[i]));
+        ring_of[i] = ring_claim(&w, getpid(), (pid_t)gettid());
 
     double per_record[99], per_event[99];
     uint64_t t[EVENT_RINGS], total_events = 0;
@@ -242,7 +195,6 @@ int main(int argc, char **argv)
            (unsigned long long)event_sink_dropped(&sink), (unsigned long long)sink.st.invalid);
     event_batch_release(&batch);
     ring_segment_release(&w);
-    idle_owners_stop(owners, rings);
     event_sink_close(&sink);
     series_table_release(&series);
     store_close(store);

@@ -81,9 +81,11 @@ struct strobe_ring_ctl {
     int32_t owner_ppid;       /* the claiming process's parent at claim; 0 if not known */
     char owner_comm[16];      /* its name at claim (/proc/PID/comm), NUL-terminated */
     _Atomic uint32_t retired; /* 1: its thread no longer writes it, though a thread of the
-                                 same pid and tid lives (the process exec'd, or the tid was
-                                 reused): drained and reclaimed as if dead */
-    uint8_t pad0[24];
+                                 same pid and tid lives (the process exec'd): drained and
+                                 reclaimed as if dead */
+    uint64_t owner_program;   /* the claiming program's AT_RANDOM bytes: a new one after an
+                                 exec, the same for every copy of libstrobe in one program */
+    uint8_t pad0[16];
     /* line 1: the producer's */
     _Atomic uint64_t head;    /* records ever published */
     _Atomic uint64_t dropped; /* events that did not fit */
@@ -115,6 +117,7 @@ _Static_assert(sizeof(struct strobe_ring_ctl) == 192, "ring control size is ABI"
 _Static_assert(offsetof(struct strobe_ring_ctl, head) == 64, "head has its own cache line");
 _Static_assert(offsetof(struct strobe_ring_ctl, owner_ppid) == 16, "ring control layout is ABI");
 _Static_assert(offsetof(struct strobe_ring_ctl, retired) == 36, "ring control layout is ABI");
+_Static_assert(offsetof(struct strobe_ring_ctl, owner_program) == 40, "ring control layout is ABI");
 _Static_assert(offsetof(struct strobe_ring_ctl, tail) == 128, "tail has its own cache line");
 _Static_assert(sizeof(struct strobe_shm_header) == 64, "header size is ABI");
 _Static_assert(offsetof(struct strobe_shm_header, no_ring) == 48, "header layout is ABI");

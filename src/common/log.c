@@ -1,6 +1,7 @@
 #include "common/log.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,19 +21,20 @@ void log_set_quiet(int quiet)
     log_quiet = quiet;
 }
 
-static log_writer_fn *writer;
-static void *writer_arg;
+/* One pointer, so a thread that logs while it is set sees the function
+ * and its argument together. */
+static _Atomic(const struct log_writer *) writer;
 
-void log_set_writer(log_writer_fn *fn, void *arg)
+void log_set_writer(const struct log_writer *w)
 {
-    writer = fn;
-    writer_arg = arg;
+    atomic_store_explicit(&writer, w, memory_order_release);
 }
 
 static void write_lines(const char *text, size_t len)
 {
-    if (writer) {
-        writer(writer_arg, text, len);
+    const struct log_writer *to = atomic_load_explicit(&writer, memory_order_acquire);
+    if (to) {
+        to->fn(to->arg, text, len);
         return;
     }
     ssize_t w = len ? write(STDERR_FILENO, text, len) : 0;
@@ -74,10 +76,8 @@ void log_hold_notes(void)
 void log_release_notes(int print)
 {
     pthread_mutex_lock(&held_lock);
-    if (print && held_len) {
-        ssize_t w = write(STDERR_FILENO, held, held_len);
-        (void)w;
-    }
+    if (print && held_len)
+        write_lines(held, held_len);
     held_len = 0;
     holding = 0;
     pthread_mutex_unlock(&held_lock);

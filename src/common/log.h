@@ -14,8 +14,12 @@ void log_set_quiet(int quiet);
 
 /* Where whole lines go instead of write(2) to stderr (the recorder's live
  * line shares the terminal's line with the job); NULL for stderr again. */
-typedef void log_writer_fn(void *arg, const char *text, size_t len);
-void log_set_writer(log_writer_fn *fn, void *arg);
+struct log_writer {
+    void (*fn)(void *arg, const char *text, size_t len);
+    void *arg;
+};
+/* w must live until log_set_writer(NULL). */
+void log_set_writer(const struct log_writer *w);
 
 /* Hold notes back (up to 4 KiB of them; past that they are dropped) until
  * log_release_notes prints them, or drops them all when print is 0: a note

@@ -140,8 +140,10 @@ int log_line_status(struct log_line *l, const char *text, size_t n)
         size_t k = n < sizeof(buf) - strlen(CLEAR_LINE) ? n : sizeof(buf) - strlen(CLEAR_LINE);
         memcpy(buf, CLEAR_LINE, strlen(CLEAR_LINE));
         memcpy(buf + strlen(CLEAR_LINE), text, k);
+        /* shown before the write: a tee that gave up waiting for the line
+         * while the write was under way still erases what it finds */
+        l->shown = 1;
         drawn = write_all(STDERR_FILENO, buf, strlen(CLEAR_LINE) + k) == 0;
-        l->shown = drawn;
     }
     line_give(l, 1);
     return drawn;

@@ -80,8 +80,8 @@ struct recorder {
     int64_t logs_ckpt_ns;   /* when the job's output last went into a batch */
     int64_t logs_stored[2]; /* bytes of each stream the store has */
     int live;
-    int job_own_group;     /* the job leads a process group of its own (see start_child) */
-    struct log_line *line; /* stderr's terminal line, when the live line is on */
+    struct log_line *line;         /* stderr's terminal line, when the live line is on */
+    struct log_writer line_writer; /* strobe's own lines onto it */
     char name_buf[256];
 };
 
@@ -372,8 +372,6 @@ static void free_child_env(struct recorder *r)
 
 static void exec_child(struct recorder *r, int report_fd)
 {
-    if (r->job_own_group)
-        setpgid(0, 0);
     /* the dispositions strobe was started with: strobe ignores SIGPIPE
      * itself, and an ignored disposition would survive exec */
     for (size_t i = 0; i < N_FORWARDED; i++)
@@ -435,8 +433,10 @@ static void start_logs(struct recorder *r)
     if (!r->line || !r->logs[1].cap)
         r->live = 0;
     r->rules.line = r->live ? r->line : NULL;
-    if (r->live) /* before any thread that logs starts */
-        log_set_writer(print_on_line, r->line);
+    if (r->live) { /* threads that log may run: one atomic pointer */
+        r->line_writer = (struct log_writer){print_on_line, r->line};
+        log_set_writer(&r->line_writer);
+    }
 }
 
 static const char *const log_kinds[2] = {"stdout", "stderr"};
@@ -466,30 +466,13 @@ static void store_logs(struct recorder *r)
     strbuf_release(&text);
 }
 
-/* Whether strobe runs in the foreground of its controlling terminal: there
- * the terminal's signals (Ctrl-C, Ctrl-Z) and its job control need the job
- * in strobe's process group, with the rest of a pipeline (`| less`). */
-static int terminal_foreground(void)
-{
-    for (int fd = 0; fd <= 2; fd++)
-        if (isatty(fd) && tcgetpgrp(fd) == getpgrp())
-            return 1;
-    return 0;
-}
-
-/*
- * Fork and exec the job. Returns 0, or the errno of a failed exec (the
- * child has then been reaped).
- *
- * Unless strobe is in the foreground of a terminal, the job leads a process
- * group of its own: a signal sent to strobe's group (`timeout`, `kill 0` in
- * a script, `kill %1` of a background job) then reaches the job once, from
- * strobe, not twice (once from the sender and once forwarded: a second
- * SIGTERM or SIGINT aborts many a graceful shutdown).
- */
+/* Fork and exec the job. Returns 0, or the errno of a failed exec (the
+ * child has then been reaped). The job stays in strobe's process group, so
+ * that the terminal's signals and job control (Ctrl-C, Ctrl-Z, `fg`, a
+ * pipeline into `less`) and a signal to the whole group (a CI's cancel)
+ * reach it as they would without strobe. */
 static int start_child(struct recorder *r)
 {
-    r->job_own_group = !terminal_foreground();
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) < 0)
         return errno;
@@ -502,8 +485,6 @@ static int start_child(struct recorder *r)
     }
     if (pid == 0)
         exec_child(r, fds[1]);
-    if (r->job_own_group)
-        setpgid(pid, pid); /* as the child does: whichever comes first */
     close(fds[1]);
     int err = 0;
     ssize_t n;
@@ -523,18 +504,15 @@ static void forward_signal(struct recorder *r, const struct signalfd_siginfo *si
 {
     if (r->child_done)
         return;
-    int sig = (int)si->ssi_signo;
-    if (si->ssi_code != SI_KERNEL) {
-        kill(r->child, sig); /* sent to strobe: the job's own process gets it */
+    /* A signal from the terminal (SI_KERNEL) went to the whole foreground
+     * process group, the job included: sending it again would deliver it
+     * twice (a second Ctrl-C would abort a graceful shutdown). One sent to
+     * strobe's whole group with kill(2) reaches the job twice too, directly
+     * and from here: nothing in its siginfo tells it from one sent to strobe
+     * alone (docs/cli.md). */
+    if (si->ssi_code == SI_KERNEL)
         return;
-    }
-    /* From the terminal (SI_KERNEL), to its foreground process group. The
-     * job shares strobe's group there and has it already: sending it again
-     * would deliver it twice. A job in a group of its own (strobe was started
-     * in the background and brought to the foreground) gets it as the
-     * terminal would have sent it, group and all. */
-    if (r->job_own_group)
-        kill(-r->child, sig);
+    kill(r->child, (int)si->ssi_signo);
 }
 
 /* Reap every child that has exited, reading each one last time first. */
@@ -950,8 +928,8 @@ static void cleanup(struct recorder *r)
     torch_profile_close(&r->torch_profile);
     for (size_t i = 0; i < 2; i++)
         log_tee_close(&r->logs[i]);
-    log_set_writer(NULL, NULL); /* the threads that log have stopped */
-    log_line_close(r->line);    /* a tee still writing keeps its own mapping */
+    log_set_writer(NULL);    /* the threads that log have stopped */
+    log_line_close(r->line); /* a tee still writing keeps its own mapping */
     free_child_env(r);
     if (r->epfd >= 0)
         close(r->epfd);

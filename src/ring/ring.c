@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -210,12 +211,29 @@ static void own_comm(char comm[16])
     comm[n > 0 ? n : 0] = '\0';
 }
 
+/* Which program this is: the kernel's 16 random bytes for each exec
+ * (AT_RANDOM), the first 8; 0 when not known. */
+static uint64_t this_program(void)
+{
+    const void *random = (const void *)getauxval(AT_RANDOM);
+    uint64_t id = 0;
+    if (random)
+        memcpy(&id, random, sizeof(id));
+    return id;
+}
+
 int ring_claim(struct ring_segment *seg, pid_t pid, pid_t tid)
 {
-    uint64_t me = strobe_ring_owner(pid, tid);
-    for (uint32_t i = 0; i < seg->ring_count; i++)
-        if (atomic_load_explicit(&seg->ctl[i].owner, memory_order_relaxed) == me)
-            atomic_store_explicit(&seg->ctl[i].retired, 1, memory_order_release);
+    uint64_t me = strobe_ring_owner(pid, tid), program = this_program();
+    /* a ring this pid and tid hold from another program: the one before an
+     * exec, which writes no more. The drain frees only rings whose owner is
+     * dead or retired, so the owner cannot change between the two reads. */
+    for (uint32_t i = 0; i < seg->ring_count; i++) {
+        struct strobe_ring_ctl *c = &seg->ctl[i];
+        if (atomic_load_explicit(&c->owner, memory_order_acquire) == me && program &&
+            c->owner_program && c->owner_program != program)
+            atomic_store_explicit(&c->retired, 1, memory_order_release);
+    }
     for (uint32_t i = 0; i < seg->ring_count; i++) {
         uint64_t free_owner = 0;
         struct strobe_ring_ctl *c = &seg->ctl[i];
@@ -225,6 +243,7 @@ int ring_claim(struct ring_segment *seg, pid_t pid, pid_t tid)
             c->claim_ns = mono_ns();
             c->owner_ppid = (int32_t)getppid();
             own_comm(c->owner_comm); /* before the first record: the drain reads it after one */
+            c->owner_program = program;
             return (int)i;
         }
     }
@@ -391,8 +410,12 @@ void ring_drain(struct ring_segment *seg, drain_fn *fn, void *arg, struct drain_
         if (dead) {
             seg->reclaimed_drops += ring_drops;
             atomic_store_explicit(&c->dropped, 0, memory_order_relaxed);
+            /* what the claimer noted goes too: an older writer notes nothing */
             atomic_store_explicit(&c->retired, 0, memory_order_relaxed);
-            atomic_store_explicit(&c->owner, 0, memory_order_release); /* free, retired cleared */
+            c->owner_ppid = 0;
+            memset(c->owner_comm, 0, sizeof(c->owner_comm));
+            c->owner_program = 0;
+            atomic_store_explicit(&c->owner, 0, memory_order_release); /* free, all cleared */
             st->reclaimed++;
         }
         dropped += ring_drops;

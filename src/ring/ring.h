@@ -54,8 +54,9 @@ void ring_segment_release(struct ring_segment *seg);
 
 /* Claim a free ring for thread tid of process pid: its index, or -ENOSPC
  * (counted in the header's no_ring by the caller that drops). A ring the
- * same pid and tid still own is retired first: this thread's earlier
- * program (before an exec) or an earlier thread of the same id wrote it.
+ * same pid and tid still own from another program is retired first: this
+ * thread wrote it before an exec. (Two copies of libstrobe in one program,
+ * the Python package's and a C extension's, each keep theirs.)
  * The claim notes the process's parent and name, for a recorder that never
  * sees the process in /proc (it came and went between two drains). */
 int ring_claim(struct ring_segment *seg, pid_t pid, pid_t tid);

@@ -396,6 +396,11 @@ void proc_tree_reap_prepare(struct proc_tree *t, pid_t pid)
     if (!e)
         return;
     entry_refresh(t, e); /* a zombie still shows its whole group's final totals */
+    if (!t->series) {    /* the proc collector is off: no frame will emit it */
+        totals_add_entry(&t->reaped, e);
+        tree_remove(t, (uint32_t)(e - t->e));
+        return;
+    }
     /* kept for the next frame, so its own series get its last interval too
      * (the CPU of a process that exits between frames is in it) */
     e->final = 1;

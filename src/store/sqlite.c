@@ -1120,6 +1120,19 @@ static int check_version(struct sqlite_store *s, int64_t *version)
  * it stopped. The version is read again under the write lock: recorders that
  * start together on a new store must not both create it.
  */
+/* A version-4 store this connection may not upgrade (another user's, a
+ * read-only mount) differs from version 5 only by the recorder's identity
+ * columns: a temporary view, which shadows main.runs for this connection and
+ * writes nothing to the file, gives them as unknown (the pid-and-host rule of
+ * older runs). */
+static int read_v4_as_v5(struct sqlite_store *s)
+{
+    strbuf_reset(&s->base.err);
+    return exec_sql(s, "CREATE TEMP VIEW runs AS SELECT *, NULL AS recorder_boot_id,"
+                       " NULL AS recorder_pid_ns, NULL AS recorder_time_ns,"
+                       " NULL AS recorder_start_ticks FROM main.runs");
+}
+
 static int migrate(struct sqlite_store *s, int readonly)
 {
     int64_t version = 0;
@@ -1140,6 +1153,8 @@ static int migrate(struct sqlite_store *s, int readonly)
      * current schema (a read-only file then fails with a clear message) */
     if (rc < 0 || version == SCHEMA_VERSION)
         return rc;
+    if (readonly && version == 4 && sqlite3_db_readonly(s->db, "main") == 1)
+        return read_v4_as_v5(s);
     for (;;) {
         if ((rc = sqlite_begin(&s->base)) < 0)
             return rc;

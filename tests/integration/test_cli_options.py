@@ -19,6 +19,9 @@ for bad in ("bogus", "cpu,bogus", "cpu,,mem", ""):
 p = run(db, "true", opts=("--no-report", "--collectors", "cpu,mem"))
 check("--collectors cpu,mem records", p.returncode == 0 and "mem.used_bytes" in show(db)["metrics"],
       p.stderr)
+p = strobe("run", "--no-report", "--collectors", "cpu,mem", "--", "true", store=db)
+check("--collectors without proc: the job reaped is not 'still running'",
+      p.returncode == 0 and "still running" not in p.stderr, p.stderr)
 for flag in ("--tag", "--param"):
     p = strobe("run", "--no-report", flag, "k=", "--", "touch", marker, store=db)
     check(f"{flag} k=: exit 125, one line", p.returncode == 125 and

@@ -23,6 +23,14 @@ def status(ref):
     return show(db, ref)["status"]
 
 
+def status_yet(ref):
+    """The run's status, or None before its first commit."""
+    try:
+        return status(ref)
+    except RuntimeError:
+        return None
+
+
 def start_ticks(pid="self"):
     """proc(5) /proc/PID/stat field 22, counted after comm's last ')'."""
     stat = open(f"/proc/{pid}/stat").read()
@@ -62,8 +70,8 @@ check("a store to write fake runs into", p.returncode == 0, p.stderr)
 
 # ---- a live recorder: running, and rm needs --force --------------------------
 proc = subprocess.Popen([STROBE, "run", "--quiet", "--no-report", f"--store={db}", "--name",
-                         "alive", "--", "sleep", "4"])
-time.sleep(1.2)
+                         "alive", "--", "sleep", "30"])  # ended below: no race with the checks
+wait_for(lambda: status_yet("alive") == "running", timeout=20)
 rows = {r["name"]: r for r in json.loads(strobe("ls", "--json", store=db).stdout)}
 check("a live recorder's run is running in ls", rows.get("alive", {}).get("status") == "running",
       rows.get("alive"))
@@ -76,8 +84,9 @@ check("rm --force removes it, with a one-line warning", p.returncode == 0 and
       "removed run" in p.stdout and len(p.stderr.strip().splitlines()) == 1 and
       "warning" in p.stderr and "still recording" in p.stderr, f"{p.returncode} {p.stderr!r}")
 check("and it is gone", strobe("show", "alive", store=db).returncode == 1)
+proc.terminate()  # forwarded: the job ends with its own status
 rc = proc.wait(timeout=20)
-check("its job still finishes with its own exit status", rc == 0, rc)
+check("its job still ends with its own exit status (SIGTERM: 143)", rc == 143, rc)
 
 # ---- pid reuse: the pid is alive but it is another process -------------------
 fake_running("same-start")
@@ -121,7 +130,7 @@ def in_namespace(name, wrap):
     committed; the run's status from outside."""
     cmd = ["unshare", "-p", "-f", "--mount-proc"] + wrap(
         [STROBE, "run", "--quiet", "--no-report", f"--store={db}", "--name", name, "--",
-         "sleep", "4"])
+         "sleep", "30"])  # outlives the checks; the namespace's end takes it
     outer = subprocess.Popen(cmd, stderr=subprocess.DEVNULL)
     recorder = None
     deadline = time.monotonic() + 10
@@ -132,7 +141,7 @@ def in_namespace(name, wrap):
             if any(l.startswith("NSpid:") and len(l.split()) == 3
                    for l in open(f"/proc/{pid}/status")):
                 recorder = int(pid)
-    time.sleep(1.2)
+    wait_for(lambda: status_yet(name) == "running", timeout=20)  # its first commit
     before = status(name)
     if recorder:
         os.kill(recorder, signal.SIGKILL)

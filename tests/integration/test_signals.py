@@ -1,18 +1,17 @@
 #!/usr/bin/python3
-"""Signals reach the job once, whoever sends them and to whom:
+"""Signals reach the job as they would without strobe:
 
-- to strobe's process group (`kill -- -PGID`, `timeout`, `kill 0` in a
-  script): the job leads a group of its own when strobe is not in the
-  foreground of a terminal, so it gets the signal once, from strobe (it got
-  it twice: from the sender and forwarded);
-- from the terminal (Ctrl-C) with strobe in the foreground: the job shares
-  strobe's group there, gets it from the terminal, and strobe does not send
-  it again;
+- the job stays in strobe's process group, so a signal to the whole group
+  (a CI's cancel, `kill -9 -- -PGID`) reaches it, strobe or not;
+- sent to strobe itself, a signal reaches the job once;
+- from the terminal (Ctrl-C) with strobe in the foreground, the job gets it
+  from the terminal and strobe does not send it again;
 - a signal strobe's starter ignores (nohup's SIGHUP) stays ignored in the
   job, which had it reset to the default.
 
 The job counts the deliveries of the signal (its wakeup fd) and exits with
-the count."""
+the count. (A signal sent to the group with kill(2) reaches the job twice,
+directly and from strobe: docs/cli.md says why it cannot be told apart.)"""
 import os
 import pty
 import signal
@@ -60,21 +59,15 @@ def start(cmd, **kw):
 
 RUN = [STROBE, "run", "--quiet", "--no-report", "--no-framework", f"--store={db}", "--"]
 
-# 1. SIGTERM to strobe's process group
-p, (job, job_group) = start(RUN + [PYTHON, "-c", counter("SIGTERM")], start_new_session=True,
-                            preexec_fn=None)
-check("the job started", job is not None)
-check("not on a terminal: the job leads a process group of its own",
-      job_group == job and job_group != os.getpgid(p.pid), (job, job_group, p.pid))
-os.killpg(p.pid, signal.SIGTERM)
-rc = p.wait(timeout=30)
-check("SIGTERM to strobe's process group reaches the job once", rc == 1, f"delivered {rc} times")
-
-# 2. timeout(1), which signals its own process group
-p, (job, _) = start(["timeout", "--preserve-status", "-s", "TERM", "1"] + RUN +
-                    [PYTHON, "-c", counter("SIGTERM")])
-rc = p.wait(timeout=30)
-check("timeout's SIGTERM reaches the job once", rc == 1, f"delivered {rc} times")
+# 1. SIGKILL to strobe's process group: the job goes too
+p, (job, job_group) = start(RUN + [PYTHON, "-c", counter("SIGTERM")], start_new_session=True)
+check("the job started, in strobe's process group", job is not None and job_group == p.pid,
+      (job, job_group, p.pid))
+os.killpg(p.pid, signal.SIGKILL)
+p.wait(timeout=30)
+gone = wait_for(lambda: not os.path.exists(f"/proc/{job}") or
+                open(f"/proc/{job}/stat").read().split(")")[-1].split()[0] == "Z", timeout=10)
+check("SIGKILL to strobe's process group kills the job as well", gone, job)
 
 # 3. SIGINT sent to strobe itself, by kill(1): forwarded once
 p, (job, _) = start(RUN + [PYTHON, "-c", counter("SIGINT")], preexec_fn=default_signals)

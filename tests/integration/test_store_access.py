@@ -5,6 +5,7 @@ user can read but not write, or one on a read-only mount, can still be read,
 with a live recorder's fresh data where the -shm file exists."""
 import os
 import pwd
+import sqlite3
 import shutil
 import subprocess
 import tempfile
@@ -57,6 +58,23 @@ try:
     db = os.path.join(top, "root.db")
     record_two(db)
     readers_work("another user's store", db, as_uid=nobody)
+
+    # the same, made before schema 5 (no recorder identity columns): it
+    # cannot be upgraded by a reader who may not write it, and is read as is
+    old = os.path.join(top, "v4.db")
+    record_two(old)
+    con = sqlite3.connect(old)
+    for col in ("recorder_boot_id", "recorder_pid_ns", "recorder_time_ns", "recorder_start_ticks"):
+        con.execute(f"ALTER TABLE runs DROP COLUMN {col}")
+    con.execute("PRAGMA user_version = 4")
+    con.commit()
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    con.close()
+    readers_work("another user's store of schema 4", old, as_uid=nobody)
+    con = sqlite3.connect(old)
+    check("a schema-4 store read by another user is left as it was",
+          con.execute("PRAGMA user_version").fetchone()[0] == 4)
+    con.close()
 
     # a live recorder: the -shm exists, and the reader sees its commits
     live = os.path.join(top, "live.db")

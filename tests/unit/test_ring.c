@@ -358,11 +358,13 @@ TEST(garbage_in_the_segment_is_rejected)
     ring_segment_release(&seg);
 }
 
-/* The same pid and tid claiming again is the thread's new program after an
- * exec (or a new thread with a dead one's id): the old ring is drained and
- * comes back though that thread lives, instead of staying claimed for good.
- * The claim notes the process's parent and name. */
-TEST(a_claim_again_by_the_same_thread_retires_its_old_ring)
+/* The same pid and tid claiming again from another program is the thread's
+ * new program after an exec: the old ring is drained and comes back though
+ * that thread lives, instead of staying claimed for good. From the same
+ * program it is a second copy of libstrobe (the Python package's and a C
+ * extension's): both rings stay. The claim notes the process's parent and
+ * name, and the reclaim clears them. */
+TEST(a_claim_again_from_a_new_program_retires_the_old_ring)
 {
     char name[64];
     seg_name(name, sizeof(name), "exec");
@@ -373,8 +375,13 @@ TEST(a_claim_again_by_the_same_thread_retires_its_old_ring)
     ASSERT_EQ_INT(ring_push_name(&seg, old, 1, "before-exec", 0), 0);
     for (uint64_t v = 1; v <= 3; v++)
         ASSERT_EQ_INT(ring_push(&seg, old, event(STROBE_EV_COUNTER, 1, v, v)), 0);
+    int copy = ring_claim(&seg, getpid(), my_tid()); /* another copy, same program */
+    ASSERT(copy >= 0 && copy != old);
+    ASSERT_EQ_INT((int)atomic_load(&seg.ctl[old].retired), 0);
+    seg.ctl[old].owner_program ^= 1; /* as if the old ring's program had exec'd */
+    seg.ctl[copy].owner_program ^= 1;
     int now = ring_claim(&seg, getpid(), my_tid());
-    ASSERT(now >= 0 && now != old);
+    ASSERT(now >= 0 && now != old && now != copy);
     ASSERT_EQ_INT(ring_push_name(&seg, now, 1, "after-exec", 0), 0);
     ASSERT_EQ_INT(ring_push(&seg, now, event(STROBE_EV_COUNTER, 1, 4, 4)), 0);
     static struct seen s;
@@ -382,10 +389,11 @@ TEST(a_claim_again_by_the_same_thread_retires_its_old_ring)
     ring_drain(&seg, collect, &s, &st);
     ASSERT_EQ_U64(s.n, 4); /* every record of both programs */
     ASSERT_EQ_U64(s.names, 2);
-    ASSERT_EQ_U64(st.reclaimed, 1);
+    ASSERT_EQ_U64(st.reclaimed, 2); /* the old program's two rings */
     ASSERT_EQ_U64(atomic_load(&seg.ctl[old].owner), 0);
+    ASSERT_EQ_INT(seg.ctl[old].owner_ppid, 0);
+    ASSERT_EQ_STR(seg.ctl[old].owner_comm, "");
     ASSERT(atomic_load(&seg.ctl[now].owner) != 0);
-    ASSERT_EQ_INT(ring_claim(&seg, getpid(), my_tid() + 1), old); /* free again */
 
     int32_t ppid;
     char comm[16], want[32] = "";
@@ -404,4 +412,4 @@ TEST_MAIN(attach_checks_the_abi, order_names_and_wraparound,
           full_ring_drops_exactly_what_did_not_fit, many_threads_at_once,
           processes_attach_by_name_and_their_rings_come_back,
           a_writer_killed_mid_stream_corrupts_nothing, garbage_in_the_segment_is_rejected,
-          a_claim_again_by_the_same_thread_retires_its_old_ring)
+          a_claim_again_from_a_new_program_retires_the_old_ring)
