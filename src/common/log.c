@@ -30,7 +30,7 @@ void log_set_writer(const struct log_writer *w)
     atomic_store_explicit(&writer, w, memory_order_release);
 }
 
-static void write_lines(const char *text, size_t len)
+void log_lines(const char *text, size_t len)
 {
     const struct log_writer *to = atomic_load_explicit(&writer, memory_order_acquire);
     if (to) {
@@ -63,7 +63,7 @@ static void log_line(const char *prefix, const char *fmt, va_list ap)
     char line[LINE_MAX_BYTES];
     size_t len = format_line(line, prefix, fmt, ap);
     if (len)
-        write_lines(line, len);
+        log_lines(line, len);
 }
 
 void log_hold_notes(void)
@@ -77,7 +77,7 @@ void log_release_notes(int print)
 {
     pthread_mutex_lock(&held_lock);
     if (print && held_len)
-        write_lines(held, held_len);
+        log_lines(held, held_len);
     held_len = 0;
     holding = 0;
     pthread_mutex_unlock(&held_lock);

@@ -20,6 +20,8 @@ struct log_writer {
 };
 /* w must live until log_set_writer(NULL). */
 void log_set_writer(const struct log_writer *w);
+/* Whole lines as they are (each with its newline), where log lines go. */
+void log_lines(const char *text, size_t len);
 
 /* Hold notes back (up to 4 KiB of them; past that they are dropped) until
  * log_release_notes prints them, or drops them all when print is 0: a note

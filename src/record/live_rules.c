@@ -5,6 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/log.h"
+#include "common/strbuf.h"
 #include "rules/replay.h"
 
 static int32_t slot_of(struct live_rules *l, uint32_t index)
@@ -62,7 +64,7 @@ static void announce(const struct finding *f, void *arg)
                 f->recommendation && *f->recommendation ? " -> " : "",
                 f->recommendation ? f->recommendation : "");
     if (line.buf)
-        log_line_print(l->line, STDERR_FILENO, line.buf, line.len);
+        log_lines(line.buf, line.len); /* past the live line, as strobe's other lines */
     strbuf_release(&line);
 }
 

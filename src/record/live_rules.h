@@ -15,7 +15,6 @@
 #include <stdint.h>
 
 #include "record/events.h"
-#include "record/logtee.h"
 #include "rules/rules.h"
 #include "sample/series.h"
 #include "store/store.h"
@@ -26,8 +25,7 @@ struct live_rules {
     int32_t *slot; /* series index -> engine slot; -2 not looked up yet, -1 not read */
     uint32_t nslot;
     struct series_table *series;
-    int announce;          /* print findings as they fire */
-    struct log_line *line; /* stderr's terminal line, shared with the live line; or NULL */
+    int announce; /* print findings as they fire */
 };
 
 /* Build the engine (fails, with the reason in err, on a bad rule list or

@@ -151,19 +151,21 @@ int log_line_status(struct log_line *l, const char *text, size_t n)
 
 void log_line_print(struct log_line *l, int fd, const char *text, size_t n)
 {
-    int taken = l ? line_take(l) : 0;
+    if (!l) {
+        write_all(fd, text, n);
+        return;
+    }
+    int taken = line_take(l);
     int rc = 0;
-    if (l && l->shown)
+    if (l->shown)
         rc = write_all(fd, CLEAR_LINE, strlen(CLEAR_LINE));
-    else if (l && l->open)
+    else if (l->open)
         rc = write_all(fd, "\n", 1);
     if (rc == 0)
-        rc = write_all(fd, text, n);
-    if (l) {
-        l->shown = 0;
-        l->open = 0;
-        line_give(l, taken);
-    }
+        write_all(fd, text, n);
+    l->shown = 0;
+    l->open = 0;
+    line_give(l, taken);
 }
 
 /* The tee process: only system calls from here on (it is forked from a

@@ -432,7 +432,6 @@ static void start_logs(struct recorder *r)
     }
     if (!r->line || !r->logs[1].cap)
         r->live = 0;
-    r->rules.line = r->live ? r->line : NULL;
     if (r->live) { /* threads that log may run: one atomic pointer */
         r->line_writer = (struct log_writer){print_on_line, r->line};
         log_set_writer(&r->line_writer);
