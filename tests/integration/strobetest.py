@@ -51,6 +51,22 @@ def strobe(*args, store=None, timeout=120, input=None, env=None, **kw):
                           input=input, env=env, **kw)
 
 
+def strobe_naps(*args, store=None, timeout=60):
+    """Run strobe under strace; returns (CompletedProcess, its nanosleep
+    calls). How long a command waited is counted in naps, not timed: the
+    machines that run the tests are shared and noisy."""
+    naps = os.path.join(TMP, f"naps-{os.getpid()}.txt")
+    cmd = ["strace", "-f", "-qq", "-e", "trace=nanosleep,clock_nanosleep", "-o", naps,
+           STROBE] + list(args)
+    if store:
+        cmd.insert(cmd.index(STROBE) + 2, f"--store={store}")
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    with open(naps) as f:
+        slept = [line for line in f if "nanosleep(" in line]
+    os.unlink(naps)
+    return p, slept
+
+
 def run(store, *cmd, opts=(), **kw):
     """strobe run --quiet [opts] -- cmd..."""
     return strobe("run", "--quiet", *opts, "--", *cmd, store=store, **kw)

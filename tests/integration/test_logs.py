@@ -241,11 +241,7 @@ check("logs -f prints the running job's output as it comes, whole, and ends with
 p = strobe("run", "--quiet", "--no-report", "--name", "short", "--", PYTHON, "-c", "print('hi')",
            store=fdb)
 # counted, not timed: the follow loop naps (nanosleep) only while it waits
-naps = os.path.join(TMP, "follow-naps.txt")
-f = subprocess.run(["strace", "-f", "-qq", "-e", "trace=nanosleep,clock_nanosleep", "-o", naps,
-                    STROBE, "logs", f"--store={fdb}", "-f", "short"],
-                   capture_output=True, text=True, timeout=60)
-slept = [l for l in open(naps) if "nanosleep(" in l]
+f, slept = strobe_naps("logs", "-f", "short", store=fdb)
 check("logs -f of a run whose recorder has just exited prints it and returns without waiting",
       p.returncode == 0 and f.returncode == 0 and f.stdout == "hi\n" and not slept,
       (f.stdout, f.stderr, slept[:3]))
