@@ -40,6 +40,11 @@ _step_listeners = []
 
 _current_step = 0  # libstrobe's too: events before the first step() belong to step 0
 _script_step = 0  # the last number step() gave the script, as it would without a recorder
+# recorded number - the script's: at the first step(), steps the capture had
+# already counted and closed (step() written at the end of the loop, after
+# the first iteration's work) keep their numbers, and the script's continue
+# after them instead of numbering a second step 1
+_step_offset = 0
 
 # Called with the new step number whenever it changes, counted for the script
 # or by it (strobe run --torch-profile's window, _torch_profile.py). A hook
@@ -65,13 +70,18 @@ def step(n=None):
 def _step(n=None, notify=False):
     """step() without telling _step_listeners: for a capture that counts steps
     on the script's behalf."""
-    global _current_step, _script_step
+    global _current_step, _script_step, _step_offset
     if notify:  # the script counts steps: its numbers, whatever the capture counted before
         n = _script_step + 1 if n is None else _operator.index(n)
-        if not 0 <= n < 2**32:
-            _strobe.step(n)  # raises, before anything changes
-        _steps.clock.before_explicit_step()  # the step in progress ends here
-        _script_step = n
+        first = not _steps.clock.explicit
+        offset = _first_offset(n) if first else _step_offset
+        if not 0 <= n + offset < 2**32:
+            _strobe.step(n + offset)  # raises, before anything changes
+        closed = _steps.clock.before_explicit_step()  # the step in progress ends here
+        if first and not closed:  # it had done no work: its number is free again
+            offset = _first_offset(n, _current_step - 1)
+        _script_step, _step_offset = n, offset
+        script_n, n = n, n + offset
     else:
         n = _current_step + 1 if n is None else _operator.index(n)
     _strobe.step(n)  # checks 0 <= n < 2**32 before anything changes
@@ -93,7 +103,16 @@ def _step(n=None, notify=False):
                     pass
                 _warnings.warn(f"strobe: step listener {fn!r} raised {e!r}; removed",
                                RuntimeWarning, stacklevel=3)
+        return script_n
     return n
+
+
+def _first_offset(n, last_counted=None):
+    """At the first step(n): how far to shift the script's numbers so that
+    they follow the steps the capture counted and closed before it
+    (last_counted, the current step unless it is dropped)."""
+    last = _current_step if last_counted is None else last_counted
+    return max(0, last + 1 - n) if last > 0 else 0
 
 
 def _decorate(sp, fn):

@@ -123,15 +123,18 @@ class StepClock:
         progress (it belongs to the old number), begin the next. At the first
         strobe.step(), a step in progress that has done no work is no step:
         the fetch before a strobe.step() at the top of the loop, or the start
-        an optimizer step gave the next one."""
+        an optimizer step gave the next one. Returns whether the step in
+        progress was kept."""
         now = _mono()
         with self.lock:
-            if self.explicit or self.worked:
+            kept = self.explicit or self.worked
+            if kept:
                 self._close(now)
             self.explicit = True
             self.start = now
             self.last_phase_end = None
             self.worked = False
+        return kept
 
     def at_exit(self):
         if self.explicit and self.start is not None:

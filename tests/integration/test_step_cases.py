@@ -12,7 +12,7 @@ textbook one, each against the script's own count and clock (real torch):
   ran in between (a forked worker asks again who it is);
 - a dataset whose transform is an nn.Module: data, not forward;
 - `for x in loader:` with strobe.step() at the top and at the end: K steps,
-  numbered 1..K as without a recorder.
+  numbered 1..K as without a recorder, and stored as steps 1..K.
 """
 import json
 import os
@@ -204,6 +204,18 @@ def run_case(name, framework=True, **env):
     return truth, show(store)
 
 
+def stored_step_numbers(name):
+    """The step number of each stored step span, in time order (strobe trace)."""
+    out = os.path.join(TMP_DIR, name + ".trace.json")
+    p = strobe("trace", "-o", out, "last", store=os.path.join(TMP_DIR, name + ".db"))
+    if p.returncode != 0:
+        return p.stderr
+    with open(out) as f:
+        events = json.load(f)["traceEvents"]
+    spans = sorted((e["ts"], e["args"]["step"]) for e in events if e.get("name") == "step")
+    return [n for _, n in spans]
+
+
 def step_count(r):
     return (r.get("steps") or {}).get("count")
 
@@ -271,5 +283,8 @@ for where in ("top", "end"):
         check(f"strobe.step() at the {where}: the same numbers as without the capture (1..K)",
               truth["numbers"] == plain["numbers"] == list(range(1, truth["steps"] + 1)),
               f"capture {truth['numbers']}, without {plain['numbers']}")
+        recorded = stored_step_numbers("loop_" + where)
+        check(f"strobe.step() at the {where}: the stored steps are 1..K, each once",
+              recorded == list(range(1, truth["steps"] + 1)), recorded)
 
 done()
