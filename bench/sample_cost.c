@@ -196,7 +196,7 @@ static int64_t bench_mono(struct bench *b)
 /* One frame, as sample_frame() in record/recorder.c takes it. */
 static void frame(struct bench *b)
 {
-    struct sample_ctx ctx = {&b->series, &b->env, bench_mono(b)};
+    struct sample_ctx ctx = {&b->series, &b->env, bench_mono(b), 0, b->mode == CLOCK_REAL};
     b->series.now_ns += FRAME_STEP_NS;
     sampler_sample(&b->sampler, &ctx);
     int64_t cpu = clock_process_cpu_ns();
@@ -211,7 +211,7 @@ static void frame(struct bench *b)
 /* One collector alone, at the same frame time step. */
 static void frame_one(struct bench *b, struct sampler_slot *slot)
 {
-    struct sample_ctx ctx = {&b->series, &b->env, bench_mono(b)};
+    struct sample_ctx ctx = {&b->series, &b->env, bench_mono(b), 0, b->mode == CLOCK_REAL};
     b->series.now_ns += FRAME_STEP_NS;
     if (slot->ops->sample(slot->state, &ctx) < 0)
         slot->errors++;

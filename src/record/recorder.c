@@ -557,28 +557,29 @@ static int open_rules(struct recorder *r)
 /* ---- sampling ------------------------------------------------------------- */
 
 /*
- * Sample one frame stamped offset_ns after the start. Rates use the same
- * scheduled times as the timestamps (not the instant each file was read), so
- * integrating a stored rate over the stored timestamps gives back the
- * counter's change exactly; the reads themselves happen within the wake-up
- * latency after the deadline.
+ * Sample one frame stamped offset_ns after the start. Rates are for the same
+ * scheduled times as the timestamps: each counter's value at the deadline is
+ * interpolated between its reads (sample/collector.h), which come within the
+ * wake-up latency after it, so a late wake-up does not skew them and the
+ * integral of a stored rate over the stored timestamps telescopes to the
+ * counter's change.
  */
 static void sample_frame(struct recorder *r, int64_t offset_ns)
 {
-    struct sample_ctx ctx = {&r->series, &r->env, r->start_mono_ns + offset_ns};
+    struct sample_ctx ctx = {&r->series, &r->env, r->start_mono_ns + offset_ns, 0, 1};
     int64_t ts_ns = r->start_real_ns + offset_ns;
     if (r->frames && ts_ns <= r->run.last_ns)
         ts_ns = r->run.last_ns + 1;
     r->series.now_ns = ts_ns;
     sampler_sample(&r->sampler, &ctx);
     /* the recorder's own CPU, so its cost is on the record of every run */
-    int64_t cpu = clock_process_cpu_ns();
-    if (r->frames)
+    int64_t cpu = clock_process_cpu_ns(), now = clock_monotonic_ns();
+    if (r->frames && now > r->prev_self_mono_ns) /* its own cost, over the real time */
         series_put(&r->series, r->s_self_cpu,
                    100.0 * (double)(cpu - r->prev_self_cpu_ns) /
-                       (double)(ctx.mono_ns - r->prev_self_mono_ns));
+                       (double)(now - r->prev_self_mono_ns));
     r->prev_self_cpu_ns = cpu;
-    r->prev_self_mono_ns = ctx.mono_ns;
+    r->prev_self_mono_ns = now;
     r->frames++;
     r->run.last_ns = ts_ns;
 }

@@ -28,8 +28,8 @@ struct cgroup_state {
     struct pfile cpu_stat;   /* cpu.stat */
     uint64_t ancestor_limit; /* tightest limit above the job's cgroup, read at init */
     int cpu_v2;              /* cpu.stat has throttled_usec (v2) vs throttled_time (v1, ns) */
-    uint64_t prev_nr, prev_time;
-    int64_t prev_mono_ns;
+    struct rate_counter nr, throttled_ns;
+    struct read_time prev; /* of cpu.stat; due_ns 0 before the first */
     uint32_t s_used, s_limit, s_thr, s_thr_pct;
     char meta[CG_PATH_MAX * 2 + 64];
 };
@@ -261,14 +261,15 @@ static int cgroup_sample(void *state, struct sample_ctx *ctx)
         parse_flat_key(s->cpu_stat.buf, s->cpu_stat.len,
                        s->cpu_v2 ? "throttled_usec" : "throttled_time", &thr) == 0) {
         uint64_t thr_ns = s->cpu_v2 ? thr * 1000 : thr;
-        if (s->prev_mono_ns) {
-            int64_t dt = ctx->mono_ns - s->prev_mono_ns;
-            series_put(ctx->series, s->s_thr, rate_per_s(nr, s->prev_nr, dt));
-            series_put(ctx->series, s->s_thr_pct, rate_per_s(thr_ns, s->prev_time, dt) / 1e7);
+        if (s->prev.due_ns) {
+            series_put(ctx->series, s->s_thr, counter_rate(ctx, &s->prev, &s->nr, nr));
+            series_put(ctx->series, s->s_thr_pct,
+                       counter_rate(ctx, &s->prev, &s->throttled_ns, thr_ns) / 1e7);
+        } else {
+            rate_counter_start(&s->nr, nr);
+            rate_counter_start(&s->throttled_ns, thr_ns);
         }
-        s->prev_nr = nr;
-        s->prev_time = thr_ns;
-        s->prev_mono_ns = ctx->mono_ns;
+        read_time_set(&s->prev, ctx);
     }
     return 0;
 }

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/strbuf.h"
@@ -90,7 +91,11 @@ void sampler_sample(struct sampler *s, struct sample_ctx *ctx)
 {
     for (size_t i = 0; i < s->count; i++) {
         struct sampler_slot *slot = &s->slots[i];
-        if (slot->enabled && slot->ops->sample(slot->state, ctx) < 0)
+        if (!slot->enabled)
+            continue;
+        /* each its own: the frame may be preempted between two collectors */
+        ctx->read_ns = ctx->measure_reads ? clock_monotonic_ns() : ctx->mono_ns;
+        if (slot->ops->sample(slot->state, ctx) < 0)
             slot->errors++;
     }
 }

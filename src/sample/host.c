@@ -152,8 +152,8 @@ const struct collector_ops collector_cpu = {
 
 struct mem_state {
     struct pfile meminfo, vmstat;
-    uint64_t prev_pswpin, prev_pswpout;
-    int64_t prev_mono_ns;
+    struct rate_counter pswpin, pswpout;
+    struct read_time prev; /* of /proc/vmstat; due_ns 0 before the first */
     long page_bytes;
     uint32_t s_total, s_used, s_avail, s_swap_used, s_swapin, s_swapout;
 };
@@ -205,18 +205,18 @@ static int mem_sample(void *state, struct sample_ctx *ctx)
     /* /proc/vmstat is ~190 lines that cost the kernel ~20 us to write, for
      * two counters: swap rates are read once a second, whatever the interval */
     uint64_t in, out;
-    if (s->prev_mono_ns && ctx->mono_ns - s->prev_mono_ns < VMSTAT_PERIOD_NS)
+    if (s->prev.due_ns && ctx->mono_ns - s->prev.due_ns < VMSTAT_PERIOD_NS)
         return 0;
     if (s->vmstat.fd >= 0 && pfile_read(&s->vmstat) == 0 &&
         parse_vmstat_swap(s->vmstat.buf, s->vmstat.len, &in, &out) == 0) {
-        if (s->prev_mono_ns) {
-            int64_t dt = ctx->mono_ns - s->prev_mono_ns;
-            series_put(t, s->s_swapin, rate_per_s(in, s->prev_pswpin, dt));
-            series_put(t, s->s_swapout, rate_per_s(out, s->prev_pswpout, dt));
+        if (s->prev.due_ns) {
+            series_put(t, s->s_swapin, counter_rate(ctx, &s->prev, &s->pswpin, in));
+            series_put(t, s->s_swapout, counter_rate(ctx, &s->prev, &s->pswpout, out));
+        } else {
+            rate_counter_start(&s->pswpin, in);
+            rate_counter_start(&s->pswpout, out);
         }
-        s->prev_pswpin = in;
-        s->prev_pswpout = out;
-        s->prev_mono_ns = ctx->mono_ns;
+        read_time_set(&s->prev, ctx);
     }
     return 0;
 }
@@ -238,9 +238,9 @@ enum { PSI_CPU, PSI_MEM, PSI_IO, PSI_COUNT };
 
 struct psi_state {
     struct pfile file[PSI_COUNT];
-    uint64_t prev_some[PSI_COUNT], prev_full[PSI_COUNT];
+    struct rate_counter some[PSI_COUNT], full[PSI_COUNT];
+    struct read_time prev[PSI_COUNT]; /* due_ns 0 before the first read */
     uint32_t s_some[PSI_COUNT], s_full[PSI_COUNT];
-    int64_t prev_mono_ns;
 };
 
 static const struct {
@@ -271,26 +271,41 @@ static int psi_init(void *state, const struct sample_env *env, struct series_tab
     return opened ? 0 : -ENOENT;
 }
 
+/* A share of the time is at most all of it. A read preempted inside the
+ * syscall (tens of ms, when the job keeps every core busy) is generated at
+ * some instant within it, so one window can hold a little more stall than
+ * its length: 109 % read by a reader that timed each read itself. */
+static double at_most_all(double pct)
+{
+    return pct > 100.0 ? 100.0 : pct;
+}
+
 static int psi_sample(void *state, struct sample_ctx *ctx)
 {
     struct psi_state *s = state;
-    int64_t dt = ctx->mono_ns - s->prev_mono_ns;
     for (int i = 0; i < PSI_COUNT; i++) {
         uint64_t some, full;
+        /* each file at its own read: a recorder preempted between two (the
+         * host is busy when stalls matter) reads the next one late */
+        if (i && ctx->measure_reads)
+            ctx->read_ns = clock_monotonic_ns();
         if (s->file[i].fd < 0 || pfile_read(&s->file[i]) < 0 ||
             parse_psi(s->file[i].buf, s->file[i].len, &some, &full) < 0)
             continue;
-        if (s->prev_mono_ns) {
+        if (s->prev[i].due_ns) {
             /* total= is stall time in µs: its rate over wall time is the
              * stalled share, exact, where avg10 is a 10 s moving average. */
-            series_put(ctx->series, s->s_some[i], rate_per_s(some, s->prev_some[i], dt) / 1e4);
+            series_put(ctx->series, s->s_some[i],
+                       at_most_all(counter_rate(ctx, &s->prev[i], &s->some[i], some) / 1e4));
+            double full_rate = counter_rate(ctx, &s->prev[i], &s->full[i], full) / 1e4;
             if (psi_files[i].full)
-                series_put(ctx->series, s->s_full[i], rate_per_s(full, s->prev_full[i], dt) / 1e4);
+                series_put(ctx->series, s->s_full[i], at_most_all(full_rate));
+        } else {
+            rate_counter_start(&s->some[i], some);
+            rate_counter_start(&s->full[i], full);
         }
-        s->prev_some[i] = some;
-        s->prev_full[i] = full;
+        read_time_set(&s->prev[i], ctx);
     }
-    s->prev_mono_ns = ctx->mono_ns;
     return 0;
 }
 
@@ -311,13 +326,13 @@ const struct collector_ops collector_psi = {
 
 struct dev_slot {
     char name[32];
-    struct pfile stat;      /* disk: /sys/block/DEV/stat when per-device */
-    uint64_t a, b, c;       /* previous counters (meaning per collector) */
-    uint32_t s_a, s_b, s_c; /* series */
+    struct pfile stat;           /* disk: /sys/block/DEV/stat when per-device */
+    struct rate_counter a, b, c; /* counters (meaning per collector) */
+    struct read_time prev;       /* of the counters; due_ns 0 before the first */
+    uint32_t s_a, s_b, s_c;      /* series */
     uint8_t used;
     uint8_t admitted; /* looked at: series made, or skip set */
     uint8_t skip;     /* not a whole disk, or an idle loop/ram device */
-    uint8_t have_prev;
 };
 
 struct dev_state {
@@ -325,7 +340,6 @@ struct dev_state {
     int sys_fd;
     int per_device; /* read each disk's own small stat file, not diskstats */
     struct dev_slot dev[MAX_DEVS];
-    int64_t prev_mono_ns;
 };
 
 static struct dev_slot *dev_find(struct dev_state *s, const char *name)
@@ -413,34 +427,44 @@ static int disk_init(void *state, const struct sample_env *env, struct series_ta
     return 0;
 }
 
-static void disk_put(struct dev_slot *d, const struct diskstat *ds, struct sample_ctx *ctx,
-                     int64_t dt)
+/* Two counters of a device (a and b) as rates, or their first reading. */
+static void dev_put_pair(struct dev_slot *d, struct sample_ctx *ctx, uint64_t a, uint64_t b,
+                         double scale)
 {
-    if (d->have_prev) {
-        /* the kernel counts 512-byte sectors whatever the device's own size */
-        series_put(ctx->series, d->s_a, rate_per_s(ds->sectors_read, d->a, dt) * 512.0);
-        series_put(ctx->series, d->s_b, rate_per_s(ds->sectors_written, d->b, dt) * 512.0);
-        double util = rate_per_s(ds->io_ticks_ms, d->c, dt) / 10.0;
-        series_put(ctx->series, d->s_c, util > 100.0 ? 100.0 : util);
+    if (d->prev.due_ns) {
+        series_put(ctx->series, d->s_a, counter_rate(ctx, &d->prev, &d->a, a) * scale);
+        series_put(ctx->series, d->s_b, counter_rate(ctx, &d->prev, &d->b, b) * scale);
+    } else {
+        rate_counter_start(&d->a, a);
+        rate_counter_start(&d->b, b);
     }
-    d->a = ds->sectors_read;
-    d->b = ds->sectors_written;
-    d->c = ds->io_ticks_ms;
-    d->have_prev = 1;
 }
 
-static void disk_sample_devices(struct dev_state *s, struct sample_ctx *ctx, int64_t dt)
+static void disk_put(struct dev_slot *d, const struct diskstat *ds, struct sample_ctx *ctx)
+{
+    if (d->prev.due_ns) {
+        double util = counter_rate(ctx, &d->prev, &d->c, ds->io_ticks_ms) / 10.0;
+        series_put(ctx->series, d->s_c, util > 100.0 ? 100.0 : util);
+    } else {
+        rate_counter_start(&d->c, ds->io_ticks_ms);
+    }
+    /* the kernel counts 512-byte sectors whatever the device's own size */
+    dev_put_pair(d, ctx, ds->sectors_read, ds->sectors_written, 512.0);
+    read_time_set(&d->prev, ctx);
+}
+
+static void disk_sample_devices(struct dev_state *s, struct sample_ctx *ctx)
 {
     for (int i = 0; i < MAX_DEVS; i++) {
         struct dev_slot *d = &s->dev[i];
         struct diskstat ds;
         if (d->used && !d->skip && d->stat.fd >= 0 && pfile_read(&d->stat) == 0 &&
             parse_block_stat(d->stat.buf, d->stat.len, &ds) == 0)
-            disk_put(d, &ds, ctx, dt);
+            disk_put(d, &ds, ctx);
     }
 }
 
-static int disk_sample_diskstats(struct dev_state *s, struct sample_ctx *ctx, int64_t dt)
+static int disk_sample_diskstats(struct dev_state *s, struct sample_ctx *ctx)
 {
     int rc = pfile_read(&s->file);
     if (rc < 0)
@@ -451,7 +475,7 @@ static int disk_sample_diskstats(struct dev_state *s, struct sample_ctx *ctx, in
         struct dev_slot *d = rc > 0 ? dev_find(s, ds.name) : NULL;
         if (!d || (!d->admitted && disk_admit(s, d, &ds, ctx->series) < 0) || d->skip)
             continue;
-        disk_put(d, &ds, ctx, dt);
+        disk_put(d, &ds, ctx);
     }
     return 0;
 }
@@ -459,14 +483,11 @@ static int disk_sample_diskstats(struct dev_state *s, struct sample_ctx *ctx, in
 static int disk_sample(void *state, struct sample_ctx *ctx)
 {
     struct dev_state *s = state;
-    int64_t dt = ctx->mono_ns - s->prev_mono_ns;
-    int rc = 0;
-    if (s->per_device)
-        disk_sample_devices(s, ctx, dt);
-    else
-        rc = disk_sample_diskstats(s, ctx, dt);
-    s->prev_mono_ns = ctx->mono_ns;
-    return rc;
+    if (s->per_device) {
+        disk_sample_devices(s, ctx);
+        return 0;
+    }
+    return disk_sample_diskstats(s, ctx);
 }
 
 static void dev_fini(void *state)
@@ -498,7 +519,6 @@ static int net_sample(void *state, struct sample_ctx *ctx)
     int rc = pfile_read(&s->file);
     if (rc < 0)
         return rc;
-    int64_t dt = ctx->mono_ns - s->prev_mono_ns;
     size_t pos = 0;
     struct netdev nd;
     while ((rc = parse_netdev_next(s->file.buf, s->file.len, &pos, &nd)) != 0) {
@@ -515,15 +535,9 @@ static int net_sample(void *state, struct sample_ctx *ctx)
                 continue;
             d->admitted = 1;
         }
-        if (d->have_prev) {
-            series_put(ctx->series, d->s_a, rate_per_s(nd.rx_bytes, d->a, dt));
-            series_put(ctx->series, d->s_b, rate_per_s(nd.tx_bytes, d->b, dt));
-        }
-        d->a = nd.rx_bytes;
-        d->b = nd.tx_bytes;
-        d->have_prev = 1;
+        dev_put_pair(d, ctx, nd.rx_bytes, nd.tx_bytes, 1.0);
+        read_time_set(&d->prev, ctx);
     }
-    s->prev_mono_ns = ctx->mono_ns;
     return 0;
 }
 

@@ -130,6 +130,7 @@ int read_tree(void *ctx)
         return 1;
     s->nkids = 0;
     s->kids_lost = 0;
+    s->read_ns = bpf_ktime_get_ns(); /* the counters' time, whenever the syscall ran */
     u32 n = s->n;
     if (n > PROCBPF_MAX_PROCS)
         n = PROCBPF_MAX_PROCS;

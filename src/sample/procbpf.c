@@ -64,6 +64,7 @@ int procbpf_read(struct procbpf *b, const pid_t *pids, uint32_t n, struct procbp
     out->kids = s->kids;
     out->nkids = s->nkids < PROCBPF_MAX_KIDS ? s->nkids : PROCBPF_MAX_KIDS;
     out->kids_lost = s->kids_lost != 0;
+    out->read_ns = (int64_t)s->read_ns;
     return 0;
 }
 

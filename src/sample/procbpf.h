@@ -29,7 +29,8 @@ struct procbpf_result {
     const struct procbpf_proc *proc; /* n of them, in the order of pids */
     const struct procbpf_kid *kids;  /* children of their threads */
     uint32_t nkids;
-    int kids_lost; /* more children than listed: look in procfs too */
+    int kids_lost;   /* more children than listed: look in procfs too */
+    int64_t read_ns; /* CLOCK_MONOTONIC as the program began to read */
 };
 int procbpf_read(struct procbpf *b, const pid_t *pids, uint32_t n, struct procbpf_result *out);
 

@@ -38,6 +38,7 @@ struct procbpf_shared {
     __u32 nkids;     /* out: kids[0..nkids) */
     __u32 kids_lost; /* out: children past PROCBPF_MAX_KIDS were not listed */
     __u32 pad;
+    __u64 read_ns; /* out: CLOCK_MONOTONIC as the program began to read */
     __s32 pids[PROCBPF_MAX_PROCS];
     struct procbpf_proc out[PROCBPF_MAX_PROCS];
     struct procbpf_kid kids[PROCBPF_MAX_KIDS];

@@ -556,46 +556,50 @@ static double cpu_pct(double ns_per_s)
     return nearbyint(ns_per_s * 1e-7 * 4.0) / 4.0;
 }
 
+/* A process's counters as they are now: the base of its next rates. */
+static void entry_counters_start(struct proc_entry *e)
+{
+    rate_counter_start(&e->r_cpu, e->cpu_ns);
+    rate_counter_start(&e->r_read, e->iov.read_bytes);
+    rate_counter_start(&e->r_write, e->iov.write_bytes);
+    rate_counter_start(&e->r_ctxt, e->ctxt);
+}
+
 static void entry_emit(struct proc_tree *t, struct proc_entry *e, struct sample_ctx *ctx)
 {
     struct series_table *st = ctx->series;
     int charted = entry_ensure_series(t, e, st);
-    uint64_t cpu = e->cpu_ns;
-    uint64_t ctxt = e->ctxt;
     /* Forked since the last frame: its counters started at zero then, so its
      * first interval is known too, and a worker that lives a frame or two is
      * not lost from its own series (the tree's totals have it either way). */
-    int newborn = !e->have_prev && t->prev_mono_ns && e->born_mono_ns > t->prev_mono_ns;
-    int have_base = e->have_prev || newborn; /* prev_* are zero for a newborn */
+    int newborn = !e->prev.due_ns && t->prev.due_ns && e->born_mono_ns > t->prev.due_ns;
+    int have_base = e->prev.due_ns || newborn; /* the counters are zero for a newborn */
+    const struct read_time *base = e->prev.due_ns ? &e->prev : &t->prev;
     if (have_base && e->ctxt_ok)
-        t->ctxt_sum += ctxt > e->prev_ctxt ? ctxt - e->prev_ctxt : 0;
+        t->ctxt_sum += e->ctxt > e->r_ctxt.raw ? e->ctxt - e->r_ctxt.raw : 0;
     if (charted) {
         series_put(st, e->s_rss, (double)e->rss_bytes);
         series_put(st, e->s_threads, (double)e->st.num_threads);
     }
     if (charted && have_base) {
-        int64_t dt = ctx->mono_ns - (e->have_prev ? e->prev_mono_ns : t->prev_mono_ns);
-        series_put(st, e->s_cpu, cpu_pct(rate_per_s(cpu, e->prev_cpu_ns, dt)));
-        series_put(st, e->s_read, rate_per_s(e->iov.read_bytes, e->prev_io.read_bytes, dt));
-        series_put(st, e->s_write, rate_per_s(e->iov.write_bytes, e->prev_io.write_bytes, dt));
+        series_put(st, e->s_cpu, cpu_pct(counter_rate(ctx, base, &e->r_cpu, e->cpu_ns)));
+        series_put(st, e->s_read, counter_rate(ctx, base, &e->r_read, e->iov.read_bytes));
+        series_put(st, e->s_write, counter_rate(ctx, base, &e->r_write, e->iov.write_bytes));
         if (e->ctxt_ok)
-            series_put(st, e->s_ctxt, rate_per_s(ctxt, e->prev_ctxt, dt));
+            series_put(st, e->s_ctxt, counter_rate(ctx, base, &e->r_ctxt, e->ctxt));
+        else
+            rate_counter_start(&e->r_ctxt, e->ctxt);
+    } else {
+        entry_counters_start(e);
     }
-    e->prev_cpu_ns = cpu;
-    e->prev_io = e->iov;
-    e->prev_ctxt = ctxt;
-    e->prev_mono_ns = ctx->mono_ns;
-    e->have_prev = 1;
+    read_time_set(&e->prev, ctx);
 }
 
-/* Advance a running maximum and return how much it grew. */
-static uint64_t grow(uint64_t *emitted, uint64_t now)
+/* Advance a running maximum: the totals only grow, whoever is reaped. */
+static void grow(uint64_t *emitted, uint64_t now)
 {
-    if (now <= *emitted)
-        return 0;
-    uint64_t d = now - *emitted;
-    *emitted = now;
-    return d;
+    if (now > *emitted)
+        *emitted = now;
 }
 
 static void tree_emit(struct proc_tree *t, struct sample_ctx *ctx, uint64_t rss, int64_t threads)
@@ -607,22 +611,29 @@ static void tree_emit(struct proc_tree *t, struct sample_ctx *ctx, uint64_t rss,
     series_put(st, t->s_rss, (double)rss);
     series_put(st, t->s_threads, (double)threads);
     series_put(st, t->s_count, (double)t->n);
-    uint64_t d_cpu = grow(&t->emitted.cpu_ns, now.cpu_ns);
-    uint64_t d_read = grow(&t->emitted.read_bytes, now.read_bytes);
-    uint64_t d_write = grow(&t->emitted.write_bytes, now.write_bytes);
-    uint64_t d_rchar = grow(&t->emitted.rchar, now.rchar);
-    uint64_t d_wchar = grow(&t->emitted.wchar, now.wchar);
-    if (t->prev_mono_ns) {
-        int64_t dt = ctx->mono_ns - t->prev_mono_ns;
-        series_put(st, t->s_cpu, cpu_pct(rate_per_s(d_cpu, 0, dt)));
-        series_put(st, t->s_read, rate_per_s(d_read, 0, dt));
-        series_put(st, t->s_write, rate_per_s(d_write, 0, dt));
-        series_put(st, t->s_rchar, rate_per_s(d_rchar, 0, dt));
-        series_put(st, t->s_wchar, rate_per_s(d_wchar, 0, dt));
-        series_put(st, t->s_ctxt, rate_per_s(t->ctxt_sum, t->ctxt_emitted, dt));
+    struct tree_totals *m = &t->emitted;
+    grow(&m->cpu_ns, now.cpu_ns);
+    grow(&m->read_bytes, now.read_bytes);
+    grow(&m->write_bytes, now.write_bytes);
+    grow(&m->rchar, now.rchar);
+    grow(&m->wchar, now.wchar);
+    const struct read_time *p = &t->prev;
+    if (p->due_ns) {
+        series_put(st, t->s_cpu, cpu_pct(counter_rate(ctx, p, &t->r_cpu, m->cpu_ns)));
+        series_put(st, t->s_read, counter_rate(ctx, p, &t->r_read, m->read_bytes));
+        series_put(st, t->s_write, counter_rate(ctx, p, &t->r_write, m->write_bytes));
+        series_put(st, t->s_rchar, counter_rate(ctx, p, &t->r_rchar, m->rchar));
+        series_put(st, t->s_wchar, counter_rate(ctx, p, &t->r_wchar, m->wchar));
+        series_put(st, t->s_ctxt, counter_rate(ctx, p, &t->r_ctxt, t->ctxt_sum));
+    } else {
+        rate_counter_start(&t->r_cpu, m->cpu_ns);
+        rate_counter_start(&t->r_read, m->read_bytes);
+        rate_counter_start(&t->r_write, m->write_bytes);
+        rate_counter_start(&t->r_rchar, m->rchar);
+        rate_counter_start(&t->r_wchar, m->wchar);
+        rate_counter_start(&t->r_ctxt, t->ctxt_sum);
     }
-    t->prev_mono_ns = ctx->mono_ns;
-    t->ctxt_emitted = t->ctxt_sum;
+    read_time_set(&t->prev, ctx);
 }
 
 /* Grow a pid array to hold n. 0 or -ENOMEM. */
@@ -658,7 +669,7 @@ static void bpf_note_kid(struct proc_tree *t, pid_t pid, uint32_t *nkids)
  * Returns the number of children, or -errno (the frame then reads procfs). */
 static int bpf_read_all(struct proc_tree *t, const pid_t *pids, uint32_t n,
                         void (*take)(struct proc_tree *, uint32_t, const struct procbpf_proc *),
-                        int *lost)
+                        int *lost, int64_t *read_ns)
 {
     uint32_t nkids = 0;
     for (uint32_t off = 0; off < n; off += PROCBPF_MAX_PROCS) {
@@ -667,6 +678,8 @@ static int bpf_read_all(struct proc_tree *t, const pid_t *pids, uint32_t n,
         int rc = procbpf_read(t->bpf, pids + off, m, &r);
         if (rc < 0)
             return rc;
+        if (!off && read_ns)
+            *read_ns = r.read_ns;
         for (uint32_t j = 0; j < m; j++)
             take(t, off + j, &r.proc[j]);
         for (uint32_t k = 0; k < r.nkids; k++)
@@ -708,7 +721,7 @@ static int bpf_frame(struct proc_tree *t)
     for (uint32_t i = 0; i < t->n; i++)
         t->bpf_pids[1 + i] = t->e[i].pid;
     int lost = 0;
-    int nkids = bpf_read_all(t, t->bpf_pids, n, take_tracked, &lost);
+    int nkids = bpf_read_all(t, t->bpf_pids, n, take_tracked, &lost, &t->bpf_read_ns);
     if (nkids < 0)
         return nkids;
     for (uint32_t i = t->n; i-- > 0;)
@@ -718,7 +731,7 @@ static int bpf_frame(struct proc_tree *t)
         if (pids_reserve(&t->bpf_pids, &t->bpf_pids_cap, (uint32_t)nkids) < 0)
             break;
         memcpy(t->bpf_pids, t->bpf_kids, (size_t)nkids * sizeof(pid_t));
-        nkids = bpf_read_all(t, t->bpf_pids, (uint32_t)nkids, take_new, &lost);
+        nkids = bpf_read_all(t, t->bpf_pids, (uint32_t)nkids, take_new, &lost, NULL);
     }
     return lost ? 1 : 0;
 }
@@ -733,6 +746,9 @@ static int proc_sample(void *state, struct sample_ctx *ctx)
     if (t->bpf) {
         int rc = bpf_frame(t);
         from_bpf = rc >= 0;
+        /* the program's own clock: the syscall may have been preempted */
+        if (from_bpf && ctx->measure_reads && t->bpf_read_ns > ctx->read_ns)
+            ctx->read_ns = t->bpf_read_ns;
         if (rc != 0) /* more children than one run lists, or the run failed */
             discover(t, ctx->mono_ns, &s->scratch);
     } else {
@@ -740,8 +756,11 @@ static int proc_sample(void *state, struct sample_ctx *ctx)
     }
     uint64_t rss = 0;
     int64_t threads = 0;
+    int64_t read_start = ctx->read_ns;
     for (uint32_t i = 0; i < t->n;) {
         struct proc_entry *e = &t->e[i];
+        if (!from_bpf && ctx->measure_reads) /* procfs: each process read in turn */
+            ctx->read_ns = clock_monotonic_ns();
         if (!from_bpf && !e->final && entry_refresh(t, e) < 0) {
             /* reaped by its parent: its totals are the parent's now */
             tree_remove(t, i);
@@ -757,6 +776,7 @@ static int proc_sample(void *state, struct sample_ctx *ctx)
         threads += e->st.num_threads;
         i++;
     }
+    ctx->read_ns = read_start; /* the totals: as of the frame's first read */
     tree_emit(t, ctx, rss, threads);
     return 0;
 }

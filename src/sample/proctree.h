@@ -28,6 +28,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "sample/collector.h"
 #include "sample/parse.h"
 #include "sample/pfile.h"
 
@@ -62,15 +63,13 @@ struct proc_entry {
     uint64_t cpu_ns;       /* last read: CPU time of its threads, live and exited */
     uint64_t child_cpu_ns; /* last read: CPU time of its waited-for children */
     uint64_t start_ns;     /* BPF: the start time read first (a reused pid differs) */
-    uint64_t prev_cpu_ns;  /* cpu_ns at the previous sample */
     int64_t born_mono_ns;  /* when it was forked (CLOCK_MONOTONIC), 0 if not known */
-    struct pid_io prev_io;
-    uint64_t prev_ctxt;
-    int64_t prev_mono_ns;
+    /* cpu_ns, read and write bytes, ctxt as rates need them */
+    struct rate_counter r_cpu, r_read, r_write, r_ctxt;
+    struct read_time prev; /* the previous sample; due_ns 0 before the first */
     uint32_t s_cpu, s_rss, s_threads, s_read, s_write, s_ctxt; /* series */
     uint8_t have_series;
     uint8_t no_series; /* past PROC_SERIES_MAX: in the totals only */
-    uint8_t have_prev;
     uint8_t io_ok;
     uint8_t ctxt_ok;
     uint8_t gone;  /* BPF: not found this frame, to be removed */
@@ -94,10 +93,11 @@ struct proc_tree {
     struct pfile self_children; /* the recorder's own children: the job, orphans */
     struct tree_totals reaped;  /* final totals of processes the recorder reaped */
     struct tree_totals emitted; /* running maximum of the totals, the base of rates */
-    uint64_t ctxt_sum;          /* sum of per-process context-switch deltas */
-    uint64_t ctxt_emitted;      /* ctxt_sum at the last frame: the switches of
-                                 * processes reaped between frames count too */
-    int64_t prev_mono_ns;
+    uint64_t ctxt_sum;          /* sum of per-process context-switch deltas (of
+                                 * processes reaped between frames too) */
+    struct rate_counter r_cpu, r_read, r_write, r_rchar, r_wchar, r_ctxt; /* of those */
+    struct read_time prev;      /* the previous frame; due_ns 0 before the first */
+    int64_t bpf_read_ns;        /* when the BPF program read the tracked processes */
     int64_t boot_minus_mono_ns; /* CLOCK_BOOTTIME - CLOCK_MONOTONIC: stat's starttime is on the
                                    former */
     int64_t last_thread_scan_ns;

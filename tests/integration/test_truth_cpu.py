@@ -151,4 +151,42 @@ if p.returncode == 0:
           peak <= 100 * ncpu + 10, cpu)
     check("the run lasts as long as the job, not the orphan's hold on stdout",
           r["duration_s"] < 1.0, r["duration_s"])
+
+
+# ---- a recorder that wakes late: each point still within its physical bound --
+# The recorder runs SCHED_IDLE while both cores are busy (the job's burner,
+# which sets itself back to SCHED_OTHER, and a spinner outside the run), so
+# its wake-ups and reads come late, by tens of ms. The change between two
+# late reads over the scheduled 100 ms put a single thread at 146 %; the
+# value at each deadline is now interpolated between the reads around it.
+# The kernel brings a running task's CPU time up to date at each tick, so
+# one point of a one-thread burner may read up to a tick over the interval
+# high, plus 2 % for the reads' own times.
+def kernel_hz():
+    import gzip
+    for path, opener in ((f"/boot/config-{os.uname().release}", open), ("/proc/config.gz", gzip.open)):
+        try:
+            with opener(path, "rt") as f:
+                for line in f:
+                    if line.startswith("CONFIG_HZ="):
+                        return int(line.split("=")[1])
+        except OSError:
+            pass
+    return 100  # the coarsest tick: the widest bound
+
+
+late_db = store_path("late-reads.db")
+spinner = subprocess.Popen([PYTHON, "-c", "import time\nt = time.monotonic()\n"
+                            "while time.monotonic() - t < 4.5: pass"])
+burner = ("import os, time\nos.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))\n"
+          "t = time.monotonic()\nwhile time.monotonic() - t < 3.5: pass\n")
+p = subprocess.run(["chrt", "-i", "0", STROBE, "run", "--quiet", "--no-report", f"--store={late_db}",
+                    "--", PYTHON, "-c", burner], capture_output=True, text=True, timeout=60)
+spinner.wait()
+check("a burner recorded by a recorder that wakes late finished", p.returncode == 0, p.stderr)
+if p.returncode == 0:
+    cpu = [v for _, v in points(late_db, "proc.cpu").get("proc.cpu", [])]
+    bound = 100 + 100 * (1000 / kernel_hz()) / 100 + 2 + 0.25
+    check(f"late reads: no point of a one-thread burner reads over {bound:.2f} %",
+          cpu and max(cpu) <= bound, f"max {max(cpu, default=None)} of {len(cpu)} points")
 done()

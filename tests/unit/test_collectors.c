@@ -81,7 +81,7 @@ static void rig_open(struct rig *r, const char *fixture, pid_t root_pid, const c
 
 static void rig_sample(struct rig *r, int64_t mono_ns)
 {
-    struct sample_ctx ctx = {&r->t, &r->env, mono_ns};
+    struct sample_ctx ctx = {&r->t, &r->env, mono_ns, 0, 0}; /* fixture time: reads on time */
     r->t.now_ns = REAL0 + (mono_ns - T0_NS);
     sampler_sample(&r->s, &ctx);
     for (size_t i = 0; i < r->s.count; i++)
