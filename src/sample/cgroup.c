@@ -264,7 +264,7 @@ static int cgroup_sample(void *state, struct sample_ctx *ctx)
         if (s->prev.due_ns) {
             series_put(ctx->series, s->s_thr, counter_rate(ctx, &s->prev, &s->nr, nr));
             series_put(ctx->series, s->s_thr_pct,
-                       counter_rate(ctx, &s->prev, &s->throttled_ns, thr_ns) / 1e7);
+                       pct_step(counter_rate(ctx, &s->prev, &s->throttled_ns, thr_ns) / 1e7));
         } else {
             rate_counter_start(&s->nr, nr);
             rate_counter_start(&s->throttled_ns, thr_ns);

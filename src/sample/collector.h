@@ -126,6 +126,16 @@ static inline uint64_t counter_at_due(const struct sample_ctx *ctx, const struct
     return before + (uint64_t)llround((double)(now - before) * (double)part / (double)span);
 }
 
+/* A share of time in percent, to 1/64 %. The digits past that of a ratio of
+ * counts (ticks over ticks, stall µs over the interval) are noise no reader
+ * sees, and noise does not compress: at full precision such a series cost
+ * 6-8 bytes a point, nearly half the demo's store. Binary steps keep each
+ * stored value exact. */
+static inline double pct_step(double pct)
+{
+    return nearbyint(pct * 64.0) / 64.0;
+}
+
 /* Turn a counter delta into a per-second rate; 0 when the counter went back
  * (a device reset or a wrapped counter reads as no activity, not a spike).
  * Computed as delta * 1e9 / dt_ns, which is exact whenever the rate is a

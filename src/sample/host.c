@@ -43,7 +43,7 @@ static uint64_t ticks_sum(const struct cpu_ticks *t)
 
 static double share_pct(uint64_t part, uint64_t whole)
 {
-    return whole ? 100.0 * (double)part / (double)whole : 0.0;
+    return whole ? pct_step(100.0 * (double)part / (double)whole) : 0.0;
 }
 
 /* Differences of two tick sets; a counter that went back (CPU hot-plug)
@@ -277,7 +277,7 @@ static int psi_init(void *state, const struct sample_env *env, struct series_tab
  * its length: 109 % read by a reader that timed each read itself. */
 static double at_most_all(double pct)
 {
-    return pct > 100.0 ? 100.0 : pct;
+    return pct > 100.0 ? 100.0 : pct_step(pct);
 }
 
 static int psi_sample(void *state, struct sample_ctx *ctx)
@@ -444,7 +444,7 @@ static void disk_put(struct dev_slot *d, const struct diskstat *ds, struct sampl
 {
     if (d->prev.due_ns) {
         double util = counter_rate(ctx, &d->prev, &d->c, ds->io_ticks_ms) / 10.0;
-        series_put(ctx->series, d->s_c, util > 100.0 ? 100.0 : util);
+        series_put(ctx->series, d->s_c, util > 100.0 ? 100.0 : pct_step(util));
     } else {
         rate_counter_start(&d->c, ds->io_ticks_ms);
     }
