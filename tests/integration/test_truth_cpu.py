@@ -178,7 +178,8 @@ def kernel_hz():
 late_db = store_path("late-reads.db")
 spinner = subprocess.Popen([PYTHON, "-c", "import time\nt = time.monotonic()\n"
                             "while time.monotonic() - t < 4.5: pass"])
-burner = ("import os, time\nos.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))\n"
+burner = ("import os, time\ntry:\n    os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))\n"
+          "except PermissionError:\n    pass  # not root: it stays idle-class, the bound holds\n"
           "t = time.monotonic()\nwhile time.monotonic() - t < 3.5: pass\n")
 p = subprocess.run(["chrt", "-i", "0", STROBE, "run", "--quiet", "--no-report", f"--store={late_db}",
                     "--", PYTHON, "-c", burner], capture_output=True, text=True, timeout=60)
