@@ -139,6 +139,46 @@ static int param_index(const struct rule_def *d, const char *name)
     return -1;
 }
 
+static const char *kind_wants(enum rule_param_kind k)
+{
+    switch (k) {
+    case RP_PERCENT:
+        return "a percentage from 0 to 100";
+    case RP_FRACTION:
+        return "a number from 0 to 1";
+    case RP_COUNT:
+        return "a whole number from 0 to 4294967295";
+    case RP_WINDOW:
+        return "a whole number from 1 to 1048576";
+    case RP_NUMBER:
+        break;
+    }
+    return "a number from 0 to 1e9";
+}
+
+/* val as a value of parameter p, in the range its kind allows. */
+static int param_number(const struct rule_param *p, const char *val, double *out)
+{
+    char *end;
+    double v = strtod(val, &end);
+    if (end == val || *end || !isfinite(v) || v < 0)
+        return -1;
+    double lo = 0, hi = RULES_MAX_NUMBER;
+    if (p->kind == RP_PERCENT)
+        hi = 100;
+    else if (p->kind == RP_FRACTION)
+        hi = 1;
+    else if (p->kind == RP_COUNT)
+        hi = RULES_MAX_COUNT;
+    else if (p->kind == RP_WINDOW)
+        lo = 1, hi = RULES_MAX_WINDOW;
+    int whole = p->kind == RP_COUNT || p->kind == RP_WINDOW;
+    if (v < lo || v > hi || (whole && v != floor(v)))
+        return -1;
+    *out = v;
+    return 0;
+}
+
 /* "Rule.param=value" into the rule's value; SageMaker's ProfilerReport form
  * "Rule_param=value" is accepted too. */
 static int apply_param(struct rules_engine *e, const char *text, struct strbuf *err)
@@ -180,13 +220,10 @@ static int apply_param(struct rules_engine *e, const char *text, struct strbuf *
                         d->params[pi].choices, val);
             return -EINVAL;
         }
-    } else {
-        char *end;
-        v = strtod(val, &end);
-        if (end == val || *end || !isfinite(v) || v < 0) {
-            strbuf_addf(err, "%s.%s needs a number >= 0, not '%s'", rule, param, val);
-            return -EINVAL;
-        }
+    } else if (param_number(&d->params[pi], val, &v) < 0) {
+        strbuf_addf(err, "%s.%s needs %s, not '%s'", rule, param, kind_wants(d->params[pi].kind),
+                    val);
+        return -EINVAL;
     }
     for (uint32_t i = 0; i < e->nrules; i++)
         if (e->rules[i].def == d)

@@ -102,8 +102,9 @@ static void input_bound_window(struct rule_ctx *c, const struct rule_window *w, 
 }
 
 static const struct rule_param input_bound_params[] = {
-    {"threshold", INPUT_BOUND_DEFAULT_PCT, "pct of step time spent waiting for data", NULL},
-    {"min_steps", 5, "steps a window needs to be judged", NULL},
+    {"threshold", INPUT_BOUND_DEFAULT_PCT, "pct of step time spent waiting for data", NULL,
+     RP_PERCENT},
+    {"min_steps", 5, "steps a window needs to be judged", NULL, RP_COUNT},
 };
 
 const struct rule_def rule_input_bound = {
@@ -279,9 +280,9 @@ static void straggler_window(struct rule_ctx *c, const struct rule_window *w, vo
 }
 
 static const struct rule_param straggler_params[] = {
-    {"threshold", 25, "pct more work per step than the median of the other ranks", NULL},
-    {"min_steps", 5, "steps per rank a window needs", NULL},
-    {"windows", 2, "consecutive windows the same rank must lag", NULL},
+    {"threshold", 25, "pct more work per step than the median of the other ranks", NULL, RP_NUMBER},
+    {"min_steps", 5, "steps per rank a window needs", NULL, RP_COUNT},
+    {"windows", 2, "consecutive windows the same rank must lag", NULL, RP_WINDOW},
 };
 
 const struct rule_def rule_straggler = {
@@ -356,8 +357,9 @@ static void comm_window(struct rule_ctx *c, const struct rule_window *w, void *p
 }
 
 static const struct rule_param comm_params[] = {
-    {"threshold", 30, "pct of step time in collectives, on the rank that waits least", NULL},
-    {"min_steps", 5, "steps per rank a window needs", NULL},
+    {"threshold", 30, "pct of step time in collectives, on the rank that waits least", NULL,
+     RP_PERCENT},
+    {"min_steps", 5, "steps per rank a window needs", NULL, RP_COUNT},
 };
 
 const struct rule_def rule_communication_bound = {
@@ -411,7 +413,7 @@ static void throttling_window(struct rule_ctx *c, const struct rule_window *w, v
 }
 
 static const struct rule_param throttling_params[] = {
-    {"threshold", 5, "pct of wall time the cgroup is throttled", NULL},
+    {"threshold", 5, "pct of wall time the cgroup is throttled", NULL, RP_PERCENT},
 };
 
 const struct rule_def rule_cpu_throttling = {
@@ -562,11 +564,12 @@ static void memory_window(struct rule_ctx *c, const struct rule_window *w, void 
 }
 
 static const struct rule_param memory_params[] = {
-    {"horizon_min", 60, "fire when out of memory is projected within this many minutes", NULL},
-    {"trend_s", 60, "seconds of RSS history the projection fits", NULL},
-    {"r2", 0.9, "how straight the growth must be (R^2 of the fit)", NULL},
-    {"swapin_per_s", 100, "pages swapped in per second", NULL},
-    {"psi_mem_some", 10, "pct of time some task stalled on memory", NULL},
+    {"horizon_min", 60, "fire when out of memory is projected within this many minutes", NULL,
+     RP_NUMBER},
+    {"trend_s", 60, "seconds of RSS history the projection fits", NULL, RP_NUMBER},
+    {"r2", 0.9, "how straight the growth must be (R^2 of the fit)", NULL, RP_FRACTION},
+    {"swapin_per_s", 100, "pages swapped in per second", NULL, RP_NUMBER},
+    {"psi_mem_some", 10, "pct of time some task stalled on memory", NULL, RP_PERCENT},
 };
 
 const struct rule_def rule_memory_pressure = {
@@ -677,8 +680,9 @@ static void gpu_throttle_window(struct rule_ctx *c, const struct rule_window *w,
 }
 
 static const struct rule_param gpu_throttle_params[] = {
-    {"threshold", 10, "pct of busy samples with a power or thermal throttle reason", NULL},
-    {"min_samples", 50, "busy samples needed before judging", NULL},
+    {"threshold", 10, "pct of busy samples with a power or thermal throttle reason", NULL,
+     RP_PERCENT},
+    {"min_samples", 50, "busy samples needed before judging", NULL, RP_COUNT},
 };
 
 const struct rule_def rule_gpu_throttling = {
@@ -733,9 +737,11 @@ static void oversub_window(struct rule_ctx *c, const struct rule_window *w, void
 }
 
 static const struct rule_param oversub_params[] = {
-    {"psi_cpu_some", 20, "pct of time some runnable task waited for a core (PSI)", NULL},
-    {"cpu_threshold", 90, "pct: the host's cores busier than this", NULL},
-    {"job_cpu_share", 75, "pct of every core the job's own processes use, at least", NULL},
+    {"psi_cpu_some", 20, "pct of time some runnable task waited for a core (PSI)", NULL,
+     RP_PERCENT},
+    {"cpu_threshold", 90, "pct: the host's cores busier than this", NULL, RP_PERCENT},
+    {"job_cpu_share", 75, "pct of every core the job's own processes use, at least", NULL,
+     RP_PERCENT},
 };
 
 const struct rule_def rule_thread_oversubscription = {

@@ -54,11 +54,26 @@ enum rule_status {
 };
 extern const char *const rule_status_names[5];
 
+/* The values a parameter accepts, checked when it is set: counts and
+ * windows are cast to integers, and a value past what the cast holds would
+ * turn a patience of 1e30 into none at all. */
+enum rule_param_kind {
+    RP_NUMBER,   /* 0 to RULES_MAX_NUMBER (the default) */
+    RP_PERCENT,  /* 0 to 100 */
+    RP_FRACTION, /* 0 to 1 */
+    RP_COUNT,    /* a whole number, 0 to RULES_MAX_COUNT */
+    RP_WINDOW,   /* a whole number of values or windows, 1 to RULES_MAX_WINDOW */
+};
+#define RULES_MAX_NUMBER 1e9
+#define RULES_MAX_COUNT  4294967295.0 /* UINT32_MAX */
+#define RULES_MAX_WINDOW 1048576.0    /* values a rolling window holds */
+
 struct rule_param {
     const char *name;
     double value;        /* the default */
     const char *doc;     /* one line: what it is, its unit */
     const char *choices; /* a word parameter: its words, "all,train,eval"; value is the index */
+    enum rule_param_kind kind;
 };
 
 /* The word for value v of a choices parameter. */

@@ -218,10 +218,10 @@ static void io_bottleneck_window(struct rule_ctx *c, const struct rule_window *w
 }
 
 static const struct rule_param cpu_bottleneck_params[] = {
-    {"threshold", 50, "pct of snapshots that must be bottlenecked", NULL},
-    {"gpu_threshold", 10, "pct: a GPU below this is starved", NULL},
-    {"cpu_threshold", 90, "pct: a core above this is saturated", NULL},
-    {"patience", 1000, "snapshots skipped at the start", NULL},
+    {"threshold", 50, "pct of snapshots that must be bottlenecked", NULL, RP_PERCENT},
+    {"gpu_threshold", 10, "pct: a GPU below this is starved", NULL, RP_PERCENT},
+    {"cpu_threshold", 90, "pct: a core above this is saturated", NULL, RP_PERCENT},
+    {"patience", 1000, "snapshots skipped at the start", NULL, RP_COUNT},
 };
 
 const struct rule_def rule_cpu_bottleneck = {
@@ -239,10 +239,10 @@ const struct rule_def rule_cpu_bottleneck = {
 };
 
 static const struct rule_param io_bottleneck_params[] = {
-    {"threshold", 50, "pct of snapshots that must be bottlenecked", NULL},
-    {"gpu_threshold", 10, "pct: a GPU below this is starved", NULL},
-    {"io_threshold", 50, "pct: I/O wait above this", NULL},
-    {"patience", 1000, "snapshots skipped at the start", NULL},
+    {"threshold", 50, "pct of snapshots that must be bottlenecked", NULL, RP_PERCENT},
+    {"gpu_threshold", 10, "pct: a GPU below this is starved", NULL, RP_PERCENT},
+    {"io_threshold", 50, "pct: I/O wait above this", NULL, RP_PERCENT},
+    {"patience", 1000, "snapshots skipped at the start", NULL, RP_COUNT},
 };
 
 const struct rule_def rule_io_bottleneck = {
@@ -351,10 +351,10 @@ static void low_gpu_window(struct rule_ctx *c, const struct rule_window *w, void
 }
 
 static const struct rule_param low_gpu_params[] = {
-    {"threshold_p95", 70, "pct: p95 below this is under-used", NULL},
-    {"threshold_p5", 10, "pct: p5 below this (with a high p95) is fluctuating", NULL},
-    {"window", 500, "values per judgement", NULL},
-    {"patience", 1000, "values skipped at the start", NULL},
+    {"threshold_p95", 70, "pct: p95 below this is under-used", NULL, RP_PERCENT},
+    {"threshold_p5", 10, "pct: p5 below this (with a high p95) is fluctuating", NULL, RP_PERCENT},
+    {"window", 500, "values per judgement", NULL, RP_WINDOW},
+    {"patience", 1000, "values skipped at the start", NULL, RP_COUNT},
 };
 
 const struct rule_def rule_low_gpu_utilization = {
@@ -432,9 +432,9 @@ static void gpu_mem_increase_window(struct rule_ctx *c, const struct rule_window
 }
 
 static const struct rule_param gpu_mem_increase_params[] = {
-    {"increase", 5, "percentage points between two consecutive windows", NULL},
-    {"patience", 1000, "values skipped at the start", NULL},
-    {"window", 10, "values per window", NULL},
+    {"increase", 5, "percentage points between two consecutive windows", NULL, RP_PERCENT},
+    {"patience", 1000, "values skipped at the start", NULL, RP_COUNT},
+    {"window", 10, "values per window", NULL, RP_WINDOW},
 };
 
 const struct rule_def rule_gpu_memory_increase = {
@@ -579,11 +579,11 @@ static void batch_window(struct rule_ctx *c, const struct rule_window *w, void *
 }
 
 static const struct rule_param batch_params[] = {
-    {"cpu_threshold_p95", 70, "pct: p95 of mean CPU below this", NULL},
-    {"gpu_threshold_p95", 70, "pct: p95 GPU utilization below this", NULL},
-    {"gpu_memory_threshold_p95", 70, "pct: p95 GPU memory below this", NULL},
-    {"patience", 1000, "snapshots skipped at the start", NULL},
-    {"window", 500, "snapshots per judgement", NULL},
+    {"cpu_threshold_p95", 70, "pct: p95 of mean CPU below this", NULL, RP_PERCENT},
+    {"gpu_threshold_p95", 70, "pct: p95 GPU utilization below this", NULL, RP_PERCENT},
+    {"gpu_memory_threshold_p95", 70, "pct: p95 GPU memory below this", NULL, RP_PERCENT},
+    {"patience", 1000, "snapshots skipped at the start", NULL, RP_COUNT},
+    {"window", 500, "snapshots per judgement", NULL, RP_WINDOW},
 };
 
 const struct rule_def rule_batch_size = {
@@ -671,8 +671,9 @@ static void lb_window(struct rule_ctx *c, const struct rule_window *w, void *p)
 }
 
 static const struct rule_param lb_params[] = {
-    {"threshold", 0.5, "Jensen-Shannon distance (0..1) between two GPUs' histograms", NULL},
-    {"patience", 1000, "values skipped at the start", NULL},
+    {"threshold", 0.5, "Jensen-Shannon distance (0..1) between two GPUs' histograms", NULL,
+     RP_FRACTION},
+    {"patience", 1000, "values skipped at the start", NULL, RP_COUNT},
 };
 
 const struct rule_def rule_load_balancing = {
@@ -761,9 +762,9 @@ static void outlier_finish(struct rule_ctx *c, const struct rule_window *w, void
 }
 
 static const struct rule_param outlier_params[] = {
-    {"stddev", 3, "a step longer than mean + stddev * sd is an outlier", NULL},
-    {"mode", 0, "which steps: all, train or eval", "all,train,eval"},
-    {"n_outliers", 10, "outliers allowed before it fires", NULL},
+    {"stddev", 3, "a step longer than mean + stddev * sd is an outlier", NULL, RP_NUMBER},
+    {"mode", 0, "which steps: all, train or eval", "all,train,eval", RP_NUMBER},
+    {"n_outliers", 10, "outliers allowed before it fires", NULL, RP_COUNT},
 };
 
 const struct rule_def rule_step_outlier = {
@@ -838,7 +839,7 @@ static void init_finish(struct rule_ctx *c, const struct rule_window *w, void *p
 }
 
 static const struct rule_param init_params[] = {
-    {"threshold", 20, "minutes from the start to the first step", NULL},
+    {"threshold", 20, "minutes from the start to the first step", NULL, RP_NUMBER},
 };
 
 const struct rule_def rule_max_initialization_time = {
@@ -922,8 +923,8 @@ static void loader_finish(struct rule_ctx *c, const struct rule_window *w, void 
 }
 
 static const struct rule_param loader_params[] = {
-    {"min_threshold", 70, "pct of cores: fewer data-loading processes than this", NULL},
-    {"max_threshold", 200, "pct of cores: more than this", NULL},
+    {"min_threshold", 70, "pct of cores: fewer data-loading processes than this", NULL, RP_NUMBER},
+    {"max_threshold", 200, "pct of cores: more than this", NULL, RP_NUMBER},
 };
 
 const struct rule_def rule_dataloader = {

@@ -1,0 +1,103 @@
+/*
+ * The rule engine beyond what the rule cases (test_rule_cases.c) describe:
+ * how parameters are checked when they are set.
+ */
+#include <string.h>
+
+#include "common/strbuf.h"
+#include "rules/rules.h"
+#include "test.h"
+
+#define START_NS 1700000000000000000LL
+
+/* An engine for rules with one parameter p; 0 when it was accepted. */
+static int engine_with(const char *rules, const char *p, struct rules_engine **out,
+                       struct strbuf *err)
+{
+    const char *params[] = {p, NULL};
+    struct rules_options ro = {0, rules, params};
+    struct rules_run_info info = {START_NS, 4, 16LL << 30, "testhost"};
+    return rules_engine_new(&ro, &info, out, err);
+}
+
+static void refused(const char *rules, const char *p, const char *why)
+{
+    struct rules_engine *e = NULL;
+    struct strbuf err;
+    strbuf_init(&err);
+    if (engine_with(rules, p, &e, &err) == 0)
+        TEST_FAIL("'%s' was accepted", p);
+    if (!err.buf || !strstr(err.buf, why))
+        TEST_FAIL("'%s': the error '%s' does not say '%s'", p, err.buf ? err.buf : "", why);
+    ASSERT(!e);
+    strbuf_release(&err);
+}
+
+static double accepted(const char *rules, const char *p)
+{
+    struct rules_engine *e = NULL;
+    struct strbuf err;
+    strbuf_init(&err);
+    if (engine_with(rules, p, &e, &err) < 0 || !e)
+        TEST_FAIL("'%s' was refused: %s", p, err.buf ? err.buf : "");
+    const struct rule_def *d = rules_def_at(e, 0);
+    const char *name = strchr(p, '.') + 1;
+    double v = -1;
+    for (uint32_t i = 0; i < d->nparams; i++)
+        if (strncmp(d->params[i].name, name, strcspn(name, "=")) == 0 &&
+            d->params[i].name[strcspn(name, "=")] == 0)
+            v = rules_param_values(e, 0)[i];
+    rules_engine_free(e);
+    strbuf_release(&err);
+    return v;
+}
+
+/* Counts and windows are cast to integers: 1e30 snapshots of patience
+ * became none at all (the rule judged from the first value), 1e20 allowed
+ * outliers none, and a window of 3e9 values wrapped when doubled. */
+TEST(counts_past_their_integer_are_refused)
+{
+    refused("LowGPUUtilization", "LowGPUUtilization.patience=1e30", "whole number from 0 to");
+    refused("StepOutlier", "StepOutlier.n_outliers=1e20", "whole number from 0 to");
+    refused("GPUMemoryIncrease", "GPUMemoryIncrease.window=3e9", "whole number from 1 to");
+    refused("LowGPUUtilization", "LowGPUUtilization.window=1e12", "whole number from 1 to");
+    refused("GPUThrottling", "GPUThrottling.min_samples=5e19", "whole number");
+}
+
+TEST(counts_are_whole_numbers_and_windows_hold_one)
+{
+    refused("StepOutlier", "StepOutlier.n_outliers=2.5", "whole number");
+    refused("LowGPUUtilization", "LowGPUUtilization.window=0", "from 1 to 1048576");
+    refused("Straggler", "Straggler.windows=0", "from 1 to");
+    ASSERT(accepted("LowGPUUtilization", "LowGPUUtilization.window=1") == 1);
+    ASSERT(accepted("LowGPUUtilization", "LowGPUUtilization.window=1048576") == 1048576);
+    ASSERT(accepted("CPUBottleneck", "CPUBottleneck.patience=0") == 0);
+    ASSERT(accepted("StepOutlier", "StepOutlier.n_outliers=4294967295") == 4294967295.0);
+}
+
+TEST(percentages_and_fractions_stay_in_range)
+{
+    refused("CPUBottleneck", "CPUBottleneck.threshold=500", "percentage from 0 to 100");
+    refused("InputBound", "InputBound.threshold=100.5", "percentage");
+    refused("LoadBalancing", "LoadBalancing.threshold=7", "from 0 to 1");
+    refused("MemoryPressure", "MemoryPressure.r2=1.1", "from 0 to 1");
+    ASSERT(accepted("CPUBottleneck", "CPUBottleneck.threshold=100") == 100);
+    ASSERT(accepted("LoadBalancing", "LoadBalancing.threshold=0.25") == 0.25);
+    /* shares of cores and of other ranks' work go past 100 */
+    ASSERT(accepted("Dataloader", "Dataloader.max_threshold=400") == 400);
+    ASSERT(accepted("Straggler", "Straggler.threshold=150") == 150);
+}
+
+TEST(numbers_are_finite_and_bounded)
+{
+    /* trend_s * 1e9 is cast to int64 nanoseconds */
+    refused("MemoryPressure", "MemoryPressure.trend_s=1e12", "from 0 to 1e9");
+    refused("StepOutlier", "StepOutlier.stddev=-1", "from 0 to 1e9");
+    refused("StepOutlier", "StepOutlier.stddev=inf", "from 0 to 1e9");
+    refused("StepOutlier", "StepOutlier.stddev=nan", "from 0 to 1e9");
+    refused("StepOutlier", "StepOutlier.stddev=3x", "from 0 to 1e9");
+    ASSERT(accepted("StepOutlier", "StepOutlier.stddev=5") == 5);
+}
+
+TEST_MAIN(counts_past_their_integer_are_refused, counts_are_whole_numbers_and_windows_hold_one,
+          percentages_and_fractions_stay_in_range, numbers_are_finite_and_bounded)
