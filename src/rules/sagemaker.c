@@ -671,7 +671,8 @@ static void lb_window(struct rule_ctx *c, const struct rule_window *w, void *p)
 }
 
 static const struct rule_param lb_params[] = {
-    {"threshold", 0.5, "Jensen-Shannon distance (0..1) between two GPUs' histograms", NULL,
+    {"threshold", 0.5,
+     "Jensen-Shannon distance (natural log, 0 to 0.83) between two GPUs' histograms", NULL,
      RP_FRACTION},
     {"patience", 1000, "values skipped at the start", NULL, RP_COUNT},
 };

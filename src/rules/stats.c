@@ -197,9 +197,9 @@ double stats_js_distance(const double *p, const double *q, uint32_t n)
     for (uint32_t i = 0; i < n; i++) {
         double a = p[i] / sp, b = q[i] / sq, m = (a + b) / 2;
         if (a > 0)
-            d += 0.5 * a * log2(a / m);
+            d += 0.5 * a * log(a / m);
         if (b > 0)
-            d += 0.5 * b * log2(b / m);
+            d += 0.5 * b * log(b / m);
     }
     return d > 0 ? sqrt(d) : 0;
 }

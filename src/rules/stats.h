@@ -50,8 +50,11 @@ struct fit {
 };
 struct fit stats_linear_fit(const double *x, const double *y, uint32_t n);
 
-/* Jensen-Shannon distance (the square root of the divergence, base 2, 0..1)
- * between two histograms of n bins (counts, not normalised). */
+/* Jensen-Shannon distance (the square root of the divergence) between two
+ * histograms of n bins (counts, not normalised), in natural log as
+ * SageMaker's LoadBalancing computes it (scipy.stats.entropy): 0 to
+ * sqrt(ln 2) = 0.83, so that its threshold of 0.5 means what it means there
+ * (in base 2 the same histograms measure 1.20 times more). */
 double stats_js_distance(const double *p, const double *q, uint32_t n);
 
 /* Step durations: a sorted part and an unsorted tail merged in when it grows
