@@ -57,6 +57,7 @@ async function main() {
       t.scripts = document.querySelectorAll('script').length;
       t.injected = document.querySelectorAll('#app script, #app img, #app iframe, #app b.pwn').length;
       t.sections = Array.from(document.querySelectorAll('section h2')).map((h) => h.textContent);
+      t.severities = Array.from(document.querySelectorAll('#findings span.sev')).map((e) => e.textContent);
       return t;
     });
     // a finding's time range zooms every chart to it

@@ -52,6 +52,13 @@ check("the report is beside the store, in reports/",
       os.path.dirname(path) == os.path.join(TMP, "reports") and os.path.isfile(path), path)
 check("nothing is written to the working directory", os.listdir(cwd) == [], os.listdir(cwd))
 
+# findings of more than one severity for the report's order: the loop waits
+# for data 60 % of its steps (InputBound, high, at 10 %) and every 15th step
+# is an outlier (StepOutlier, medium, with none allowed)
+p = strobe("rules", "--save", "--rule-param", "InputBound.threshold=10",
+           "--rule-param", "StepOutlier.n_outliers=0", "last", store=db)
+check("strobe rules --save before the report exits 0", p.returncode == 0, p.stderr)
+
 out = os.path.join(TMP, "r.html")
 p = strobe("report", "last", "-o", out, store=db)
 check("strobe report -o FILE exits 0", p.returncode == 0 and os.path.isfile(out), p.stderr)
@@ -162,6 +169,11 @@ check("step p50 and p95 as strobe show --json",
 check("samples and findings as strobe show --json",
       t.get("samples") == str(info["samples"]) and t.get("findings") == str(len(info["findings"])),
       (t.get("samples"), info["samples"], t.get("findings"), len(info["findings"])))
+RANK = {"high": 0, "medium": 1, "low": 2, "info": 3}
+sev = t.get("severities", [])
+check("the findings table lists them most severe first (high ranks 0, which is falsy)",
+      len(sev) == len(info["findings"]) and "high" in sev and len(set(sev)) > 1
+      and sev == sorted(sev, key=lambda x: RANK.get(x, 9)), sev)
 check("a finding's time range zooms the charts", b.get("zoom") is True or not info["findings"], b.get("zoom"))
 check("the screenshot is kept", os.path.getsize(shot) > 10000, shot)
 done()

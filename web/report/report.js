@@ -160,8 +160,10 @@
   (function () {
     var s = section('findings', 'Findings', 'What the rules found, most severe first; click a ' +
       'time range to zoom every chart to it.');
+    /* high ranks 0: `SEV_RANK[s] || 9` put the most severe last */
+    function rank(s) { return Object.prototype.hasOwnProperty.call(SEV_RANK, s) ? SEV_RANK[s] : 9; }
     var f = D.findings.slice().sort(function (a, b) {
-      return (SEV_RANK[a.severity] || 9) - (SEV_RANK[b.severity] || 9) || a.start_ns - b.start_ns;
+      return rank(a.severity) - rank(b.severity) || a.start_ns - b.start_ns;
     });
     if (!f.length) { s.appendChild(el('p', {class: 'empty'}, 'No rule fired.')); return; }
     s.appendChild(table(['Severity', 'Rule', 'When', 'Evidence', 'Recommendation'], f.map(function (x) {
