@@ -185,6 +185,7 @@ static void bottleneck_window(struct rule_ctx *c, const struct rule_window *w,
                 busiest_p = busy;
         }
         c->result->datapoints = bn->datapoints;
+        c->result->violations = bn->violations;
         if (bn->snapshots <= patience) {
             rule_status(c, RULE_WAITING, "patience: %llu of %llu snapshots",
                         (unsigned long long)bn->snapshots, (unsigned long long)patience);
@@ -200,6 +201,9 @@ static void bottleneck_window(struct rule_ctx *c, const struct rule_window *w,
                             "above %.0f %% (the highest this window %.0f %%)",
                             share, (unsigned long long)bn->datapoints, gpu_threshold,
                             io ? "I/O wait" : "a CPU core", busy_threshold, busiest_p);
+            /* SageMaker's count: the bottlenecked snapshots, not the
+             * windows that fired (rule_fire_range counts those) */
+            c->result->violations = bn->violations;
         } else {
             rule_status(c, RULE_OK, "%.0f %% of %llu snapshots (fires above %.0f %%)", share,
                         (unsigned long long)bn->datapoints, threshold);

@@ -200,7 +200,8 @@ static int parse_line(struct rcase *c, char *line)
             snprintf(x->arg, sizeof(x->arg), "%s", eq + 1);
         }
         snprintf(x->what, sizeof(x->what), "%s", what);
-        if (strcmp(what, "fired") && strcmp(what, "not-fired") && strcmp(what, "status"))
+        if (strcmp(what, "fired") && strcmp(what, "not-fired") && strcmp(what, "status") &&
+            strcmp(what, "datapoints") && strcmp(what, "violations"))
             return -1; /* an expectation the runner would not check */
         for (char *tok = strtok(NULL, " \t"); tok; tok = strtok(NULL, " \t")) {
             if (strncmp(tok, "scope=", 6) == 0)
@@ -456,6 +457,15 @@ static int check(const struct rules_engine *e, const struct rcase *c, char *why,
             snprintf(why, cap, "want status %s, got %s: %s", x->arg, rule_status_names[res->status],
                      res->detail);
             return -1;
+        }
+        if (strcmp(x->what, "datapoints") == 0 || strcmp(x->what, "violations") == 0) {
+            unsigned long long want = strtoull(x->arg, NULL, 10);
+            unsigned long long got = x->what[0] == 'd' ? res->datapoints : res->violations;
+            if (got != want) {
+                snprintf(why, cap, "want %s=%llu, got %llu; status %s: %s", x->what, want, got,
+                         rule_status_names[res->status], res->detail);
+                return -1;
+            }
         }
         if (strcmp(x->what, "evidence") == 0) {
             int found = 0;
