@@ -114,7 +114,8 @@ struct rules_engine {
     uint32_t comm_cap;
     int64_t *pids_seen; /* a window's worker pids */
     uint32_t npids, pids_cap;
-    int gpu_seen;
+    int gpu_seen;         /* a GPU point before the end of the window being judged */
+    int64_t gpu_first_ns; /* the first finite GPU point's time; INT64_MAX: none */
     uint64_t dropped, late;
     finding_fn *on_finding;
     void *on_finding_arg;
@@ -322,6 +323,7 @@ int rules_engine_new(const struct rules_options *opts, const struct rules_run_in
     e->run.host = e->host;
     e->interval_ns = opts->interval_ns ? opts->interval_ns : RULES_DEFAULT_INTERVAL_NS;
     e->next_t0 = run->start_ns;
+    e->gpu_first_ns = INT64_MAX;
     e->rules = calloc(rule_def_count, sizeof(*e->rules));
     if (!e->rules)
         goto nomem;
@@ -462,6 +464,11 @@ int rules_series(struct rules_engine *e, const char *name, const char *labels)
     return (int)e->nslots++;
 }
 
+static int is_gpu_metric(enum rule_metric m)
+{
+    return m == RM_GPU_UTIL || m == RM_GPU_MEM_USED;
+}
+
 void rules_put(struct rules_engine *e, int slot, int64_t ts_ns, double v)
 {
     if (!e || slot < 0 || (uint32_t)slot >= e->nslots)
@@ -488,8 +495,8 @@ void rules_put(struct rules_engine *e, int slot, int64_t ts_ns, double v)
     }
     s->ts[s->n] = ts_ns;
     s->v[s->n++] = v;
-    if (isfinite(v) && (s->view.metric == RM_GPU_UTIL || s->view.metric == RM_GPU_MEM_USED))
-        e->gpu_seen = 1;
+    if (ts_ns < e->gpu_first_ns && isfinite(v) && is_gpu_metric(s->view.metric))
+        e->gpu_first_ns = ts_ns;
 }
 
 void rules_put_many(struct rules_engine *e, int slot, const int64_t *ts_ns, const double *v,
@@ -521,9 +528,10 @@ void rules_put_many(struct rules_engine *e, int slot, const int64_t *ts_ns, cons
     memcpy(s->v + s->n, v, n * sizeof(*v));
     s->n += n;
     s->last_ts = ts_ns[n - 1];
-    if (!e->gpu_seen && (s->view.metric == RM_GPU_UTIL || s->view.metric == RM_GPU_MEM_USED))
-        for (uint32_t i = 0; i < n && !e->gpu_seen; i++)
-            e->gpu_seen = isfinite(v[i]);
+    if (ts_ns[0] < e->gpu_first_ns && is_gpu_metric(s->view.metric))
+        for (uint32_t i = 0; i < n && ts_ns[i] < e->gpu_first_ns; i++)
+            if (isfinite(v[i]))
+                e->gpu_first_ns = ts_ns[i];
 }
 
 static int classify(struct rules_engine *e, uint32_t id, const char *name, int8_t *phase)
@@ -845,6 +853,11 @@ static void close_window(struct rules_engine *e, int64_t t0, int64_t t1)
     if (!v)
         return;
     e->views = v;
+    /* by timestamps, as everything a window sees: live, a GPU's first
+     * points may arrive within the grace, before the window they follow
+     * closes, and the GPU rules would start counting a window earlier
+     * than offline */
+    e->gpu_seen = e->gpu_first_ns < t1;
     series_views(e, &w);
     e->nsteps = 0;
     for (uint32_t k = 0; k < e->nthreads; k++)

@@ -99,5 +99,72 @@ TEST(numbers_are_finite_and_bounded)
     ASSERT(accepted("StepOutlier", "StepOutlier.stddev=5") == 5);
 }
 
-TEST_MAIN(counts_past_their_integer_are_refused, counts_are_whole_numbers_and_windows_hold_one,
+/* ---- live and offline: the same findings ---------------------------------- */
+
+#define MS 1000000LL
+
+struct run_counts {
+    uint64_t datapoints, violations;
+    char detail[256];
+};
+
+/* A host saturating core 0 while a GPU idles at 5 %, sampled every 100 ms
+ * for 40 s, the GPU's first sample at 10.5 s (its thread came up late). live:
+ * the recorder's order, every point in as it is taken and a tick each frame
+ * (windows close 2 s after their end); else the offline replay's, the points
+ * before a window's end and then the window closes. */
+static struct run_counts bottleneck_run(int live)
+{
+    const char *params[] = {"CPUBottleneck.patience=50", NULL};
+    struct rules_options ro = {0, "CPUBottleneck", params};
+    struct rules_run_info info = {START_NS, 4, 16LL << 30, "testhost"};
+    struct rules_engine *e = NULL;
+    struct strbuf err;
+    strbuf_init(&err);
+    if (rules_engine_new(&ro, &info, &e, &err) < 0 || !e)
+        TEST_FAIL("engine: %s", err.buf ? err.buf : "");
+    int cpu = rules_series(e, "cpu.util", ""), core = rules_series(e, "cpu.util", "core=0");
+    int gpu = rules_series(e, "gpu.util", "gpu=0");
+    int64_t end = START_NS + 40000 * MS, next_close = START_NS + RULES_DEFAULT_INTERVAL_NS;
+    for (int64_t ts = START_NS; ts < end; ts += 100 * MS) {
+        if (!live && ts >= next_close) {
+            rules_close_until(e, next_close);
+            next_close += RULES_DEFAULT_INTERVAL_NS;
+        }
+        rules_put(e, cpu, ts, 30);
+        rules_put(e, core, ts, 95);
+        if (ts >= START_NS + 10500 * MS)
+            rules_put(e, gpu, ts, 5);
+        if (live)
+            rules_tick(e, ts);
+    }
+    rules_finish(e, end - 100 * MS);
+    const struct rule_result *r = rules_result_at(e, 0);
+    struct run_counts out = {r->datapoints, r->violations, ""};
+    snprintf(out.detail, sizeof(out.detail), "%s", r->detail);
+    rules_engine_free(e);
+    strbuf_release(&err);
+    return out;
+}
+
+/* Live, the GPU's first points came in within the grace before the first
+ * window closed: the engine took the run as having a GPU from then, counted
+ * that window's 100 snapshots into the patience, and judged 295 snapshots
+ * against the replay's 250. */
+TEST(a_gpu_that_comes_late_counts_alike_live_and_offline)
+{
+    struct run_counts live = bottleneck_run(1), offline = bottleneck_run(0);
+    if (live.datapoints != offline.datapoints || live.violations != offline.violations)
+        TEST_FAIL("live %llu/%llu (%s), offline %llu/%llu (%s)",
+                  (unsigned long long)live.violations, (unsigned long long)live.datapoints,
+                  live.detail, (unsigned long long)offline.violations,
+                  (unsigned long long)offline.datapoints, offline.detail);
+    /* the GPU from 10.5 s: the 300 snapshots of 10.0-39.9 s are counted, the
+     * first 50 (10.0-14.9 s) as patience: 250 judged, every one a bottleneck */
+    ASSERT_EQ_U64(offline.datapoints, 250);
+    ASSERT_EQ_U64(offline.violations, 250);
+}
+
+TEST_MAIN(a_gpu_that_comes_late_counts_alike_live_and_offline,
+          counts_past_their_integer_are_refused, counts_are_whole_numbers_and_windows_hold_one,
           percentages_and_fractions_stay_in_range, numbers_are_finite_and_bounded)
