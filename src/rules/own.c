@@ -518,11 +518,11 @@ static void memory_window(struct rule_ctx *c, const struct rule_window *w, void 
     int nwhy = 0;
     double swapin = series_mean(window_series(w, RM_SWAPIN, -1, ""));
     if (isfinite(swapin) && swapin > swap_t)
-        snprintf(why[nwhy++], sizeof(why[0]), "swapping in %.0f pages/s (> %.0f)", swapin, swap_t);
+        snprintf(why[nwhy++], sizeof(why[0]), "swapping in %.0f pages/s (> %g)", swapin, swap_t);
     double psi = series_mean(window_series(w, RM_PSI_MEM, -1, ""));
     if (isfinite(psi) && psi > psi_t)
         snprintf(why[nwhy++], sizeof(why[0]),
-                 "tasks stalled on memory %.0f %% of the time (PSI, > %.0f %%)", psi, psi_t);
+                 "tasks stalled on memory %.0f %% of the time (PSI, > %g %%)", psi, psi_t);
     int judged = isfinite(swapin) || isfinite(psi);
     if (st->n >= 10 && st->ts[st->n - 1] - st->ts[0] >= 0.9 * trend_s * 1e9) {
         judged = 1;
@@ -544,7 +544,7 @@ static void memory_window(struct rule_ctx *c, const struct rule_window *w, void 
                 fmt_mib(st->headroom, left, sizeof(left));
                 double eta = st->headroom / all.slope;
                 snprintf(why[nwhy++], sizeof(why[0]),
-                         "the job's RSS grows %.1f MiB/s (R^2 %.2f over the last %.0f s); with "
+                         "the job's RSS grows %.1f MiB/s (R^2 %.2f over the last %g s); with "
                          "%s left it runs out of memory in about %.0f min",
                          all.slope / (1024.0 * 1024), all.r2, trend_s, left, eta / 60);
             }
@@ -554,7 +554,7 @@ static void memory_window(struct rule_ctx *c, const struct rule_window *w, void 
         if (judged)
             rule_status(c, RULE_OK, "no swap-in, memory stalls or growth towards the limit");
         else
-            rule_status(c, RULE_WAITING, "%.0f s of memory history needed", trend_s);
+            rule_status(c, RULE_WAITING, "%g s of memory history needed", trend_s);
         return;
     }
     char text[960];

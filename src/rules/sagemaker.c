@@ -197,15 +197,15 @@ static void bottleneck_window(struct rule_ctx *c, const struct rule_window *w,
             scope_name(scope, sizeof(scope), node, -1);
             window_steps_text(w, -2, ev, sizeof(ev));
             rule_fire_range(c, w->t0, w->t1, scope, events_or_null(ev),
-                            "in %.0f %% of %llu snapshots a GPU was below %.0f %% while %s was "
-                            "above %.0f %% (the highest this window %.0f %%)",
+                            "in %.0f %% of %llu snapshots a GPU was below %g %% while %s was "
+                            "above %g %% (the highest this window %.0f %%)",
                             share, (unsigned long long)bn->datapoints, gpu_threshold,
                             io ? "I/O wait" : "a CPU core", busy_threshold, busiest_p);
             /* SageMaker's count: the bottlenecked snapshots, not the
              * windows that fired (rule_fire_range counts those) */
             c->result->violations = bn->violations;
         } else {
-            rule_status(c, RULE_OK, "%.0f %% of %llu snapshots (fires above %.0f %%)", share,
+            rule_status(c, RULE_OK, "%.0f %% of %llu snapshots (fires above %g %%)", share,
                         (unsigned long long)bn->datapoints, threshold);
         }
     }
@@ -341,12 +341,12 @@ static void low_gpu_window(struct rule_ctx *c, const struct rule_window *w, void
                             window);
         else if (p95 < t95)
             rule_fire_range(c, w->t0, w->t1, scope, NULL,
-                            "GPU %lld under-used: p95 utilization %.0f %% < %.0f %% over its "
+                            "GPU %lld under-used: p95 utilization %.0f %% < %g %% over its "
                             "last %u values",
                             (long long)s->index, p95, t95, window);
         else if (p5 < t5)
             rule_fire_range(c, w->t0, w->t1, scope, NULL,
-                            "GPU %lld fluctuating: p95 %.0f %% but p5 %.0f %% < %.0f %% over its "
+                            "GPU %lld fluctuating: p95 %.0f %% but p5 %.0f %% < %g %% over its "
                             "last %u values",
                             (long long)s->index, p95, p5, t5, window);
         else
@@ -427,7 +427,7 @@ static void gpu_mem_increase_window(struct rule_ctx *c, const struct rule_window
         scope_name(scope, sizeof(scope), s0->node, s0->index);
         if (worst > increase)
             rule_fire_range(c, w->t0, w->t1, scope, NULL,
-                            "GPU %lld memory rose from %.1f %% to %.1f %% (+%.1f points > %.0f) "
+                            "GPU %lld memory rose from %.1f %% to %.1f %% (+%.1f points > %g) "
                             "between two windows of %u values",
                             (long long)s0->index, worst_prev, worst_last, worst, increase, window);
         else
@@ -567,12 +567,12 @@ static void batch_window(struct rule_ctx *c, const struct rule_window *w, void *
             step_totals_text(&t, ev, sizeof(ev));
             if (ngpus)
                 rule_fire_range(c, w->t0, w->t1, scope, ev,
-                                "p95 CPU %.0f %% < %.0f %%, p95 GPU %.0f %% < %.0f %%, p95 GPU "
-                                "memory %.0f %% < %.0f %% over the last %u snapshots",
+                                "p95 CPU %.0f %% < %g %%, p95 GPU %.0f %% < %g %%, p95 GPU "
+                                "memory %.0f %% < %g %% over the last %u snapshots",
                                 cpu95, cpu_t, worst_gpu, gpu_t, worst_mem, mem_t, window);
             else
                 rule_fire_range(c, w->t0, w->t1, scope, ev,
-                                "p95 CPU %.0f %% < %.0f %% over the last %u snapshots while "
+                                "p95 CPU %.0f %% < %g %% over the last %u snapshots while "
                                 "training (no GPU: the CPU criterion alone), data wait %.0f %%",
                                 cpu95, cpu_t, window, data);
         } else {
@@ -735,8 +735,8 @@ static void outlier_window(struct rule_ctx *c, const struct rule_window *w, void
     uint32_t out = dur_set_count_above(&st->d, limit);
     c->result->violations = out;
     if (out <= n_outliers) {
-        rule_status(c, RULE_OK, "%u of %u steps above mean + %.0f sd = %.1f ms (fires above %u)",
-                    out, n, k, limit / 1e6, n_outliers);
+        rule_status(c, RULE_OK, "%u of %u steps above mean + %g sd = %.1f ms (fires above %u)", out,
+                    n, k, limit / 1e6, n_outliers);
         return;
     }
     /* the outliers of this window and what took their time */
@@ -752,7 +752,7 @@ static void outlier_window(struct rule_ctx *c, const struct rule_window *w, void
         snprintf(ev, sizeof(ev), "outliers in this window: %s", tmp);
     }
     rule_fire_range(c, w->t0, w->t1, "node", events_or_null(ev),
-                    "%u of %u steps took longer than mean + %.0f sd = %.1f ms (mean %.1f ms, sd "
+                    "%u of %u steps took longer than mean + %g sd = %.1f ms (mean %.1f ms, sd "
                     "%.1f ms; fires above %u)",
                     out, n, k, limit / 1e6, mean / 1e6, sd / 1e6, n_outliers);
     c->result->violations = out; /* the outliers, not the firings counted by rule_fire_range */
@@ -808,7 +808,7 @@ static void init_window(struct rule_ctx *c, const struct rule_window *w, void *p
         double init = (double)(st->first_step_ns - start);
         if (!had && init > limit_ns)
             rule_fire_range(c, start, st->first_step_ns, "node", NULL,
-                            "the first step began %.1f min after the start (limit %.0f min)",
+                            "the first step began %.1f min after the start (limit %g min)",
                             init / 60e9, c->param[0]);
         else if (!had)
             rule_status(c, RULE_OK, "the first step began %.1f s after the start", init / 1e9);
@@ -827,7 +827,7 @@ static void init_window(struct rule_ctx *c, const struct rule_window *w, void *p
 static void init_fire_none(struct rule_ctx *c, int64_t start, int64_t t1)
 {
     rule_fire_range(c, start, t1, "node", NULL,
-                    "no step has begun %.1f min after the start (limit %.0f min)",
+                    "no step has begun %.1f min after the start (limit %g min)",
                     (double)(t1 - start) / 60e9, c->param[0]);
 }
 
@@ -894,7 +894,7 @@ static void loader_judge(struct rule_ctx *c, const struct rule_window *w, struct
     if (pct < c->param[0] || pct > c->param[1])
         rule_fire_range(c, w->t0, w->t1, "node", NULL,
                         "a median of %.0f data-loading processes for %d cores (%.0f %%, wanted "
-                        "%.0f to %.0f %%)",
+                        "%g to %g %%)",
                         median, cores, pct, c->param[0], c->param[1]);
     else
         rule_status(c, RULE_OK, "%.0f data-loading processes for %d cores", median, cores);
