@@ -12,6 +12,7 @@
 
 #define MAX_NODES   16
 #define MAX_GPUS    64               /* GPU index per node */
+#define MAX_CORES   1024             /* cores per node, as the host sampler (sample/host.c) */
 #define SNAPSHOT_NS (20 * 1000000LL) /* SageMaker: samples closer than this are one snapshot */
 
 struct node_set {

@@ -138,13 +138,13 @@ static void bottleneck_window(struct rule_ctx *c, const struct rule_window *w,
             continue;
         struct bottleneck_node *bn = &st->node[ni];
         const struct rule_series *snap = window_series(w, RM_CPU_UTIL, -1, node);
-        const struct rule_series *cores[256], *gpus[MAX_GPUS];
-        uint32_t ncores = 0, ngpus = 0, cpos[256] = {0}, gpos[MAX_GPUS] = {0}, iopos = 0;
+        const struct rule_series *cores[MAX_CORES], *gpus[MAX_GPUS];
+        uint32_t ncores = 0, ngpus = 0, cpos[MAX_CORES] = {0}, gpos[MAX_GPUS] = {0}, iopos = 0;
         for (uint32_t i = 0; i < w->nseries; i++) {
             const struct rule_series *s = &w->series[i];
             if (strcmp(s->node, node) != 0)
                 continue;
-            if (s->metric == RM_CPU_CORE && ncores < 256)
+            if (s->metric == RM_CPU_CORE && ncores < MAX_CORES)
                 cores[ncores++] = s;
             else if (s->metric == RM_GPU_UTIL && ngpus < MAX_GPUS && s->index >= 0 &&
                      s->index < MAX_GPUS)

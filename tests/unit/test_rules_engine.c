@@ -165,6 +165,40 @@ TEST(a_gpu_that_comes_late_counts_alike_live_and_offline)
     ASSERT_EQ_U64(offline.violations, 250);
 }
 
-TEST_MAIN(a_gpu_that_comes_late_counts_alike_live_and_offline,
+/* CPUBottleneck looked at the first 256 cores only: on a 384-core host a
+ * saturated core 300 was never seen. */
+TEST(a_busy_core_past_the_256th_counts)
+{
+    const char *params[] = {"CPUBottleneck.patience=0", NULL};
+    struct rules_options ro = {0, "CPUBottleneck", params};
+    struct rules_run_info info = {START_NS, 384, 16LL << 30, "testhost"};
+    struct rules_engine *e = NULL;
+    struct strbuf err;
+    strbuf_init(&err);
+    if (rules_engine_new(&ro, &info, &e, &err) < 0 || !e)
+        TEST_FAIL("engine: %s", err.buf ? err.buf : "");
+    int cpu = rules_series(e, "cpu.util", ""), gpu = rules_series(e, "gpu.util", "gpu=0");
+    int core[384];
+    for (int i = 0; i < 384; i++) {
+        char labels[32];
+        snprintf(labels, sizeof(labels), "core=%d", i);
+        core[i] = rules_series(e, "cpu.util", labels);
+    }
+    for (int64_t ts = START_NS; ts < START_NS + 10000 * MS; ts += 100 * MS) {
+        rules_put(e, cpu, ts, 5);
+        rules_put(e, gpu, ts, 2);
+        for (int i = 0; i < 384; i++)
+            rules_put(e, core[i], ts, i == 300 ? 99 : 1);
+    }
+    rules_finish(e, START_NS + 9900 * MS);
+    const struct rule_result *r = rules_result_at(e, 0);
+    ASSERT_EQ_U64(r->datapoints, 100);
+    ASSERT_EQ_U64(r->violations, 100);
+    ASSERT_EQ_STR(rule_status_names[r->status], "fired");
+    rules_engine_free(e);
+    strbuf_release(&err);
+}
+
+TEST_MAIN(a_gpu_that_comes_late_counts_alike_live_and_offline, a_busy_core_past_the_256th_counts,
           counts_past_their_integer_are_refused, counts_are_whole_numbers_and_windows_hold_one,
           percentages_and_fractions_stay_in_range, numbers_are_finite_and_bounded)
