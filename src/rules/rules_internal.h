@@ -10,10 +10,12 @@
 #include "rules/rules.h"
 #include "rules/stats.h"
 
-#define MAX_NODES   16
-#define MAX_GPUS    64               /* GPU index per node */
-#define MAX_CORES   1024             /* cores per node, as the host sampler (sample/host.c) */
-#define SNAPSHOT_NS (20 * 1000000LL) /* SageMaker: samples closer than this are one snapshot */
+#define MAX_NODES 16
+#define MAX_GPUS  64   /* GPU index per node */
+#define MAX_CORES 1024 /* cores per node, as the host sampler (sample/host.c) */
+/* a node's disk or network series: 2 for each of 64 devices, as the sampler */
+#define MAX_DEV_SERIES 128
+#define SNAPSHOT_NS    (20 * 1000000LL) /* SageMaker: samples closer than this are one snapshot */
 
 struct node_set {
     char name[MAX_NODES][48];

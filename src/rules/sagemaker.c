@@ -973,9 +973,9 @@ static void usage_release(void *p)
 static void sketch_sum(struct sketch *sk, const struct rule_window *w, const char *node,
                        enum rule_metric m1, enum rule_metric m2)
 {
-    const struct rule_series *ss[32];
-    uint32_t n = 0, pos[32] = {0};
-    for (uint32_t i = 0; i < w->nseries && n < 32; i++)
+    const struct rule_series *ss[MAX_DEV_SERIES];
+    uint32_t n = 0, pos[MAX_DEV_SERIES] = {0};
+    for (uint32_t i = 0; i < w->nseries && n < MAX_DEV_SERIES; i++)
         if ((w->series[i].metric == m1 || w->series[i].metric == m2) &&
             strcmp(w->series[i].node, node) == 0)
             ss[n++] = &w->series[i];

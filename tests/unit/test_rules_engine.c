@@ -199,6 +199,45 @@ TEST(a_busy_core_past_the_256th_counts)
     strbuf_release(&err);
 }
 
-TEST_MAIN(a_gpu_that_comes_late_counts_alike_live_and_offline, a_busy_core_past_the_256th_counts,
-          counts_past_their_integer_are_refused, counts_are_whole_numbers_and_windows_hold_one,
-          percentages_and_fractions_stay_in_range, numbers_are_finite_and_bounded)
+/* OverallSystemUsage summed the first 32 network series only (16
+ * interfaces, receive and send): a host with a veth per container had its
+ * network traffic undercounted. */
+TEST(network_usage_sums_every_interface)
+{
+    struct rules_options ro = {0, "OverallSystemUsage", NULL};
+    struct rules_run_info info = {START_NS, 4, 16LL << 30, "testhost"};
+    struct rules_engine *e = NULL;
+    struct strbuf err;
+    strbuf_init(&err);
+    if (rules_engine_new(&ro, &info, &e, &err) < 0 || !e)
+        TEST_FAIL("engine: %s", err.buf ? err.buf : "");
+    int cpu = rules_series(e, "cpu.util", ""), net[40];
+    for (int i = 0; i < 20; i++) {
+        char labels[32];
+        snprintf(labels, sizeof(labels), "iface=veth%d", i);
+        net[2 * i] = rules_series(e, "net.rx_bytes_per_s", labels);
+        net[2 * i + 1] = rules_series(e, "net.tx_bytes_per_s", labels);
+    }
+    for (int64_t ts = START_NS; ts < START_NS + 5000 * MS; ts += 100 * MS) {
+        rules_put(e, cpu, ts, 5);
+        for (int i = 0; i < 40; i++)
+            rules_put(e, net[i], ts, 1000);
+    }
+    rules_finish(e, START_NS + 4900 * MS);
+    const char *rep = rules_result_at(e, 0)->report;
+    ASSERT(rep);
+    const char *p = strstr(rep, "\"network_bytes_per_s\"");
+    ASSERT(p);
+    const char *max = strstr(p, "\"max\":");
+    ASSERT(max);
+    double v = strtod(max + 6, NULL); /* 40 series of 1000 B/s */
+    if (fabs(v - 40000) > 200)
+        TEST_FAIL("network max %g, want 40000: %s", v, p);
+    rules_engine_free(e);
+    strbuf_release(&err);
+}
+
+TEST_MAIN(a_gpu_that_comes_late_counts_alike_live_and_offline, network_usage_sums_every_interface,
+          a_busy_core_past_the_256th_counts, counts_past_their_integer_are_refused,
+          counts_are_whole_numbers_and_windows_hold_one, percentages_and_fractions_stay_in_range,
+          numbers_are_finite_and_bounded)
