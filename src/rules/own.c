@@ -392,7 +392,7 @@ static void throttling_window(struct rule_ctx *c, const struct rule_window *w, v
     }
     if (!w->nsteps)
         return; /* throttling outside the training loop costs no step time */
-    double mean = series_mean(s);
+    double mean = series_mean_in_steps(s, w); /* nor in a window's part without steps */
     if (!isfinite(mean))
         return;
     c->result->datapoints += s->n;
@@ -715,11 +715,12 @@ static void oversub_window(struct rule_ctx *c, const struct rule_window *w, void
     if (!w->nsteps)
         return;
     c->result->datapoints += psi->n;
-    double stall = series_mean(psi);
-    double cpu = series_mean(window_series(w, RM_CPU_UTIL, -1, ""));
+    /* while steps run: not a busy start-up or shutdown that shares the window */
+    double stall = series_mean_in_steps(psi, w);
+    double cpu = series_mean_in_steps(window_series(w, RM_CPU_UTIL, -1, ""), w);
     int cores = rules_run(c->eng)->cpu_count > 0 ? rules_run(c->eng)->cpu_count : 1;
     /* host PSI counts every tenant: the job itself must be what fills the cores */
-    double job = series_mean(window_series(w, RM_PROC_CPU, -1, ""));
+    double job = series_mean_in_steps(window_series(w, RM_PROC_CPU, -1, ""), w);
     int job_fills = isfinite(job) && job >= c->param[2] * cores;
     if (isfinite(stall) && isfinite(cpu) && stall > psi_t && cpu > cpu_t && job_fills) {
         double threads = series_mean(window_series(w, RM_PROC_THREADS, -1, ""));

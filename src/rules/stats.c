@@ -297,6 +297,35 @@ double series_mean(const struct rule_series *s)
     return n ? sum / n : NAN;
 }
 
+/* Whether a step of w ran at ts: w's steps are in order of their end. */
+static int in_a_step(const struct rule_window *w, int64_t ts)
+{
+    uint32_t lo = 0, hi = w->nsteps; /* the first step that ends at ts or later */
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (w->steps[mid].end_ns < ts)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (uint32_t i = lo; i < w->nsteps; i++)
+        if (w->steps[i].start_ns <= ts)
+            return 1;
+    return 0;
+}
+
+double series_mean_in_steps(const struct rule_series *s, const struct rule_window *w)
+{
+    double sum = 0;
+    uint32_t n = 0;
+    for (uint32_t i = 0; s && i < s->n; i++)
+        if (isfinite(s->v[i]) && in_a_step(w, s->ts[i])) {
+            sum += s->v[i];
+            n++;
+        }
+    return n ? sum / n : NAN;
+}
+
 double series_quantile(const struct rule_series *s, double q, double *scratch)
 {
     uint32_t n = 0;

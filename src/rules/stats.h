@@ -76,6 +76,9 @@ const struct rule_series *window_series(const struct rule_window *w, enum rule_m
                                         int64_t index, const char *node);
 /* Mean of a series' finite values; NaN when it has none. */
 double series_mean(const struct rule_series *s);
+/* Mean of a series' finite values taken while one of the window's steps ran
+ * (a step's start <= ts <= its end); NaN when there are none. */
+double series_mean_in_steps(const struct rule_series *s, const struct rule_window *w);
 /* Quantile of a series' finite values (scratch holds s->n doubles). */
 double series_quantile(const struct rule_series *s, double q, double *scratch);
 /* Step totals of the window: steps and their summed duration and phases, of
