@@ -134,7 +134,8 @@ static void merge_params(struct stored_config *sc, const struct rules_cli *o, co
 
 static void print_text(const struct run_record *r, const struct rules_engine *e)
 {
-    printf("rules over run %s '%s', windows of %.0f s\n", r->id, r->name,
+    /* %g: windows of 100 ms to 1.5 s are allowed, and "%.0f s" said 0 or 2 s */
+    printf("rules over run %s '%s', windows of %g s\n", r->id, r->name,
            (double)rules_interval_ns(e) / 1e9);
     for (uint32_t i = 0; i < rules_count(e); i++) {
         const struct rule_result *res = rules_result_at(e, i);

@@ -101,6 +101,15 @@ o3 = strobe("rules", "--json", "--rules", "InputBound", "last", store=db)
 off3 = json.loads(o3.stdout) if o3.returncode == 0 else {"rules": []}
 check("--rules LIST evaluates only those", [r["rule"] for r in off3["rules"]] == ["InputBound"],
       off3["rules"])
+o6 = strobe("rules", "--rules", "StepOutlier", "--rule-interval", "500ms", "last", store=db)
+check("the text gives a window under a second as it is (it said 'windows of 0 s')",
+      o6.returncode == 0 and "windows of 0.5 s" in o6.stdout.splitlines()[0], o6.stdout[:200])
+o7 = strobe("rules", "--rules", "LowGPUUtilization", "--rule-param", "LowGPUUtilization.patience=1e30",
+            "last", store=db)
+check("a parameter out of its range is a one-line error, exit 2",
+      o7.returncode == 2 and o7.stderr.strip().splitlines() == [
+          "strobe: LowGPUUtilization.patience needs a whole number from 0 to 4294967295, not '1e30'"],
+      (o7.returncode, o7.stderr))
 o4 = strobe("rules", "--rule-param", "SageMaker", "last", store=db)
 check("a malformed --rule-param is a one-line error, exit 2",
       o4.returncode == 2 and len(o4.stderr.strip().splitlines()) == 1, (o4.returncode, o4.stderr))
@@ -154,6 +163,8 @@ check("--rules none stores no findings and no verdicts", p.returncode == 0 and n
       and not c, (p.returncode, f, r, c))
 db3 = store_path("bad.db")
 for bad in (["--rule-param", "NoSuchRule.x=1"], ["--rule-param", "StepOutlier.stddev=abc"],
+            ["--rule-param", "CPUBottleneck.threshold=500"], ["--rule-param", "LowGPUUtilization.window=0"],
+            ["--rule-param", "StepOutlier.n_outliers=1e20"],
             ["--rules", "CPUBottleneck,Nope"], ["--rules", ","], ["--rule-interval", "5ms"]):
     p = strobe("run", *bad, "--", "true", store=db3)
     check(f"strobe run {' '.join(bad)} fails before the job: exit 125, one line",
