@@ -223,7 +223,10 @@ static int evaluate(struct store *s, const struct run_record *r, const struct ru
                             : "all",
         .params = params,
     };
-    struct rules_run_info info = {r->start_ns, r->cpu_count, r->mem_total_bytes, r->host};
+    /* a run still recording ends later: the whole-run verdicts wait as the
+     * live ones do (a lost run's recorder is gone: its data ends here) */
+    struct rules_run_info info = {r->start_ns, r->cpu_count, r->mem_total_bytes, r->host,
+                                  strcmp(run_record_status(r), "running") == 0};
     struct rules_engine *e = NULL;
     struct strbuf err;
     strbuf_init(&err);

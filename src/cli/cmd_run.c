@@ -121,7 +121,7 @@ static int parse_gpu_interval(const char *arg, int64_t *out)
 static int check_rules(const struct recorder_opts *o)
 {
     struct rules_options ro = {o->rule_interval_ns, o->rules, o->rule_params};
-    struct rules_run_info info = {0, 1, 0, ""};
+    struct rules_run_info info = {0, 1, 0, "", 0};
     struct rules_engine *e = NULL;
     struct strbuf err;
     strbuf_init(&err);

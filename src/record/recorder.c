@@ -544,7 +544,7 @@ static int open_rules(struct recorder *r)
 {
     struct rules_options ro = {r->o->rule_interval_ns, r->o->rules, r->o->rule_params};
     struct rules_run_info info = {r->run.start_ns, r->run.cpu_count, r->run.mem_total_bytes,
-                                  r->run.host};
+                                  r->run.host, 0};
     struct strbuf err;
     strbuf_init(&err);
     int rc = live_rules_open(&r->rules, &ro, &info, &r->series, &r->events, &err);

@@ -200,6 +200,7 @@ struct rules_run_info {
     int cpu_count;
     int64_t mem_total_bytes;
     const char *host;
+    int running; /* offline over a run still recording: its end is not yet the end */
 };
 
 struct rules_options {

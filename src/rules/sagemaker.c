@@ -97,6 +97,16 @@ static const char *events_or_null(const char *s)
     return *s ? s : NULL;
 }
 
+/* A whole-run verdict on what never came: n/a at the end of a run, but a run
+ * still recording may yet bring it (offline over it, mid-run). */
+static void not_yet(struct rule_ctx *c, const char *what)
+{
+    if (rules_run(c->eng)->running)
+        rule_status(c, RULE_WAITING, "%s yet: the run is still recording", what);
+    else
+        rule_status(c, RULE_NA, "%s", what);
+}
+
 /* ---- CPUBottleneck and IOBottleneck: a snapshot join ---------------------------- */
 
 struct bottleneck_node {
@@ -763,7 +773,7 @@ static void outlier_finish(struct rule_ctx *c, const struct rule_window *w, void
     (void)w;
     struct outlier_state *st = p;
     if (!st->d.n && c->result->status != RULE_NA)
-        rule_status(c, RULE_NA, "no steps recorded");
+        not_yet(c, "no steps recorded");
 }
 
 static const struct rule_param outlier_params[] = {
@@ -794,6 +804,8 @@ struct init_state {
 };
 
 static void init_fire_none(struct rule_ctx *c, int64_t start, int64_t t1);
+static void init_no_step_yet(struct rule_ctx *c, int64_t start, int64_t t1, double waited,
+                             double limit_ns);
 
 static void init_window(struct rule_ctx *c, const struct rule_window *w, void *p)
 {
@@ -817,9 +829,14 @@ static void init_window(struct rule_ctx *c, const struct rule_window *w, void *p
     /* Steps arrive when they end, so a first step that began before the
      * limit may still be running: past the limit, wait for it, and say so
      * only when twice the limit has gone by (or at the end) with none. */
-    double waited = (double)(w->t1 - start);
+    init_no_step_yet(c, start, w->t1, (double)(w->t1 - start), limit_ns);
+}
+
+static void init_no_step_yet(struct rule_ctx *c, int64_t start, int64_t t1, double waited,
+                             double limit_ns)
+{
     if (waited > 2 * limit_ns)
-        init_fire_none(c, start, w->t1);
+        init_fire_none(c, start, t1);
     else
         rule_status(c, RULE_WAITING, "no step yet, %.0f s after the start", waited / 1e9);
 }
@@ -837,7 +854,10 @@ static void init_finish(struct rule_ctx *c, const struct rule_window *w, void *p
     int64_t start = rules_run(c->eng)->start_ns;
     if (st->first_step_ns || c->result->status == RULE_FIRED)
         return;
-    if ((double)(w->t1 - start) > c->param[0] * 60e9)
+    double waited = (double)(w->t1 - start), limit_ns = c->param[0] * 60e9;
+    if (rules_run(c->eng)->running) /* as live: a first step may still be running */
+        init_no_step_yet(c, start, w->t1, waited, limit_ns);
+    else if (waited > limit_ns)
         init_fire_none(c, start, w->t1);
     else
         rule_status(c, RULE_NA, "no steps recorded");
@@ -923,7 +943,7 @@ static void loader_finish(struct rule_ctx *c, const struct rule_window *w, void 
 {
     struct loader_state *st = p;
     if (!st->n)
-        rule_status(c, RULE_NA, "no data loading seen (no DataLoader)");
+        not_yet(c, "no data loading seen (no DataLoader)");
     (void)w;
 }
 
@@ -1129,7 +1149,7 @@ static void framework_finish(struct rule_ctx *c, const struct rule_window *w, vo
     (void)w;
     struct framework_state *st = p;
     if (!st->all.steps) {
-        rule_status(c, RULE_NA, "no steps recorded");
+        not_yet(c, "no steps recorded");
         return;
     }
     struct strbuf o;

@@ -506,7 +506,7 @@ static int one(const char *dir, const char *file)
     }
     c->params[c->nparams] = NULL;
     struct rules_options ro = {c->window, c->rule, c->params};
-    struct rules_run_info info = {START_NS, c->cpus, 16LL << 30, "testhost"};
+    struct rules_run_info info = {START_NS, c->cpus, 16LL << 30, "testhost", 0};
     struct rules_engine *e = NULL;
     struct strbuf sb;
     strbuf_init(&sb);

@@ -16,7 +16,7 @@ static int engine_with(const char *rules, const char *p, struct rules_engine **o
 {
     const char *params[] = {p, NULL};
     struct rules_options ro = {0, rules, params};
-    struct rules_run_info info = {START_NS, 4, 16LL << 30, "testhost"};
+    struct rules_run_info info = {START_NS, 4, 16LL << 30, "testhost", 0};
     return rules_engine_new(&ro, &info, out, err);
 }
 
@@ -117,7 +117,7 @@ static struct run_counts bottleneck_run(int live)
 {
     const char *params[] = {"CPUBottleneck.patience=50", NULL};
     struct rules_options ro = {0, "CPUBottleneck", params};
-    struct rules_run_info info = {START_NS, 4, 16LL << 30, "testhost"};
+    struct rules_run_info info = {START_NS, 4, 16LL << 30, "testhost", 0};
     struct rules_engine *e = NULL;
     struct strbuf err;
     strbuf_init(&err);
@@ -171,7 +171,7 @@ TEST(a_busy_core_past_the_256th_counts)
 {
     const char *params[] = {"CPUBottleneck.patience=0", NULL};
     struct rules_options ro = {0, "CPUBottleneck", params};
-    struct rules_run_info info = {START_NS, 384, 16LL << 30, "testhost"};
+    struct rules_run_info info = {START_NS, 384, 16LL << 30, "testhost", 0};
     struct rules_engine *e = NULL;
     struct strbuf err;
     strbuf_init(&err);
@@ -205,7 +205,7 @@ TEST(a_busy_core_past_the_256th_counts)
 TEST(network_usage_sums_every_interface)
 {
     struct rules_options ro = {0, "OverallSystemUsage", NULL};
-    struct rules_run_info info = {START_NS, 4, 16LL << 30, "testhost"};
+    struct rules_run_info info = {START_NS, 4, 16LL << 30, "testhost", 0};
     struct rules_engine *e = NULL;
     struct strbuf err;
     strbuf_init(&err);
@@ -237,7 +237,57 @@ TEST(network_usage_sums_every_interface)
     strbuf_release(&err);
 }
 
-TEST_MAIN(a_gpu_that_comes_late_counts_alike_live_and_offline, network_usage_sums_every_interface,
-          a_busy_core_past_the_256th_counts, counts_past_their_integer_are_refused,
-          counts_are_whole_numbers_and_windows_hold_one, percentages_and_fractions_stay_in_range,
-          numbers_are_finite_and_bounded)
+/* The verdicts at the end of `seconds` of a run without a step, recorded
+ * to its end or still recording. */
+static const char *no_step_verdict(const char *rule, const char *param, int running, double seconds,
+                                   uint32_t *nfindings)
+{
+    static char out[300];
+    const char *params[] = {param, NULL};
+    struct rules_options ro = {0, rule, params};
+    struct rules_run_info info = {START_NS, 4, 16LL << 30, "testhost", running};
+    struct rules_engine *e = NULL;
+    struct strbuf err;
+    strbuf_init(&err);
+    if (rules_engine_new(&ro, &info, &e, &err) < 0 || !e)
+        TEST_FAIL("engine: %s", err.buf ? err.buf : "");
+    int cpu = rules_series(e, "cpu.util", "");
+    int64_t end = START_NS + (int64_t)(seconds * 1e9);
+    for (int64_t ts = START_NS; ts <= end; ts += 100 * MS)
+        rules_put(e, cpu, ts, 5);
+    rules_finish(e, end);
+    const struct rule_result *r = rules_result_at(e, 0);
+    snprintf(out, sizeof(out), "%s: %s", rule_status_names[r->status], r->detail);
+    rules_findings(e, nfindings);
+    rules_engine_free(e);
+    strbuf_release(&err);
+    return out;
+}
+
+/* strobe rules over a run still recording took where its data ends for the
+ * end of the run: MaxInitializationTime fired "no step has begun" past its
+ * limit where the recorder waits for twice the limit (a first step may still
+ * be running), and the whole-run rules said n/a for what may yet come. */
+TEST(a_run_still_recording_is_not_over)
+{
+    const char *limit3s = "MaxInitializationTime.threshold=0.05";
+    uint32_t n;
+    const char *v = no_step_verdict("MaxInitializationTime", limit3s, 1, 4.9, &n);
+    if (n || strncmp(v, "waiting: no step yet, 5 s after the start", 41) != 0)
+        TEST_FAIL("still recording at 4.9 s, a limit of 3 s: %s, %u finding(s)", v, n);
+    v = no_step_verdict("MaxInitializationTime", limit3s, 0, 4.9, &n);
+    if (n != 1 || strncmp(v, "fired", 5) != 0)
+        TEST_FAIL("recorded to its end at 4.9 s: %s, %u finding(s)", v, n);
+    v = no_step_verdict("MaxInitializationTime", limit3s, 1, 6.5, &n);
+    if (n != 1 || strncmp(v, "fired", 5) != 0)
+        TEST_FAIL("still recording past twice the limit: %s, %u finding(s)", v, n);
+    v = no_step_verdict("StepOutlier", "StepOutlier.stddev=3", 1, 4.9, &n);
+    ASSERT_EQ_STR(v, "waiting: no steps recorded yet: the run is still recording");
+    v = no_step_verdict("StepOutlier", "StepOutlier.stddev=3", 0, 4.9, &n);
+    ASSERT_EQ_STR(v, "n/a: no steps recorded");
+}
+
+TEST_MAIN(a_gpu_that_comes_late_counts_alike_live_and_offline, a_run_still_recording_is_not_over,
+          network_usage_sums_every_interface, a_busy_core_past_the_256th_counts,
+          counts_past_their_integer_are_refused, counts_are_whole_numbers_and_windows_hold_one,
+          percentages_and_fractions_stay_in_range, numbers_are_finite_and_bounded)
