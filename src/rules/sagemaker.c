@@ -896,28 +896,36 @@ static void loader_release(void *p)
     free(st->scratch);
 }
 
+/* The median so far of the windows' worker counts; NaN without memory. */
+static double loader_median(struct loader_state *st)
+{
+    double *sc = realloc(st->scratch, st->n * sizeof(*sc));
+    if (!sc)
+        return NAN;
+    st->scratch = sc;
+    memcpy(sc, st->counts, st->n * sizeof(*sc));
+    return stats_quantile_sort(sc, st->n, 0.5);
+}
+
+/* The verdict on the whole run's median. A window's median so far is not
+ * it: a first window with the workers still starting (1 of 4, then 4 in
+ * every later window) fired on a median of 1 or 2.5, and a fired rule stays
+ * fired, whatever the run's median (4) said at its end. */
 static void loader_judge(struct rule_ctx *c, const struct rule_window *w, struct loader_state *st)
 {
     int cores = rules_run(c->eng)->cpu_count > 0 ? rules_run(c->eng)->cpu_count : 1;
-    if (!st->n) {
-        rule_status(c, RULE_NA, "no data loading seen (no DataLoader)");
+    double median = loader_median(st);
+    if (!isfinite(median))
         return;
-    }
-    double *sc = realloc(st->scratch, st->n * sizeof(*sc));
-    if (!sc)
-        return;
-    st->scratch = sc;
-    memcpy(sc, st->counts, st->n * sizeof(*sc));
-    double median = stats_quantile_sort(sc, st->n, 0.5);
     double pct = 100.0 * median / cores;
     c->result->datapoints = st->n;
     if (pct < c->param[0] || pct > c->param[1])
         rule_fire_range(c, w->t0, w->t1, "node", NULL,
-                        "a median of %.0f data-loading processes for %d cores (%.0f %%, wanted "
+                        "a median of %g data-loading processes for %d cores (%.0f %%, wanted "
                         "%g to %g %%)",
                         median, cores, pct, c->param[0], c->param[1]);
     else
-        rule_status(c, RULE_OK, "%.0f data-loading processes for %d cores", median, cores);
+        rule_status(c, RULE_OK, "%g data-loading processes for %d cores", median, cores);
 }
 
 static void loader_window(struct rule_ctx *c, const struct rule_window *w, void *p)
@@ -933,7 +941,11 @@ static void loader_window(struct rule_ctx *c, const struct rule_window *w, void 
             st->cap = cap;
         }
         st->counts[st->n++] = w->workers;
-        loader_judge(c, w, st);
+        c->result->datapoints = st->n;
+        rule_status(c, RULE_WAITING,
+                    "a median of %g data-loading processes so far (judged over "
+                    "the whole run, at its end)",
+                    loader_median(st));
     } else if (!st->n) {
         rule_status(c, RULE_WAITING, "no data loading seen yet");
     }
@@ -944,7 +956,8 @@ static void loader_finish(struct rule_ctx *c, const struct rule_window *w, void 
     struct loader_state *st = p;
     if (!st->n)
         not_yet(c, "no data loading seen (no DataLoader)");
-    (void)w;
+    else if (!rules_run(c->eng)->running) /* a run still recording is not over */
+        loader_judge(c, w, st);
 }
 
 static const struct rule_param loader_params[] = {
