@@ -287,7 +287,37 @@ TEST(a_run_still_recording_is_not_over)
     ASSERT_EQ_STR(v, "n/a: no steps recorded");
 }
 
-TEST_MAIN(a_gpu_that_comes_late_counts_alike_live_and_offline, a_run_still_recording_is_not_over,
-          network_usage_sums_every_interface, a_busy_core_past_the_256th_counts,
-          counts_past_their_integer_are_refused, counts_are_whole_numbers_and_windows_hold_one,
-          percentages_and_fractions_stay_in_range, numbers_are_finite_and_bounded)
+/* Ten steps of 100 ms, each with two bucket all-reduces in flight together
+ * on another thread (10-50 and 20-60 ms into the step): collectives take 50
+ * % of the step, not the 80 % their sum says. */
+TEST(overlapping_collectives_count_once)
+{
+    const char *params[] = {"CommunicationBound.threshold=60", NULL};
+    struct rules_options ro = {0, "CommunicationBound", params};
+    struct rules_run_info info = {START_NS, 4, 16LL << 30, "testhost", 0};
+    struct rules_engine *e = NULL;
+    struct strbuf err;
+    strbuf_init(&err);
+    if (rules_engine_new(&ro, &info, &e, &err) < 0 || !e)
+        TEST_FAIL("engine: %s", err.buf ? err.buf : "");
+    for (int i = 0; i < 10; i++) {
+        int64_t s = START_NS + i * 100 * MS;
+        rules_put_span(e, 1000, 1001, s + 10 * MS, s + 50 * MS, 0, "comm:allreduce");
+        rules_put_span(e, 1000, 1001, s + 20 * MS, s + 60 * MS, 0, "comm:allreduce");
+        rules_put_span(e, 1000, 1000, s, s + 100 * MS, 0, "step");
+    }
+    rules_finish(e, START_NS + 1000 * MS);
+    const struct rule_result *r = rules_result_at(e, 0);
+    uint32_t n;
+    rules_findings(e, &n);
+    if (n || strcmp(r->detail, "communication at least 50 % of step time") != 0)
+        TEST_FAIL("%s: %s, %u finding(s)", rule_status_names[r->status], r->detail, n);
+    rules_engine_free(e);
+    strbuf_release(&err);
+}
+
+TEST_MAIN(a_gpu_that_comes_late_counts_alike_live_and_offline, overlapping_collectives_count_once,
+          a_run_still_recording_is_not_over, network_usage_sums_every_interface,
+          a_busy_core_past_the_256th_counts, counts_past_their_integer_are_refused,
+          counts_are_whole_numbers_and_windows_hold_one, percentages_and_fractions_stay_in_range,
+          numbers_are_finite_and_bounded)
