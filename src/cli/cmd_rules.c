@@ -110,8 +110,33 @@ static int keep_config(const struct rule_config_record *c, void *arg)
     return 0;
 }
 
+/* Whether "Rule.param=v" and "Rule.param=w" (or SageMaker's "Rule_param=w")
+ * set the same parameter. */
+static int same_param(const char *a, const char *b)
+{
+    size_t la = strcspn(a, "="), lb = strcspn(b, "=");
+    if (la != lb)
+        return 0;
+    size_t dot_a = strcspn(a, "."), dot_b = strcspn(b, ".");
+    size_t sep_a = dot_a < la ? dot_a : strcspn(a, "_");
+    size_t sep_b = dot_b < lb ? dot_b : strcspn(b, "_");
+    return sep_a == sep_b && strncmp(a, b, sep_a) == 0 &&
+           strncmp(a + sep_a + 1, b + sep_b + 1, la - sep_a - 1) == 0;
+}
+
+static int set_on_command_line(const struct rules_cli *o, const char *stored)
+{
+    for (int i = 0; i < o->nparams; i++)
+        if (same_param(stored, o->params[i]))
+            return 1;
+    return 0;
+}
+
 /* The parameters to use: the stored ones first, the command line's after
- * (later ones win). Pointers into sc->params (split in place) and argv. */
+ * (later ones win). A stored one the command line sets again is left out:
+ * a value that strobe no longer takes (out of its range) would otherwise
+ * fail every evaluation of the run, with no way to replace it. Pointers
+ * into sc->params (split in place) and argv. */
 static void merge_params(struct stored_config *sc, const struct rules_cli *o, const char **out)
 {
     int n = 0;
@@ -119,7 +144,7 @@ static void merge_params(struct stored_config *sc, const struct rules_cli *o, co
         char *nl = strchr(p, '\n');
         if (nl)
             *nl = 0;
-        if (*p)
+        if (*p && !set_on_command_line(o, p))
             out[n++] = p;
         if (!nl)
             break;

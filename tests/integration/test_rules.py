@@ -110,6 +110,22 @@ check("a parameter out of its range is a one-line error, exit 2",
       o7.returncode == 2 and o7.stderr.strip().splitlines() == [
           "strobe: LowGPUUtilization.patience needs a whole number from 0 to 4294967295, not '1e30'"],
       (o7.returncode, o7.stderr))
+# a stored value strobe no longer takes: an error that says which, and the
+# command line can replace it (in either form)
+con = sqlite3.connect(db)
+saved = con.execute("SELECT params FROM rule_config WHERE run_id=?", (off["id"],)).fetchone()[0]
+con.execute("UPDATE rule_config SET params=? WHERE run_id=?",
+            (saved + "CPUBottleneck.threshold=500\n", off["id"]))
+con.commit()
+o8 = strobe("rules", "--rules", "CPUBottleneck", "last", store=db)
+o9 = strobe("rules", "--rules", "CPUBottleneck", "--rule-param", "CPUBottleneck_threshold=50", "last",
+            store=db)
+con.execute("UPDATE rule_config SET params=? WHERE run_id=?", (saved, off["id"]))
+con.commit()
+con.close()
+check("a stored parameter out of range is named, exit 2",
+      o8.returncode == 2 and "CPUBottleneck.threshold" in o8.stderr, (o8.returncode, o8.stderr))
+check("and --rule-param replaces it", o9.returncode == 0, (o9.returncode, o9.stderr))
 o4 = strobe("rules", "--rule-param", "SageMaker", "last", store=db)
 check("a malformed --rule-param is a one-line error, exit 2",
       o4.returncode == 2 and len(o4.stderr.strip().splitlines()) == 1, (o4.returncode, o4.stderr))
