@@ -288,14 +288,33 @@ static double *group_row(void *arg, const struct phase_span *step)
     return g->phase_ns;
 }
 
+/* The time [start, end) spans cover together, each instant once; sorts them. */
+static double union_ns(struct phase_span *sp, uint32_t n)
+{
+    qsort(sp, n, sizeof(*sp), steps_cmp_span);
+    double sum = 0;
+    int64_t reach = INT64_MIN;
+    for (uint32_t i = 0; i < n; i++) {
+        int64_t a = max64(sp[i].start, reach);
+        if (sp[i].end > a)
+            sum += (double)(sp[i].end - a);
+        reach = max64(reach, sp[i].end);
+    }
+    return sum;
+}
+
 /* comm:* spans of every thread of g's process, counted where they overlap
  * its steps: a final barrier or a collective before the first step is no
- * part of step time. */
-static void comm_in_steps(const struct run_events *e, struct group_acc *g)
+ * part of step time. Collectives in flight together (DDP's bucket
+ * all-reduces, each a span from launch to completion, on other threads)
+ * count once: the union of the spans. */
+static int comm_in_steps(const struct run_events *e, struct group_acc *g)
 {
     if (!g->nwin)
-        return;
+        return 0;
     qsort(g->windows, g->nwin, sizeof(*g->windows), steps_cmp_span);
+    struct phase_span *parts = NULL;
+    uint32_t nparts = 0, cap = 0;
     for (uint32_t t = 0; t < e->nthreads; t++) {
         const struct thread_events *th = &e->threads[t];
         if (th->pid != g->pid)
@@ -316,11 +335,19 @@ static void comm_in_steps(const struct run_events *e, struct group_acc *g)
             }
             for (uint32_t w = lo; w < g->nwin && g->windows[w].start < s1; w++) {
                 int64_t a = max64(s0, g->windows[w].start), b = min64(s1, g->windows[w].end);
-                if (b > a)
-                    g->comm_all += (double)(b - a);
+                if (b <= a)
+                    continue;
+                if (array_grow((void **)&parts, &cap, nparts + 1, sizeof(*parts), 256) < 0) {
+                    free(parts);
+                    return -ENOMEM;
+                }
+                parts[nparts++] = (struct phase_span){a, b, PHASE_COMM, 0};
             }
         }
     }
+    g->comm_all = union_ns(parts, nparts);
+    free(parts);
+    return 0;
 }
 
 static double percentile(const double *sorted, uint32_t n, double q)
@@ -392,7 +419,7 @@ int step_analysis_run(const struct run_events *e, struct step_analysis *out)
         rc = g ? steps_walk_thread(e, &e->threads[i], group_row, g) : -ENOMEM;
     }
     for (uint32_t i = 0; rc == 0 && i < n; i++)
-        comm_in_steps(e, &gs[i]);
+        rc = comm_in_steps(e, &gs[i]);
     if (rc == 0 && n && !(out->groups = calloc(n, sizeof(*out->groups))))
         rc = -ENOMEM;
     for (uint32_t i = 0; rc == 0 && i < n; i++) {
