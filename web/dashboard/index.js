@@ -91,10 +91,6 @@
   }
   function pct(v) { return v === null || v === undefined ? '–' : num(v) + ' %'; }
   function seriesKey(m) { return m.labels ? m.name + '{' + m.labels + '}' : m.name; }
-  function parseKey(k) {
-    var i = k.indexOf('{');
-    return i < 0 ? {name: k, labels: ''} : {name: k.slice(0, i), labels: k.slice(i + 1, -1)};
-  }
   function shortId(id) { return id ? id.slice(0, 8) : ''; }
 
   /* ---- API ------------------------------------------------------------- */
@@ -380,10 +376,17 @@
     var es = section('Environment'); es.appendChild(envBox);
     add(app, [headBox, ms, ss, fs, ls, es]);
 
+    /* The charts chosen are in the URL as one m= per series key (a key may
+     * hold commas: gpu.mem_used_bytes{gpu=0,pid=42}, or an app metric's own
+     * name); a lone m= with no value is "none". An m= that is no key of the
+     * run is taken as the comma-joined list links of before were. */
     function chosen() {
-      var m = q.get('m');
-      if (m !== null) return m ? m.split(',').filter(Boolean) : [];
-      var have = metrics.map(seriesKey);
+      var ms = q.getAll('m'), have = metrics.map(seriesKey);
+      if (ms.length) {
+        return [].concat.apply([], ms.map(function (k) {
+          return have.indexOf(k) >= 0 ? [k] : k.split(',');
+        })).filter(Boolean);
+      }
       var out = DEFAULT_METRICS.filter(function (k) { return have.indexOf(k) >= 0; });
       if (have.indexOf('gpu.util') < 0) {
         metrics.forEach(function (x) { if (x.name === 'gpu.util' && x.labels) out.push(seriesKey(x)); });
@@ -445,8 +448,10 @@
       return api(runPath(id) + '/series' + qs(a)).then(function (d) { return [d.t, d.min, d.max, d.mean]; });
     }
     function metricChart(key, n) {
-      var m = parseKey(key), info = metrics.filter(function (x) { return seriesKey(x) === key; })[0];
+      /* name and labels as the run lists them: a name may hold '{' */
+      var info = metrics.filter(function (x) { return seriesKey(x) === key; })[0];
       if (!info) return;
+      var m = {name: info.name, labels: info.labels};
       var unit = info.unit, c = PAL[n % PAL.length];
       var fmt = function (u, v) { return byUnit(v, unit); };
       var o = baseOpts(key + (unit ? ' (' + unit + ')' : ''), unit);
@@ -520,7 +525,14 @@
       clear(metricBox);
       var list = chosen();
       if (!list.length) metricBox.appendChild(h('p', {class: 'empty', text: 'No metric chosen: pick some with "Metrics".'}));
-      list.forEach(function (k, i) { var c = metricChart(k, i); if (c) c.fetch(); });
+      list.forEach(function (k, i) {
+        var c = metricChart(k, i);
+        if (c) {
+          c.fetch().catch(function (e) {
+            if (alive(token)) console.warn('cannot load ' + k + ': ' + e.message); // eslint-disable-line no-console
+          });
+        }
+      });
     }
     function drawPicker() {
       clear(picker);
@@ -536,7 +548,9 @@
         var cb = h('input', {type: 'checkbox', checked: cur.indexOf(k) >= 0, onchange: function () {
           var now = chosen().filter(function (x) { return x !== k; });
           if (cb.checked) now.push(k);
-          var n = new URLSearchParams(q); n.set('m', now.join(','));
+          var n = new URLSearchParams(q);
+          n.delete('m');
+          if (now.length) now.forEach(function (x) { n.append('m', x); }); else n.set('m', '');
           q = n; setState(n); drawMetrics(); btn.textContent = 'Metrics (' + now.length + ') ▾';
         }});
         list.appendChild(h('label', {class: 'm', dataset: {key: k}}, cb, h('span', {text: k}),
@@ -546,10 +560,13 @@
       var btn = h('button', {id: 'metric-picker', onclick: function () { panel.hidden = !panel.hidden; if (!panel.hidden) filter.focus(); },
         text: 'Metrics (' + cur.length + ') ▾'});
       add(picker, [btn, panel]);
-      var outside = function (e) { if (!picker.contains(e.target)) panel.hidden = true; };
-      document.addEventListener('click', outside);
-      onCleanup(function () { document.removeEventListener('click', outside); });
+      /* drawn again when a running run gains series: one listener at a time */
+      if (pickerOutside) document.removeEventListener('click', pickerOutside);
+      pickerOutside = function (e) { if (!picker.contains(e.target)) panel.hidden = true; };
+      document.addEventListener('click', pickerOutside);
     }
+    var pickerOutside = null;
+    onCleanup(function () { if (pickerOutside) document.removeEventListener('click', pickerOutside); });
     function drawHeader() {
       clear(headBox);
       var r = run;
@@ -693,16 +710,43 @@
         });
       });
     }
-    function runEnd(r) { return r.end_ns ? (r.end_ns - r.start_ns) / 1e9 : Math.max(0.001, (Date.now() * 1e6 - r.start_ns) / 1e9); }
+    /* The run's length as the store has it: up to its end, else (running,
+     * or lost: a recorder that died leaves no end) up to its last committed
+     * sample, which is what duration_s says. Not the browser's clock, which
+     * keeps going after a lost run and may be off from the recorder's. */
+    function runEnd(r) {
+      if (r.end_ns) return (r.end_ns - r.start_ns) / 1e9;
+      if (r.duration_s !== null && r.duration_s !== undefined) return r.duration_s;
+      return Math.max(0.001, (Date.now() * 1e6 - r.start_ns) / 1e9);
+    }
+    /* A running run gains series as it goes (an app.* metric logged from
+     * some step on, a process started later): the picker lists them, and
+     * the default charts include them, without a reload. */
+    function refreshMetrics() {
+      return api(runPath(id) + '/metrics').then(function (d) {
+        if (!alive(token)) return;
+        var next = d.metrics || [], before = chosen().join('\n');
+        var changed = next.map(seriesKey).join('\n') !== metrics.map(seriesKey).join('\n');
+        metrics = next;
+        if (!changed) return;
+        drawPicker();
+        if (chosen().join('\n') !== before) drawMetrics();
+      });
+    }
     function live() {
       timer = setTimeout(function () {
         api(runPath(id)).then(function (r) {
           if (!alive(token)) return;
           run = r; end = Math.max(runEnd(r), 0.001);
           drawHeader();
-          return loadFindings().then(function () {
+          updateRangeText();
+          return Promise.all([loadFindings(), refreshMetrics()]).then(function () {
             drawFindings();
-            if (!zoom) charts.forEach(function (c) { c.u.setScale('x', {min: 0, max: end}); });
+            if (!zoom) {
+              /* syncing: not a zoom by the user, which would fetch it all again */
+              syncing = true;
+              try { charts.forEach(function (c) { c.u.setScale('x', {min: 0, max: end}); }); } finally { syncing = false; }
+            }
             return Promise.all([refetchAll(), refreshLogs()]);
           });
         }).catch(function () { /* next time */ }).then(function () {
@@ -850,10 +894,10 @@
         }
         var sk = r.id + '|' + k;
         if (k !== 'step' && !state.series[sk]) {
-          var m = parseKey(k);
-          var has = (state.metrics[r.id] || []).some(function (x) { return seriesKey(x) === k; });
-          state.series[sk] = has ? null : {t: [], mean: []};
-          if (has) {
+          /* name and labels as the run lists them: a name may hold '{' */
+          var m = (state.metrics[r.id] || []).filter(function (x) { return seriesKey(x) === k; })[0];
+          state.series[sk] = m ? null : {t: [], mean: []};
+          if (m) {
             ps.push(api(runPath(r.id) + '/series' + qs({name: m.name, labels: m.labels || null, points: Math.min(16384, w)})).then(function (d) { state.series[sk] = d; }));
           }
         }

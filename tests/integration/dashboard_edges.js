@@ -1,0 +1,122 @@
+// Drives strobe serve's dashboard in headless Chromium over the odd cases of
+// tests/integration/test_dashboard_edges.py and prints one JSON object:
+//   node dashboard_edges.js BASE_URL SPEC_JSON
+// SPEC_JSON: {"keys": {"run", "pick": [series keys]}, "multi": {"run", "pick"},
+//             "compare": {"runs", "metric"}, "live": {"run", "key", "flag"}, "lost": {"run"}}
+// live: the job logs the metric once the file "flag" exists, made here once
+// the page is open
+// Each part is optional. Console errors, console warnings and page errors
+// are listed in "errors" under the part they came in.
+'use strict';
+const path = require('path');
+const fs = require('fs');
+const os = require('os');
+const { chromium } = require(path.join(__dirname, '..', '..', 'node_modules', 'playwright-core'));
+
+async function main() {
+  const [base, specJson] = process.argv.slice(2);
+  const spec = JSON.parse(specJson);
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'strobe-chromium-'));
+  const ctx = await chromium.launchPersistentContext(profile, {
+    executablePath: '/usr/bin/chromium',
+    headless: true,
+    viewport: { width: 1400, height: 900 },
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  const out = { errors: {}, steps: {} };
+  let part = 'setup';
+  const err = (s) => { (out.errors[part] = out.errors[part] || []).push(s); };
+  try {
+    const page = ctx.pages()[0] || await ctx.newPage();
+    page.on('console', (m) => {
+      if (m.type() !== 'error' && m.type() !== 'warning') return;
+      const loc = (m.location() && m.location().url) || '';
+      if (/Failed to load resource.*404/.test(m.text()) && /\/api\/runs\/[^/]+\/texts$/.test(loc)) return;
+      err(m.type() + ': ' + m.text() + (loc ? ' @ ' + loc : ''));
+    });
+    page.on('pageerror', (e) => err('page: ' + String(e)));
+    const settle = () => page.waitForFunction(() => document.body.dataset.ready === '1', null, { timeout: 15000 });
+    // the metric charts drawn, each with the number of points it was given
+    const charts = () => page.evaluate(() => Object.fromEntries(Array.from(
+      document.querySelectorAll('#app .charts .chart[data-metric]'))
+      .filter((c) => c.dataset.metric !== 'steps' && c.dataset.metric !== 'phases')
+      .map((c) => [c.dataset.metric, c.dataset.points === undefined ? null : Number(c.dataset.points)])));
+    // every chart of `keys` has points, or 5 s went by
+    const drawn = (keys) => page.waitForFunction((ks) => ks.every((k) => {
+      const c = Array.from(document.querySelectorAll('.chart[data-metric]')).find((x) => x.dataset.metric === k);
+      return c && Number(c.dataset.points) > 0;
+    }), keys, { timeout: 5000 }).catch(() => null);
+    // tick the picker's box of each key, one at a time, as a user does
+    const pick = async (keys) => {
+      for (const k of keys) {
+        await page.evaluate((key) => {
+          const l = Array.from(document.querySelectorAll('label.m')).find((x) => x.dataset.key === key);
+          if (!l) return;
+          const cb = l.querySelector('input');
+          cb.checked = true;
+          cb.dispatchEvent(new Event('change'));
+        }, k);
+      }
+    };
+    const picked = async (p) => {
+      part = p;
+      const s = spec[p];
+      await page.goto(base + '#/run/' + s.run);
+      await settle();
+      await pick(s.pick);
+      await drawn(s.pick);
+      const first = { hash: await page.evaluate(() => location.hash), charts: await charts() };
+      await page.reload();
+      await settle();
+      await drawn(s.pick);
+      out.steps[p] = { first, reloaded: { hash: await page.evaluate(() => location.hash), charts: await charts() } };
+    };
+    if (spec.keys) await picked('keys');
+    if (spec.multi) await picked('multi');
+
+    if (spec.compare) {
+      part = 'compare';
+      const s = spec.compare;
+      await page.goto(base + '#/compare?runs=' + encodeURIComponent(s.runs) + '&metric=' + encodeURIComponent(s.metric));
+      await settle();
+      out.steps.compare = await page.evaluate(() => ({
+        metric: document.getElementById('compare-chart').dataset.metric || null,
+        failed: Array.from(document.querySelectorAll('.error')).map((e) => e.textContent),
+      }));
+    }
+
+    if (spec.live) {
+      part = 'live';
+      const s = spec.live;
+      await page.goto(base + '#/run/' + s.run);
+      await settle();
+      const listed = () => page.evaluate(() => Array.from(document.querySelectorAll('label.m')).map((l) => l.dataset.key));
+      const before = await listed();
+      // the job logs the metric from now on; the page refreshes every 3 s
+      fs.writeFileSync(s.flag, '');
+      const seen = await page.waitForFunction((k) => Array.from(document.querySelectorAll('label.m'))
+        .some((l) => l.dataset.key === k), s.key, { timeout: 15000 }).then(() => true, () => false);
+      out.steps.live = { before, seen, after: await listed() };
+    }
+
+    if (spec.lost) {
+      part = 'lost';
+      await page.goto(base + '#/run/' + spec.lost.run);
+      await settle();
+      out.steps.lost = await page.evaluate(() => ({
+        status: document.getElementById('run-status').textContent,
+        range: document.getElementById('range').textContent,
+        duration: document.querySelector('.card .v').textContent,
+      }));
+    }
+  } catch (e) {
+    err('driver: ' + e.message.split('\n')[0]);
+  } finally {
+    await ctx.close();
+    fs.rmSync(profile, { recursive: true, force: true });
+  }
+  process.stdout.write(JSON.stringify(out) + '\n');
+}
+
+main().catch((e) => { process.stdout.write(JSON.stringify({ errors: { main: ['driver: ' + e.message] } }) + '\n'); });

@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""The dashboard in headless Chromium on the odd cases of real runs
+(dashboard_edges.js drives it):
+
+- series keys that hold a comma or a brace: app metrics whose names do
+  (strobe.log takes any name), and series of two labels, as a multi-node
+  SageMaker import has (cpu.util{core=0,node=algo-1}) and per-process GPU
+  series (gpu=G,pid=P); ticked in the metric picker they must be charted,
+  stay charted when another is ticked, and come back on a reload of the URL;
+  compare must chart one too;
+- a run still recording that starts to log a metric after the page is
+  open: the picker must list it without a reload;
+- a lost run (its recorder died, no end): its time axis is its recorded
+  length, not the time from its start to now.
+No console error or warning may appear."""
+import json
+import os
+import re
+import shutil
+import signal
+import sqlite3
+import subprocess
+import time
+
+from strobetest import PYTHON, STROBE, check, done, show, skip, store_path, strobe
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DRIVER = os.path.join(ROOT, "tests", "integration", "dashboard_edges.js")
+ODD = ["app.a,b", "app.br{ace}"]
+
+KEYS_JOB = r"""
+import strobe, time
+for i in range(20):
+    strobe.log("a,b", i)
+    strobe.log("br{ace}", 2 * i)
+    time.sleep(0.02)
+"""
+
+# logs its metric once the browser has the page open (the driver makes the file)
+LIVE_JOB = r"""
+import os, strobe, sys, time
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.05)
+for i in range(300):
+    strobe.log("late", i)
+    time.sleep(0.1)
+"""
+
+
+def sagemaker_dir(base):
+    """Two nodes of two cores: series of two labels once imported."""
+    d = os.path.join(base, "system", "incremental", "2023111422")
+    os.makedirs(d, exist_ok=True)
+    for node in ("algo-1", "algo-2"):
+        lines = []
+        for k in range(20):
+            for c in range(2):
+                lines.append(json.dumps({"Type": "cpu", "Name": "cpu%d" % c, "Dimension": "CPUUtilization",
+                                         "Value": 10.0 + k + c, "NodeId": node,
+                                         "Timestamp": round(1700000130.0 + 0.5 * k, 6)}))
+        with open(os.path.join(d, "1700000100.%s.json" % node), "w") as f:
+            f.write("\n".join(lines) + "\n")
+
+
+def make_lost(db, run_id):
+    """The run as its recorder leaves it when killed: running, no end, and
+    the recorder's pid now another process's (this one: another start time)."""
+    c = sqlite3.connect(db)
+    c.execute("UPDATE runs SET status='running', end_ns=NULL, exit_code=NULL, recorder_pid=?, "
+              "recorder_start_ticks=1 WHERE id=?", (os.getpid(), run_id))
+    c.commit()
+    c.close()
+
+
+def main():
+    node = shutil.which("node")
+    if not (node and os.path.exists("/usr/bin/chromium")
+            and os.path.isdir(os.path.join(ROOT, "node_modules", "playwright-core"))):
+        skip("the dashboard in headless Chromium", "no node, chromium or playwright-core (scripts/bootstrap)")
+        done()
+    db = store_path("dash_edges.db")
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(db + suffix):
+            os.remove(db + suffix)
+    p = strobe("run", "--quiet", "--interval", "50ms", "--name", "keys", "--", PYTHON, "-c", KEYS_JOB, store=db)
+    check("recorded the run of odd metric names", p.returncode == 0, p.stderr)
+    keys_id = show(db, "keys")["id"]
+    make_lost(db, keys_id)
+    lost = show(db, keys_id)
+    check("the run reads as lost, its duration up to its last sample",
+          lost["status"] == "lost" and lost["end_ns"] is None and lost["duration_s"] > 0, lost["status"])
+    sm = store_path("dash_edges_sm")
+    shutil.rmtree(sm, ignore_errors=True)
+    sagemaker_dir(sm)
+    p = strobe("import", "sagemaker", "--name", "two-nodes", sm, store=db)
+    check("imported two SageMaker nodes", p.returncode == 0, p.stderr)
+    sm_id = show(db, "two-nodes")["id"]
+    multi = ["cpu.util{core=0,node=algo-1}", "cpu.util{node=algo-2}"]
+
+    srv = subprocess.Popen([STROBE, "serve", "--store", db, "--listen", "127.0.0.1:0", "--rate", "0"],
+                           stderr=subprocess.PIPE, text=True)
+    line = srv.stderr.readline()
+    m = re.search(r"http://(127\.0\.0\.1:\d+)/", line)
+    check("serve prints where it listens", m is not None, line)
+    if not m:
+        srv.kill()
+        done()
+    base = "http://%s/" % m.group(1)
+    live = None
+    try:
+        flag = store_path("dash_edges.flag")
+        if os.path.exists(flag):
+            os.remove(flag)
+        live = subprocess.Popen([STROBE, "run", "--quiet", "--no-report", "--interval", "100ms", "--name",
+                                 "late", f"--store={db}", "--", PYTHON, "-c", LIVE_JOB, flag],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        live_id = None
+        for _ in range(100):
+            p = strobe("show", "--json", "late", store=db)
+            if p.returncode == 0:
+                live_id = json.loads(p.stdout)["id"]
+                break
+            time.sleep(0.05)
+        spec = {"keys": {"run": keys_id, "pick": ODD}, "multi": {"run": sm_id, "pick": multi},
+                "compare": {"runs": keys_id + "," + sm_id, "metric": "app.br{ace}"},
+                "live": {"run": live_id, "key": "app.late", "flag": flag}, "lost": {"run": keys_id}}
+        r = subprocess.run([node, DRIVER, base, json.dumps(spec)], capture_output=True, text=True, timeout=120)
+    finally:
+        if live:
+            live.send_signal(signal.SIGTERM)
+            live.wait()
+        srv.send_signal(signal.SIGTERM)
+        try:
+            srv.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            srv.kill()
+    try:
+        b = json.loads(r.stdout.strip().split("\n")[-1])
+    except (ValueError, IndexError):
+        b = {"errors": {"main": ["no result: " + r.stdout[-500:] + r.stderr[-500:]]}, "steps": {}}
+    errs, st = b.get("errors", {}), b.get("steps", {})
+    check("the driver got through", not errs.get("setup") and not errs.get("main"), errs)
+
+    for part, picked in (("keys", ODD), ("multi", multi)):
+        s = st.get(part, {})
+        for when in ("first", "reloaded"):
+            ch = s.get(when, {}).get("charts", {})
+            check(f"{part}: every ticked series charted with its points ({when})",
+                  all((ch.get(k) or 0) > 0 for k in picked), (picked, s.get(when)))
+        check(f"{part}: the URL gives the same charts on a reload",
+              s.get("first", {}).get("charts") == s.get("reloaded", {}).get("charts"), s)
+        check(f"{part}: no console error or warning", not errs.get(part), errs.get(part))
+
+    c = st.get("compare", {})
+    check("compare: a metric whose name holds a brace is charted",
+          c.get("metric") == "app.br{ace}" and c.get("failed") == [], c)
+    check("compare: no console error or warning", not errs.get("compare"), errs.get("compare"))
+
+    lv = st.get("live", {})
+    check("live: a metric the running job starts to log while the page is open is listed without a reload",
+          "app.late" not in lv.get("before", ["app.late"]) and lv.get("seen") is True, lv)
+    check("live: no console error or warning", not errs.get("live"), errs.get("live"))
+
+    ls = st.get("lost", {})
+    check("lost: the time axis is the run's recorded length (as the duration card)",
+          ls.get("status") == "lost" and ls.get("range") == "whole run, " + ls.get("duration", "?"), ls)
+    done()
+
+
+main()
