@@ -128,6 +128,7 @@ struct run_row {
     struct run_record r;
     struct run_summary sum;
     int have_sum;
+    char status[16]; /* as listed ("lost" too), found once: it may look at /proc */
 };
 
 struct run_list {
@@ -179,7 +180,8 @@ static int keep_run(const struct run_record *r, void *arg)
 {
     struct list_ctx *x = arg;
     struct run_list *L = x->L;
-    if (!run_wanted(L, r, run_record_status(r)))
+    const char *status = run_record_status(r);
+    if (!run_wanted(L, r, status))
         return 0;
     if (L->n == L->cap) {
         size_t cap = L->cap ? L->cap * 2 : 64;
@@ -193,6 +195,7 @@ static int keep_run(const struct run_record *r, void *arg)
     memset(row, 0, sizeof(*row));
     if (run_record_copy(&row->r, r) < 0)
         return -ENOMEM;
+    snprintf(row->status, sizeof(row->status), "%s", status);
     L->n++;
     return 0;
 }
@@ -214,6 +217,9 @@ enum sort_key {
     SORT_CPU,
     SORT_GPU,
     SORT_FINDINGS,
+    SORT_EXPERIMENT,
+    SORT_WORKLOAD,
+    SORT_STATUS,
 };
 
 static const struct {
@@ -221,9 +227,12 @@ static const struct {
     enum sort_key key;
     int needs_summary;
 } sort_keys[] = {
-    {"start", SORT_START, 0},  {"name", SORT_NAME, 0},         {"duration", SORT_DURATION, 0},
-    {"steps", SORT_STEPS, 1},  {"step_p50", SORT_STEP_P50, 1}, {"samples_per_s", SORT_SAMPLES, 1},
-    {"cpu_util", SORT_CPU, 1}, {"gpu_util", SORT_GPU, 1},      {"findings", SORT_FINDINGS, 1},
+    {"start", SORT_START, 0},       {"name", SORT_NAME, 0},
+    {"duration", SORT_DURATION, 0}, {"steps", SORT_STEPS, 1},
+    {"step_p50", SORT_STEP_P50, 1}, {"samples_per_s", SORT_SAMPLES, 1},
+    {"cpu_util", SORT_CPU, 1},      {"gpu_util", SORT_GPU, 1},
+    {"findings", SORT_FINDINGS, 1}, {"experiment", SORT_EXPERIMENT, 0},
+    {"workload", SORT_WORKLOAD, 0}, {"status", SORT_STATUS, 0},
 };
 
 struct sort_spec {
@@ -267,9 +276,34 @@ static double sort_value(const struct run_row *x, enum sort_key k)
     case SORT_FINDINGS:
         return (double)x->sum.findings;
     case SORT_NAME:
+    case SORT_EXPERIMENT:
+    case SORT_WORKLOAD:
+    case SORT_STATUS:
         break;
     }
     return 0;
+}
+
+/* The text a run sorts by for the keys that are text; NULL when it has none. */
+static const char *sort_text(const struct run_row *x, enum sort_key k)
+{
+    switch (k) {
+    case SORT_NAME:
+        return x->r.name ? x->r.name : "";
+    case SORT_EXPERIMENT:
+        return x->r.experiment;
+    case SORT_WORKLOAD:
+        return run_record_workload(&x->r); /* as listed: a workload tag counts */
+    case SORT_STATUS:
+        return x->status;
+    default:
+        return NULL;
+    }
+}
+
+static int sort_is_text(enum sort_key k)
+{
+    return k == SORT_NAME || k == SORT_EXPERIMENT || k == SORT_WORKLOAD || k == SORT_STATUS;
 }
 
 /* Missing figures (NaN) sort last either way; ties keep newest first. */
@@ -278,8 +312,11 @@ static int cmp_rows(const void *a, const void *b, void *arg)
     const struct sort_spec *sp = arg;
     const struct run_row *x = a, *y = b;
     int c;
-    if (sp->key == SORT_NAME) {
-        c = strcmp(x->r.name ? x->r.name : "", y->r.name ? y->r.name : "");
+    if (sort_is_text(sp->key)) {
+        const char *u = sort_text(x, sp->key), *v = sort_text(y, sp->key);
+        if (!u != !v) /* no experiment or workload: last either way */
+            return !u - !v;
+        c = u ? strcmp(u, v) : 0;
     } else {
         double u = sort_value(x, sp->key), v = sort_value(y, sp->key);
         if (isnan(u) || isnan(v))
@@ -329,8 +366,9 @@ static int api_runs(const struct api_ctx *c, const struct api_query *q, struct s
     const char *v;
     if (parse_sort(arg(q, "sort"), &sp) < 0)
         return fail(o, 400,
-                    "sort: start, name, duration, steps, step_p50, samples_per_s, "
-                    "cpu_util, gpu_util or findings, '-' first for descending");
+                    "sort: start, name, experiment, workload, status, duration, steps, "
+                    "step_p50, samples_per_s, cpu_util, gpu_util or findings, '-' first for "
+                    "descending");
     if ((v = arg(q, "limit")) && parse_long(v, 0, RUNS_LIMIT_MAX, &limit) < 0)
         return fail(o, 400, "limit: an integer 0..100000");
     if ((v = arg(q, "offset")) && parse_long(v, 0, 1L << 30, &offset) < 0)

@@ -2,7 +2,7 @@
 // tests/integration/test_dashboard_edges.py and prints one JSON object:
 //   node dashboard_edges.js BASE_URL SPEC_JSON
 // SPEC_JSON: {"keys": {"run", "pick": [series keys]}, "multi": {"run", "pick"},
-//             "compare": {"runs", "metric"}, "live": {"run", "key", "flag"}, "lost": {"run"}}
+//             "compare": {"runs", "metric"}, "live": {"run", "key", "flag"}, "lost": {"run"}, "many": {}}
 // live: the job logs the metric once the file "flag" exists, made here once
 // the page is open
 // Each part is optional. Console errors, console warnings and page errors
@@ -98,6 +98,27 @@ async function main() {
       const seen = await page.waitForFunction((k) => Array.from(document.querySelectorAll('label.m'))
         .some((l) => l.dataset.key === k), s.key, { timeout: 15000 }).then(() => true, () => false);
       out.steps.live = { before, seen, after: await listed() };
+    }
+
+    if (spec.many) {
+      part = 'many';
+      await page.goto(base + '#/runs?sort=experiment');
+      await settle();
+      const rows = () => page.evaluate(() => ({
+        count: document.getElementById('runs-count').textContent,
+        rows: document.querySelectorAll('#runs tbody tr').length,
+        first: (document.querySelector('#runs tbody tr td:nth-child(3)') || {}).textContent || null,
+        last: Array.from(document.querySelectorAll('#runs tbody tr td:nth-child(3)')).slice(-1).map((t) => t.textContent)[0] || null,
+        more: !!document.getElementById('more-runs'),
+      }));
+      const first = await rows();
+      if (first.more) {
+        await page.click('#more-runs');
+        await settle();
+        await page.waitForFunction((n) => document.querySelectorAll('#runs tbody tr').length > n, first.rows, { timeout: 10000 })
+          .catch(() => null);
+      }
+      out.steps.many = { first, more: await rows(), hash: await page.evaluate(() => location.hash) };
     }
 
     if (spec.lost) {

@@ -11,7 +11,10 @@
 - a run still recording that starts to log a metric after the page is
   open: the picker must list it without a reload;
 - a lost run (its recorder died, no end): its time axis is its recorded
-  length, not the time from its start to now.
+  length, not the time from its start to now;
+- 1100 more runs than the list shows at first: sorting by a text column
+  (experiment) orders every run, not the newest 1000, and "Show more" lists
+  the rest.
 No console error or warning may appear."""
 import json
 import os
@@ -72,6 +75,27 @@ def make_lost(db, run_id):
     c.close()
 
 
+def add_old_runs(db, n):
+    """n copies of a run's row (no series), older than every real run: the
+    oldest 50 of experiment "aaa", which sorts first, the rest "zzz" or
+    none. The list shows 1000 runs at first."""
+    c = sqlite3.connect(db)
+    cols = [r[1] for r in c.execute("PRAGMA table_info(runs)")]
+    src = list(c.execute("SELECT * FROM runs ORDER BY start_ns LIMIT 1").fetchone())
+    t0 = src[cols.index("start_ns")]
+    for i in range(n):
+        r = list(src)
+        r[cols.index("id")] = "%016x" % (0xa000000000000000 + i)
+        r[cols.index("name")] = "old%04d" % i
+        r[cols.index("start_ns")] = t0 - (i + 1) * 10**9
+        r[cols.index("end_ns")] = r[cols.index("start_ns")] + 10**8
+        r[cols.index("status")] = "finished"
+        r[cols.index("experiment")] = "aaa" if i >= n - 50 else ("zzz" if i % 2 else None)
+        c.execute("INSERT INTO runs VALUES (%s)" % ",".join("?" * len(r)), r)
+    c.commit()
+    c.close()
+
+
 def main():
     node = shutil.which("node")
     if not (node and os.path.exists("/usr/bin/chromium")
@@ -96,6 +120,9 @@ def main():
     check("imported two SageMaker nodes", p.returncode == 0, p.stderr)
     sm_id = show(db, "two-nodes")["id"]
     multi = ["cpu.util{core=0,node=algo-1}", "cpu.util{node=algo-2}"]
+
+    add_old_runs(db, 1100)
+    total = int(sqlite3.connect(db).execute("SELECT COUNT(*) FROM runs").fetchone()[0]) + 1  # and "late"
 
     srv = subprocess.Popen([STROBE, "serve", "--store", db, "--listen", "127.0.0.1:0", "--rate", "0"],
                            stderr=subprocess.PIPE, text=True)
@@ -123,7 +150,8 @@ def main():
             time.sleep(0.05)
         spec = {"keys": {"run": keys_id, "pick": ODD}, "multi": {"run": sm_id, "pick": multi},
                 "compare": {"runs": keys_id + "," + sm_id, "metric": "app.br{ace}"},
-                "live": {"run": live_id, "key": "app.late", "flag": flag}, "lost": {"run": keys_id}}
+                "live": {"run": live_id, "key": "app.late", "flag": flag}, "lost": {"run": keys_id},
+                "many": {}}
         r = subprocess.run([node, DRIVER, base, json.dumps(spec)], capture_output=True, text=True, timeout=120)
     finally:
         if live:
@@ -160,6 +188,15 @@ def main():
     check("live: a metric the running job starts to log while the page is open is listed without a reload",
           "app.late" not in lv.get("before", ["app.late"]) and lv.get("seen") is True, lv)
     check("live: no console error or warning", not errs.get("live"), errs.get("live"))
+
+    mn = st.get("many", {})
+    f, mo = mn.get("first", {}), mn.get("more", {})
+    check("many runs: sorted by experiment over every run, not over the newest 1000",
+          f.get("first") == "aaa" and f.get("rows") == 1000 and f.get("count") == f"1000 of {total} runs", mn)
+    check("many runs: 'Show more' lists the rest, runs without an experiment last",
+          mo.get("rows") == total and mo.get("count") == f"{total} runs" and not mo.get("more")
+          and mo.get("last") == "–" and "limit=" in mn.get("hash", ""), mn)
+    check("many runs: no console error or warning", not errs.get("many"), errs.get("many"))
 
     ls = st.get("lost", {})
     check("lost: the time axis is the run's recorded length (as the duration card)",

@@ -266,6 +266,17 @@ def main():
     check("runs sort=name", [x["name"] for x in r["runs"]] == sorted(ids))
     st, r, _ = s.json("/api/runs" + q(sort="-steps", limit=1, offset=0))
     check("runs sort=-steps limit=1", r["total"] == 3 and [x["id"] for x in r["runs"]] == [hid])
+    # the text columns sort on the server too, over every run (not a page of
+    # them); runs without a value last either way
+    for key, want in (("workload", [bid, ids["other"], hid]), ("-workload", [ids["other"], bid, hid])):
+        st, r, _ = s.json("/api/runs" + q(sort=key))
+        check(f"runs sort={key}: by the workload as listed (the tag too), none last",
+              st == 200 and [x["id"] for x in r["runs"]] == want, str([x["name"] for x in r.get("runs", [])]))
+    st, r, _ = s.json("/api/runs" + q(sort="-experiment"))
+    check("runs sort=-experiment", st == 200 and [x["experiment"] for x in r["runs"]] == ["exp2", "exp1", "exp1"],
+          str(r)[:200])
+    st, r, _ = s.json("/api/runs" + q(sort="status"))
+    check("runs sort=status", st == 200 and r["total"] == 3, str(r)[:200])
     st, r, _ = s.json("/api/runs" + q(sort="bogus"))
     check("runs: a bad sort is 400", st == 400 and "error" in r)
 

@@ -201,9 +201,9 @@
   /* ====================================================================== */
   var COLS = [
     {k: 'name', label: 'name', sort: 'name'},
-    {k: 'experiment', label: 'experiment'},
-    {k: 'workload', label: 'workload'},
-    {k: 'status', label: 'status'},
+    {k: 'experiment', label: 'experiment', sort: 'experiment'},
+    {k: 'workload', label: 'workload', sort: 'workload'},
+    {k: 'status', label: 'status', sort: 'status'},
     {k: 'start_ns', label: 'start', sort: 'start'},
     {k: 'duration_s', label: 'duration', sort: 'duration', num: true, f: dur},
     {k: 'steps', label: 'steps', sort: 'steps', num: true, f: function (v) { return v === null ? '–' : String(v); }},
@@ -214,6 +214,7 @@
     {k: 'findings', label: 'findings', sort: 'findings', num: true, f: function (v) { return v === null ? '–' : String(v); }}
   ];
   var selected = [];   /* run ids ticked for compare, kept across views */
+  var PAGE = 1000;     /* runs listed at first, and added by "Show more" (the API's default limit) */
 
   function runsView(token) {
     var q = route.q;
@@ -266,8 +267,10 @@
       busy();
       var s = sortKey(), desc = s[0] === '-', key = desc ? s.slice(1) : s;
       var server = COLS.some(function (c) { return c.sort === key; });
+      /* the server sorts every run, then sends a page of them: 1000, more
+       * as "Show more" asks (limit= in the URL) */
       var a = {experiment: q.get('experiment'), workload: q.get('workload'), status: q.get('status'),
-        tag: q.get('tag'), param: q.get('param'), sort: server ? s : '-start'};
+        tag: q.get('tag'), param: q.get('param'), sort: server ? s : '-start', limit: q.get('limit')};
       api('/api/runs' + qs(a)).then(function (d) {
         if (!alive(token)) return;
         rows = d.runs; total = d.total;
@@ -295,7 +298,9 @@
           go('compare', '', new URLSearchParams({runs: selected.join(',')}));
         }, text: n < 2 ? 'Compare (tick 2 or more)' : 'Compare ' + n + ' runs'}),
         n ? h('button', {onclick: function () { selected = []; table(); }, text: 'Clear selection'}) : null,
-        h('span', {class: 'muted', id: 'runs-count', text: rows.length + (total > rows.length ? ' of ' + total : '') + ' run' + (total === 1 ? '' : 's')})
+        h('span', {class: 'muted', id: 'runs-count', text: rows.length + (total > rows.length ? ' of ' + total : '') + ' run' + (total === 1 ? '' : 's')}),
+        total > rows.length ? h('button', {id: 'more-runs', onclick: function () { set('limit', String(Math.min(100000, rows.length + PAGE))); },
+          text: 'Show ' + Math.min(PAGE, total - rows.length) + ' more'}) : null
       ]);
     }
     function table() {
