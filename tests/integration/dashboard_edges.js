@@ -2,7 +2,7 @@
 // tests/integration/test_dashboard_edges.py and prints one JSON object:
 //   node dashboard_edges.js BASE_URL SPEC_JSON
 // SPEC_JSON: {"keys": {"run", "pick": [series keys]}, "multi": {"run", "pick"},
-//             "compare": {"runs", "metric"}, "live": {"run", "key", "flag"}, "lost": {"run"}, "many": {}}
+//             "compare": {"runs", "metric"}, "live": {"run", "key", "flag"}, "lost": {"run"}, "many": {}, "race": {"run"}}
 // live: the job logs the metric once the file "flag" exists, made here once
 // the page is open
 // Each part is optional. Console errors, console warnings and page errors
@@ -119,6 +119,43 @@ async function main() {
           .catch(() => null);
       }
       out.steps.many = { first, more: await rows(), hash: await page.evaluate(() => location.hash) };
+    }
+
+    if (spec.race) {
+      // answers that come late: a sort asked for before another one, a
+      // zoomed range asked for before the zoom was reset
+      part = 'race';
+      const slow = (re) => page.route((u) => re.test(u.href), async (route) => {
+        await new Promise((r) => setTimeout(r, 1500));
+        await route.continue().catch(() => null);
+      });
+      await slow(/\/api\/runs\?.*sort=findings/);
+      await page.goto(base + '#/runs');
+      await settle();
+      await page.click('th[data-sort="findings"]');
+      await page.click('th[data-sort="name"]');
+      await page.waitForTimeout(2500);
+      const list = await page.evaluate(() => ({
+        hash: location.hash,
+        names: Array.from(document.querySelectorAll('#runs a.run-link')).slice(0, 5).map((a) => a.textContent),
+      }));
+      await slow(/\/series\?.*from=/);
+      await page.goto(base + '#/run/' + spec.race.run);
+      await settle();
+      await page.waitForSelector('.chart[data-metric="cpu.util"][data-points]');
+      const pts = () => page.$eval('.chart[data-metric="cpu.util"]', (c) => Number(c.dataset.points));
+      const whole = await pts();
+      const bb = await (await page.$('.chart[data-metric="cpu.util"] .u-over')).boundingBox();
+      await page.mouse.move(bb.x + bb.width * 0.4, bb.y + bb.height / 2);
+      await page.mouse.down();
+      await page.mouse.move(bb.x + bb.width * 0.5, bb.y + bb.height / 2, { steps: 4 });
+      await page.mouse.move(bb.x + bb.width * 0.6, bb.y + bb.height / 2, { steps: 4 });
+      await page.mouse.up();
+      await page.waitForTimeout(300); // the zoomed range is asked for (120 ms after the drag)
+      await page.click('#reset-zoom');
+      await page.waitForTimeout(2500);
+      out.steps.race = { list, whole, after: await pts(), range: await page.$eval('#range', (e) => e.textContent) };
+      await page.unroute('**');
     }
 
     if (spec.lost) {

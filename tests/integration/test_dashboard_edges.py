@@ -14,7 +14,10 @@
   length, not the time from its start to now;
 - 1100 more runs than the list shows at first: sorting by a text column
   (experiment) orders every run, not the newest 1000, and "Show more" lists
-  the rest.
+  the rest;
+- answers that come late (the driver holds them back): a sort asked for
+  before another, a zoomed range asked for before the zoom was reset; what
+  is shown must be the answer to the latest ask.
 No console error or warning may appear."""
 import json
 import os
@@ -151,7 +154,7 @@ def main():
         spec = {"keys": {"run": keys_id, "pick": ODD}, "multi": {"run": sm_id, "pick": multi},
                 "compare": {"runs": keys_id + "," + sm_id, "metric": "app.br{ace}"},
                 "live": {"run": live_id, "key": "app.late", "flag": flag}, "lost": {"run": keys_id},
-                "many": {}}
+                "many": {}, "race": {"run": keys_id}}
         r = subprocess.run([node, DRIVER, base, json.dumps(spec)], capture_output=True, text=True, timeout=120)
     finally:
         if live:
@@ -197,6 +200,14 @@ def main():
           mo.get("rows") == total and mo.get("count") == f"{total} runs" and not mo.get("more")
           and mo.get("last") == "–" and "limit=" in mn.get("hash", ""), mn)
     check("many runs: no console error or warning", not errs.get("many"), errs.get("many"))
+
+    rc = st.get("race", {})
+    names = rc.get("list", {}).get("names", [])
+    check("race: a slow sort answered after a later one leaves the later one (by name) shown",
+          "sort=name" in rc.get("list", {}).get("hash", "") and len(names) == 5 and names == sorted(names), rc)
+    check("race: a zoomed range answered after the zoom was reset leaves the whole run charted",
+          rc.get("whole", 0) > 3 and rc.get("after") == rc.get("whole") and rc.get("range", "").startswith("whole run"), rc)
+    check("race: no console error or warning", not errs.get("race"), errs.get("race"))
 
     ls = st.get("lost", {})
     check("lost: the time axis is the run's recorded length (as the duration card)",

@@ -263,7 +263,9 @@
       ]);
     }
     function sortKey() { return q.get('sort') || '-start'; }
+    var loads = 0;   /* the answer of the latest load only: a slow sort must not land after a later one */
     function load() {
+      var mine = ++loads;
       busy();
       var s = sortKey(), desc = s[0] === '-', key = desc ? s.slice(1) : s;
       var server = COLS.some(function (c) { return c.sort === key; });
@@ -272,7 +274,7 @@
       var a = {experiment: q.get('experiment'), workload: q.get('workload'), status: q.get('status'),
         tag: q.get('tag'), param: q.get('param'), sort: server ? s : '-start', limit: q.get('limit')};
       api('/api/runs' + qs(a)).then(function (d) {
-        if (!alive(token)) return;
+        if (!alive(token) || mine !== loads) return;
         rows = d.runs; total = d.total;
         if (!server) {
           rows = rows.slice().sort(function (x, y) {
@@ -287,7 +289,7 @@
         clearTimeout(timer);
         if (rows.some(function (r) { return r.status === 'running'; })) timer = setTimeout(load, 5000);
         ready();
-      }).catch(function (e) { if (alive(token)) { clear(tableBox); failBox(tableBox, 'the runs', e); ready(); } });
+      }).catch(function (e) { if (alive(token) && mine === loads) { clear(tableBox); failBox(tableBox, 'the runs', e); ready(); } });
     }
     onCleanup(function () { clearTimeout(timer); });
     function compareBtn() {
@@ -469,8 +471,11 @@
       metricBox.appendChild(box);
       var ch = newChart(o, [[], [], [], []], box, {kind: 'metric', metric: m});
       ch.fetch = function () {
+        /* the answer for the range shown now only: one for a range zoomed
+         * away from may come after it */
+        var mine = ch.fetches = (ch.fetches || 0) + 1;
         return seriesData(m, ch.u.bbox.width / devicePixelRatio || ch.u.width).then(function (d) {
-          if (alive(token)) { applyData(ch.u, d); box.dataset.points = d[0].length; }
+          if (alive(token) && mine === ch.fetches) { applyData(ch.u, d); box.dataset.points = d[0].length; }
         });
       };
       return ch;
@@ -503,8 +508,9 @@
       sc.fetch = function () {
         var r = range(), a = {points: Math.max(16, Math.round(sc.u.bbox.width / devicePixelRatio || 800))};
         if (zoom) { a.from = r.a.toFixed(6); a.to = r.b.toFixed(6); }
+        var mine = sc.fetches = (sc.fetches || 0) + 1;
         return api(runPath(id) + '/steps' + qs(a)).then(function (d) {
-          if (!alive(token)) return;
+          if (!alive(token) || mine !== sc.fetches) return;
           applyData(sc.u, [d.t, d.dur_min_ms, d.dur_max_ms, d.dur_mean_ms]);
           var acc = d.t.map(function () { return 0; }), cols = [d.t];
           PHASES.forEach(function (p) {
