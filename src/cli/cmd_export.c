@@ -174,7 +174,8 @@ static int export_series(const struct series_record *sr, void *arg)
     return c->failed ? 1 : 0;
 }
 
-int cmd_export(int argc, char **argv)
+/* globs: room for every --metric, which argc bounds */
+static int export_main(int argc, char **argv, char **globs)
 {
     static const struct option opts[] = {
         {"store", required_argument, NULL, 's'},  {"format", required_argument, NULL, 'f'},
@@ -184,7 +185,6 @@ int cmd_export(int argc, char **argv)
     const char *store_flag = NULL, *format = NULL, *path = NULL;
     struct export_ctx c;
     memset(&c, 0, sizeof(c));
-    char *globs[64];
     c.globs = globs;
     int ch;
     optind = 1;
@@ -197,8 +197,7 @@ int cmd_export(int argc, char **argv)
             format = optarg;
             break;
         case 'm':
-            if (c.nglobs < 64)
-                globs[c.nglobs++] = optarg;
+            globs[c.nglobs++] = optarg;
             break;
         case 'o':
             path = optarg;
@@ -251,5 +250,19 @@ int cmd_export(int argc, char **argv)
         run_record_release(&r);
     }
     store_close(c.s);
+    return status;
+}
+
+int cmd_export(int argc, char **argv)
+{
+    /* not a fixed array: a 65th --metric was dropped without a word, and
+     * its series with it */
+    char **globs = calloc((size_t)argc + 1, sizeof(*globs));
+    if (!globs) {
+        log_error("out of memory");
+        return CLI_EXIT_ERROR;
+    }
+    int status = export_main(argc, argv, globs);
+    free(globs);
     return status;
 }

@@ -202,6 +202,11 @@ p = strobe("export", "--format", "csv", "--metric", "cpu.util", "sig", store=db)
 rows = p.stdout.splitlines()
 check("export csv has a header and rows", p.returncode == 0 and rows[0] == "time_ns,metric,value" and len(rows) > 3,
       p.stdout[:200])
+# every --metric counts, however many (the 65th and later were dropped)
+many = [a for i in range(70) for a in ("--metric", f"nothing.{i}")]
+p = strobe("export", "--format", "csv", *many, "--metric", "cpu.util", "sig", store=db)
+check("export: the 71st --metric still selects its series", p.returncode == 0 and
+      p.stdout.splitlines() == rows, (p.returncode, p.stdout[:200], p.stderr))
 p = strobe("export", "--format", "xml", "sig", store=db)
 check("export of an unknown format is refused", p.returncode == 2)
 done()
