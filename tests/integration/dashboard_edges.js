@@ -2,7 +2,8 @@
 // tests/integration/test_dashboard_edges.py and prints one JSON object:
 //   node dashboard_edges.js BASE_URL SPEC_JSON
 // SPEC_JSON: {"keys": {"run", "pick": [series keys]}, "multi": {"run", "pick"},
-//             "compare": {"runs", "metric"}, "live": {"run", "key", "flag"}, "lost": {"run"}, "many": {}, "race": {"run"}}
+//             "compare": {"runs", "metric"}, "live": {"run", "key", "flag"}, "lost": {"run"}, "many": {}, "race": {"run"},
+//             "percent": {"name"}}
 // live: the job logs the metric once the file "flag" exists, made here once
 // the page is open
 // Each part is optional. Console errors, console warnings and page errors
@@ -156,6 +157,17 @@ async function main() {
       await page.waitForTimeout(2500);
       out.steps.race = { list, whole, after: await pts(), range: await page.$eval('#range', (e) => e.textContent) };
       await page.unroute('**');
+    }
+
+    if (spec.percent) {
+      // a link typed by hand with a bare '%': the run it names, not a blank page
+      part = 'percent';
+      await page.goto(base + '#/run/' + spec.percent.name);
+      await settle().catch(() => null);
+      out.steps.percent = await page.evaluate(() => ({
+        name: (document.getElementById('run-name') || {}).textContent || null,
+        error: (document.querySelector('.error') || {}).textContent || null,
+      }));
     }
 
     if (spec.lost) {

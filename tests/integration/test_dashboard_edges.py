@@ -17,7 +17,8 @@
   the rest;
 - answers that come late (the driver holds them back): a sort asked for
   before another, a zoomed range asked for before the zoom was reset; what
-  is shown must be the answer to the latest ask.
+  is shown must be the answer to the latest ask;
+- a link typed by hand with a bare '%' (#/run/lr=50%) opens that run.
 No console error or warning may appear."""
 import json
 import os
@@ -124,6 +125,8 @@ def main():
     sm_id = show(db, "two-nodes")["id"]
     multi = ["cpu.util{core=0,node=algo-1}", "cpu.util{node=algo-2}"]
 
+    p = strobe("run", "--quiet", "--name", "lr=50%", "--", "true", store=db)
+    check("recorded a run named with a bare '%'", p.returncode == 0, p.stderr)
     add_old_runs(db, 1100)
     total = int(sqlite3.connect(db).execute("SELECT COUNT(*) FROM runs").fetchone()[0]) + 1  # and "late"
 
@@ -154,7 +157,8 @@ def main():
         spec = {"keys": {"run": keys_id, "pick": ODD}, "multi": {"run": sm_id, "pick": multi},
                 "compare": {"runs": keys_id + "," + sm_id, "metric": "app.br{ace}"},
                 "live": {"run": live_id, "key": "app.late", "flag": flag}, "lost": {"run": keys_id},
-                "many": {}, "race": {"run": keys_id}}
+                "many": {}, "race": {"run": keys_id},
+                "percent": {"name": "lr=50%"}}
         r = subprocess.run([node, DRIVER, base, json.dumps(spec)], capture_output=True, text=True, timeout=120)
     finally:
         if live:
@@ -208,6 +212,10 @@ def main():
     check("race: a zoomed range answered after the zoom was reset leaves the whole run charted",
           rc.get("whole", 0) > 3 and rc.get("after") == rc.get("whole") and rc.get("range", "").startswith("whole run"), rc)
     check("race: no console error or warning", not errs.get("race"), errs.get("race"))
+
+    pc = st.get("percent", {})
+    check("a hand-typed link #/run/lr=50% opens that run", pc.get("name") == "lr=50%", pc)
+    check("percent: no console error or page error", not errs.get("percent"), errs.get("percent"))
 
     ls = st.get("lost", {})
     check("lost: the time axis is the run's recorded length (as the duration card)",

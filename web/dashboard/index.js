@@ -124,7 +124,12 @@
     var s = location.hash.replace(/^#\/?/, ''), qi = s.indexOf('?');
     var path = qi < 0 ? s : s.slice(0, qi), q = new URLSearchParams(qi < 0 ? '' : s.slice(qi + 1));
     var parts = path.split('/');
-    return {view: parts[0] || 'runs', arg: parts[1] ? decodeURIComponent(parts.slice(1).join('/')) : '', q: q};
+    return {view: parts[0] || 'runs', arg: parts[1] ? decodeArg(parts.slice(1).join('/')) : '', q: q};
+  }
+  /* A link typed by hand may hold a bare '%' (a run named "lr=50%"): taken
+   * as it is, not thrown on, which left a blank page. */
+  function decodeArg(s) {
+    try { return decodeURIComponent(s); } catch (e) { return s; }
   }
   function hashFor(view, arg, q) {
     var s = q && q.toString();
