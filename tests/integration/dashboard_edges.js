@@ -3,7 +3,7 @@
 //   node dashboard_edges.js BASE_URL SPEC_JSON
 // SPEC_JSON: {"keys": {"run", "pick": [series keys]}, "multi": {"run", "pick"},
 //             "compare": {"runs", "metric"}, "live": {"run", "key", "flag"}, "lost": {"run"}, "many": {}, "race": {"run"},
-//             "percent": {"name"}}
+//             "percent": {"name"}, "figures": [run ids]}
 // live: the job logs the metric once the file "flag" exists, made here once
 // the page is open
 // Each part is optional. Console errors, console warnings and page errors
@@ -168,6 +168,19 @@ async function main() {
         name: (document.getElementById('run-name') || {}).textContent || null,
         error: (document.querySelector('.error') || {}).textContent || null,
       }));
+    }
+
+    if (spec.figures) {
+      // the header cards: samples/s and the means, as the runs list has them
+      part = 'figures';
+      out.steps.figures = {};
+      for (const id of spec.figures) {
+        await page.goto(base + '#/run/' + id);
+        await settle();
+        await page.waitForTimeout(300);
+        out.steps.figures[id] = await page.evaluate(() => Object.fromEntries(Array.from(document.querySelectorAll('.card'))
+          .map((c) => [c.querySelector('.k').textContent, c.querySelector('.v').textContent])));
+      }
     }
 
     if (spec.lost) {

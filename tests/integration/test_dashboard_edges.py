@@ -18,9 +18,13 @@
 - answers that come late (the driver holds them back): a sort asked for
   before another, a zoomed range asked for before the zoom was reset; what
   is shown must be the answer to the latest ask;
-- a link typed by hand with a bare '%' (#/run/lr=50%) opens that run.
+- a link typed by hand with a bare '%' (#/run/lr=50%) opens that run;
+- the run page's cards against show --json: samples/s from the batch size
+  over the mean step, and the mean GPU utilization of a GPU run (the fake
+  NVML), whose series are per GPU.
 No console error or warning may appear."""
 import json
+import math
 import os
 import re
 import shutil
@@ -79,6 +83,33 @@ def make_lost(db, run_id):
     c.close()
 
 
+def js_num(v):
+    """The dashboard's num() for the figures checked here."""
+    if v is None:
+        return "–"
+    if abs(v) >= 100 or v == round(v):
+        x = round(v * 10) / 10
+        return str(int(x)) if x == int(x) else repr(x)
+    digits = max(0, 2 - math.floor(math.log10(abs(v))))  # toPrecision(3)
+    return f"{v:.{digits}f}"
+
+
+GPU_SCENARIO = """driver 550.54.15
+sample_period 0.02
+device 0 name "NVIDIA H100 80GB HBM3" uuid GPU-aaaaaaaa-0000-0000-0000-000000000000 memory 85899345920
+at 0 0 util.gpu 80
+at 0 0 util.memory 5
+at 0.6 0 util.gpu 30
+"""
+
+STEPS_JOB = r"""
+import strobe, time
+for i in range(30):
+    time.sleep(0.02)
+    strobe.step()
+"""
+
+
 def add_old_runs(db, n):
     """n copies of a run's row (no series), older than every real run: the
     oldest 50 of experiment "aaa", which sorts first, the rest "zzz" or
@@ -127,6 +158,21 @@ def main():
 
     p = strobe("run", "--quiet", "--name", "lr=50%", "--", "true", store=db)
     check("recorded a run named with a bare '%'", p.returncode == 0, p.stderr)
+    p = strobe("run", "--quiet", "--name", "bs32", "--param", "batch=32", "--", PYTHON, "-c", STEPS_JOB, store=db)
+    check("recorded a run with a batch size and steps, no samples/s logged", p.returncode == 0, p.stderr)
+    fake = os.path.join(os.path.dirname(os.path.abspath(STROBE)), "tests", "libnvidia-ml-fake.so")
+    gpu_id = None
+    if os.path.exists(fake):
+        scen = store_path("dash_edges.nvml")
+        with open(scen, "w") as f:
+            f.write(GPU_SCENARIO)
+        p = strobe("run", "--quiet", "--name", "onegpu", "--", "sleep", "1.2", store=db,
+                   env=dict(os.environ, STROBE_NVML_LIB=fake, STROBE_FAKE_NVML=scen))
+        check("recorded a run on one (fake) GPU", p.returncode == 0, p.stderr)
+        gpu_id = show(db, "onegpu")["id"]
+    else:
+        skip("the GPU run's mean utilization card", "no test NVML library " + fake)
+    figure_runs = [show(db, "bs32")] + ([show(db, gpu_id)] if gpu_id else [])
     add_old_runs(db, 1100)
     total = int(sqlite3.connect(db).execute("SELECT COUNT(*) FROM runs").fetchone()[0]) + 1  # and "late"
 
@@ -158,7 +204,7 @@ def main():
                 "compare": {"runs": keys_id + "," + sm_id, "metric": "app.br{ace}"},
                 "live": {"run": live_id, "key": "app.late", "flag": flag}, "lost": {"run": keys_id},
                 "many": {}, "race": {"run": keys_id},
-                "percent": {"name": "lr=50%"}}
+                "percent": {"name": "lr=50%"}, "figures": [r["id"] for r in figure_runs]}
         r = subprocess.run([node, DRIVER, base, json.dumps(spec)], capture_output=True, text=True, timeout=120)
     finally:
         if live:
@@ -216,6 +262,18 @@ def main():
     pc = st.get("percent", {})
     check("a hand-typed link #/run/lr=50% opens that run", pc.get("name") == "lr=50%", pc)
     check("percent: no console error or page error", not errs.get("percent"), errs.get("percent"))
+
+    fg = st.get("figures", {})
+    bs = figure_runs[0]
+    want = js_num(32 / (bs["steps"]["mean_ns"] / 1e9))
+    check("run card: samples/s is the batch size over show's mean step, as the runs list has it",
+          fg.get(bs["id"], {}).get("samples/s") == want, (fg.get(bs["id"]), want))
+    if gpu_id:
+        g = figure_runs[1]
+        want = js_num(g["metrics"]["gpu.util{gpu=0}"]["mean"]) + " %"
+        check("run card: mean GPU util is show's mean of gpu.util{gpu=0} (no bare gpu.util on a GPU run)",
+              fg.get(gpu_id, {}).get("mean GPU util") == want, (fg.get(gpu_id), want))
+    check("figures: no console error or warning", not errs.get("figures"), errs.get("figures"))
 
     ls = st.get("lost", {})
     check("lost: the time axis is the run's recorded length (as the duration card)",

@@ -369,6 +369,7 @@
     var id = route.arg, q = route.q;
     busy();
     var run = null, metrics = [], findings = [], zoom = null, end = 1, timer = null, syncing = false;
+    var figures = null;  /* the run's row as /api/runs lists it */
     var ranges = function () { return findings; };
     var headBox = h('div'), metricBox = h('div', {class: 'charts'}), stepBox = h('div', {class: 'charts'});
     var phaseBar = h('div'), findBox = h('div'), logBox = h('div'), envBox = h('div');
@@ -600,11 +601,17 @@
       var mean = function (name) { var s = (r.metrics || {})[name]; return s ? s.mean : null; };
       card('duration', dur(r.duration_s), r.status === 'running' ? 'still recording' : (r.signal ? 'signal ' + r.signal : r.exit_code != null ? 'exit ' + r.exit_code : 'no exit recorded'));
       card('steps', st.count ? String(st.count) : '–', st.count ? 'p50 ' + dur(st.p50_ns / 1e9) + ' · p95 ' + dur(st.p95_ns / 1e9) : null);
-      var sps = mean('app.samples_per_s');
-      if (sps === null) sps = mean('app.throughput');
-      card('samples/s', num(sps), sps === null ? 'not logged by the script' : 'mean of what the script logged');
-      card('mean CPU', pct(mean('cpu.util')), r.cpu_count + ' cores');
-      card('mean GPU util', pct(mean('gpu.util')), (r.gpus || []).length + ' GPUs');
+      /* samples/s and the means as the runs list has them (its row of this
+       * run): gpu.util is per GPU (gpu.util{gpu=0}, no bare series), and
+       * samples/s may come from the batch size over the mean step */
+      var fig = figures || {};
+      var logged = mean('app.samples_per_s');
+      if (logged === null) logged = mean('app.throughput');
+      var sps = fig.samples_per_s !== undefined ? fig.samples_per_s : logged;
+      card('samples/s', num(sps), sps === null ? 'not logged by the script' :
+        logged !== null ? 'mean of what the script logged' : 'batch size over the mean step');
+      card('mean CPU', pct(fig.cpu_util_pct !== undefined ? fig.cpu_util_pct : mean('cpu.util')), r.cpu_count + ' cores');
+      card('mean GPU util', pct(fig.gpu_util_pct !== undefined ? fig.gpu_util_pct : mean('gpu.util')), (r.gpus || []).length + ' GPUs');
       card('findings', String((r.findings || []).length), null);
       var title = h('h1', {id: 'run-name', text: r.name || shortId(r.id)});
       document.title = 'strobe · ' + (r.name || r.id);
@@ -735,6 +742,14 @@
       if (r.duration_s !== null && r.duration_s !== undefined) return r.duration_s;
       return Math.max(0.001, (Date.now() * 1e6 - r.start_ns) / 1e9);
     }
+    /* The run's row of the runs list (by its id: a name may hold a comma) */
+    function loadFigures() {
+      return api('/api/compare' + qs({runs: run.id, analysis: '0'})).then(function (d) {
+        if (!alive(token)) return;
+        figures = d.runs[0] || null;
+        drawHeader();
+      }, function () { /* the cards keep show's figures */ });
+    }
     /* A running run gains series as it goes (an app.* metric logged from
      * some step on, a process started later): the picker lists them, and
      * the default charts include them, without a reload. */
@@ -756,7 +771,7 @@
           run = r; end = Math.max(runEnd(r), 0.001);
           drawHeader();
           updateRangeText();
-          return Promise.all([loadFindings(), refreshMetrics()]).then(function () {
+          return Promise.all([loadFindings(), refreshMetrics(), loadFigures()]).then(function () {
             drawFindings();
             if (!zoom) {
               /* syncing: not a zoom by the user, which would fetch it all again */
@@ -781,7 +796,7 @@
       updateRangeText();
       drawPhases();
       drawTexts();
-      return loadFindings().then(function () {
+      return Promise.all([loadFindings(), loadFigures()]).then(function () {
         drawFindings();
         stepCharts();
         drawMetrics();
