@@ -3,7 +3,7 @@
 //   node dashboard_edges.js BASE_URL SPEC_JSON
 // SPEC_JSON: {"keys": {"run", "pick": [series keys]}, "multi": {"run", "pick"},
 //             "compare": {"runs", "metric"}, "live": {"run", "key", "flag"}, "lost": {"run"}, "many": {}, "race": {"run"},
-//             "percent": {"name"}, "figures": [run ids]}
+//             "percent": {"name"}, "figures": [run ids], "wide": [urls]}
 // live: the job logs the metric once the file "flag" exists, made here once
 // the page is open
 // Each part is optional. Console errors, console warnings and page errors
@@ -180,6 +180,18 @@ async function main() {
         await page.waitForTimeout(300);
         out.steps.figures[id] = await page.evaluate(() => Object.fromEntries(Array.from(document.querySelectorAll('.card'))
           .map((c) => [c.querySelector('.k').textContent, c.querySelector('.v').textContent])));
+      }
+    }
+
+    if (spec.wide) {
+      // names and params of 200 bytes without a space: the page as wide as the window
+      part = 'wide';
+      out.steps.wide = {};
+      for (const u of spec.wide) {
+        await page.goto(base + u);
+        await settle();
+        await page.waitForTimeout(300);
+        out.steps.wide[u] = await page.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
       }
     }
 

@@ -21,7 +21,9 @@
 - a link typed by hand with a bare '%' (#/run/lr=50%) opens that run;
 - the run page's cards against show --json: samples/s from the batch size
   over the mean step, and the mean GPU utilization of a GPU run (the fake
-  NVML), whose series are per GPU.
+  NVML), whose series are per GPU;
+- a run name and a parameter of 200 bytes without a space: compare, sweep,
+  run and runs no wider than the window.
 No console error or warning may appear."""
 import json
 import math
@@ -172,6 +174,16 @@ def main():
         gpu_id = show(db, "onegpu")["id"]
     else:
         skip("the GPU run's mean utilization card", "no test NVML library " + fake)
+    long_name = "n" * 200
+    p = strobe("run", "--quiet", "--name", long_name, "--experiment", "wide", "--param", "k=" + "x" * 190,
+               "--param", "lr=1", "--", "true", store=db)
+    p2 = strobe("run", "--quiet", "--name", "short", "--experiment", "wide", "--param", "k=2",
+                "--param", "lr=2", "--", "true", store=db)
+    check("recorded a run of a 200-byte name and parameter", p.returncode == 0 and p2.returncode == 0,
+          p.stderr + p2.stderr)
+    wide_id, short_id = show(db, long_name)["id"], show(db, "short")["id"]
+    wide = [f"#/compare?runs={wide_id},{short_id}", "#/sweep?experiment=wide&param=lr&y=duration_s",
+            f"#/run/{wide_id}", "#/runs?experiment=wide"]
     figure_runs = [show(db, "bs32")] + ([show(db, gpu_id)] if gpu_id else [])
     add_old_runs(db, 1100)
     total = int(sqlite3.connect(db).execute("SELECT COUNT(*) FROM runs").fetchone()[0]) + 1  # and "late"
@@ -204,7 +216,8 @@ def main():
                 "compare": {"runs": keys_id + "," + sm_id, "metric": "app.br{ace}"},
                 "live": {"run": live_id, "key": "app.late", "flag": flag}, "lost": {"run": keys_id},
                 "many": {}, "race": {"run": keys_id},
-                "percent": {"name": "lr=50%"}, "figures": [r["id"] for r in figure_runs]}
+                "percent": {"name": "lr=50%"}, "figures": [r["id"] for r in figure_runs],
+                "wide": wide}
         r = subprocess.run([node, DRIVER, base, json.dumps(spec)], capture_output=True, text=True, timeout=120)
     finally:
         if live:
@@ -274,6 +287,11 @@ def main():
         check("run card: mean GPU util is show's mean of gpu.util{gpu=0} (no bare gpu.util on a GPU run)",
               fg.get(gpu_id, {}).get("mean GPU util") == want, (fg.get(gpu_id), want))
     check("figures: no console error or warning", not errs.get("figures"), errs.get("figures"))
+
+    wd = st.get("wide", {})
+    check("200-byte names and parameters wrap: no view wider than the window",
+          len(wd) == len(wide) and all(w <= iw for w, iw in wd.values()), wd)
+    check("wide: no console error or warning", not errs.get("wide"), errs.get("wide"))
 
     ls = st.get("lost", {})
     check("lost: the time axis is the run's recorded length (as the duration card)",
