@@ -3,7 +3,8 @@
 //   node dashboard_edges.js BASE_URL SPEC_JSON
 // SPEC_JSON: {"keys": {"run", "pick": [series keys]}, "multi": {"run", "pick"},
 //             "compare": {"runs", "metric"}, "live": {"run", "key", "flag"}, "lost": {"run"}, "many": {}, "race": {"run"},
-//             "percent": {"name"}, "figures": [run ids], "wide": [urls]}
+//             "percent": {"name"}, "figures": [run ids], "wide": [urls],
+//             "huge": {"run", "key"}}
 // live: the job logs the metric once the file "flag" exists, made here once
 // the page is open
 // Each part is optional. Console errors, console warnings and page errors
@@ -193,6 +194,21 @@ async function main() {
         await page.waitForTimeout(300);
         out.steps.wide[u] = await page.evaluate(() => [document.documentElement.scrollWidth, window.innerWidth]);
       }
+    }
+
+    if (spec.huge) {
+      // a metric of 1e15 and more (a GPU's FLOP/s): the legend's reading under the cursor
+      part = 'huge';
+      const s = spec.huge;
+      await page.goto(base + '#/run/' + s.run + '?m=' + encodeURIComponent(s.key));
+      await settle();
+      await drawn([s.key]);
+      const over = await page.$(`.chart[data-metric="${s.key}"] .u-over`);
+      const bb = await over.boundingBox();
+      await page.mouse.move(bb.x + bb.width * 0.5, bb.y + bb.height / 2);
+      await page.waitForTimeout(200);
+      out.steps.huge = await page.$$eval(`.chart[data-metric="${s.key}"] .u-legend .u-series`, (rs) =>
+        Object.fromEntries(rs.map((r) => [r.querySelector('.u-label').textContent, r.querySelector('.u-value').textContent])));
     }
 
     if (spec.lost) {

@@ -23,7 +23,8 @@
   over the mean step, and the mean GPU utilization of a GPU run (the fake
   NVML), whose series are per GPU;
 - a run name and a parameter of 200 bytes without a space: compare, sweep,
-  run and runs no wider than the window.
+  run and runs no wider than the window;
+- a metric of 3.5e15 (a GPU's FLOP/s) reads 3.50e+15.
 No console error or warning may appear."""
 import json
 import math
@@ -46,6 +47,7 @@ import strobe, time
 for i in range(20):
     strobe.log("a,b", i)
     strobe.log("br{ace}", 2 * i)
+    strobe.log("flops_per_s", 3.5e15)
     time.sleep(0.02)
 """
 
@@ -217,7 +219,7 @@ def main():
                 "live": {"run": live_id, "key": "app.late", "flag": flag}, "lost": {"run": keys_id},
                 "many": {}, "race": {"run": keys_id},
                 "percent": {"name": "lr=50%"}, "figures": [r["id"] for r in figure_runs],
-                "wide": wide}
+                "wide": wide, "huge": {"run": keys_id, "key": "app.flops_per_s"}}
         r = subprocess.run([node, DRIVER, base, json.dumps(spec)], capture_output=True, text=True, timeout=120)
     finally:
         if live:
@@ -292,6 +294,10 @@ def main():
     check("200-byte names and parameters wrap: no view wider than the window",
           len(wd) == len(wide) and all(w <= iw for w, iw in wd.values()), wd)
     check("wide: no console error or warning", not errs.get("wide"), errs.get("wide"))
+
+    hg = st.get("huge", {})
+    check("3.5e15 FLOP/s reads 3.50e+15 (not '3.50e+6 G')", hg.get("mean") == "3.50e+15", hg)
+    check("huge: no console error or warning", not errs.get("huge"), errs.get("huge"))
 
     ls = st.get("lost", {})
     check("lost: the time axis is the run's recorded length (as the duration card)",

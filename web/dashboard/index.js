@@ -52,6 +52,10 @@
   function num(v, digits) {
     if (v === null || v === undefined || !isFinite(v)) return '–';
     var a = Math.abs(v);
+    /* past G in T, then as 1.23e+18: "(v / 1e9).toPrecision(3) G" was
+     * 1.00e+6 G, cut to ".00e+6 G" on an axis (FLOP/s of a GPU) */
+    if (a >= 1e15) return v.toExponential(2);
+    if (a >= 1e12) return (v / 1e12).toPrecision(3) + ' T';
     if (a >= 1e9) return (v / 1e9).toPrecision(3) + ' G';
     if (a >= 1e6) return (v / 1e6).toPrecision(3) + ' M';
     if (a >= 1e4) return (v / 1e3).toPrecision(3) + ' k';
@@ -179,6 +183,17 @@
     charts.push(c);
     onCleanup(function () { u.destroy(); });
     return c;
+  }
+  /* A y axis as wide as its longest label (at least min px): a fixed width
+   * cut the first digits off "-1.23e+18" or "-123 MiB/s". */
+  var measure = document.createElement('canvas').getContext('2d');
+  function axisSize(min) {
+    return function (u, values) {
+      measure.font = '12px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif';
+      var w = 0;
+      (values || []).forEach(function (v) { w = Math.max(w, measure.measureText(String(v)).width); });
+      return Math.max(min, Math.ceil(w) + 24);
+    };
   }
   /* A y range from 0 to a little above the highest value shown. */
   function fromZero(u, mn, mx) { return [Math.min(0, mn), mx > 0 ? mx * 1.08 : 1]; }
@@ -441,7 +456,7 @@
           bind: {dblclick: function () { return function () { setZoom(null, true); return null; }; }}},
         scales: {x: {time: false, min: zoom ? zoom.a : 0, max: zoom ? zoom.b : end}},
         axes: [{values: function (u, v) { return v.map(dur); }},
-          {size: 72, values: function (u, v) { return v.map(function (x) { return byUnit(x, unit); }); }}],
+          {size: axisSize(72), values: function (u, v) { return v.map(function (x) { return byUnit(x, unit); }); }}],
         legend: {live: true},
         hooks: {setScale: [onScale], drawAxes: [shadeHook(ranges)]},
         series: [{label: 'time', value: function (u, v) { return v === null ? '–' : dur(v); }}]
@@ -982,7 +997,7 @@
           cursor: {drag: {x: true, y: false}},
           scales: {x: {time: false}},
           axes: [{label: mode === 'step' ? 'step' : 'seconds since start', values: function (u, v) { return v.map(mode === 'step' ? num : dur); }},
-            {size: 76, values: function (u, v) { return v.map(function (x) { return byUnit(x, unit); }); }}],
+            {size: axisSize(76), values: function (u, v) { return v.map(function (x) { return byUnit(x, unit); }); }}],
           series: [{label: mode === 'step' ? 'step' : 'time', value: function (u, v) { return v === null ? '–' : mode === 'step' ? num(v) : dur(v); }}].concat(state.runs.map(function (r, i) {
             return {label: r.name || shortId(r.id), stroke: PAL[i % PAL.length], width: 1.6, spanGaps: true, show: hid.indexOf(r.id) < 0, value: fmt};
           })),
@@ -1269,7 +1284,7 @@
         scales: {x: {time: false, range: function (u, mn, mx) { var p = (mx - mn) * 0.06 || 1; return [mn - p, mx + p]; }},
           y: {range: fromZero}},
         axes: [{label: par, splits: function () { return xsAll; }, values: function (u, v) { return v.map(function (x) { return numeric ? num(x) : (Number.isInteger(x) && cats[x] !== undefined ? cats[x] : ''); }); }},
-          {size: 76, label: Y[1], values: function (u, v) { return v.map(Y[2]); }}],
+          {size: axisSize(76), label: Y[1], values: function (u, v) { return v.map(Y[2]); }}],
         series: [{label: par, value: function (u, v) { return v === null ? '–' : numeric ? num(v) : cats[v]; }},
           {label: 'mean', stroke: '#2f6fdb', width: 2, spanGaps: true, value: function (u, v) { return Y[2](v); }, points: {show: false}},
           {label: 'run', stroke: '#2f6fdb', width: 0, paths: function () { return null; }, points: ptStyle, value: function (u, v) { return Y[2](v); }}]
