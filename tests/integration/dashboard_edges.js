@@ -157,6 +157,21 @@ async function main() {
       await page.click('#reset-zoom');
       await page.waitForTimeout(2500);
       out.steps.race = { list, whole, after: await pts(), range: await page.$eval('#range', (e) => e.textContent) };
+      // compare: a metric chosen, then another whose series come late
+      await page.goto(base + '#/compare?runs=' + spec.race.run + '&metric=cpu.util');
+      await settle();
+      await slow(/\/series\?.*name=proc\.rss_bytes/);
+      await page.evaluate(() => { // two choices in a row, as the arrow keys on the select make them
+        const sel = document.getElementById('cmp-metric');
+        for (const k of ['proc.cpu', 'proc.rss_bytes']) {
+          sel.value = k;
+          sel.dispatchEvent(new Event('change'));
+        }
+      });
+      await page.waitForTimeout(700);
+      const meanwhile = await page.$$eval('#compare-chart .error', (es) => es.map((e) => e.textContent));
+      await page.waitForTimeout(1500);
+      out.steps.race.compare = { meanwhile, metric: await page.$eval('#compare-chart', (c) => c.dataset.metric) };
       await page.unroute('**');
     }
 

@@ -272,6 +272,9 @@ def main():
           "sort=name" in rc.get("list", {}).get("hash", "") and len(names) == 5 and names == sorted(names), rc)
     check("race: a zoomed range answered after the zoom was reset leaves the whole run charted",
           rc.get("whole", 0) > 3 and rc.get("after") == rc.get("whole") and rc.get("range", "").startswith("whole run"), rc)
+    rcc = rc.get("compare", {})
+    check("race: compare, a metric's series landing while the next one's are on the way: no error, the next one drawn",
+          rcc.get("meanwhile") == [] and rcc.get("metric") == "proc.rss_bytes", rcc)
     check("race: no console error or warning", not errs.get("race"), errs.get("race"))
 
     pc = st.get("percent", {})

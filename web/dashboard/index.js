@@ -979,11 +979,13 @@
         return [keep, ema(ky, a)];
       });
     }
+    var redraws = 0;  /* the latest redraw draws: an earlier one's series may land while a later one's are on the way */
     function redraw() {
       if (!alive(token)) return Promise.resolve();
+      var mine = ++redraws;
       busy();
       return need().then(function () {
-        if (!alive(token)) return;
+        if (!alive(token) || mine !== redraws) return;
         var k = metricKey(), unit = unitOf(k), mode = param('x', 'time');
         var tbls = tables();
         var nonEmpty = tbls.filter(function (t) { return t[0].length; });
@@ -1018,7 +1020,7 @@
         chartBox.dataset.metric = k;
         chartBox.dataset.runs = state.runs.map(function (r) { return r.id; }).join(',');
         ready();
-      }).catch(function (e) { if (alive(token)) { failBox(chartBox, 'the series', e); ready(); } });
+      }).catch(function (e) { if (alive(token) && mine === redraws) { failBox(chartBox, 'the series', e); ready(); } });
     }
     onCleanup(function () { if (chart) chart.destroy(); });
     function visibleRuns() { var hid = hidden(); return state.runs.map(function (r, i) { return {r: r, i: i}; }).filter(function (x) { return hid.indexOf(x.r.id) < 0; }); }
