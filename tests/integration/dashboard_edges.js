@@ -124,43 +124,68 @@ async function main() {
     }
 
     if (spec.race) {
-      // answers that come late: a sort asked for before another one, a
-      // zoomed range asked for before the zoom was reset
+      // answers that come late: held here until the later ask was answered
+      // (a sort before another, a zoomed range before Reset zoom, compare's
+      // metric changed twice in a row)
       part = 'race';
-      const slow = (re) => page.route((u) => re.test(u.href), async (route) => {
-        await new Promise((r) => setTimeout(r, 1500));
-        await route.continue().catch(() => null);
-      });
-      await slow(/\/api\/runs\?.*sort=findings/);
+      const hold = async (re) => {
+        let release;
+        const gate = new Promise((r) => { release = r; });
+        await page.route((u) => re.test(u.href), async (route) => {
+          await gate;
+          await route.continue().catch(() => null);
+        });
+        return release;
+      };
+      const answered = (re) => page.waitForResponse((r) => re.test(r.url()), { timeout: 10000 });
+      const processed = () => page.waitForTimeout(300); // a late answer's handler runs (or is dropped)
+
+      let release = await hold(/\/api\/runs\?.*sort=findings/);
       await page.goto(base + '#/runs');
       await settle();
+      let late = answered(/sort=findings/);
+      let later = answered(/sort=name/);
       await page.click('th[data-sort="findings"]');
       await page.click('th[data-sort="name"]');
-      await page.waitForTimeout(2500);
+      await later;
+      await settle();
+      release();
+      await late;
+      await processed();
       const list = await page.evaluate(() => ({
         hash: location.hash,
         names: Array.from(document.querySelectorAll('#runs a.run-link')).slice(0, 5).map((a) => a.textContent),
       }));
-      await slow(/\/series\?.*from=/);
+
+      release = await hold(/\/series\?.*from=/);
       await page.goto(base + '#/run/' + spec.race.run);
       await settle();
       await page.waitForSelector('.chart[data-metric="cpu.util"][data-points]');
       const pts = () => page.$eval('.chart[data-metric="cpu.util"]', (c) => Number(c.dataset.points));
       const whole = await pts();
       const bb = await (await page.$('.chart[data-metric="cpu.util"] .u-over')).boundingBox();
+      const zoomAsked = page.waitForRequest((r) => /\/series\?.*name=cpu\.util.*from=/.test(r.url()), { timeout: 10000 });
+      late = answered(/\/series\?.*name=cpu\.util.*from=/);
       await page.mouse.move(bb.x + bb.width * 0.4, bb.y + bb.height / 2);
       await page.mouse.down();
       await page.mouse.move(bb.x + bb.width * 0.5, bb.y + bb.height / 2, { steps: 4 });
       await page.mouse.move(bb.x + bb.width * 0.6, bb.y + bb.height / 2, { steps: 4 });
       await page.mouse.up();
-      await page.waitForTimeout(300); // the zoomed range is asked for (120 ms after the drag)
+      await zoomAsked;
+      later = answered(/\/series\?name=cpu\.util&points=\d+$/);
       await page.click('#reset-zoom');
-      await page.waitForTimeout(2500);
+      await later;
+      await processed();
+      release();
+      await late;
+      await processed();
       out.steps.race = { list, whole, after: await pts(), range: await page.$eval('#range', (e) => e.textContent) };
-      // compare: a metric chosen, then another whose series come late
+
       await page.goto(base + '#/compare?runs=' + spec.race.run + '&metric=cpu.util');
       await settle();
-      await slow(/\/series\?.*name=proc\.rss_bytes/);
+      release = await hold(/\/series\?.*name=proc\.rss_bytes/);
+      const first = answered(/\/series\?.*name=proc\.cpu/);
+      late = answered(/\/series\?.*name=proc\.rss_bytes/);
       await page.evaluate(() => { // two choices in a row, as the arrow keys on the select make them
         const sel = document.getElementById('cmp-metric');
         for (const k of ['proc.cpu', 'proc.rss_bytes']) {
@@ -168,9 +193,12 @@ async function main() {
           sel.dispatchEvent(new Event('change'));
         }
       });
-      await page.waitForTimeout(700);
+      await first;
+      await processed();
       const meanwhile = await page.$$eval('#compare-chart .error', (es) => es.map((e) => e.textContent));
-      await page.waitForTimeout(1500);
+      release();
+      await late;
+      await settle();
       out.steps.race.compare = { meanwhile, metric: await page.$eval('#compare-chart', (c) => c.dataset.metric) };
       await page.unroute('**');
     }

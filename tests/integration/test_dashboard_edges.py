@@ -15,8 +15,9 @@
 - 1100 more runs than the list shows at first: sorting by a text column
   (experiment) orders every run, not the newest 1000, and "Show more" lists
   the rest;
-- answers that come late (the driver holds them back): a sort asked for
-  before another, a zoomed range asked for before the zoom was reset; what
+- answers that come late (the driver holds them until the later ask is
+  answered): a sort asked for before another, a zoomed range asked for
+  before the zoom was reset, compare's metric changed twice in a row; what
   is shown must be the answer to the latest ask;
 - a link typed by hand with a bare '%' (#/run/lr=50%) opens that run;
 - the run page's cards against show --json: samples/s from the batch size
