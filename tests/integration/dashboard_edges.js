@@ -4,7 +4,7 @@
 // SPEC_JSON: {"keys": {"run", "pick": [series keys]}, "multi": {"run", "pick"},
 //             "compare": {"runs", "metric"}, "live": {"run", "key", "flag"}, "lost": {"run"}, "many": {}, "race": {"run"},
 //             "percent": {"name"}, "figures": [run ids], "wide": [urls],
-//             "huge": {"run", "key"}}
+//             "huge": {"run", "keys"}, "formats": [run ids]}
 // live: the job logs the metric once the file "flag" exists, made here once
 // the page is open
 // Each part is optional. Console errors, console warnings and page errors
@@ -243,15 +243,33 @@ async function main() {
       // a metric of 1e15 and more (a GPU's FLOP/s): the legend's reading under the cursor
       part = 'huge';
       const s = spec.huge;
-      await page.goto(base + '#/run/' + s.run + '?m=' + encodeURIComponent(s.key));
-      await settle();
-      await drawn([s.key]);
-      const over = await page.$(`.chart[data-metric="${s.key}"] .u-over`);
-      const bb = await over.boundingBox();
-      await page.mouse.move(bb.x + bb.width * 0.5, bb.y + bb.height / 2);
-      await page.waitForTimeout(200);
-      out.steps.huge = await page.$$eval(`.chart[data-metric="${s.key}"] .u-legend .u-series`, (rs) =>
-        Object.fromEntries(rs.map((r) => [r.querySelector('.u-label').textContent, r.querySelector('.u-value').textContent])));
+      out.steps.huge = {};
+      for (const key of s.keys) {
+        await page.goto(base + '#/run/' + s.run + '?m=' + encodeURIComponent(key));
+        await settle();
+        await drawn([key]);
+        const over = await page.$(`.chart[data-metric="${key}"] .u-over`);
+        const bb = await over.boundingBox();
+        await page.mouse.move(bb.x + bb.width * 0.5, bb.y + bb.height / 2);
+        await page.waitForTimeout(200);
+        out.steps.huge[key] = await page.$$eval(`.chart[data-metric="${key}"] .u-legend .u-series`, (rs) =>
+          Object.fromEntries(rs.map((r) => [r.querySelector('.u-label').textContent, r.querySelector('.u-value').textContent])));
+      }
+    }
+
+    if (spec.formats) {
+      // durations and sizes where a figure rounds up into the next unit
+      part = 'formats';
+      out.steps.formats = {};
+      for (const id of spec.formats) {
+        await page.goto(base + '#/run/' + id);
+        await settle();
+        out.steps.formats[id] = await page.evaluate(() => {
+          const dl = Array.from(document.querySelectorAll('#env dt'));
+          const mem = dl.find((d) => d.textContent === 'memory');
+          return { duration: document.querySelector('.card .v').textContent, memory: mem ? mem.nextSibling.textContent : null };
+        });
+      }
     }
 
     if (spec.lost) {

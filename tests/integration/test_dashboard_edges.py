@@ -25,7 +25,9 @@
   NVML), whose series are per GPU;
 - a run name and a parameter of 200 bytes without a space: compare, sweep,
   run and runs no wider than the window;
-- a metric of 3.5e15 (a GPU's FLOP/s) reads 3.50e+15.
+- a metric of 3.5e15 (a GPU's FLOP/s) reads 3.50e+15, 999960 reads 1.00 M,
+  durations and sizes that round up into the next unit read in it (2m 0s,
+  1.00 s, 1h 0m, 1010 MiB).
 No console error or warning may appear."""
 import json
 import math
@@ -49,6 +51,7 @@ for i in range(20):
     strobe.log("a,b", i)
     strobe.log("br{ace}", 2 * i)
     strobe.log("flops_per_s", 3.5e15)
+    strobe.log("near_m", 999960)
     time.sleep(0.02)
 """
 
@@ -115,6 +118,11 @@ for i in range(30):
 """
 
 
+# old run i: (length in ns, memory) -> the duration card and the memory line
+FORMATS = {0: (119_700_000_000, 1010 << 20), 1: (999_960_000, 1000 << 10), 2: (3_599_600_000_000, 8 << 30)}
+FORMATS_SHOWN = {0: ("2m 0s", "1010 MiB"), 1: ("1.00 s", "1000 KiB"), 2: ("1h 0m", "8.00 GiB")}
+
+
 def add_old_runs(db, n):
     """n copies of a run's row (no series), older than every real run: the
     oldest 50 of experiment "aaa", which sorts first, the rest "zzz" or
@@ -131,6 +139,11 @@ def add_old_runs(db, n):
         r[cols.index("end_ns")] = r[cols.index("start_ns")] + 10**8
         r[cols.index("status")] = "finished"
         r[cols.index("experiment")] = "aaa" if i >= n - 50 else ("zzz" if i % 2 else None)
+        # figures that round up into the next unit: 119.7 s, 0.99996 s,
+        # 3599.6 s long; 1010 MiB and 1000 KiB of memory
+        r[cols.index("end_ns")] = r[cols.index("start_ns")] + FORMATS.get(i, (10**8, 0))[0]
+        if i in FORMATS:
+            r[cols.index("mem_total_bytes")] = FORMATS[i][1]
         c.execute("INSERT INTO runs VALUES (%s)" % ",".join("?" * len(r)), r)
     c.commit()
     c.close()
@@ -220,7 +233,8 @@ def main():
                 "live": {"run": live_id, "key": "app.late", "flag": flag}, "lost": {"run": keys_id},
                 "many": {}, "race": {"run": keys_id},
                 "percent": {"name": "lr=50%"}, "figures": [r["id"] for r in figure_runs],
-                "wide": wide, "huge": {"run": keys_id, "key": "app.flops_per_s"}}
+                "wide": wide, "huge": {"run": keys_id, "keys": ["app.flops_per_s", "app.near_m"]},
+                "formats": ["%016x" % (0xa000000000000000 + i) for i in FORMATS]}
         r = subprocess.run([node, DRIVER, base, json.dumps(spec)], capture_output=True, text=True, timeout=120)
     finally:
         if live:
@@ -300,7 +314,14 @@ def main():
     check("wide: no console error or warning", not errs.get("wide"), errs.get("wide"))
 
     hg = st.get("huge", {})
-    check("3.5e15 FLOP/s reads 3.50e+15 (not '3.50e+6 G')", hg.get("mean") == "3.50e+15", hg)
+    check("3.5e15 FLOP/s reads 3.50e+15 (not '3.50e+6 G')", hg.get("app.flops_per_s", {}).get("mean") == "3.50e+15", hg)
+    check("999960 reads 1.00 M (not '1.00e+3 k')", hg.get("app.near_m", {}).get("mean") == "1.00 M", hg)
+    fm = st.get("formats", {})
+    for i, (d, mem) in FORMATS_SHOWN.items():
+        got = fm.get("%016x" % (0xa000000000000000 + i), {})
+        check(f"a run of {FORMATS[i][0] / 1e9} s and {FORMATS[i][1]} bytes of memory reads {d}, {mem}",
+              got == {"duration": d, "memory": mem}, got)
+    check("formats: no console error or warning", not errs.get("formats"), errs.get("formats"))
     check("huge: no console error or warning", not errs.get("huge"), errs.get("huge"))
 
     ls = st.get("lost", {})

@@ -54,10 +54,12 @@
     var a = Math.abs(v);
     /* past G in T, then as 1.23e+18: "(v / 1e9).toPrecision(3) G" was
      * 1.00e+6 G, cut to ".00e+6 G" on an axis (FLOP/s of a GPU) */
-    if (a >= 1e15) return v.toExponential(2);
-    if (a >= 1e12) return (v / 1e12).toPrecision(3) + ' T';
-    if (a >= 1e9) return (v / 1e9).toPrecision(3) + ' G';
-    if (a >= 1e6) return (v / 1e6).toPrecision(3) + ' M';
+    /* each unit from where three digits round to 1000 of the one below:
+     * 999960 is 1.00 M, not toPrecision's "1.00e+3 k" */
+    if (a >= 999.5e12) return v.toExponential(2);
+    if (a >= 999.5e9) return (v / 1e12).toPrecision(3) + ' T';
+    if (a >= 999.5e6) return (v / 1e9).toPrecision(3) + ' G';
+    if (a >= 999.5e3) return (v / 1e6).toPrecision(3) + ' M';
     if (a >= 1e4) return (v / 1e3).toPrecision(3) + ' k';
     if (a >= 100 || v === Math.round(v)) return String(Math.round(v * 10) / 10);
     return v.toPrecision(digits || 3);
@@ -66,17 +68,21 @@
     if (s === null || s === undefined || !isFinite(s)) return '–';
     var a = Math.abs(s);
     if (a === 0) return '0';
-    if (a < 1e-3) return (s * 1e6).toPrecision(3) + ' µs';
-    if (a < 1) return (s * 1e3).toPrecision(3) + ' ms';
-    if (a < 60) return s.toFixed(a < 10 ? 2 : 1) + ' s';
-    if (a < 3600) return Math.floor(s / 60) + 'm ' + Math.round(s % 60) + 's';
-    return Math.floor(s / 3600) + 'h ' + Math.round((s % 3600) / 60) + 'm';
+    /* a unit where the figure rounds to its next one moves up: 0.99996 s is
+     * 1.00 s (not "1.00e+3 ms"), 119.7 s 2m 0s (not "1m 60s") */
+    if (a < 999.5e-6) return (s * 1e6).toPrecision(3) + ' µs';
+    if (a < 999.5e-3) return (s * 1e3).toPrecision(3) + ' ms';
+    if (a < 59.95) return s.toFixed(a < 9.995 ? 2 : 1) + ' s';
+    var sign = s < 0 ? '-' : '', t = Math.round(a), m = Math.round(a / 60);
+    if (t < 3600) return sign + Math.floor(t / 60) + 'm ' + (t % 60) + 's';
+    return sign + Math.floor(m / 60) + 'h ' + (m % 60) + 'm';
   }
   function bytes(v) {
     if (v === null || v === undefined || !isFinite(v)) return '–';
     var u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'], i = 0, a = Math.abs(v);
     while (a >= 1024 && i < u.length - 1) { a /= 1024; v /= 1024; i++; }
-    return (i ? v.toPrecision(3) : String(Math.round(v))) + ' ' + u[i];
+    /* 1000 to 1023 of a unit in whole numbers: toPrecision(3) made 1010 MiB "1.01e+3 MiB" */
+    return (i && a < 999.5 ? v.toPrecision(3) : String(Math.round(v))) + ' ' + u[i];
   }
   function byUnit(v, unit) {
     if (v === null || v === undefined) return '–';
