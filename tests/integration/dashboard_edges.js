@@ -4,7 +4,9 @@
 // SPEC_JSON: {"keys": {"run", "pick": [series keys]}, "multi": {"run", "pick"},
 //             "compare": {"runs", "metric"}, "live": {"run", "key", "flag"}, "lost": {"run"}, "many": {}, "race": {"run"},
 //             "percent": {"name"}, "figures": [run ids], "wide": [urls],
-//             "huge": {"run", "keys"}, "formats": [run ids]}
+//             "huge": {"run", "keys"}, "formats": [run ids], "pinned": {"name", "ask", "started"}}
+// pinned: the page of the running run NAME; the driver makes the file "ask",
+// the test starts another run of that name and makes "started"
 // live: the job logs the metric once the file "flag" exists, made here once
 // the page is open
 // Each part is optional. Console errors, console warnings and page errors
@@ -270,6 +272,27 @@ async function main() {
           return { duration: document.querySelector('.card .v').textContent, memory: mem ? mem.nextSibling.textContent : null };
         });
       }
+    }
+
+    if (spec.pinned) {
+      // #/run/NAME of a running run; then the test starts another run of that name
+      part = 'pinned';
+      const s = spec.pinned;
+      await page.goto(base + '#/run/' + encodeURIComponent(s.name));
+      await settle();
+      const shown = () => page.$eval('dl.kv code', (c) => c.textContent);
+      const first = await shown();
+      fs.writeFileSync(s.ask, '');
+      for (let i = 0; i < 400 && !fs.existsSync(s.started); i++) await page.waitForTimeout(50);
+      // two refreshes of the run's record after the second run is in the store
+      let refreshed = 0;
+      for (let i = 0; i < 2; i++) {
+        const r = await page.waitForResponse((x) => /\/api\/runs\/[^/?]+$/.test(new URL(x.url()).pathname), { timeout: 10000 })
+          .catch(() => null);
+        if (r) refreshed++;
+      }
+      await page.waitForTimeout(300);
+      out.steps.pinned = { first, later: await shown(), refreshed };
     }
 
     if (spec.lost) {

@@ -20,6 +20,8 @@
   before the zoom was reset, compare's metric changed twice in a row; what
   is shown must be the answer to the latest ask;
 - a link typed by hand with a bare '%' (#/run/lr=50%) opens that run;
+- a running run opened by its name (#/run/late) stays on that run when
+  another run of that name starts;
 - the run page's cards against show --json: samples/s from the batch size
   over the mean step, and the mean GPU utilization of a GPU run (the fake
   NVML), whose series are per GPU;
@@ -60,7 +62,7 @@ LIVE_JOB = r"""
 import os, strobe, sys, time
 while not os.path.exists(sys.argv[1]):
     time.sleep(0.05)
-for i in range(300):
+for i in range(900):
     strobe.log("late", i)
     time.sleep(0.1)
 """
@@ -213,7 +215,7 @@ def main():
         srv.kill()
         done()
     base = "http://%s/" % m.group(1)
-    live = None
+    live = again = None
     try:
         flag = store_path("dash_edges.flag")
         if os.path.exists(flag):
@@ -235,11 +237,35 @@ def main():
                 "percent": {"name": "lr=50%"}, "figures": [r["id"] for r in figure_runs],
                 "wide": wide, "huge": {"run": keys_id, "keys": ["app.flops_per_s", "app.near_m"]},
                 "formats": ["%016x" % (0xa000000000000000 + i) for i in FORMATS]}
-        r = subprocess.run([node, DRIVER, base, json.dumps(spec)], capture_output=True, text=True, timeout=120)
+        ask, started = store_path("dash_edges.ask"), store_path("dash_edges.started")
+        for f in (ask, started):
+            if os.path.exists(f):
+                os.remove(f)
+        spec["pinned"] = {"name": "late", "ask": ask, "started": started}
+        drv = subprocess.Popen([node, DRIVER, base, json.dumps(spec)], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+        # the driver asks for a second run of the name "late" while it shows the first
+        t_end = time.monotonic() + 120
+        while drv.poll() is None and time.monotonic() < t_end:
+            if again is None and os.path.exists(ask):
+                again = subprocess.Popen([STROBE, "run", "--quiet", "--no-report", "--name", "late", f"--store={db}",
+                                          "--", "sleep", "60"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                while time.monotonic() < t_end:
+                    p = strobe("show", "--json", "late", store=db)
+                    if p.returncode == 0 and json.loads(p.stdout)["id"] != live_id:
+                        break
+                    time.sleep(0.05)
+                open(started, "w").close()
+            time.sleep(0.05)
+        if drv.poll() is None:
+            drv.kill()
+        out, err = drv.communicate()
+        r = subprocess.CompletedProcess(drv.args, drv.returncode, out, err)
     finally:
-        if live:
-            live.send_signal(signal.SIGTERM)
-            live.wait()
+        for job in (live, again):
+            if job:
+                job.send_signal(signal.SIGTERM)
+                job.wait()
         srv.send_signal(signal.SIGTERM)
         try:
             srv.wait(timeout=10)
@@ -323,6 +349,11 @@ def main():
               got == {"duration": d, "memory": mem}, got)
     check("formats: no console error or warning", not errs.get("formats"), errs.get("formats"))
     check("huge: no console error or warning", not errs.get("huge"), errs.get("huge"))
+
+    pn = st.get("pinned", {})
+    check("a run opened by name stays that run when the name is started again (refreshed by id)",
+          pn.get("first") == live_id and pn.get("later") == live_id and pn.get("refreshed", 0) >= 2, pn)
+    check("pinned: no console error or warning", not errs.get("pinned"), errs.get("pinned"))
 
     ls = st.get("lost", {})
     check("lost: the time axis is the run's recorded length (as the duration card)",

@@ -809,8 +809,15 @@
       }, 3000);
     }
     Promise.all([api(runPath(id)), api(runPath(id) + '/metrics')]).then(function (res) {
+      /* The page asks by the run's id from now on: a name, a prefix or
+       * "last" may name a newer run by the next refresh (the same name
+       * started again), and the page would switch runs under its header. */
+      if (!alive(token) || res[1].run === res[0].id) return res;
+      return api(runPath(res[0].id) + '/metrics').then(function (m) { return [res[0], m]; });
+    }).then(function (res) {
       if (!alive(token)) return;
       run = res[0]; metrics = res[1].metrics || [];
+      id = run.id;
       end = Math.max(runEnd(run), 0.001);
       drawHeader();
       drawPicker();
