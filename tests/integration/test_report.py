@@ -176,4 +176,19 @@ check("the findings table lists them most severe first (high ranks 0, which is f
       and sev == sorted(sev, key=lambda x: RANK.get(x, 9)), sev)
 check("a finding's time range zooms the charts", b.get("zoom") is True or not info["findings"], b.get("zoom"))
 check("the screenshot is kept", os.path.getsize(shot) > 10000, shot)
+
+# ---- number formatting: a figure that rounds up moves to the next unit ------
+fmt = subprocess.run(["node", os.path.join(ROOT, "tests", "integration", "report_format.js"),
+                      os.path.join(ROOT, "web", "report", "report.js")],
+                     capture_output=True, text=True, timeout=60)
+got = json.loads(fmt.stdout) if fmt.returncode == 0 else {"error": fmt.stderr[-300:]}
+want = {"num 3500000000000000": "3.50e+15", "num 2000000000000": "2.00T", "num 999960": "1.00M",
+        "num 999960000": "1.00G", "num 12345": "12.3k", "num 99.96": "100", "num 0.5": "0.50",
+        "dur 0.0009996": "1.00 ms", "dur 0.99996": "1.00 s", "dur 9.9996": "10.0 s",
+        "dur 59.97": "1m00s", "dur 119.7": "2m00s", "dur 3599.6": "1h00m", "dur 7199.9": "2h00m",
+        "dur 0.25": "250 ms", "bytes 1023.7": "1.00 KiB", "bytes 1059061760": "1010 MiB",
+        "bytes 1073427251.2": "1.00 GiB", "bytes 10235.904": "10.0 KiB", "bytes 512": "512 B"}
+bad = {k: (got.get(k), v) for k, v in want.items() if got.get(k) != v}
+check("figures that round up into the next unit read in it (3.50e+15, 1.00M, 1.00 s, 2m00s, "
+      "1.00 GiB), not as '3.50e+6G', '1.00e+3k', '1.00e+3 ms', '1m60s', '1024 MiB'", not bad, bad)
 done()

@@ -34,25 +34,34 @@
   function fmtBytes(v) {
     if (v == null || !isFinite(v)) return '-';
     var u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'], i = 0, a = Math.abs(v);
-    while (a >= 1024 && i < u.length - 1) { a /= 1024; v /= 1024; i++; }
-    return (i ? v.toFixed(a < 10 ? 2 : a < 100 ? 1 : 0) : Math.round(v)) + ' ' + u[i];
+    /* 1023.7 MiB is 1.00 GiB, not "1024 MiB" */
+    while (a >= 1023.5 && i < u.length - 1) { a /= 1024; v /= 1024; i++; }
+    return (i ? v.toFixed(a < 9.995 ? 2 : a < 99.95 ? 1 : 0) : Math.round(v)) + ' ' + u[i];
   }
+  /* Each unit starts where the figure of the one below rounds to 1000 (or
+   * 60): 0.99996 s is "1.00 s", not toPrecision's "1.00e+3 ms", and 119.7 s
+   * "2m00s", not "1m60s". */
   function fmtDur(s) {
     if (s == null || !isFinite(s)) return '-';
     if (s < 0) return '-' + fmtDur(-s);
-    if (s < 1e-3) return (s * 1e6).toFixed(0) + ' µs';
-    if (s < 1) return (s * 1e3).toPrecision(3) + ' ms';
-    if (s < 60) return s.toFixed(s < 10 ? 2 : 1) + ' s';
-    var h = Math.floor(s / 3600), m = Math.floor(s % 3600 / 60), r = Math.round(s % 60);
-    return h ? h + 'h' + String(m).padStart(2, '0') + 'm' : m + 'm' + String(r).padStart(2, '0') + 's';
+    if (s < 999.5e-6) return (s * 1e6).toFixed(0) + ' µs';
+    if (s < 999.5e-3) return (s * 1e3).toPrecision(3) + ' ms';
+    if (s < 59.95) return s.toFixed(s < 9.995 ? 2 : 1) + ' s';
+    var t = Math.round(s), m = Math.round(s / 60);
+    if (t < 3600) return Math.floor(t / 60) + 'm' + String(t % 60).padStart(2, '0') + 's';
+    return Math.floor(m / 60) + 'h' + String(m % 60).padStart(2, '0') + 'm';
   }
+  /* the same for counts: 999960 is "1.00M", not "1.00e+3k"; past T, as
+   * 3.50e+15 (a GPU's FLOP/s read "3.50e+6G") */
   function fmtNum(v) {
     if (v == null || !isFinite(v)) return '-';
     var a = Math.abs(v);
-    if (a >= 1e9) return (v / 1e9).toPrecision(3) + 'G';
-    if (a >= 1e6) return (v / 1e6).toPrecision(3) + 'M';
+    if (a >= 999.5e12) return v.toExponential(2);
+    if (a >= 999.5e9) return (v / 1e12).toPrecision(3) + 'T';
+    if (a >= 999.5e6) return (v / 1e9).toPrecision(3) + 'G';
+    if (a >= 999.5e3) return (v / 1e6).toPrecision(3) + 'M';
     if (a >= 1e4) return (v / 1e3).toPrecision(3) + 'k';
-    return a >= 100 ? v.toFixed(0) : a >= 1 ? v.toPrecision(3) : v.toPrecision(2);
+    return a >= 99.95 ? v.toFixed(0) : a >= 1 ? v.toPrecision(3) : v.toPrecision(2);
   }
   function fmtVal(v, unit) {
     if (v == null || !isFinite(v)) return '-';
