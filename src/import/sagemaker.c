@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/array.h"
+#include "common/clock.h"
 #include "common/log.h"
 #include "common/version.h"
 #include "import/json.h"
@@ -481,6 +482,30 @@ static int system_record(struct sagemaker_import *im, uint32_t node, const char 
     return rc;
 }
 
+/* SageMaker writes epoch seconds of the day: a Timestamp before 2001 or
+ * after 2100 (-5, 7, 9.2e9) is garbage, and one such line next to real ones
+ * made a run that began in 1969 and lasted 55 years. */
+#define SM_TIME_MIN_NS (INT64_C(1000000000) * NS_PER_S) /* 2001-09-09 */
+#define SM_TIME_MAX_NS (INT64_C(4102444800) * NS_PER_S) /* 2100-01-01 */
+
+static int plausible_time(int64_t ts_ns)
+{
+    return ts_ns >= SM_TIME_MIN_NS && ts_ns < SM_TIME_MAX_NS;
+}
+
+/* A step number as an event's args give it, a number or a string (smdebug
+ * writes both): a whole number of 0 to 2^32-1 (json_scaled_i64 alone would
+ * round 2.5 to 3). */
+static int step_num_of(const struct json *v, int64_t *out)
+{
+    int64_t n, n_e9;
+    if (json_scaled_i64(v, 0, &n) < 0 || n < 0 || n > UINT32_MAX ||
+        json_scaled_i64(v, 9, &n_e9) < 0 || n_e9 != n * NS_PER_S)
+        return -EINVAL;
+    *out = n;
+    return 0;
+}
+
 /* One line of a system metrics file. last: it has no newline after it (the
  * file ends there). */
 static int system_line(struct sagemaker_import *im, const char *line, size_t len, int last,
@@ -506,7 +531,7 @@ static int system_line(struct sagemaker_import *im, const char *line, size_t len
     double value;
     int64_t ts_ns;
     if (json_num(json_get(v, "Value"), &value) < 0 ||
-        json_scaled_i64(json_get(v, "Timestamp"), 9, &ts_ns) < 0 ||
+        json_scaled_i64(json_get(v, "Timestamp"), 9, &ts_ns) < 0 || !plausible_time(ts_ns) ||
         (!(name && *name) && !(dim && *dim))) {
         im->counts.lines_garbled++;
         return 0;
@@ -785,8 +810,9 @@ static int trace_element(struct sagemaker_import *im, struct trace_file *f, cons
         im->counts.events_bad++;
         return 0;
     }
-    if (*ph == 'X' && json_get(v, "dur") && json_scaled_i64(json_get(v, "dur"), 3, &r.value) < 0) {
-        im->counts.events_bad++;
+    if (*ph == 'X' && json_get(v, "dur") &&
+        (json_scaled_i64(json_get(v, "dur"), 3, &r.value) < 0 || r.value < 0)) {
+        im->counts.events_bad++; /* a span that ends before it begins */
         return 0;
     }
     const char *raw_name = json_str(json_get(v, "name"));
@@ -815,8 +841,7 @@ static int trace_element(struct sagemaker_import *im, struct trace_file *f, cons
     }
     if ((*ph == 'i' || *ph == 'I') && strcmp(name, "strobe.step") == 0) {
         /* strobe's step-begin marker, as export writes it */
-        if (json_scaled_i64(json_get(args, "step_num"), 0, &r.value) < 0 || r.value < 0 ||
-            r.value > UINT32_MAX) {
+        if (step_num_of(json_get(args, "step_num"), &r.value) < 0) {
             im->counts.events_bad++;
             return 0;
         }
@@ -829,7 +854,7 @@ static int trace_element(struct sagemaker_import *im, struct trace_file *f, cons
     if (mode >= 0) {
         int64_t n;
         r.flags = (uint8_t)(mode << EVF_MODE_SHIFT);
-        if (json_scaled_i64(json_get(args, "step_num"), 0, &n) == 0 && n >= 0 && n <= UINT32_MAX) {
+        if (step_num_of(json_get(args, "step_num"), &n) == 0) {
             r.step = (uint32_t)n;
             r.flags |= EVF_STEP_NUM;
         }

@@ -374,6 +374,41 @@ if p.returncode == 0:
                store=db)
     check("garbage: export of it does not crash", p.returncode in (0, 1), p.stderr[-500:])
 
+# ---- times and step numbers no SageMaker writes ----------------------------------
+odd = os.path.join(TMP, "odd-times")
+sysd = os.path.join(odd, "system", "incremental", "2023111422")
+fwd = os.path.join(odd, "framework", "pevents", "2023111422")
+os.makedirs(sysd)
+os.makedirs(fwd)
+lines = [json.dumps({"Type": "cpu", "Name": "cpu0", "Dimension": "CPUUtilization", "Value": 10.0 + k,
+                     "NodeId": "n", "Timestamp": T0 + k}) for k in range(5)]
+for bad_ts in (-5, 7, 9223372036.8):  # before 1970, 1970, 2262
+    lines.insert(2, json.dumps({"Type": "cpu", "Name": "cpu0", "Dimension": "CPUUtilization",
+                                "Value": 1.0, "NodeId": "n", "Timestamp": bad_ts}))
+with open(os.path.join(sysd, f"{int(T0)}.n.json"), "w") as f:
+    f.write("\n".join(lines) + "\n")
+start_us = int(T0 * 1e6)
+trace = [{"name": "process_name", "ph": "M", "pid": 0,
+          "args": {"start_time_since_epoch_in_micros": start_us}},
+         {"name": "Step:ModeKeys.TRAIN", "ph": "X", "ts": 100, "dur": 1000, "pid": 1, "tid": 1,
+          "args": {"step_num": 1}},
+         {"name": "Step:ModeKeys.TRAIN", "ph": "X", "ts": 2000, "dur": -5, "pid": 1, "tid": 1,
+          "args": {"step_num": 2}},
+         {"name": "strobe.step", "ph": "i", "ts": 3000, "pid": 1, "tid": 1, "args": {"step_num": 2.5}}]
+with open(os.path.join(fwd, f"{start_us + 4000}_n_pythontimeline.json"), "w") as f:
+    f.write("[\n" + ",\n".join(json.dumps(e) for e in trace) + "\n]")
+p = strobe("import", "sagemaker", "--name", "odd", odd, store=db)
+check("odd times: the import succeeds", p.returncode == 0, p.stderr[-300:])
+m = re.search(r"(\d+) garbled\).*?(\d+) bad events", p.stdout)
+check("odd times: a Timestamp before 2001 or after 2100 is a garbled line (3)",
+      m and int(m.group(1)) == 3, p.stdout)
+check("odd times: a span with a negative dur and a step number of 2.5 are bad events (2)",
+      m and int(m.group(2)) == 2, p.stdout)
+if p.returncode == 0:
+    r = show(db, "odd")
+    near("odd times: the run starts at its first real point", r["start_ns"] / 1e9, T0, 0.01)
+    check("odd times: and lasts seconds, not decades", r["duration_s"] < 10, r["duration_s"])
+
 # ---- a round trip of a real recording ---------------------------------------------
 db2 = store_path("rt.db")
 p = run(db2, PYTHON, "examples/train.py", "--steps", "40", opts=("--name", "orig"))
