@@ -93,7 +93,7 @@ int dcgm_collector_open(struct dcgm_collector *d, int64_t interval_ns)
     }
     d->queue = malloc(DCGM_QUEUE_MAX * sizeof(*d->queue));
     d->spare = malloc(DCGM_QUEUE_MAX * sizeof(*d->spare));
-    if (!d->queue || !d->spare) {
+    if (!d->queue || !d->spare || stop_gate_init(&d->gate) < 0) {
         free(d->queue);
         free(d->spare);
         d->dcgmDisconnect(d->handle);
@@ -145,12 +145,9 @@ static void *dcgm_main(void *arg)
 {
     struct dcgm_collector *d = arg;
     int64_t start = clock_monotonic_ns();
-    for (int64_t k = 1; !atomic_load(&d->stop); k++) {
+    for (int64_t k = 1;; k++) {
         int64_t due = start + k * d->interval_ns;
-        struct timespec t = {(time_t)(due / NS_PER_S), due % NS_PER_S};
-        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL) == EINTR)
-            ;
-        if (atomic_load(&d->stop))
+        if (stop_gate_sleep_until(&d->gate, due))
             break;
         d->dcgmGetLatestValues_v2(d->handle, DCGM_GROUP_ALL_GPUS, d->fields, on_values, d);
         int64_t late = clock_monotonic_ns() - due;
@@ -202,7 +199,7 @@ void dcgm_collector_close(struct dcgm_collector *d, struct series_table *t)
     if (!d->on)
         return;
     if (d->started) {
-        atomic_store(&d->stop, 1);
+        stop_gate_stop(&d->gate);
         pthread_join(d->thread, NULL);
         d->started = 0;
     }
@@ -213,6 +210,7 @@ void dcgm_collector_close(struct dcgm_collector *d, struct series_table *t)
     d->dcgmShutdown();
     unload(d);
     pthread_mutex_destroy(&d->lock);
+    stop_gate_release(&d->gate);
     free(d->queue);
     free(d->spare);
     d->on = 0;

@@ -16,6 +16,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "common/gate.h"
+
 typedef int dcgmReturn_t;
 typedef uintptr_t dcgmHandle_t;
 typedef uintptr_t dcgmGpuGrp_t;
@@ -92,7 +94,7 @@ struct dcgm_collector {
     int64_t interval_ns;
     pthread_t thread;
     int started;
-    atomic_int stop;
+    struct stop_gate gate; /* stops the thread, waking its sleep to the next deadline */
     pthread_mutex_t lock;
     struct dcgm_value *queue, *spare;
     uint32_t nqueue;

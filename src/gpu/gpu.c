@@ -274,10 +274,11 @@ int gpu_collector_open(struct gpu_collector *g, int64_t interval_ns)
     map_visible(g);
     g->queue = malloc(GPU_QUEUE_MAX * sizeof(*g->queue));
     g->spare = malloc(GPU_QUEUE_MAX * sizeof(*g->spare));
-    if (!g->queue || !g->spare) {
+    if (!g->queue || !g->spare || stop_gate_init(&g->gate) < 0) {
         free(g->queue);
         free(g->spare);
-        g->lib.nvmlShutdown();
+        if (g->lib.nvmlShutdown)
+            g->lib.nvmlShutdown();
         dlclose(g->lib.dl);
         return -ENOMEM;
     }
@@ -537,12 +538,9 @@ static void *gpu_main(void *arg)
     if (!r)
         return NULL;
     r->n = 0;
-    for (int64_t k = 0; !atomic_load(&g->stop); k++) {
+    for (int64_t k = 0;; k++) {
         int64_t due = g->start_mono_ns + k * g->interval_ns;
-        struct timespec t = {(time_t)(due / NS_PER_S), due % NS_PER_S};
-        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL) == EINTR)
-            ;
-        if (atomic_load(&g->stop))
+        if (stop_gate_sleep_until(&g->gate, due))
             break;
         int64_t late = clock_monotonic_ns() - due;
         if (late >= g->interval_ns) { /* a slow driver call: skip the deadlines it ate */
@@ -724,7 +722,7 @@ void gpu_collector_close(struct gpu_collector *g, struct series_table *t, struct
     if (!g->on)
         return;
     if (g->started) {
-        atomic_store(&g->stop, 1);
+        stop_gate_stop(&g->gate);
         pthread_join(g->thread, NULL);
         g->started = 0;
     }
@@ -733,6 +731,7 @@ void gpu_collector_close(struct gpu_collector *g, struct series_table *t, struct
         g->lib.nvmlShutdown();
     dlclose(g->lib.dl);
     pthread_mutex_destroy(&g->lock);
+    stop_gate_release(&g->gate);
     free(g->queue);
     free(g->spare);
     free(g->map);

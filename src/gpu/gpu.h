@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "common/gate.h"
 #include "gpu/nvml_api.h"
 
 #define GPU_MAX_DEVICES 64
@@ -111,7 +112,7 @@ struct gpu_collector {
     int64_t start_mono_ns, start_real_ns;
     pthread_t thread;
     int started;
-    atomic_int stop;
+    struct stop_gate gate; /* stops the thread, waking its sleep to the next deadline */
     /* the queue: the GPU thread appends under lock, the sampler swaps */
     pthread_mutex_t lock;
     struct gpu_value *queue, *spare;

@@ -6,6 +6,7 @@ than 100 ms even when --gpu-interval asks for 10 ms; no host engine, or the
 counters in use, is one note and the run goes on; without GPUs DCGM is not
 even tried."""
 import os
+import subprocess
 
 from strobetest import *
 
@@ -54,6 +55,21 @@ lines = open(log).read().split("\n") if os.path.exists(log) else []
 watch = [int(l.split()[1]) for l in lines if l.startswith("watch ")]
 check("the fields are watched at 100 ms, the counters' floor", watch == [100000], watch)
 check("DCGM is shut down at the end", "shutdown" in lines, lines[-3:])
+
+# The GPU and DCGM threads sleep to their next deadline, a minute away at
+# --gpu-interval 60s: the end of a run wakes them instead of waiting for it.
+# (The 30 s limit only tells a hang from a pass: a run takes about 0.3 s.)
+try:
+    p = strobe("run", "--quiet", "--name", "slowgpu", "--gpu-interval", "60s", "--", "sleep",
+               "0.3", store=db, env=env("gpus=2,sm_active=0.5"), timeout=30)
+    ended = p.returncode == 0
+except subprocess.TimeoutExpired:
+    ended = False
+check("a run at --gpu-interval 60s ends with its job, not at the GPU threads' next deadline",
+      ended)
+r = show(db, "slowgpu")
+temp = r["metrics"].get("gpu.temp_c{gpu=0}", {}) if r else {}
+check("its one GPU sample, taken at the start, is kept", temp.get("count") == 1, temp)
 
 p = strobe("run", "--name", "nohe", "--", "true", store=db, env=env("unreachable"))
 check("no host engine: one note, the run goes on",
