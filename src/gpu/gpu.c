@@ -289,10 +289,15 @@ int gpu_collector_open(struct gpu_collector *g, int64_t interval_ns)
 
 /* ---- the GPU thread ------------------------------------------------------- */
 
-/* Values of one round, queued at once (one lock a round). */
+/* Values of one device's sample, queued at once (one lock a device). Room for
+ * the most one device can give: two full reads of buffered utilization
+ * samples, three values per process and the device metrics. A round of all
+ * devices would not fit: eight GPUs' buffered samples after a long
+ * --gpu-interval are 8 x 256 values. */
 struct round {
-    struct gpu_value v[GPU_PROCS_MAX * 3 + 512];
+    struct gpu_value v[2 * GPU_SAMPLES_MAX + 3 * GPU_PROCS_MAX + GPU_MIG_MAX + 64];
     uint32_t n;
+    uint32_t lost; /* values that found no room: counted as dropped */
 };
 
 static void put(struct round *r, int metric, const struct gpu_device *d, int32_t sub, int64_t ts,
@@ -300,6 +305,8 @@ static void put(struct round *r, int metric, const struct gpu_device *d, int32_t
 {
     if (r->n < sizeof(r->v) / sizeof(r->v[0]))
         r->v[r->n++] = (struct gpu_value){ts, value, (uint16_t)metric, (uint16_t)d->index, sub};
+    else
+        r->lost++;
 }
 
 static void queue_round(struct gpu_collector *g, struct round *r)
@@ -309,9 +316,9 @@ static void queue_round(struct gpu_collector *g, struct round *r)
     uint32_t n = r->n < room ? r->n : room;
     memcpy(g->queue + g->nqueue, r->v, n * sizeof(*r->v));
     g->nqueue += n;
-    g->dropped += r->n - n; /* the sampling thread is far behind: drop, count */
+    g->dropped += r->n - n + r->lost; /* the sampling thread is far behind: drop, count */
     pthread_mutex_unlock(&g->lock);
-    r->n = 0;
+    r->n = r->lost = 0;
 }
 
 /* Whether a call succeeded; remembers what a device cannot do, and a lost
@@ -344,8 +351,8 @@ static int wanted(const struct gpu_device *d, int metric, const void *fn)
 static int read_samples(struct gpu_collector *g, struct gpu_device *d, struct round *r,
                         nvmlSamplingType_t type, int metric, unsigned long long *last)
 {
-    nvmlSample_t s[128];
-    unsigned n = 128;
+    nvmlSample_t s[GPU_SAMPLES_MAX];
+    unsigned n = GPU_SAMPLES_MAX;
     nvmlValueType_t vt;
     nvmlReturn_t rc = g->lib.nvmlDeviceGetSamples(d->handle, type, *last, &vt, &n, s);
     if (rc == NVML_ERROR_NOT_FOUND)
@@ -355,7 +362,7 @@ static int read_samples(struct gpu_collector *g, struct gpu_device *d, struct ro
             ok(d, metric, rc);
         return 0;
     }
-    for (unsigned i = 0; i < n && i < 128; i++) {
+    for (unsigned i = 0; i < n && i < GPU_SAMPLES_MAX; i++) {
         double v = vt == NVML_VALUE_TYPE_DOUBLE               ? s[i].sampleValue.dVal
                    : vt == NVML_VALUE_TYPE_UNSIGNED_LONG_LONG ? (double)s[i].sampleValue.ullVal
                    : vt == NVML_VALUE_TYPE_UNSIGNED_LONG      ? (double)s[i].sampleValue.ulVal
@@ -537,7 +544,7 @@ static void *gpu_main(void *arg)
     struct round *r = malloc(sizeof(*r));
     if (!r)
         return NULL;
-    r->n = 0;
+    r->n = r->lost = 0;
     for (int64_t k = 0;; k++) {
         int64_t due = g->start_mono_ns + k * g->interval_ns;
         if (stop_gate_sleep_until(&g->gate, due))
@@ -551,9 +558,10 @@ static void *gpu_main(void *arg)
         }
         int64_t ts = g->start_real_ns + (due - g->start_mono_ns);
         for (unsigned i = 0; i < g->ndev; i++)
-            if (!atomic_load(&g->dev[i].lost))
+            if (!atomic_load(&g->dev[i].lost)) {
                 sample_device(g, &g->dev[i], r, ts);
-        queue_round(g, r);
+                queue_round(g, r);
+            }
         atomic_fetch_add(&g->samples, 1);
     }
     free(r);

@@ -26,6 +26,7 @@
 #define GPU_MAX_DEVICES 64
 #define GPU_QUEUE_MAX   65536 /* values waiting for the sampling thread; beyond: dropped, counted */
 #define GPU_PROCS_MAX   256   /* processes read per device per sample */
+#define GPU_SAMPLES_MAX 128   /* buffered utilization samples read per type per device per sample */
 #define GPU_MIG_MAX     8     /* MIG devices kept per GPU (NVML allows 7 on A100 and H100) */
 
 /* What a queued value is. */

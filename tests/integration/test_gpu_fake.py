@@ -360,4 +360,21 @@ check("MIG without permission: no gpu.mem_total_bytes points for that GPU",
       (r or {}).get("metrics", {}).get("gpu.mem_total_bytes{gpu=0}", {}).get("count") == 0,
       (r or {}).get("metrics", {}).get("gpu.mem_total_bytes{gpu=0}"))
 
+# eight GPUs whose drivers buffer many utilization samples between two reads
+# (a long --gpu-interval: here 120 samples per type and GPU at each 1 s read):
+# every GPU keeps all of its values, not only the first GPUs of a round
+MANY = "sample_period 0.005\n" + "".join(
+    f"device {i}\nat 0 {i} util.gpu 50\nat 0 {i} util.memory 20\nat 0 {i} temp 40\n"
+    for i in range(8))
+p = strobe("run", "--quiet", "--name", "many", "--gpu-interval", "1s", "--", "sleep", "2.2",
+           store=db, env=env_for(FAKE, MANY))
+r = show(db, "many")
+m = r["metrics"] if r else {}
+temps = [m.get(f"gpu.temp_c{{gpu={i}}}", {}).get("count", 0) for i in range(8)]
+utils = [m.get(f"gpu.util{{gpu={i}}}", {}).get("count", 0) for i in range(8)]
+check("eight GPUs with full sample buffers: each GPU has a point per round",
+      p.returncode == 0 and temps[0] >= 3 and temps == [temps[0]] * 8, temps)
+check("eight GPUs with full sample buffers: each GPU keeps its buffered samples (240 in 2 reads)",
+      utils[0] >= 240 and all(abs(u - utils[0]) <= 2 for u in utils), utils)
+
 done()
