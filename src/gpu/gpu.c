@@ -508,11 +508,14 @@ static void sample_device(struct gpu_collector *g, struct gpu_device *d, struct 
     unsigned long long mj;
     if (wanted(d, GM_ENERGY, g->lib.nvmlDeviceGetTotalEnergyConsumption) &&
         ok(d, GM_ENERGY, g->lib.nvmlDeviceGetTotalEnergyConsumption(d->handle, &mj))) {
-        if (!d->have_energy0) { /* the counter runs since the driver loaded: the run's share */
-            d->energy0 = mj;
-            d->have_energy0 = 1;
-        }
-        put(r, GM_ENERGY, d, 0, ts, (double)(mj - d->energy0) / 1000.0);
+        /* the counter runs since the driver loaded: the run's share is the
+         * sum of its rises; a reading below the last one (the counter
+         * started again: a GPU reset) adds nothing, as for NVLink */
+        if (d->have_energy && mj >= d->energy_prev)
+            d->energy_run += mj - d->energy_prev;
+        d->energy_prev = mj;
+        d->have_energy = 1;
+        put(r, GM_ENERGY, d, 0, ts, (double)d->energy_run / 1000.0);
     }
     READ_UINT(GM_TEMP, nvmlDeviceGetTemperature, 1.0, NVML_TEMPERATURE_GPU);
     READ_UINT(GM_SM_CLOCK, nvmlDeviceGetClockInfo, 1.0, NVML_CLOCK_SM);

@@ -84,10 +84,11 @@ struct gpu_device {
     uint32_t unsupported; /* bit per enum gpu_metric: NOT_SUPPORTED once, never asked again */
     atomic_int lost;      /* GPU_IS_LOST seen: no more calls (read by the sampler too) */
     unsigned long long last_util_ts, last_memu_ts, last_proc_ts; /* µs, for the buffered samples */
-    unsigned long long energy0;                                  /* mJ at the first reading */
-    int have_energy0;
-    int use_samples; /* nvmlDeviceGetSamples works for utilization */
-    int cuda_index;  /* the job's CUDA device number, by $CUDA_VISIBLE_DEVICES; -1 hidden */
+    unsigned long long energy_prev; /* mJ: the counter at the last reading */
+    unsigned long long energy_run;  /* mJ: the run's share, the sum of the counter's rises */
+    int have_energy;                /* energy_prev holds a reading */
+    int use_samples;                /* nvmlDeviceGetSamples works for utilization */
+    int cuda_index; /* the job's CUDA device number, by $CUDA_VISIBLE_DEVICES; -1 hidden */
     unsigned long long nvlink_prev[2]; /* KiB counters at the last reading (rx, tx) */
     int64_t nvlink_prev_ts;            /* its time; 0 before the first */
     int mig_mode;                      /* current MIG mode, 0 or 1; -1 when NVML would not say */

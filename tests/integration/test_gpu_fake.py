@@ -377,4 +377,18 @@ check("eight GPUs with full sample buffers: each GPU has a point per round",
 check("eight GPUs with full sample buffers: each GPU keeps its buffered samples (240 in 2 reads)",
       utils[0] >= 240 and all(abs(u - utils[0]) <= 2 for u in utils), utils)
 
+# the energy counter starting again mid-run (a GPU reset): the run's energy
+# goes on from where it was, not from an unsigned wrap (1.8e16 J)
+RESET = """device 0
+at 0 0 energy 5000000
+at 0.5 0 energy 5100000
+at 1.0 0 energy 2000
+at 1.5 0 energy 52000
+"""
+p = strobe("run", "--quiet", "--name", "ereset", "--gpu-interval", "250ms", "--", "sleep", "2",
+           store=db, env=env_for(FAKE, RESET))
+e = [v for _, v in points(db, "gpu.energy_j{gpu=0}", "ereset").get("gpu.energy_j{gpu=0}", [])]
+check("energy after a counter reset: the rises before (100 J) and after (50 J) add up",
+      p.returncode == 0 and e and e[-1] == 150 and max(e) == 150 and e == sorted(e), e)
+
 done()
