@@ -201,9 +201,10 @@ static void map_visible(struct gpu_collector *g)
         g->dev[i].cuda_index = env ? -1 : (int)g->dev[i].index;
     if (!env)
         return;
-    snprintf(g->visible, sizeof(g->visible), "%s", env);
-    char buf[512];
-    snprintf(buf, sizeof(buf), "%s", env);
+    g->visible = strdup(env);
+    char *buf = strdup(env); /* strtok_r's copy */
+    if (!buf)
+        return; /* no memory: every device unnumbered rather than a guess */
     int next = 0;
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
          tok = strtok_r(NULL, ",", &save)) {
@@ -215,6 +216,7 @@ static void map_visible(struct gpu_collector *g)
         if (*slot < 0)
             *slot = next++;
     }
+    free(buf);
 }
 
 /* Whether this machine looks as if it has NVIDIA GPUs (the driver's device
@@ -280,6 +282,7 @@ int gpu_collector_open(struct gpu_collector *g, int64_t interval_ns)
         if (g->lib.nvmlShutdown)
             g->lib.nvmlShutdown();
         dlclose(g->lib.dl);
+        free(g->visible);
         return -ENOMEM;
     }
     pthread_mutex_init(&g->lock, NULL);
@@ -665,7 +668,7 @@ static void write_device_meta(struct gpu_collector *g, struct series_table *t,
     strbuf_add_json_str(&m, g->driver);
     add_cuda_index(&m, d->cuda_index);
     strbuf_adds(&m, ",\"cuda_visible_devices\":");
-    if (g->visible[0])
+    if (g->visible)
         strbuf_add_json_str(&m, g->visible);
     else
         strbuf_adds(&m, "null");
@@ -746,5 +749,7 @@ void gpu_collector_close(struct gpu_collector *g, struct series_table *t, struct
     free(g->queue);
     free(g->spare);
     free(g->map);
+    free(g->visible);
+    g->visible = NULL;
     g->on = 0;
 }

@@ -107,7 +107,8 @@ struct gpu_collector {
     int on;
     struct nvml_lib lib;
     char driver[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
-    char visible[512]; /* $CUDA_VISIBLE_DEVICES as the job inherits it; "" when unset */
+    char *visible; /* $CUDA_VISIBLE_DEVICES as the job inherits it, whole (sixteen UUIDs
+                    * are 655 bytes); NULL when unset; freed at close */
     struct gpu_device dev[GPU_MAX_DEVICES];
     unsigned ndev;
     int64_t interval_ns;

@@ -186,6 +186,26 @@ for cvd, want in (("GPU-bbbbbbbb", [None, 0]), ("1,0", [1, 0]), (None, [0, 1]),
     got = [g.get("cuda_index") for g in (r or {}).get("gpus", [])]
     check(f"CUDA_VISIBLE_DEVICES={cvd}: the job's CUDA numbers are {want}", got == want, got)
 
+# sixteen GPUs listed by whole UUID, in reverse: 655 bytes of
+# CUDA_VISIBLE_DEVICES, every entry counts; and a set but empty value (no
+# GPU visible) is recorded as "", not as unset
+SIXTEEN = "".join(f"device {i} uuid GPU-{i:08d}-1111-2222-3333-444455556666\n" for i in range(16))
+e = env_for(FAKE, SIXTEEN)
+e["CUDA_VISIBLE_DEVICES"] = ",".join(f"GPU-{i:08d}-1111-2222-3333-444455556666"
+                                     for i in reversed(range(16)))
+p = strobe("run", "--quiet", "--name", "cvd16", "--", "true", store=db, env=e)
+gpus = sorted((show(db, "cvd16") or {}).get("gpus", []), key=lambda g: g["index"])
+check("CUDA_VISIBLE_DEVICES of 16 UUIDs (655 bytes): GPU i is CUDA device 15 - i",
+      [g.get("cuda_index") for g in gpus] == list(reversed(range(16))) and
+      gpus[0].get("cuda_visible_devices") == e["CUDA_VISIBLE_DEVICES"],
+      [(g.get("cuda_index"), len(g.get("cuda_visible_devices") or "")) for g in gpus])
+e["CUDA_VISIBLE_DEVICES"] = ""
+p = strobe("run", "--quiet", "--name", "cvd0", "--", "true", store=db, env=e)
+gpus = (show(db, "cvd0") or {}).get("gpus", [])
+check("CUDA_VISIBLE_DEVICES set but empty: no GPU visible, and recorded as ''",
+      gpus and all(g.get("cuda_index") is None and g.get("cuda_visible_devices") == ""
+                   for g in gpus), gpus[:1])
+
 # an old driver: no buffered samples, no energy, no _v3 process query
 p = strobe("run", "--quiet", "--name", "old", "--", "sleep", "1", store=db,
            env=env_for(FAKE_OLD, SCENARIO))
