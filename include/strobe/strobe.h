@@ -21,6 +21,8 @@
  *
  * Names are copied (the caller's buffer may change afterwards), interned per
  * thread by content; at most 1023 distinct names per thread, 1 to 255 bytes.
+ * An event that cannot be recorded (a NULL, empty or longer name, a name past
+ * the thread's 1023, a negative duration) is dropped and counted the same way.
  *
  * Linking: the static libraries (libstrobe.a, the core library) and the
  * shared libstrobe.so (soname libstrobe.so.0) carry the same code. The shared

@@ -249,16 +249,22 @@ static uint32_t current_step(void)
     return atomic_load_explicit(&lib_step, memory_order_relaxed);
 }
 
+/* One event; name is NULL for a step only (a step has none). */
 static inline void emit(uint8_t kind, const char *name, int64_t ts, uint64_t value, uint32_t step)
 {
     struct thread_state *t = thread_state();
     if (!t)
         return;
-    if (t->ring < 0) {
+    if (t->ring < 0) { /* every ring taken: each event counted once, here */
         atomic_fetch_add_explicit(&lib_seg.hdr->no_ring, 1, memory_order_relaxed);
         return;
     }
     uint32_t id = 0;
+    /* a NULL name is unusable, as "" is; only a step has none */
+    if (!name && (kind & ~STROBE_EV_F_TSC) != STROBE_EV_STEP) {
+        ring_count_drop(&lib_seg, t->ring);
+        return;
+    }
     if (name && !(id = intern(t, name, ts)))
         return;
     struct strobe_record rec = {
@@ -284,10 +290,27 @@ void strobe_span_end(const char *name)
     emit(kind, name, (int64_t)ts, 0, current_step());
 }
 
+/* The event of a call that cannot be recorded (a negative duration): dropped
+ * and counted, as the header promises, like an unusable name. */
+static void drop_one(void)
+{
+    struct thread_state *t = thread_state();
+    if (!t)
+        return;
+    if (t->ring < 0)
+        atomic_fetch_add_explicit(&lib_seg.hdr->no_ring, 1, memory_order_relaxed);
+    else
+        ring_count_drop(&lib_seg, t->ring);
+}
+
 void strobe_span_complete(const char *name, int64_t start_ns, int64_t duration_ns)
 {
-    if (atomic_load_explicit(&lib_state, memory_order_relaxed) == LIB_OFF || duration_ns < 0)
+    if (atomic_load_explicit(&lib_state, memory_order_relaxed) == LIB_OFF)
         return;
+    if (duration_ns < 0) {
+        drop_one();
+        return;
+    }
     emit(STROBE_EV_COMPLETE, name, start_ns, (uint64_t)duration_ns, current_step());
 }
 

@@ -576,19 +576,20 @@ TEST(ring_drops_are_counted)
     }
     ASSERT_EQ_INT(refused, 7);
     ASSERT_EQ_INT(ring_push_name(&r.w, ring, 1, "late", AT(0)), -ENOSPC); /* one more */
-    /* every other ring taken, and one claim that finds none */
+    /* every other ring taken, and one claim that finds none: no event is lost
+     * by it (libstrobe counts each event it then drops, once) */
     for (uint32_t i = 1; i < EVENT_RINGS; i++)
         ASSERT(ring_claim(&r.w, getpid(), my_tid()) >= 0);
     ASSERT_EQ_INT(ring_claim(&r.w, getpid(), my_tid()), -ENOSPC);
     event_sink_drain(&r.k, AT(0));
-    ASSERT_EQ_U64(event_sink_dropped(&r.k), 7 + 1 + 1);
+    ASSERT_EQ_U64(event_sink_dropped(&r.k), 7 + 1);
     ASSERT_EQ_U64(r.k.st.records, EVENT_RING_RECORDS);
     ASSERT_EQ_U64(r.k.events, EVENT_RING_RECORDS);
     ASSERT_EQ_INT(sealed_count(&r.k), EVENT_RING_RECORDS / EVENT_BLOCK_EVENTS);
     /* an id the ring never defined (its definition was the dropped one) */
     push(&r, ring, STROBE_EV_INSTANT, 1, 0, AT(EVENT_RING_RECORDS), 0);
     event_sink_drain(&r.k, AT(1));
-    ASSERT_EQ_U64(event_sink_dropped(&r.k), 7 + 1 + 1 + 1);
+    ASSERT_EQ_U64(event_sink_dropped(&r.k), 7 + 1 + 1);
     ASSERT_EQ_U64(r.k.events, EVENT_RING_RECORDS);
     struct view *v = view_sealed(&r.k);
     ASSERT_EQ_INT(v->n, EVENT_RING_RECORDS);

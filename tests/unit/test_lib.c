@@ -282,6 +282,67 @@ TEST(a_reused_name_buffer_is_never_mistaken)
     ring_segment_release(&seg);
 }
 
+/* More threads than rings: a thread that finds every ring taken loses its
+ * events, each counted once (the failed claim is no extra drop). */
+#define RINGLESS_THREADS 24 /* the segment has 16 rings */
+
+static pthread_barrier_t all_hold_rings;
+
+static void *begin_end_then_wait(void *arg)
+{
+    (void)arg;
+    strobe_span_begin("t");
+    strobe_span_end("t");
+    pthread_barrier_wait(&all_hold_rings); /* no ring is freed before all have tried */
+    return NULL;
+}
+
+TEST(more_threads_than_rings_each_lost_event_counted_once)
+{
+    struct ring_segment seg;
+    make_segment(&seg, "ringless");
+    pthread_barrier_init(&all_hold_rings, NULL, RINGLESS_THREADS + 1);
+    pthread_t th[RINGLESS_THREADS];
+    for (int i = 0; i < RINGLESS_THREADS; i++)
+        pthread_create(&th[i], NULL, begin_end_then_wait, NULL);
+    pthread_barrier_wait(&all_hold_rings);
+    static struct got g;
+    struct drain_stats st = {0};
+    ring_drain(&seg, collect, &g, &st);
+    for (int i = 0; i < RINGLESS_THREADS; i++)
+        pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&all_hold_rings);
+    ASSERT_EQ_INT(g.by_kind[STROBE_EV_SPAN_BEGIN], 16); /* a thread per ring */
+    ASSERT_EQ_INT(g.by_kind[STROBE_EV_SPAN_END], 16);
+    ASSERT_EQ_U64(st.dropped, 2 * (RINGLESS_THREADS - 16)); /* begin and end of the other 8 */
+    ring_segment_release(&seg);
+}
+
+/* Calls that cannot be recorded lose their event, counted, and crash nothing:
+ * NULL names, a negative duration; a step needs no name. */
+TEST(unrecordable_calls_are_counted_as_drops)
+{
+    struct ring_segment seg;
+    make_segment(&seg, "unrecordable");
+    strobe_span_begin(NULL);
+    strobe_span_end(NULL);
+    strobe_instant(NULL);
+    strobe_counter(NULL, 1.0);
+    strobe_counter_at_step(NULL, 1.0, 3);
+    strobe_span_complete(NULL, 100, 5);
+    strobe_span_complete("neg", 100, -5);
+    strobe_step(2);
+    static struct got g;
+    struct drain_stats st = {0};
+    ring_drain(&seg, collect, &g, &st);
+    ASSERT_EQ_INT(g.events, 1); /* the step */
+    ASSERT_EQ_INT(g.by_kind[STROBE_EV_STEP], 1);
+    ASSERT_EQ_U64(st.dropped, 7);
+    ring_segment_release(&seg);
+}
+
 TEST_MAIN(a_reused_name_buffer_is_never_mistaken, stamps_are_monotonic_ns_after_the_drain,
           tsc_can_be_turned_off, off_without_a_recorder, off_with_a_bad_segment_name,
-          events_arrive_with_their_names, threads_and_forked_children_get_rings_of_their_own)
+          events_arrive_with_their_names, threads_and_forked_children_get_rings_of_their_own,
+          more_threads_than_rings_each_lost_event_counted_once,
+          unrecordable_calls_are_counted_as_drops)
