@@ -262,6 +262,7 @@ static void new_owner(struct event_sink *k, int ring, pid_t pid, pid_t tid, int6
     flush_open(k, s, 0, now);
     seal(k, s);
     memset(s->map, 0, sizeof(s->map));
+    s->too_deep = 0;
     s->pid = pid;
     s->tid = tid;
     struct event_proc *p = find_proc(k, pid);
@@ -310,12 +311,21 @@ static void on_record(int ring, pid_t pid, pid_t tid, const struct strobe_record
     struct event ev = {to_utc(k, r->ts_ns), (int64_t)r->value, id, r->step, r->kind};
     switch (r->kind) {
     case STROBE_EV_SPAN_BEGIN:
-        if (s->depth < EVENT_OPEN_MAX) {
+        if (s->depth < EVENT_OPEN_MAX && !s->too_deep) {
             s->open[s->depth++] = (struct open_span){ev.ts_ns, id, r->step};
             return;
         }
-        break; /* too deep: kept as a bare begin */
+        /* too deep: dropped and counted. Kept as a bare begin, its end would
+         * close the span below it, and every span below would then take the
+         * end of the one inside it (recursion 70 deep shifted 64 spans) */
+        s->too_deep++;
+        k->lost++;
+        return;
     case STROBE_EV_SPAN_END:
+        if (s->too_deep) { /* the end of the innermost span, one of those dropped */
+            s->too_deep--;
+            return;
+        }
         close_span(k, s, ev, c->now);
         return;
     case STROBE_EV_COUNTER: {

@@ -48,6 +48,8 @@ struct event_stream {
     uint32_t map[EVENT_RING_NAMES]; /* the ring's name id -> run-wide id, 0 unknown */
     struct open_span open[EVENT_OPEN_MAX];
     uint32_t depth;
+    uint32_t too_deep; /* spans open beyond EVENT_OPEN_MAX: dropped and counted, their ends
+                        * consumed, so the spans below still pair with their own ends */
     struct event *buf; /* EVENT_BLOCK_EVENTS, allocated on first use */
     uint32_t n;
     int64_t first_mono_ns; /* when the block's first event was drained */

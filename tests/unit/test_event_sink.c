@@ -317,6 +317,34 @@ TEST(spans_pair_and_events_pass_through_in_utc)
     rig_close(&r);
 }
 
+/* Recursion deeper than the open-span stack: the spans beyond it are dropped
+ * and counted, and every span within it still pairs with its own end (not
+ * with the end of the span nested EVENT_OPEN_MAX levels further in). */
+TEST(spans_nested_too_deep_are_dropped_and_the_rest_pair)
+{
+    static struct rig r;
+    rig_open(&r, 11);
+    int ring = ring_claim(&r.w, getpid(), my_tid());
+    ASSERT(ring >= 0);
+    define(&r, ring, 1, "rec");
+    enum { DEPTH = EVENT_OPEN_MAX + 6 };
+    /* level d (1..DEPTH) begins at 10 d and ends at 10 (2 DEPTH + 1 - d) */
+    for (int d = 1; d <= DEPTH; d++)
+        push(&r, ring, STROBE_EV_SPAN_BEGIN, 1, 1, AT(10 * d), 0);
+    for (int d = DEPTH; d >= 1; d--)
+        push(&r, ring, STROBE_EV_SPAN_END, 1, 1, AT(10 * (2 * DEPTH + 1 - d)), 0);
+    event_sink_drain(&r.k, AT(5000));
+    event_sink_seal_all(&r.k);
+    struct view *v = view_sealed(&r.k);
+    ASSERT_EQ_INT(v->n, EVENT_OPEN_MAX);
+    for (int i = 0; i < EVENT_OPEN_MAX; i++) { /* closed innermost first */
+        int d = EVENT_OPEN_MAX - i;
+        EXPECT_EV(&v->ev[i], STROBE_EV_COMPLETE, UTC(10 * d), 10 * (2 * DEPTH + 1 - 2 * d), 1, 1);
+    }
+    ASSERT_EQ_U64(event_sink_dropped(&r.k), 6);
+    rig_close(&r);
+}
+
 TEST(names_are_run_wide_across_threads_and_reclaimed_rings)
 {
     static struct rig r;
@@ -1336,6 +1364,7 @@ TEST(phases_crossing_step_boundaries_are_clipped)
 }
 
 TEST_MAIN(spans_pair_and_events_pass_through_in_utc,
+          spans_nested_too_deep_are_dropped_and_the_rest_pair,
           names_are_run_wide_across_threads_and_reclaimed_rings,
           meta_counters_set_process_attributes_and_app_counters_make_series,
           blocks_seal_when_full_and_when_old, memory_cap_drops_new_blocks_and_counts_them,
