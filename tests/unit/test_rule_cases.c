@@ -30,7 +30,8 @@ struct steps_spec {
     double phase[PHASE_COUNT];
     int slow_n;
     double slow_f;
-    int worker; /* dataloader.worker spans instead of steps */
+    int comm_threads; /* each comm span also on this many other threads, at the same time */
+    int worker;       /* dataloader.worker spans instead of steps */
     double busy;
 };
 
@@ -100,6 +101,7 @@ static int parse_steps(struct rcase *c, char *rest, int worker)
             sscanf(tok, "tid=%lld", (long long *)&s->tid) == 1 ||
             sscanf(tok, "rank=%lld", (long long *)&s->rank) == 1 ||
             sscanf(tok, "busy=%lf", &s->busy) == 1 ||
+            sscanf(tok, "comm_threads=%d", &s->comm_threads) == 1 ||
             sscanf(tok, "slow=%d:%lf", &s->slow_n, &s->slow_f) == 2)
             continue;
         char *eq = strchr(tok, '=');
@@ -368,6 +370,9 @@ static void gen_steps(struct rules_engine *e, const struct rcase *c, struct feed
                     static const char *const names[] = {"data", "forward", "backward", "optimizer",
                                                         "comm:allreduce"};
                     add_span(f, s->pid, s->tid, START_NS + p, START_NS + p + len, names[q]);
+                    for (int o = 0; q == PHASE_COMM && o < s->comm_threads; o++)
+                        add_span(f, s->pid, s->tid + 1 + o, START_NS + p, START_NS + p + len,
+                                 names[q]);
                     p += len;
                 }
                 add_span(f, s->pid, s->tid, START_NS + t, START_NS + t + d, "step");
