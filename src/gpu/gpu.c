@@ -265,7 +265,11 @@ int gpu_collector_open(struct gpu_collector *g, int64_t interval_ns)
     g->driver[sizeof(g->driver) - 1] = 0;
     for (unsigned i = 0; i < count && g->ndev < GPU_MAX_DEVICES; i++) {
         struct gpu_device *d = &g->dev[g->ndev];
-        if (g->lib.nvmlDeviceGetHandleByIndex_v2(i, &d->handle) != NVML_SUCCESS)
+        nvmlReturn_t hrc = g->lib.nvmlDeviceGetHandleByIndex_v2(i, &d->handle);
+        if (hrc == NVML_ERROR_GPU_IS_LOST) /* said as for a GPU lost mid-run, not left out */
+            log_warn("GPU %u is lost (NVML: %s): it is not sampled, the run goes on", i,
+                     nvml_error(g, hrc));
+        if (hrc != NVML_SUCCESS) /* another job's GPU (no permission) is no news */
             continue;
         d->index = i;
         read_device_facts(g, d);

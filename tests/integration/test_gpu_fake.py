@@ -411,4 +411,13 @@ e = [v for _, v in points(db, "gpu.energy_j{gpu=0}", "ereset").get("gpu.energy_j
 check("energy after a counter reset: the rises before (100 J) and after (50 J) add up",
       p.returncode == 0 and e and e[-1] == 150 and max(e) == 150 and e == sorted(e), e)
 
+# a GPU already lost when the run starts (fallen off the bus): said once, as
+# for a GPU lost mid-run, instead of leaving it out of the list silently
+p = strobe("run", "--name", "lost0", "--", "sleep", "0.3", store=db,
+           env=env_for(FAKE, "device 0\ndevice 1\nat 0 0 temp 40\nlost 0 1\n"))
+gpus = (show(db, "lost0") or {}).get("gpus", [])
+check("a GPU lost before the start: one warning naming it, the other GPU sampled",
+      p.returncode == 0 and p.stderr.count("warning: GPU 1 is lost") == 1 and
+      [g["index"] for g in gpus] == [0], (p.stderr[-300:], [g["index"] for g in gpus]))
+
 done()
