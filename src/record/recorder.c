@@ -225,8 +225,10 @@ static int setup_timer(struct recorder *r)
     epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->timerfd, &ev);
     ev.data.fd = r->sigfd;
     epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->sigfd, &ev);
-    /* slow sampling still drains the rings often, so they do not overflow */
-    if (r->events.on && r->o->interval_ns > DRAIN_INTERVAL_NS) {
+    /* slow sampling still drains the rings and takes the GPU threads' values
+     * often, so that neither the rings nor the GPU queues overflow (8 GPUs
+     * at --gpu-interval 10ms fill the NVML queue in 6 s) */
+    if (r->o->interval_ns > DRAIN_INTERVAL_NS) {
         r->drainfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
         if (r->drainfd < 0)
             return -errno;
@@ -737,8 +739,11 @@ static void on_timer(struct recorder *r)
 static void on_drain_timer(struct recorder *r)
 {
     uint64_t expirations;
-    if (read(r->drainfd, &expirations, sizeof(expirations)) == sizeof(expirations))
-        event_sink_drain(&r->events, clock_monotonic_ns());
+    if (read(r->drainfd, &expirations, sizeof(expirations)) != sizeof(expirations))
+        return;
+    gpu_collector_merge(&r->gpu, &r->series, &r->tree);
+    dcgm_collector_merge(&r->dcgm, &r->series);
+    event_sink_drain(&r->events, clock_monotonic_ns());
 }
 
 static void on_signal(struct recorder *r)

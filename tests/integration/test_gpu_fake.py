@@ -420,4 +420,18 @@ check("a GPU lost before the start: one warning naming it, the other GPU sampled
       p.returncode == 0 and p.stderr.count("warning: GPU 1 is lost") == 1 and
       [g["index"] for g in gpus] == [0], (p.stderr[-300:], [g["index"] for g in gpus]))
 
+# a slow host interval (--interval 10s) with fast GPU sampling on 16 GPUs:
+# the GPU thread's queue (65536 values, about 340 rounds here) is emptied
+# often enough, not only at host ticks: every temperature read is stored
+SIXTEEN_FAST = "".join(f"device {i}\nat 0 {i} temp 40\n" for i in range(16))
+fast_calls = os.path.join(tmp, "fast-calls")
+p = strobe("run", "--quiet", "--name", "slowhost", "--interval", "10s", "--gpu-interval", "10ms",
+           "--", "sleep", "5", store=db, env=env_for(FAKE, SIXTEEN_FAST, calls=fast_calls))
+m = (show(db, "slowhost") or {}).get("metrics", {})
+got = read_calls(fast_calls)
+reads = [got.get(("nvmlDeviceGetTemperature", str(i)), 0) for i in range(16)]
+stored = [m.get(f"gpu.temp_c{{gpu={i}}}", {}).get("count", 0) for i in range(16)]
+check("--interval 10s, --gpu-interval 10ms, 16 GPUs: every GPU reading is stored",
+      p.returncode == 0 and reads[0] > 0 and stored == reads, (reads[:3], stored[:3]))
+
 done()
