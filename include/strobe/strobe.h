@@ -15,7 +15,9 @@
  * allocates its name table, 26 KiB, at its first event, and a copy of each
  * name the first time it uses it; both are freed when the thread ends);
  * never prints, never aborts. When the thread's ring is full, or every ring is taken, the event is
- * dropped and counted, and the count reaches the run's record.
+ * dropped and counted, and the count reaches the run's record. A thread that
+ * found every ring taken tries again every 256 events, so it gets a ring once
+ * other threads have ended and given theirs back.
  * After fork() the child gets a ring of its own on its first event; after
  * exec() the new image attaches again through the environment.
  *

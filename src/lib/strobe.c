@@ -20,6 +20,7 @@
 #include "ring/ring.h"
 
 #define NAME_SLOTS 1024 /* per thread; a power of two, one slot kept empty */
+#define RING_RETRY 256  /* events a thread without a ring drops before it tries again */
 
 enum { LIB_UNKNOWN, LIB_ON, LIB_OFF };
 
@@ -50,8 +51,9 @@ struct ptr_entry {
 };
 
 struct thread_state {
-    unsigned generation; /* lib_generation when this state was made */
-    int ring;            /* -1: none could be claimed (events are counted as dropped) */
+    unsigned generation;    /* lib_generation when this state was made */
+    int ring;               /* -1: none could be claimed (events are counted as dropped) */
+    uint32_t no_ring_drops; /* since the last claim that found none: a retry every RING_RETRY */
     uint32_t next_id;
     uint64_t tail_seen; /* the consumer's tail when last read: room is known without a read */
     struct ptr_entry by_ptr[PTR_CACHE];
@@ -249,13 +251,26 @@ static uint32_t current_step(void)
     return atomic_load_explicit(&lib_step, memory_order_relaxed);
 }
 
+/* A thread that found every ring taken tries again now and then: rings come
+ * back to the pool when their threads end, and a thread that started in a
+ * crowd must not lose its events for the rest of its life. 1 when it now
+ * has a ring. */
+static int retry_claim(struct thread_state *t)
+{
+    if (++t->no_ring_drops < RING_RETRY)
+        return 0;
+    t->no_ring_drops = 0;
+    t->ring = ring_claim(&lib_seg, getpid(), (pid_t)syscall(SYS_gettid));
+    return t->ring >= 0;
+}
+
 /* One event; name is NULL for a step only (a step has none). */
 static inline void emit(uint8_t kind, const char *name, int64_t ts, uint64_t value, uint32_t step)
 {
     struct thread_state *t = thread_state();
     if (!t)
         return;
-    if (t->ring < 0) { /* every ring taken: each event counted once, here */
+    if (t->ring < 0 && !retry_claim(t)) { /* every ring taken: each event counted once, here */
         atomic_fetch_add_explicit(&lib_seg.hdr->no_ring, 1, memory_order_relaxed);
         return;
     }

@@ -318,6 +318,72 @@ TEST(more_threads_than_rings_each_lost_event_counted_once)
     ring_segment_release(&seg);
 }
 
+/* A thread that started while every ring was taken gets one once rings come
+ * back (their threads ended and a drain returned them to the pool): its
+ * events are not lost for the rest of its life. */
+static pthread_barrier_t holders_ready, holders_go;
+
+static void *hold_a_ring(void *arg)
+{
+    (void)arg;
+    strobe_instant("held");
+    pthread_barrier_wait(&holders_ready);
+    pthread_barrier_wait(&holders_go); /* then end: the ring is free after a drain */
+    return NULL;
+}
+
+struct late_thread {
+    pthread_barrier_t *crowd_gone;
+    int sent;
+};
+
+static void *late_writer(void *arg)
+{
+    struct late_thread *l = arg;
+    strobe_instant("late"); /* every ring taken: dropped */
+    pthread_barrier_wait(l->crowd_gone);
+    pthread_barrier_wait(l->crowd_gone); /* the drain has reclaimed the rings */
+    for (l->sent = 0; l->sent < 1000; l->sent++)
+        strobe_instant("late");
+    return NULL;
+}
+
+TEST(a_thread_without_a_ring_gets_one_when_rings_come_back)
+{
+    struct ring_segment seg;
+    make_segment(&seg, "retry");
+    pthread_barrier_init(&holders_ready, NULL, 16 + 1);
+    pthread_barrier_init(&holders_go, NULL, 16 + 1);
+    pthread_t holders[16];
+    for (int i = 0; i < 16; i++)
+        pthread_create(&holders[i], NULL, hold_a_ring, NULL);
+    pthread_barrier_wait(&holders_ready); /* all 16 rings are held */
+    static pthread_barrier_t crowd_gone;
+    pthread_barrier_init(&crowd_gone, NULL, 2);
+    struct late_thread l = {&crowd_gone, 0};
+    pthread_t late;
+    pthread_create(&late, NULL, late_writer, &l);
+    pthread_barrier_wait(&crowd_gone); /* its first event found no ring */
+    pthread_barrier_wait(&holders_go);
+    for (int i = 0; i < 16; i++)
+        pthread_join(holders[i], NULL);
+    static struct got g;
+    struct drain_stats st = {0};
+    ring_drain(&seg, collect, &g, &st); /* the holders are dead: their rings are free */
+    ASSERT_EQ_INT(g.by_kind[STROBE_EV_INSTANT], 16);
+    pthread_barrier_wait(&crowd_gone);
+    pthread_join(late, NULL);
+    static struct got g2;
+    ring_drain(&seg, collect, &g2, &st);
+    /* it tries again after RING_RETRY (256) drops: the rest arrive */
+    ASSERT(g2.by_kind[STROBE_EV_INSTANT] >= 1000 - 256);
+    ASSERT_EQ_U64(st.dropped + (uint64_t)g2.by_kind[STROBE_EV_INSTANT], 1001);
+    pthread_barrier_destroy(&holders_ready);
+    pthread_barrier_destroy(&holders_go);
+    pthread_barrier_destroy(&crowd_gone);
+    ring_segment_release(&seg);
+}
+
 /* Calls that cannot be recorded lose their event, counted, and crash nothing:
  * NULL names, a negative duration; a step needs no name. */
 TEST(unrecordable_calls_are_counted_as_drops)
@@ -345,4 +411,5 @@ TEST_MAIN(a_reused_name_buffer_is_never_mistaken, stamps_are_monotonic_ns_after_
           tsc_can_be_turned_off, off_without_a_recorder, off_with_a_bad_segment_name,
           events_arrive_with_their_names, threads_and_forked_children_get_rings_of_their_own,
           more_threads_than_rings_each_lost_event_counted_once,
+          a_thread_without_a_ring_gets_one_when_rings_come_back,
           unrecordable_calls_are_counted_as_drops)
