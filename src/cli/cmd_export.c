@@ -25,19 +25,30 @@ struct export_ctx {
     FILE *out;
     int jsonl;
     char **globs;
+    char *matched; /* per glob: it matched a series */
     int nglobs;
     int failed;
     struct strbuf line;
 };
 
-static int wanted(const struct export_ctx *c, const char *name, const char *key)
+/* Whether a series is exported; every glob that takes it is marked. */
+static int wanted(struct export_ctx *c, const char *name, const char *key)
 {
     if (!c->nglobs)
         return 1;
+    int any = 0;
     for (int i = 0; i < c->nglobs; i++)
         if (fnmatch(c->globs[i], key, 0) == 0 || fnmatch(c->globs[i], name, 0) == 0)
-            return 1;
-    return 0;
+            any = c->matched[i] = 1;
+    return any;
+}
+
+/* A --metric that took nothing is most likely misspelt: say so, once each. */
+static void warn_unmatched(const struct export_ctx *c, const char *run_id)
+{
+    for (int i = 0; i < c->nglobs; i++)
+        if (!c->matched[i])
+            log_warn("--metric '%s' matches no series of run %s", c->globs[i], run_id);
 }
 
 /* CSV field: quoted when it holds a comma, quote or newline (RFC 4180). */
@@ -174,8 +185,8 @@ static int export_series(const struct series_record *sr, void *arg)
     return c->failed ? 1 : 0;
 }
 
-/* globs: room for every --metric, which argc bounds */
-static int export_main(int argc, char **argv, char **globs)
+/* globs and matched: room for every --metric, which argc bounds */
+static int export_main(int argc, char **argv, char **globs, char *matched)
 {
     static const struct option opts[] = {
         {"store", required_argument, NULL, 's'},  {"format", required_argument, NULL, 'f'},
@@ -186,6 +197,7 @@ static int export_main(int argc, char **argv, char **globs)
     struct export_ctx c;
     memset(&c, 0, sizeof(c));
     c.globs = globs;
+    c.matched = matched;
     int ch;
     optind = 1;
     while ((ch = cli_getopt("export", argc, argv, "f:m:o:h", opts)) != -1) {
@@ -245,6 +257,8 @@ static int export_main(int argc, char **argv, char **globs)
                           rc < 0 ? c.s->err.buf : strerror(errno));
             else
                 status = CLI_EXIT_OK;
+            if (status == CLI_EXIT_OK)
+                warn_unmatched(&c, r.id);
             strbuf_release(&c.line);
         }
         run_record_release(&r);
@@ -258,11 +272,15 @@ int cmd_export(int argc, char **argv)
     /* not a fixed array: a 65th --metric was dropped without a word, and
      * its series with it */
     char **globs = calloc((size_t)argc + 1, sizeof(*globs));
-    if (!globs) {
+    char *matched = calloc((size_t)argc + 1, 1);
+    if (!globs || !matched) {
+        free(globs);
+        free(matched);
         log_error("out of memory");
         return CLI_EXIT_ERROR;
     }
-    int status = export_main(argc, argv, globs);
+    int status = export_main(argc, argv, globs, matched);
     free(globs);
+    free(matched);
     return status;
 }

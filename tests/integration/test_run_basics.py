@@ -207,6 +207,14 @@ many = [a for i in range(70) for a in ("--metric", f"nothing.{i}")]
 p = strobe("export", "--format", "csv", *many, "--metric", "cpu.util", "sig", store=db)
 check("export: the 71st --metric still selects its series", p.returncode == 0 and
       p.stdout.splitlines() == rows, (p.returncode, p.stdout[:200], p.stderr))
+check("export: each --metric that matches no series is one warning (70 here), the rest exported",
+      p.stderr.count("matches no series") == 70 and len(p.stderr.splitlines()) == 70 and
+      "'nothing.69'" in p.stderr, p.stderr[-300:])
+p = strobe("export", "--format", "csv", "--metric", "cpu.utl", "sig", store=db)
+check("export: a misspelt --metric says so (exit 0, the header only)",
+      p.returncode == 0 and p.stdout == "time_ns,metric,value\n" and
+      p.stderr.strip().endswith("--metric 'cpu.utl' matches no series of run " + show(db, "sig")["id"]),
+      (p.returncode, p.stdout[:100], p.stderr))
 p = strobe("export", "--format", "xml", "sig", store=db)
 check("export of an unknown format is refused", p.returncode == 2)
 done()

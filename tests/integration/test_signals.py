@@ -14,6 +14,7 @@ the count. (A signal sent to the group with kill(2) reaches the job twice,
 directly and from strobe: docs/cli.md says why it cannot be told apart.)"""
 import os
 import pty
+import re
 import signal
 import subprocess
 import time
@@ -100,11 +101,15 @@ if pid == 0:
     default_signals()
     os.execv(STROBE, RUN + [PYTHON, "-c", counter("SIGINT")])
 out = b""
-while b"ready" not in out:
+# the whole line: a read may end inside "ready PID PGID"
+while not re.search(rb"ready \d+ \d+\s", out):
     try:
-        out += os.read(master, 1024)
+        chunk = os.read(master, 1024)
     except OSError:
         break
+    if not chunk:
+        break
+    out += chunk
 words = out.split(b"ready", 1)[1].split()
 job, job_group = int(words[0]), int(words[1])
 check("in a terminal's foreground: the job shares strobe's process group",
