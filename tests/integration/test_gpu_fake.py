@@ -10,6 +10,7 @@ facts, their memory is sampled through their own handles, CUDA_VISIBLE_DEVICES
 names them by MIG- UUID prefix, and a lost MIG GPU is asked nothing more."""
 import ctypes.util
 import os
+import re
 import subprocess
 
 from strobetest import *
@@ -199,6 +200,12 @@ check("CUDA_VISIBLE_DEVICES of 16 UUIDs (655 bytes): GPU i is CUDA device 15 - i
       [g.get("cuda_index") for g in gpus] == list(reversed(range(16))) and
       gpus[0].get("cuda_visible_devices") == e["CUDA_VISIBLE_DEVICES"],
       [(g.get("cuda_index"), len(g.get("cuda_visible_devices") or "")) for g in gpus])
+# listed in the order of their numbers, not as text (0, 1, 10, 11, ..., 2)
+raw = [g["index"] for g in (show(db, "cvd16") or {}).get("gpus", [])]
+text = strobe("show", "cvd16", store=db).stdout
+listed = [int(m) for m in re.findall(r"^(?:gpus {5}| {9}) (\d+): ", text, re.M)]
+check("16 GPUs: show --json and show list them 0, 1, 2, ... 15",
+      raw == list(range(16)) and listed == list(range(16)), (raw, listed))
 e["CUDA_VISIBLE_DEVICES"] = ""
 p = strobe("run", "--quiet", "--name", "cvd0", "--", "true", store=db, env=e)
 gpus = (show(db, "cvd0") or {}).get("gpus", [])
