@@ -498,15 +498,6 @@ static int load_findings(struct store *s, const char *run_id, struct stored_find
     return 0;
 }
 
-/* By name, then labels in natural order: the store sorts labels as text,
- * which put GPU 10 (and core 10) between 1 and 2. */
-static int cmp_row(const void *a, const void *b)
-{
-    const struct metric_row *x = a, *y = b;
-    int c = strcmp(x->name, y->name);
-    return c ? c : strverscmp(x->labels, y->labels);
-}
-
 /* Everything show prints about r; show_release() after, even on failure. */
 static int show_load(struct store *s, const struct run_record *r, struct show_ctx *c)
 {
@@ -515,8 +506,6 @@ static int show_load(struct store *s, const struct run_record *r, struct show_ct
         run_events_load(s, r->id, &c->ev) < 0 || step_analysis_run(&c->ev, &c->steps) < 0 ||
         load_findings(s, r->id, &c->findings) < 0)
         return -1;
-    if (c->n > 1)
-        qsort(c->rows, c->n, sizeof(*c->rows), cmp_row);
     return 0;
 }
 

@@ -90,7 +90,7 @@ static const char *const statements[ST_COUNT] = {
         " MAX(b.max), SUM(b.sum), MIN(b.start_ns), MAX(b.end_ns),"
         " COALESCE(SUM(length(b.data)),0)"
         " FROM series s LEFT JOIN blocks b ON b.series_id = s.id"
-        " WHERE s.run_id=?1 GROUP BY s.id ORDER BY s.name, s.labels",
+        " WHERE s.run_id=?1 GROUP BY s.id ORDER BY s.name, s.labels COLLATE strobe_natural",
     [ST_BLOCKS_OF_SERIES] =
         "SELECT start_ns, end_ns, count, min, max, sum, first, last, data FROM blocks"
         " WHERE series_id=?1 ORDER BY start_ns",
@@ -149,6 +149,24 @@ struct sqlite_store {
     sqlite3 *db;
     sqlite3_stmt *st[ST_COUNT];
 };
+
+/* Labels in natural order (glibc's version order): "gpu=2" before
+ * "gpu=10", where text order put GPU and core 10 between 1 and 2 in every
+ * reader. The texts are not NUL-terminated. */
+static int natural_collate(void *arg, int na, const void *a, int nb, const void *b)
+{
+    (void)arg;
+    char x[256], y[256];
+    if (na >= (int)sizeof(x) || nb >= (int)sizeof(y)) { /* longer than any label set: as text */
+        int c = memcmp(a, b, (size_t)(na < nb ? na : nb));
+        return c ? c : (na > nb) - (na < nb);
+    }
+    memcpy(x, a, (size_t)na);
+    x[na] = '\0';
+    memcpy(y, b, (size_t)nb);
+    y[nb] = '\0';
+    return strverscmp(x, y);
+}
 
 static int map_rc(struct sqlite_store *s, int rc, const char *what)
 {
@@ -1238,6 +1256,13 @@ static int open_db(struct sqlite_store *s, const char *path, enum open_mode mode
     }
     sqlite3_extended_result_codes(s->db, 1);
     sqlite3_busy_timeout(s->db, BUSY_TIMEOUT_MS);
+    if ((rc = sqlite3_create_collation(s->db, "strobe_natural", SQLITE_UTF8, NULL,
+                                       natural_collate)) != SQLITE_OK) {
+        rc = map_rc(s, rc, "cannot open");
+        sqlite3_close(s->db);
+        s->db = NULL;
+        return rc;
+    }
     return 0;
 }
 
