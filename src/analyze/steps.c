@@ -291,6 +291,8 @@ static double *group_row(void *arg, const struct phase_span *step)
 /* The time [start, end) spans cover together, each instant once; sorts them. */
 static double union_ns(struct phase_span *sp, uint32_t n)
 {
+    if (!n) /* qsort(NULL, 0) is undefined */
+        return 0;
     qsort(sp, n, sizeof(*sp), steps_cmp_span);
     double sum = 0;
     int64_t reach = INT64_MIN;
