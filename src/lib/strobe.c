@@ -27,7 +27,9 @@ enum { LIB_UNKNOWN, LIB_ON, LIB_OFF };
 static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
 static atomic_int lib_state = LIB_UNKNOWN;
 static struct ring_segment lib_seg;
-static int lib_tsc;                    /* the recorder lets us stamp with the TSC */
+/* the recorder lets us stamp with the TSC; atomic: a thread's first event
+ * stamps before it calls the init that another thread may be running */
+static atomic_int lib_tsc;
 static atomic_uint lib_generation = 1; /* bumped in a forked child */
 static atomic_uint lib_step;           /* the process's current step */
 
@@ -90,7 +92,8 @@ static void lib_init(void)
         return;
     }
     pthread_atfork(NULL, NULL, after_fork_child);
-    lib_tsc = (lib_seg.hdr->flags & STROBE_SHM_F_TSC) != 0;
+    atomic_store_explicit(&lib_tsc, (lib_seg.hdr->flags & STROBE_SHM_F_TSC) != 0,
+                          memory_order_relaxed);
     atomic_store(&lib_state, LIB_ON);
 }
 
@@ -113,7 +116,7 @@ static int64_t now_ns(void)
 static inline uint64_t stamp(uint8_t *kind)
 {
 #if HAVE_TSC
-    if (lib_tsc) {
+    if (atomic_load_explicit(&lib_tsc, memory_order_relaxed)) {
         *kind |= STROBE_EV_F_TSC;
         return __rdtsc();
     }
