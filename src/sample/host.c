@@ -297,9 +297,9 @@ static int psi_sample(void *state, struct sample_ctx *ctx)
              * stalled share, exact, where avg10 is a 10 s moving average. */
             series_put(ctx->series, s->s_some[i],
                        at_most_all(counter_rate(ctx, &s->prev[i], &s->some[i], some) / 1e4));
-            double full_rate = counter_rate(ctx, &s->prev[i], &s->full[i], full) / 1e4;
             if (psi_files[i].full)
-                series_put(ctx->series, s->s_full[i], at_most_all(full_rate));
+                series_put(ctx->series, s->s_full[i],
+                           at_most_all(counter_rate(ctx, &s->prev[i], &s->full[i], full) / 1e4));
         } else {
             rate_counter_start(&s->some[i], some);
             rate_counter_start(&s->full[i], full);
