@@ -1,5 +1,6 @@
 #include "common/gate.h"
 
+#include <errno.h>
 #include <time.h>
 
 #include "common/clock.h"
@@ -51,4 +52,19 @@ void stop_gate_stop(struct stop_gate *g)
 int stop_gate_stopped(struct stop_gate *g)
 {
     return atomic_load(&g->stop);
+}
+
+int stop_gate_stop_and_join(struct stop_gate *g, pthread_t thread, int64_t within_ns)
+{
+    stop_gate_stop(g);
+    /* pthread_timedjoin_np waits to an absolute CLOCK_REALTIME time */
+    int64_t until = clock_realtime_ns() + within_ns;
+    struct timespec t = {(time_t)(until / NS_PER_S), (long)(until % NS_PER_S)};
+    int rc;
+    while ((rc = pthread_timedjoin_np(thread, NULL, &t)) == EINTR)
+        ;
+    if (rc == 0)
+        return 0;
+    pthread_detach(thread);
+    return -ETIMEDOUT;
 }

@@ -26,5 +26,10 @@ int stop_gate_sleep_until(struct stop_gate *g, int64_t due_mono_ns);
 /* Stop the gate and wake its sleeper; any thread, any number of times. */
 void stop_gate_stop(struct stop_gate *g);
 int stop_gate_stopped(struct stop_gate *g);
+/* Stop the gate and join its thread, waiting at most within_ns. 0 when the
+ * thread ended; -ETIMEDOUT when it did not (stuck in a driver's call that
+ * never returns): it is then detached, and the caller must leave everything
+ * it may still touch (the gate included) allocated until the process ends. */
+int stop_gate_stop_and_join(struct stop_gate *g, pthread_t thread, int64_t within_ns);
 
 #endif

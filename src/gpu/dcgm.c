@@ -10,6 +10,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "gpu/gpu.h"
 #include "sample/series.h"
 
 static const struct {
@@ -135,7 +136,7 @@ static int on_values(dcgm_field_entity_group_t group, dcgm_field_eid_t gpu, dcgm
             d->queue[d->nqueue++] = (struct dcgm_value){v[i].ts * 1000, v[i].value.dbl * 100.0,
                                                         (uint16_t)f, (uint16_t)gpu};
         else
-            d->dropped++;
+            atomic_fetch_add(&d->dropped, 1);
     }
     pthread_mutex_unlock(&d->lock);
     return 0;
@@ -194,14 +195,23 @@ void dcgm_collector_merge(struct dcgm_collector *d, struct series_table *t)
     }
 }
 
-void dcgm_collector_close(struct dcgm_collector *d, struct series_table *t)
+int dcgm_collector_close(struct dcgm_collector *d, struct series_table *t)
 {
     if (!d->on)
-        return;
+        return 0;
     if (d->started) {
-        stop_gate_stop(&d->gate);
-        pthread_join(d->thread, NULL);
         d->started = 0;
+        if (stop_gate_stop_and_join(&d->gate, d->thread, GPU_STOP_WAIT_NS) < 0) {
+            /* as for NVML (gpu_collector_close): a call to the host engine
+             * that never returns must not hold the run's end */
+            log_warn("the DCGM sampler is stuck in a call to the host engine (no answer within "
+                     "%d s of the job's end): strobe ends without it; SM metrics end at its last "
+                     "reading",
+                     (int)(GPU_STOP_WAIT_NS / NS_PER_S));
+            dcgm_collector_merge(d, t);
+            d->on = 0;
+            return 1;
+        }
     }
     dcgm_collector_merge(d, t);
     d->dcgmUnwatchFields(d->handle, DCGM_GROUP_ALL_GPUS, d->fields);
@@ -214,4 +224,5 @@ void dcgm_collector_close(struct dcgm_collector *d, struct series_table *t)
     free(d->queue);
     free(d->spare);
     d->on = 0;
+    return 0;
 }

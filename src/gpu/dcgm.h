@@ -98,7 +98,7 @@ struct dcgm_collector {
     pthread_mutex_t lock;
     struct dcgm_value *queue, *spare;
     uint32_t nqueue;
-    uint64_t dropped;
+    atomic_uint_fast64_t dropped;                /* values lost to a full queue */
     int64_t last_ts[DCGM_MAX_GPUS][DCGM_FIELDS]; /* µs: each cached value once */
     uint32_t series[DCGM_MAX_GPUS][DCGM_FIELDS]; /* the sampling thread's */
     uint8_t have_series[DCGM_MAX_GPUS][DCGM_FIELDS];
@@ -110,8 +110,16 @@ struct dcgm_collector {
 int dcgm_collector_open(struct dcgm_collector *d, int64_t interval_ns);
 int dcgm_collector_start(struct dcgm_collector *d);
 
+/* Values lost to a full queue: any thread, any time (NULL: none). */
+static inline uint64_t dcgm_collector_dropped(struct dcgm_collector *d)
+{
+    return d ? atomic_load(&d->dropped) : 0;
+}
+
 struct series_table;
 void dcgm_collector_merge(struct dcgm_collector *d, struct series_table *t);
-void dcgm_collector_close(struct dcgm_collector *d, struct series_table *t);
+/* 0, or 1 when the thread was left in a call that did not return within
+ * GPU_STOP_WAIT_NS: d must then stay allocated (as gpu_collector_close). */
+int dcgm_collector_close(struct dcgm_collector *d, struct series_table *t);
 
 #endif

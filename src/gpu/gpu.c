@@ -323,7 +323,8 @@ static void queue_round(struct gpu_collector *g, struct round *r)
     uint32_t n = r->n < room ? r->n : room;
     memcpy(g->queue + g->nqueue, r->v, n * sizeof(*r->v));
     g->nqueue += n;
-    g->dropped += r->n - n + r->lost; /* the sampling thread is far behind: drop, count */
+    /* the sampling thread is far behind: drop, count */
+    atomic_fetch_add(&g->dropped, (uint64_t)(r->n - n + r->lost));
     pthread_mutex_unlock(&g->lock);
     r->n = r->lost = 0;
 }
@@ -355,6 +356,9 @@ static int wanted(const struct gpu_device *d, int metric, const void *fn)
 
 /* The driver's buffered samples since the last read: every burst is seen,
  * not only what a 100 ms poll happens to hit. 0 when none could be read. */
+/* 1 when read (or nothing new); 0 when the device cannot give them (not
+ * supported, no permission, lost); -1 on an error that may pass (a timeout):
+ * the samples stay in the driver's ring for the next read. */
 static int read_samples(struct gpu_collector *g, struct gpu_device *d, struct round *r,
                         nvmlSamplingType_t type, int metric, unsigned long long *last)
 {
@@ -364,10 +368,19 @@ static int read_samples(struct gpu_collector *g, struct gpu_device *d, struct ro
     nvmlReturn_t rc = g->lib.nvmlDeviceGetSamples(d->handle, type, *last, &vt, &n, s);
     if (rc == NVML_ERROR_NOT_FOUND)
         return 1; /* no new sample since the last read */
-    if (rc != NVML_SUCCESS) {
-        if (rc == NVML_ERROR_GPU_IS_LOST)
-            ok(d, metric, rc);
+    switch (rc) {
+    case NVML_SUCCESS:
+        break;
+    case NVML_ERROR_GPU_IS_LOST:
+        ok(d, metric, rc);
         return 0;
+    case NVML_ERROR_NOT_SUPPORTED:
+    case NVML_ERROR_FUNCTION_NOT_FOUND:
+    case NVML_ERROR_NO_PERMISSION:
+    case NVML_ERROR_INVALID_ARGUMENT:
+        return 0;
+    default:
+        return -1;
     }
     for (unsigned i = 0; i < n && i < GPU_SAMPLES_MAX; i++) {
         double v = vt == NVML_VALUE_TYPE_DOUBLE               ? s[i].sampleValue.dVal
@@ -390,9 +403,17 @@ static void sample_utilization(struct gpu_collector *g, struct gpu_device *d, st
         int a = read_samples(g, d, r, NVML_GPU_UTILIZATION_SAMPLES, GM_UTIL, &d->last_util_ts);
         int b =
             read_samples(g, d, r, NVML_MEMORY_UTILIZATION_SAMPLES, GM_MEM_UTIL, &d->last_memu_ts);
-        if (a && b)
+        if (a == 1 && b == 1) {
+            d->samples_failed = 0;
             return;
-        d->use_samples = 0; /* not on this device: the plain rates from now on */
+        }
+        /* a passing error loses nothing: the next read takes what the ring
+         * gathered meanwhile. Only one that stays, or a device that cannot,
+         * turns to the plain rates, for good (the two would interleave
+         * timestamps out of order). */
+        if (a != 0 && b != 0 && ++d->samples_failed < GPU_SAMPLES_RETRIES)
+            return;
+        d->use_samples = 0;
     }
     nvmlUtilization_t u;
     if (wanted(d, GM_UTIL, g->lib.nvmlDeviceGetUtilizationRates) &&
@@ -439,9 +460,13 @@ static void sample_processes(struct gpu_collector *g, struct gpu_device *d, stru
             put(r, metric, d, 0, ts, (double)v_ *(scale));                                         \
     } while (0)
 
-/* NVLink data throughput: per-link KiB counters, summed over the links that
- * answer, as a rate between two readings. A GPU without NVLink answers
- * NOT_SUPPORTED for every link and is not asked again. */
+/* NVLink data throughput: per-link KiB counters, each differenced on its
+ * own and summed over the links, as a rate between two readings. A reading
+ * that lacks a link the last one had (a link that flaps) gives no point: the
+ * next whole one spans both intervals, so the link's traffic is neither lost
+ * nor a spike. A link missing GPU_NVLINK_PATIENCE readings in a row is taken
+ * as gone. A GPU without NVLink answers NOT_SUPPORTED for every link and is
+ * not asked again. */
 static void sample_nvlink(struct gpu_collector *g, struct gpu_device *d, struct round *r,
                           int64_t ts)
 {
@@ -458,28 +483,35 @@ static void sample_nvlink(struct gpu_collector *g, struct gpu_device *d, struct 
     if (!ok(d, GM_NVLINK_RX,
             g->lib.nvmlDeviceGetFieldValues(d->handle, 2 * NVML_NVLINK_MAX_LINKS, f)))
         return;
-    unsigned long long sum[2] = {0, 0};
-    int answered = 0;
+    _Static_assert(2 * NVML_NVLINK_MAX_LINKS <= 64, "a bit a field in nvlink_seen");
+    uint64_t now = 0;
     for (unsigned i = 0; i < 2 * NVML_NVLINK_MAX_LINKS; i++)
-        if (f[i].nvmlReturn == NVML_SUCCESS) {
-            sum[i & 1] += f[i].valueType == NVML_VALUE_TYPE_UNSIGNED_INT ? f[i].value.uiVal
-                                                                         : f[i].value.ullVal;
-            answered = 1;
-        }
-    if (!answered) {
+        if (f[i].nvmlReturn == NVML_SUCCESS)
+            now |= UINT64_C(1) << i;
+    if (!now && !d->nvlink_seen) {
         d->unsupported |= 1u << GM_NVLINK_RX;
         return;
     }
+    if ((d->nvlink_seen & ~now) && ++d->nvlink_missing < GPU_NVLINK_PATIENCE)
+        return; /* keep the last whole reading to difference against */
+    double kib[2] = {0, 0};
+    for (unsigned i = 0; i < 2 * NVML_NVLINK_MAX_LINKS; i++) {
+        if (!(now & (UINT64_C(1) << i)))
+            continue;
+        unsigned long long v =
+            f[i].valueType == NVML_VALUE_TYPE_UNSIGNED_INT ? f[i].value.uiVal : f[i].value.ullVal;
+        /* counters only grow; a reset (driver reload) reads as no traffic */
+        if ((d->nvlink_seen & (UINT64_C(1) << i)) && v >= d->nvlink_prev[i])
+            kib[i & 1] += (double)(v - d->nvlink_prev[i]);
+        d->nvlink_prev[i] = v;
+    }
     if (d->nvlink_prev_ts && ts > d->nvlink_prev_ts) {
         double dt = (double)(ts - d->nvlink_prev_ts) / 1e9;
-        /* counters only grow; a reset (driver reload) reads as no traffic */
-        for (int k = 0; k < 2; k++) {
-            double kib = sum[k] >= d->nvlink_prev[k] ? (double)(sum[k] - d->nvlink_prev[k]) : 0;
-            put(r, k ? GM_NVLINK_TX : GM_NVLINK_RX, d, 0, ts, kib * 1024.0 / dt);
-        }
+        put(r, GM_NVLINK_RX, d, 0, ts, kib[0] * 1024.0 / dt);
+        put(r, GM_NVLINK_TX, d, 0, ts, kib[1] * 1024.0 / dt);
     }
-    d->nvlink_prev[0] = sum[0];
-    d->nvlink_prev[1] = sum[1];
+    d->nvlink_seen = now;
+    d->nvlink_missing = 0;
     d->nvlink_prev_ts = ts;
 }
 
@@ -735,14 +767,24 @@ void gpu_collector_merge(struct gpu_collector *g, struct series_table *t, struct
     report_lost(g);
 }
 
-void gpu_collector_close(struct gpu_collector *g, struct series_table *t, struct proc_tree *tree)
+int gpu_collector_close(struct gpu_collector *g, struct series_table *t, struct proc_tree *tree)
 {
     if (!g->on)
-        return;
+        return 0;
     if (g->started) {
-        stop_gate_stop(&g->gate);
-        pthread_join(g->thread, NULL);
         g->started = 0;
+        if (stop_gate_stop_and_join(&g->gate, g->thread, GPU_STOP_WAIT_NS) < 0) {
+            /* the thread is inside an NVML call that does not return (a hung
+             * driver): the run's end must not wait on it. What it queued
+             * before is kept; it holds no lock there, so the merge is safe.
+             * NVML, the library and g stay as they are: it still uses them. */
+            log_warn("the GPU sampler is stuck in an NVML call (no answer within %d s of the "
+                     "job's end): strobe ends without it; GPU metrics end at its last reading",
+                     (int)(GPU_STOP_WAIT_NS / NS_PER_S));
+            gpu_collector_merge(g, t, tree);
+            g->on = 0;
+            return 1;
+        }
     }
     gpu_collector_merge(g, t, tree);
     if (g->lib.nvmlShutdown)
@@ -756,4 +798,5 @@ void gpu_collector_close(struct gpu_collector *g, struct series_table *t, struct
     free(g->visible);
     g->visible = NULL;
     g->on = 0;
+    return 0;
 }

@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "common/clock.h"
 #include "common/gate.h"
 #include "gpu/nvml_api.h"
 
@@ -27,7 +28,11 @@
 #define GPU_QUEUE_MAX   65536 /* values waiting for the sampling thread; beyond: dropped, counted */
 #define GPU_PROCS_MAX   256   /* processes read per device per sample */
 #define GPU_SAMPLES_MAX 128   /* buffered utilization samples read per type per device per sample */
-#define GPU_MIG_MAX     8     /* MIG devices kept per GPU (NVML allows 7 on A100 and H100) */
+/* readings an NVLink link may lack in a row before it is taken as gone */
+#define GPU_NVLINK_PATIENCE 5
+/* nvmlDeviceGetSamples' passing errors in a row before the plain rates */
+#define GPU_SAMPLES_RETRIES 3
+#define GPU_MIG_MAX         8 /* MIG devices kept per GPU (NVML allows 7 on A100 and H100) */
 
 /* What a queued value is. */
 enum gpu_metric {
@@ -88,11 +93,17 @@ struct gpu_device {
     unsigned long long energy_run;  /* mJ: the run's share, the sum of the counter's rises */
     int have_energy;                /* energy_prev holds a reading */
     int use_samples;                /* nvmlDeviceGetSamples works for utilization */
+    unsigned samples_failed;        /* its transient errors in a row */
     int cuda_index; /* the job's CUDA device number, by $CUDA_VISIBLE_DEVICES; -1 hidden */
-    unsigned long long nvlink_prev[2]; /* KiB counters at the last reading (rx, tx) */
-    int64_t nvlink_prev_ts;            /* its time; 0 before the first */
-    int mig_mode;                      /* current MIG mode, 0 or 1; -1 when NVML would not say */
-    struct gpu_mig mig[GPU_MIG_MAX];   /* in MIG mode: its MIG devices, by index */
+    /* NVLink: each link's KiB counters (rx, tx: fields 2l and 2l+1) at the
+     * last reading that counted, the fields that answered then, and the
+     * readings since that lacked one of them */
+    unsigned long long nvlink_prev[2 * NVML_NVLINK_MAX_LINKS];
+    uint64_t nvlink_seen; /* a bit a field */
+    unsigned nvlink_missing;
+    int64_t nvlink_prev_ts;          /* its time; 0 before the first */
+    int mig_mode;                    /* current MIG mode, 0 or 1; -1 when NVML would not say */
+    struct gpu_mig mig[GPU_MIG_MAX]; /* in MIG mode: its MIG devices, by index */
     unsigned nmig;
 };
 
@@ -120,8 +131,8 @@ struct gpu_collector {
     pthread_mutex_t lock;
     struct gpu_value *queue, *spare;
     uint32_t nqueue;
-    uint64_t dropped;            /* values lost to a full queue */
-    atomic_uint_fast64_t missed; /* GPU deadlines missed (a slow driver) */
+    atomic_uint_fast64_t dropped; /* values lost to a full queue */
+    atomic_uint_fast64_t missed;  /* GPU deadlines missed (a slow driver) */
     atomic_uint_fast64_t samples;
     /* the sampling thread's map of (metric, device, sub) to series, and
      * which devices' metadata is written */
@@ -146,7 +157,23 @@ struct proc_tree;
 /* On the sampling thread: move queued values into the table (per-process
  * ones only for pids the tree follows). */
 void gpu_collector_merge(struct gpu_collector *g, struct series_table *t, struct proc_tree *tree);
-/* Stop the thread, merge what is left, shut NVML down. */
-void gpu_collector_close(struct gpu_collector *g, struct series_table *t, struct proc_tree *tree);
+/* Values lost to a full queue, and GPU deadlines missed to slow driver
+ * calls: any thread, any time (NULL: none). */
+static inline uint64_t gpu_collector_dropped(struct gpu_collector *g)
+{
+    return g ? atomic_load(&g->dropped) : 0;
+}
+static inline uint64_t gpu_collector_missed(struct gpu_collector *g)
+{
+    return g ? atomic_load(&g->missed) : 0;
+}
+
+/* How long close waits for the GPU thread to end its round. */
+#define GPU_STOP_WAIT_NS (5 * NS_PER_S)
+/* Stop the thread, merge what is left, shut NVML down: 0. 1 when the thread
+ * did not end within GPU_STOP_WAIT_NS (a hung NVML call): it is detached,
+ * what it queued is merged, and g must stay allocated until the process
+ * ends (it is freed otherwise only by the caller, after a 0). */
+int gpu_collector_close(struct gpu_collector *g, struct series_table *t, struct proc_tree *tree);
 
 #endif

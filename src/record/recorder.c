@@ -54,8 +54,11 @@ struct recorder {
     struct writer writer;
     struct batch batch;
     struct event_sink events;
-    struct gpu_collector gpu;
-    struct dcgm_collector dcgm;
+    /* on the heap: a GPU thread stuck in a driver call outlives the run
+     * (gpu_collector_close), so its collector is then never freed */
+    struct gpu_collector *gpu;
+    struct dcgm_collector *dcgm;
+    int gpu_left_running, dcgm_left_running;
     struct live_rules rules;
     struct torch_profile torch_profile; /* --torch-profile's trace directory */
     struct log_tee logs[2];             /* the job's stdout and stderr, kept */
@@ -589,6 +592,12 @@ static void sample_frame(struct recorder *r, int64_t offset_ns)
     r->run.last_ns = ts_ns;
 }
 
+/* points the GPU threads dropped to a full queue count as the run's */
+static uint64_t gpu_dropped(struct recorder *r)
+{
+    return gpu_collector_dropped(r->gpu) + dcgm_collector_dropped(r->dcgm);
+}
+
 static void fill_counters(struct recorder *r, struct run_record *dst)
 {
     if (dst != &r->run) { /* snprintf onto its own source is undefined */
@@ -598,7 +607,7 @@ static void fill_counters(struct recorder *r, struct run_record *dst)
     dst->samples = r->frames;
     dst->points = (int64_t)r->series.points;
     dst->missed = r->missed;
-    dst->dropped = (int64_t)r->series.dropped;
+    dst->dropped = (int64_t)(r->series.dropped + gpu_dropped(r));
     dst->events = (int64_t)r->events.events;
     dst->events_dropped = (int64_t)event_sink_dropped(&r->events);
     /* records that failed their checks, and rings whose indexes made no
@@ -714,8 +723,8 @@ static void on_timer(struct recorder *r)
     r->missed += (int64_t)expirations - 1;
     r->deadline_index += (int64_t)expirations;
     sample_frame(r, r->deadline_index * r->o->interval_ns);
-    gpu_collector_merge(&r->gpu, &r->series, &r->tree);
-    dcgm_collector_merge(&r->dcgm, &r->series);
+    gpu_collector_merge(r->gpu, &r->series, &r->tree);
+    dcgm_collector_merge(r->dcgm, &r->series);
     int64_t now = clock_monotonic_ns();
     /* fast sampling drains every 10 ms, not every tick: a drain checks each
      * writing thread is alive (a syscall apiece), and 16 384-record rings
@@ -741,8 +750,8 @@ static void on_drain_timer(struct recorder *r)
     uint64_t expirations;
     if (read(r->drainfd, &expirations, sizeof(expirations)) != sizeof(expirations))
         return;
-    gpu_collector_merge(&r->gpu, &r->series, &r->tree);
-    dcgm_collector_merge(&r->dcgm, &r->series);
+    gpu_collector_merge(r->gpu, &r->series, &r->tree);
+    dcgm_collector_merge(r->dcgm, &r->series);
     event_sink_drain(&r->events, clock_monotonic_ns());
 }
 
@@ -832,11 +841,18 @@ static int set_outcome(struct recorder *r)
     return 128 + sig;
 }
 
+static void close_gpu(struct recorder *r)
+{
+    if (r->gpu && gpu_collector_close(r->gpu, &r->series, &r->tree))
+        r->gpu_left_running = 1;
+    if (r->dcgm && dcgm_collector_close(r->dcgm, &r->series))
+        r->dcgm_left_running = 1;
+}
+
 /* Commit everything left; retry a while if the store is full or busy. */
 static int final_flush(struct recorder *r)
 {
-    gpu_collector_close(&r->gpu, &r->series, &r->tree);
-    dcgm_collector_close(&r->dcgm, &r->series);
+    close_gpu(r);
     event_sink_drain(&r->events, clock_monotonic_ns());
     event_sink_seal_all(&r->events);
     series_seal_all(&r->series);
@@ -893,9 +909,16 @@ static void summary(struct recorder *r, int final_rc)
     if (r->series.dropped)
         log_warn("%llu points were dropped: the store could not keep up",
                  (unsigned long long)r->series.dropped);
+    if (gpu_dropped(r))
+        log_warn("%llu GPU readings were dropped: the GPU queue was full (the host sampler "
+                 "fell behind)",
+                 (unsigned long long)gpu_dropped(r));
     if (r->missed)
         log_note("%lld sampling deadlines were missed (the machine was too busy)",
                  (long long)r->missed);
+    if (gpu_collector_missed(r->gpu))
+        log_note("%llu GPU sampling deadlines were missed (slow driver calls)",
+                 (unsigned long long)gpu_collector_missed(r->gpu));
     char names[512];
     live_rules_names(&r->rules, names, sizeof(names));
     if (*names)
@@ -916,8 +939,11 @@ static void record_start_failure(struct recorder *r, int err)
 
 static void cleanup(struct recorder *r)
 {
-    gpu_collector_close(&r->gpu, &r->series, &r->tree); /* a no-op unless the run never began */
-    dcgm_collector_close(&r->dcgm, &r->series);
+    close_gpu(r); /* a no-op unless the run never began */
+    if (!r->gpu_left_running)
+        free(r->gpu);
+    if (!r->dcgm_left_running)
+        free(r->dcgm);
     writer_stop(&r->writer);
     batch_release(&r->batch);
     sampler_release(&r->sampler);
@@ -978,7 +1004,9 @@ int recorder_run(const struct recorder_opts *o)
         log_error("cannot set up signals and timers: %s", strerror(errno));
         goto out;
     }
-    if (sampler_init(&r.sampler, &r.env, &r.series, o->collectors) < 0 ||
+    r.gpu = calloc(1, sizeof(*r.gpu));
+    r.dcgm = calloc(1, sizeof(*r.dcgm));
+    if (!r.gpu || !r.dcgm || sampler_init(&r.sampler, &r.env, &r.series, o->collectors) < 0 ||
         series_get(&r.series, "strobe.cpu", "", "pct", &r.s_self_cpu) < 0 ||
         writer_start(&r.writer, r.store) < 0) {
         log_error("out of memory");
@@ -986,8 +1014,8 @@ int recorder_run(const struct recorder_opts *o)
     }
     int64_t gpu_interval = o->gpu_interval_ns > 0 ? o->gpu_interval_ns : 100 * NS_PER_MS;
     log_hold_notes(); /* what the run will lack is news only if the job starts */
-    if (gpu_collector_open(&r.gpu, gpu_interval) == 0)
-        dcgm_collector_open(&r.dcgm, gpu_interval); /* only worth a note where there are GPUs */
+    if (gpu_collector_open(r.gpu, gpu_interval) == 0)
+        dcgm_collector_open(r.dcgm, gpu_interval); /* only worth a note where there are GPUs */
     r.live = !o->quiet && isatty(STDERR_FILENO);
     start_logs(&r);
     int err = start_child(&r);
@@ -1008,9 +1036,9 @@ int recorder_run(const struct recorder_opts *o)
     r.last_flush_ns = r.last_live_ns = r.start_mono_ns;
     proc_tree_set_root(&r.tree, r.child);
     event_sink_start(&r.events, r.start_mono_ns, r.start_real_ns, r.child);
-    if (gpu_collector_start(&r.gpu, r.start_mono_ns, r.start_real_ns) < 0)
+    if (gpu_collector_start(r.gpu, r.start_mono_ns, r.start_real_ns) < 0)
         log_warn("cannot start the GPU sampling thread: no GPU metrics");
-    if (dcgm_collector_start(&r.dcgm) < 0)
+    if (dcgm_collector_start(r.dcgm) < 0)
         log_warn("cannot start the DCGM sampling thread: no SM-level GPU metrics");
     sample_frame(&r, 0); /* the baseline every rate starts from */
     arm_timer(&r);

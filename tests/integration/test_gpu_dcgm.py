@@ -71,6 +71,25 @@ r = show(db, "slowgpu")
 temp = r["metrics"].get("gpu.temp_c{gpu=0}", {}) if r else {}
 check("its one GPU sample, taken at the start, is kept", temp.get("count") == 1, temp)
 
+# a host engine that stops answering (the 6th read never returns) must not
+# hold the run's end: strobe gives up on the DCGM thread 5 s after the job,
+# with one warning, keeping the values read before (the 60 s limit only
+# tells a hang from a pass)
+try:
+    p = strobe("run", "--quiet", "--name", "dcgmhang", "--gpu-interval", "100ms", "--", "sleep",
+               "1.5", store=db, env=env("gpus=1,sm_active=0.5,hang_after=5"), timeout=60)
+    hung = False
+except subprocess.TimeoutExpired:
+    hung = True
+check("a hung host engine: strobe still ends, with its job's code",
+      not hung and p.returncode == 0, "hung" if hung else p.stderr)
+if not hung:
+    check("a hung host engine: one warning says strobe ended without the DCGM thread",
+          p.stderr.count("DCGM sampler is stuck") == 1, p.stderr)
+    r = show(db, "dcgmhang")
+    sm = r["metrics"].get("gpu.sm_active{gpu=0}", {}) if r else {}
+    check("a hung host engine: the 5 reads before the hang are kept", sm.get("count") == 5, sm)
+
 p = strobe("run", "--name", "nohe", "--", "true", store=db, env=env("unreachable"))
 check("no host engine: one note, the run goes on",
       p.returncode == 0 and p.stderr.count("no DCGM host engine") == 1, p.stderr)

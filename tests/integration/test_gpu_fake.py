@@ -244,8 +244,12 @@ if ctypes.util.find_library("nvidia-ml") is None:  # else the real driver answer
 
 # a driver call that takes 500 ms does not delay the host sampler
 slow = SCENARIO + "slow 0 nvmlDeviceGetTemperature 0.5\n"
-p = strobe("run", "--quiet", "--name", "slow", "--interval", "100ms", "--", "sleep", "3", store=db,
-           env=env_for(FAKE, slow))
+p = strobe("run", "--no-report", "--name", "slow", "--interval", "100ms", "--", "sleep", "3",
+           store=db, env=env_for(FAKE, slow))
+m = re.search(r"(\d+) GPU sampling deadlines were missed \(slow driver calls\)", p.stderr)
+# rounds of >= 0.5 s on a 100 ms grid: 4 deadlines or more lost each
+check("a slow driver: the GPU deadlines it ate are said at the end",
+      m is not None and int(m.group(1)) >= 8, p.stderr)
 r = show(db, "slow")
 if r:
     check("a slow driver: the host sampler misses no deadline", r["missed"] == 0, r["missed"])
@@ -254,6 +258,73 @@ if r:
     t = r["metrics"].get("gpu.temp_c{gpu=0}", {})
     check("a slow driver: the slow reading still arrives, at its own pace",
           2 <= t.get("count", 0) <= 7, t)
+# a link that flaps: link 0 (all the traffic, 1000 KiB/s each way) answers
+# UNKNOWN for 0.3 s. The old collector summed what answered, so the sum fell
+# by link 0's whole counter and rose back: a spike of about 10x at the
+# return. Now the readings without it give no point and the next spans the gap.
+FLAP = """
+sample_period 0.02
+device 0
+nvlinks 0 4
+at 0 0 nvlink.tx 1000
+at 0 0 nvlink.rx 1000
+nvlink_down 0 0 1.0 1.3
+"""
+p = strobe("run", "--quiet", "--name", "flap", "--", "sleep", "2.5", store=db,
+           env=env_for(FAKE, FLAP))
+for metric in ("gpu.nvlink_tx_bytes_per_s", "gpu.nvlink_rx_bytes_per_s"):
+    pts = points(db, metric + "{gpu=0}", "flap").get(metric + "{gpu=0}", [])
+    vals = [v for _, v in pts]
+    check(f"a link that flaps: {metric} stays at 1000 KiB/s (within 10 %), no spike, no dip",
+          p.returncode == 0 and len(vals) >= 15 and
+          all(abs(v / (1000 * 1024) - 1) < 0.1 for v in vals),
+          (len(vals), sorted(vals)[:2], sorted(vals)[-2:]))
+    gaps = [b - a for (a, _), (b, _) in zip(pts, pts[1:])]
+    check(f"a link that flaps: {metric} has one gap of about 0.3 s where the link was down",
+          gaps and 0.25 <= max(gaps) <= 0.5, sorted(gaps)[-3:])
+
+# nvmlDeviceGetSamples timing out once (its first two calls: GPU and memory
+# utilization of the first round) loses nothing: the next read takes what the
+# driver's ring kept, every 20 ms. An error that stays turns to the plain
+# rates, one value a round. (The old collector turned to them for good at the
+# first error of any kind.)
+for name, extra, want, why in (
+        ("flaky", "error 0 nvmlDeviceGetSamples TIMEOUT 2\n", lambda n: n >= 100,
+         "a passing error: still the ring's samples, every 20 ms"),
+        ("broken", "error 0 nvmlDeviceGetSamples UNKNOWN\n", lambda n: 10 <= n <= 40,
+         "an error that stays: the plain rates, one a round (100 ms)")):
+    p = strobe("run", "--quiet", "--name", name, "--", "sleep", "3", store=db,
+               env=env_for(FAKE, SCENARIO + extra))
+    n = len(points(db, "gpu.util{gpu=0}", name).get("gpu.util{gpu=0}", []))
+    check(f"nvmlDeviceGetSamples, {why}", p.returncode == 0 and want(n), (n, p.stderr[-300:]))
+    print("#", name, n)
+
+# a driver call that never returns (GPU 0 hangs 1 s in) must not hold the
+# run's end: strobe gives up on the GPU thread 5 s after the job ends, keeps
+# what it read before, and ends with the job's status. The old recorder
+# waited for the thread for ever: the 60 s limit is a hang check, not timing.
+hang = SCENARIO + "hang 1.0 0\n"
+try:
+    p = strobe("run", "--quiet", "--name", "hang", "--interval", "100ms", "--", "sh", "-c",
+               "sleep 2; exit 3", store=db, env=env_for(FAKE, hang), timeout=60)
+    hung = False
+except subprocess.TimeoutExpired:
+    hung = True
+check("a hung driver call: strobe still ends", not hung)
+if not hung:
+    check("a hung driver call: strobe exits with the job's code", p.returncode == 3,
+          (p.returncode, p.stderr))
+    check("a hung driver call: one warning says strobe ended without the GPU thread",
+          p.stderr.count("stuck in an NVML call") == 1, p.stderr)
+    r = show(db, "hang")
+    if r:
+        check("a hung driver call: the run is stored as failed with its code",
+              r["status"] == "failed" and r["exit_code"] == 3, (r["status"], r["exit_code"]))
+        check("a hung driver call: host frames go on to the job's end", r["samples"] >= 18,
+              r["samples"])
+        u = r["metrics"].get("gpu.util{gpu=0}", {})
+        check("a hung driver call: GPU points before the hang are kept", u.get("count", 0) >= 5,
+              u)
 # MIG: GPU 0 in MIG mode with MIG devices 0 and 2 (index 1 a gap), GPU 1 out of
 # MIG mode, GPU 2 on a driver that will not say
 MIG0 = "MIG-11111111-aaaa-5555-8888-000000000000"

@@ -8,6 +8,9 @@
  *   gpus=N,<field>=<ratio>,...     N GPUs whose latest values of the fields
  *                                  (sm_active, sm_occupancy, tensor_active,
  *                                  dram_active) are those ratios, stamped now
+ *   hang_after=K                   (with the above) calls to
+ *                                  dcgmGetLatestValues_v2 after the K-th
+ *                                  never return: a hung host engine
  *
  * Every call that matters is logged, one line each, to $STROBE_FAKE_DCGM_LOG
  * when set: "watch <update_us>", "latest", "shutdown".
@@ -17,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "gpu/dcgm.h"
 
@@ -39,6 +43,8 @@ static const unsigned short ids[DCGM_FIELDS] = {DCGM_FI_PROF_SM_ACTIVE, DCGM_FI_
                                                 DCGM_FI_PROF_PIPE_TENSOR_ACTIVE,
                                                 DCGM_FI_PROF_DRAM_ACTIVE};
 static int watching;
+static int hang_after = -1; /* -1: never */
+static int latest_calls;
 
 static void logline(const char *what, long long v, int with_value)
 {
@@ -71,6 +77,8 @@ EXPORT dcgmReturn_t dcgmInit(void)
         *eq = 0;
         if (strcmp(tok, "gpus") == 0)
             gpus = atoi(eq + 1);
+        if (strcmp(tok, "hang_after") == 0)
+            hang_after = atoi(eq + 1);
         for (int i = 0; i < DCGM_FIELDS; i++)
             if (strcmp(tok, names[i]) == 0)
                 ratio[i] = atof(eq + 1);
@@ -138,6 +146,11 @@ EXPORT dcgmReturn_t dcgmGetLatestValues_v2(dcgmHandle_t h, dcgmGpuGrp_t grp, dcg
 {
     if (h != 0x5e7 || g != 7 || grp != DCGM_GROUP_ALL_GPUS || !cb || !watching)
         return DCGM_ST_BADPARAM;
+    if (hang_after >= 0 && __atomic_fetch_add(&latest_calls, 1, __ATOMIC_RELAXED) >= hang_after) {
+        logline("hang", 0, 0);
+        for (;;) /* the caller must give up on this call, not wait for it */
+            pause();
+    }
     pthread_mutex_lock(&lock);
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);

@@ -49,13 +49,18 @@
  *                              counters 138/139), other links 0
  *   nvlinks <device> <n>             links 0..n-1 answer those fields; the rest, and
  *                                    every other field, NOT_SUPPORTED (default 0 links)
+ *   nvlink_down <device> <link> <from> <to>  that link's fields answer
+ *                                    NVML_ERROR_UNKNOWN from time from to time to
  *   lost <t> <device>                from time t on every call on the device
  *                                    (nvmlDeviceGetHandleByIndex_v2 included) returns
  *                                    NVML_ERROR_GPU_IS_LOST; the count stays the same
+ *   hang <t> <device>                from time t on every call on the device never
+ *                                    returns (a hung driver; without the fake's lock)
  *   unsupported <device> <function>  that nvmlDevice* function always returns
  *                                    NVML_ERROR_NOT_SUPPORTED for the device
- *   error <device> <function> <code> the same with any code: a number or a name
- *                                    such as NO_PERMISSION (NVML_ERROR_ optional)
+ *   error <device> <function> <code> [<n>]  the same with any code: a number or a
+ *                                    name such as NO_PERMISSION (NVML_ERROR_ optional);
+ *                                    with n, only the first n calls (a transient error)
  *   slow <device> <function> <s>     each call sleeps s seconds before answering
  *                                    (without holding the fake's lock)
  *   processes_file <device> <path>   nvmlDeviceGetComputeRunningProcesses_v3 and
@@ -242,15 +247,19 @@ struct nvmlDevice_st {
     char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
     uint64_t memory_total_bytes;
     struct series field[F_COUNT];
-    int64_t lost_ns;             /* INT64_MAX: never */
-    int64_t slow_ns[FN_COUNT];   /* sleep before answering */
-    nvmlReturn_t fail[FN_COUNT]; /* scripted error, NVML_SUCCESS for none */
+    int64_t lost_ns;               /* INT64_MAX: never */
+    int64_t hang_ns;               /* INT64_MAX: never */
+    int64_t slow_ns[FN_COUNT];     /* sleep before answering */
+    nvmlReturn_t fail[FN_COUNT];   /* scripted error, NVML_SUCCESS for none */
+    uint64_t fail_calls[FN_COUNT]; /* the error for that many calls; 0: all */
     uint64_t calls[FN_COUNT];
-    char *processes_path;         /* malloc'ed; NULL: no processes */
-    unsigned nvlinks;             /* links whose throughput fields answer; 0: NOT_SUPPORTED */
-    unsigned mig_mode;            /* a GPU's current (and pending) MIG mode */
-    struct nvmlDevice_st *parent; /* a MIG device's GPU; NULL for a GPU */
-    int declared;                 /* a MIG slot: a 'mig' line made it a device */
+    char *processes_path;             /* malloc'ed; NULL: no processes */
+    unsigned nvlinks;                 /* links whose throughput fields answer; 0: NOT_SUPPORTED */
+    unsigned down_link;               /* nvlink_down: this link answers UNKNOWN ... */
+    int64_t down_from_ns, down_to_ns; /* ... from, to (both 0: never) */
+    unsigned mig_mode;                /* a GPU's current (and pending) MIG mode */
+    struct nvmlDevice_st *parent;     /* a MIG device's GPU; NULL for a GPU */
+    int declared;                     /* a MIG slot: a 'mig' line made it a device */
     unsigned gpu_instance_id, compute_instance_id; /* a MIG device's */
 };
 
@@ -484,7 +493,7 @@ static int do_device(struct parse *p, char **argv, int argc)
     snprintf(d->name, sizeof(d->name), "%s", DEFAULT_NAME);
     snprintf(d->uuid, sizeof(d->uuid), "GPU-00000000-0000-0000-0000-%012u", (unsigned)i);
     d->memory_total_bytes = DEFAULT_MEMORY_BYTES;
-    d->lost_ns = INT64_MAX;
+    d->lost_ns = d->hang_ns = INT64_MAX;
     for (int a = 2; a < argc; a += 2) {
         if (a + 1 >= argc)
             return parse_fail(p, "device attribute '%s' has no value", argv[a]);
@@ -528,14 +537,15 @@ static int do_at(struct parse *p, char **argv, int argc)
     return 0;
 }
 
-static int do_lost(struct parse *p, char **argv, int argc)
+/* lost <t> <device> and hang <t> <device>: from time t on */
+static int do_lost_or_hang(struct parse *p, char **argv, int argc)
 {
     (void)argc;
     int64_t t_ns;
     struct nvmlDevice_st *d;
     if (parse_seconds(p, argv[1], &t_ns) != 0 || parse_device(p, argv[2], &d) != 0)
         return -1;
-    d->lost_ns = t_ns;
+    *(strcmp(argv[0], "hang") == 0 ? &d->hang_ns : &d->lost_ns) = t_ns;
     return 0;
 }
 
@@ -560,6 +570,15 @@ static int do_error(struct parse *p, char **argv, int argc)
         parse_error_code(p, argv[3], &code) != 0)
         return -1;
     d->fail[fn] = code;
+    d->fail_calls[fn] = 0;
+    if (argc > 4) { /* a transient error: the first n calls only */
+        char *end;
+        errno = 0;
+        unsigned long long n = strtoull(argv[4], &end, 10);
+        if (errno || end == argv[4] || *end || n == 0)
+            return parse_fail(p, "bad call count '%s' (a whole number, 1 or more)", argv[4]);
+        d->fail_calls[fn] = n;
+    }
     return 0;
 }
 
@@ -590,6 +609,17 @@ static int do_processes_file(struct parse *p, char **argv, int argc)
     return 0;
 }
 
+/* "<device> <n>", n a link count (what 0, at most max) or a link number */
+static int parse_device_links(struct parse *p, char **argv, const char *what, uint64_t max,
+                              struct nvmlDevice_st **d, uint64_t *n)
+{
+    if (parse_device(p, argv[1], d))
+        return -1;
+    if (parse_u64(argv[2], n) || *n > max)
+        return parse_fail(p, "bad %s '%s' (0 to %llu)", what, argv[2], (unsigned long long)max);
+    return 0;
+}
+
 /* nvlinks <device> <n>: links 0..n-1 answer the NVLink throughput fields
  * (the whole nvlink.tx / nvlink.rx rate is carried by link 0). */
 static int do_nvlinks(struct parse *p, char **argv, int argc)
@@ -597,11 +627,23 @@ static int do_nvlinks(struct parse *p, char **argv, int argc)
     (void)argc;
     struct nvmlDevice_st *d;
     uint64_t n;
-    if (parse_device(p, argv[1], &d))
+    if (parse_device_links(p, argv, "link count", NVML_NVLINK_MAX_LINKS, &d, &n))
         return -1;
-    if (parse_u64(argv[2], &n) || n > NVML_NVLINK_MAX_LINKS)
-        return parse_fail(p, "bad link count '%s' (0 to %d)", argv[2], NVML_NVLINK_MAX_LINKS);
     d->nvlinks = (unsigned)n;
+    return 0;
+}
+
+/* nvlink_down <device> <link> <from> <to>: the link's fields answer
+ * NVML_ERROR_UNKNOWN in that time (a link that flaps). */
+static int do_nvlink_down(struct parse *p, char **argv, int argc)
+{
+    (void)argc;
+    struct nvmlDevice_st *d;
+    uint64_t link;
+    if (parse_device_links(p, argv, "link", NVML_NVLINK_MAX_LINKS - 1, &d, &link) ||
+        parse_seconds(p, argv[3], &d->down_from_ns) || parse_seconds(p, argv[4], &d->down_to_ns))
+        return -1;
+    d->down_link = (unsigned)link;
     return 0;
 }
 
@@ -703,12 +745,14 @@ static const struct {
     {"sample_period", 1, 1, do_sample_period},
     {"device", 1, 7, do_device},
     {"at", 4, 4, do_at},
-    {"lost", 2, 2, do_lost},
+    {"lost", 2, 2, do_lost_or_hang},
+    {"hang", 2, 2, do_lost_or_hang},
     {"unsupported", 2, 2, do_unsupported},
-    {"error", 3, 3, do_error},
+    {"error", 3, 4, do_error},
     {"slow", 3, 3, do_slow},
     {"processes_file", 2, 2, do_processes_file},
     {"nvlinks", 2, 2, do_nvlinks},
+    {"nvlink_down", 4, 4, do_nvlink_down},
     {"mig_mode", 2, 2, do_mig_mode},
     {"mig", 4, 14, do_mig},
     {"init_error", 1, 1, do_init_error},
@@ -911,9 +955,16 @@ static nvmlReturn_t device_enter(nvmlDevice_t d, enum fn fn, int64_t *now_ns)
             return NVML_ERROR_UNINITIALIZED;
     }
     *now_ns = elapsed_ns();
+    if (*now_ns >= (d->parent ? d->parent : d)->hang_ns) {
+        pthread_mutex_unlock(&fake_lock);
+        for (;;) /* the caller has to give up on this call */
+            sleep_ns(3600 * NS_PER_S);
+    }
     if (*now_ns >= (d->parent ? d->parent : d)->lost_ns)
         return NVML_ERROR_GPU_IS_LOST;
-    return d->fail[fn] != NVML_SUCCESS ? d->fail[fn] : mig_answer(d, fn);
+    if (d->fail[fn] != NVML_SUCCESS && (!d->fail_calls[fn] || d->calls[fn] <= d->fail_calls[fn]))
+        return d->fail[fn];
+    return mig_answer(d, fn);
 }
 
 FAKE_EXPORT nvmlReturn_t nvmlInit_v2(void)
@@ -1167,6 +1218,11 @@ FAKE_EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int value
         v->latencyUsec = 0;
         if ((!tx && !rx) || v->scopeId >= device->nvlinks) {
             v->nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+            continue;
+        }
+        if (v->scopeId == device->down_link && now >= device->down_from_ns &&
+            now < device->down_to_ns) {
+            v->nvmlReturn = NVML_ERROR_UNKNOWN;
             continue;
         }
         v->nvmlReturn = NVML_SUCCESS;
