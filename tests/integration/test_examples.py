@@ -10,7 +10,7 @@ on the rules themselves, whose patience and windows need longer runs:
   input_bound    data phase >= 60 % of step time (InputBound: 30 %), host CPU
                  low, RSS flat; --fixed: data < 10 %; both: strobe's data
                  phase is the script's own time in next(loader)
-  small_batch    host cpu.util p95 < 70 % at batch 2 (BatchSize), > 80 % at
+  small_batch    host cpu.util p95 < 70 % at batch 1 (BatchSize), > 80 % at
                  batch 256; data phase < 10 % either way
   ddp_straggler  both ranks step; rank 1's work per step (step time less the
                  communication waited in) >= 1.3 x rank 0's (Straggler: 25 %);
