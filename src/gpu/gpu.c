@@ -355,10 +355,10 @@ static int wanted(const struct gpu_device *d, int metric, const void *fn)
 }
 
 /* The driver's buffered samples since the last read: every burst is seen,
- * not only what a 100 ms poll happens to hit. 0 when none could be read. */
-/* 1 when read (or nothing new); 0 when the device cannot give them (not
- * supported, no permission, lost); -1 on an error that may pass (a timeout):
- * the samples stay in the driver's ring for the next read. */
+ * not only what a 100 ms poll happens to hit. 1 when read (or nothing new);
+ * 0 when the device cannot give them (not supported, no permission, lost);
+ * -1 on an error that may pass (a timeout): the samples stay in the
+ * driver's ring for the next read. */
 static int read_samples(struct gpu_collector *g, struct gpu_device *d, struct round *r,
                         nvmlSamplingType_t type, int metric, unsigned long long *last)
 {
