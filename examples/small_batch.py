@@ -12,13 +12,12 @@ What to do about it: raise the batch size until the cores (or the GPU) are
 busy, scaling the learning rate with it (linearly, with a warm-up, is the
 usual rule), or train several small jobs side by side. `--fixed` trains the
 same network with `--batch-size 256` (and 256 x the learning rate of the
-batch of 1): `cpu.util` rises above 80 % and the samples per second thirty
-fold.
+batch of 1): `cpu.util` rises above 80 % and the samples per second about
+thirty-fold.
 
 (A batch of 2 was the default until the host's p95 was seen at 70 %, the
-rule's threshold, in two runs of three: OpenMP split its convolutions over
-both cores for a third of the time. At 1 the work stays on one thread: p95
-55 %.)
+rule's threshold, in two runs of three: its second OpenMP thread was busy a
+third of the time. At 1 the work stays on one thread: p95 55 %.)
 
 OpenMP's idle threads spin for a while before sleeping, and between the
 microsecond operators of a tiny batch they never get to sleep: CPU use would

@@ -11,6 +11,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "common/clock.h"
+
 struct stop_gate {
     pthread_mutex_t lock;
     pthread_cond_t wake; /* on CLOCK_MONOTONIC */
@@ -26,6 +28,9 @@ int stop_gate_sleep_until(struct stop_gate *g, int64_t due_mono_ns);
 /* Stop the gate and wake its sleeper; any thread, any number of times. */
 void stop_gate_stop(struct stop_gate *g);
 int stop_gate_stopped(struct stop_gate *g);
+/* How long the end of a run waits for a sampler thread to end its round
+ * (the GPU and DCGM threads). */
+#define STOP_GATE_JOIN_NS (5 * NS_PER_S)
 /* Stop the gate and join its thread, waiting at most within_ns. 0 when the
  * thread ended; -ETIMEDOUT when it did not (stuck in a driver's call that
  * never returns): it is then detached, and the caller must leave everything

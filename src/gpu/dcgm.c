@@ -10,7 +10,6 @@
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "gpu/gpu.h"
 #include "sample/series.h"
 
 static const struct {
@@ -201,13 +200,13 @@ int dcgm_collector_close(struct dcgm_collector *d, struct series_table *t)
         return 0;
     if (d->started) {
         d->started = 0;
-        if (stop_gate_stop_and_join(&d->gate, d->thread, GPU_STOP_WAIT_NS) < 0) {
+        if (stop_gate_stop_and_join(&d->gate, d->thread, STOP_GATE_JOIN_NS) < 0) {
             /* as for NVML (gpu_collector_close): a call to the host engine
              * that never returns must not hold the run's end */
             log_warn("the DCGM sampler is stuck in a call to the host engine (no answer within "
                      "%d s of the job's end): strobe ends without it; SM metrics end at its last "
                      "reading",
-                     (int)(GPU_STOP_WAIT_NS / NS_PER_S));
+                     (int)(STOP_GATE_JOIN_NS / NS_PER_S));
             dcgm_collector_merge(d, t);
             d->on = 0;
             return 1;

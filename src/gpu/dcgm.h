@@ -119,7 +119,7 @@ static inline uint64_t dcgm_collector_dropped(struct dcgm_collector *d)
 struct series_table;
 void dcgm_collector_merge(struct dcgm_collector *d, struct series_table *t);
 /* 0, or 1 when the thread was left in a call that did not return within
- * GPU_STOP_WAIT_NS: d must then stay allocated (as gpu_collector_close). */
+ * STOP_GATE_JOIN_NS: d must then stay allocated (as gpu_collector_close). */
 int dcgm_collector_close(struct dcgm_collector *d, struct series_table *t);
 
 #endif

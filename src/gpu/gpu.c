@@ -773,14 +773,14 @@ int gpu_collector_close(struct gpu_collector *g, struct series_table *t, struct 
         return 0;
     if (g->started) {
         g->started = 0;
-        if (stop_gate_stop_and_join(&g->gate, g->thread, GPU_STOP_WAIT_NS) < 0) {
+        if (stop_gate_stop_and_join(&g->gate, g->thread, STOP_GATE_JOIN_NS) < 0) {
             /* the thread is inside an NVML call that does not return (a hung
              * driver): the run's end must not wait on it. What it queued
              * before is kept; it holds no lock there, so the merge is safe.
              * NVML, the library and g stay as they are: it still uses them. */
             log_warn("the GPU sampler is stuck in an NVML call (no answer within %d s of the "
                      "job's end): strobe ends without it; GPU metrics end at its last reading",
-                     (int)(GPU_STOP_WAIT_NS / NS_PER_S));
+                     (int)(STOP_GATE_JOIN_NS / NS_PER_S));
             gpu_collector_merge(g, t, tree);
             g->on = 0;
             return 1;

@@ -20,7 +20,6 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "common/clock.h"
 #include "common/gate.h"
 #include "gpu/nvml_api.h"
 
@@ -168,10 +167,8 @@ static inline uint64_t gpu_collector_missed(struct gpu_collector *g)
     return g ? atomic_load(&g->missed) : 0;
 }
 
-/* How long close waits for the GPU thread to end its round. */
-#define GPU_STOP_WAIT_NS (5 * NS_PER_S)
 /* Stop the thread, merge what is left, shut NVML down: 0. 1 when the thread
- * did not end within GPU_STOP_WAIT_NS (a hung NVML call): it is detached,
+ * did not end within STOP_GATE_JOIN_NS (a hung NVML call): it is detached,
  * what it queued is merged, and g must stay allocated until the process
  * ends (it is freed otherwise only by the caller, after a 0). */
 int gpu_collector_close(struct gpu_collector *g, struct series_table *t, struct proc_tree *tree);

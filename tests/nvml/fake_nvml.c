@@ -571,14 +571,9 @@ static int do_error(struct parse *p, char **argv, int argc)
         return -1;
     d->fail[fn] = code;
     d->fail_calls[fn] = 0;
-    if (argc > 4) { /* a transient error: the first n calls only */
-        char *end;
-        errno = 0;
-        unsigned long long n = strtoull(argv[4], &end, 10);
-        if (errno || end == argv[4] || *end || n == 0)
-            return parse_fail(p, "bad call count '%s' (a whole number, 1 or more)", argv[4]);
-        d->fail_calls[fn] = n;
-    }
+    /* a transient error: the first n calls only */
+    if (argc > 4 && (parse_u64(argv[4], &d->fail_calls[fn]) || d->fail_calls[fn] == 0))
+        return parse_fail(p, "bad call count '%s' (a whole number, 1 or more)", argv[4]);
     return 0;
 }
 
