@@ -20,6 +20,7 @@ bytes (no NUL), a value that is not a number.
 """
 import functools as _functools
 import operator as _operator
+import sys as _sys
 import time as _time
 import warnings as _warnings
 
@@ -115,6 +116,19 @@ def _first_offset(n, last_counted=None):
     return max(0, last + 1 - n) if last > 0 else 0
 
 
+def _hide_caller_frame(exc):
+    """Take the calling wrapper's own line out of exc's traceback, from the
+    wrapper's `except` clause, before a bare `raise`: a user's traceback
+    then reads as it would without strobe, instead of showing one strobe
+    line per wrapped call (one per nn.Module level, say). Python adds a
+    frame's line when an exception first reaches it, and a bare `raise`
+    goes on with exc.__traceback__ as it is now, so the line never comes
+    back. Lines of anyone else's frames are left alone."""
+    tb = exc.__traceback__
+    if tb is not None and tb.tb_frame is _sys._getframe(1):
+        exc.__traceback__ = tb.tb_next
+
+
 def _decorate(sp, fn):
     """The wrapper behind @strobe.span(name): the span around each call."""
     if not callable(fn):
@@ -128,7 +142,11 @@ def _decorate(sp, fn):
     @_functools.wraps(fn)
     def wrapper(*args, **kwargs):
         with sp:
-            return fn(*args, **kwargs)
+            try:
+                return fn(*args, **kwargs)
+            except BaseException as e:
+                _hide_caller_frame(e)
+                raise
 
     return wrapper
 

@@ -31,6 +31,7 @@ import strobe
 from strobe import _steps
 
 _mono = strobe.monotonic_ns
+_hide = strobe._hide_caller_frame  # each wrapper's own line out of a raised traceback
 _complete = strobe.complete
 _clock = _steps.clock
 _installed = False
@@ -88,6 +89,9 @@ def _wrap_dataloader(torch):
         _tls.in_data = True
         try:
             return orig(self)
+        except BaseException as e:
+            _hide(e)
+            raise
         finally:
             _tls.in_data = outer
             t1 = _mono()
@@ -138,13 +142,20 @@ def _wrap_fetchers(torch):
         def make(orig):
             @functools.wraps(orig)
             def fetch_(self, *args, **kwargs):
-                if not _in_worker():
-                    return orig(self, *args, **kwargs)  # the main process: inside "data"
+                if not _in_worker():  # the main process: inside "data"
+                    try:
+                        return orig(self, *args, **kwargs)
+                    except BaseException as e:
+                        _hide(e)
+                        raise
                 t0 = _mono()
                 outer = getattr(_tls, "in_data", False)
                 _tls.in_data = True  # a transform's module calls are no forward
                 try:
                     return orig(self, *args, **kwargs)
+                except BaseException as e:
+                    _hide(e)
+                    raise
                 finally:
                     _tls.in_data = outer
                     _complete("dataloader.worker", t0, _mono() - t0)
@@ -166,12 +177,19 @@ def _wrap_module_call(torch):
         if getattr(_tls, "in_forward", False) or getattr(_tls, "in_data", False):
             # nested: only the outermost counts; and a module inside a fetch
             # (a transform) is part of the data phase
-            return orig(self, *args, **kwargs)
+            try:
+                return orig(self, *args, **kwargs)
+            except BaseException as e:
+                _hide(e)
+                raise
         _tls.in_forward = True
         t0 = _mono()
         _clock.phase_begin(t0)
         try:
             return orig(self, *args, **kwargs)
+        except BaseException as e:
+            _hide(e)
+            raise
         finally:
             _tls.in_forward = False
             t1 = _mono()
@@ -190,6 +208,9 @@ def _wrap_backward(torch):
         _clock.phase_begin(t0)
         try:
             return orig(*args, **kwargs)
+        except BaseException as e:
+            _hide(e)
+            raise
         finally:
             t1 = _mono()
             _complete("backward", t0, t1 - t0)
@@ -204,12 +225,19 @@ def _timed_step(orig):
         if getattr(_tls, "in_optimizer", False):
             # a subclass's step calling super().step(), both wrapped, or an
             # optimizer stepping another (Lookahead): one optimizer step
-            return orig(self, *args, **kwargs)
+            try:
+                return orig(self, *args, **kwargs)
+            except BaseException as e:
+                _hide(e)
+                raise
         _tls.in_optimizer = True
         t0 = _mono()
         _clock.phase_begin(t0)
         try:
             return orig(self, *args, **kwargs)
+        except BaseException as e:
+            _hide(e)
+            raise
         finally:
             _tls.in_optimizer = False
             t1 = _mono()
@@ -267,7 +295,11 @@ def _wrap_optimizers(torch):
 
     @functools.wraps(orig_init)
     def __init__(self, *args, **kwargs):
-        orig_init(self, *args, **kwargs)
+        try:
+            orig_init(self, *args, **kwargs)
+        except BaseException as e:
+            _hide(e)
+            raise
         for cls in type(self).__mro__:  # the class that defines step
             step = cls.__dict__.get("step")
             if step is not None:
@@ -302,6 +334,9 @@ def _wrap_comm(dist, c10d, name):
         t0 = _mono()
         try:
             return orig(*args, **kwargs)
+        except BaseException as e:
+            _hide(e)
+            raise
         finally:
             _complete(span_name, t0, _mono() - t0)
 
@@ -316,7 +351,11 @@ def _wrap_init_process_group(dist, c10d):
 
     @functools.wraps(orig)
     def init_process_group(*args, **kwargs):
-        r = orig(*args, **kwargs)
+        try:
+            r = orig(*args, **kwargs)
+        except BaseException as e:
+            _hide(e)
+            raise
         try:
             _rank["rank"] = dist.get_rank()
             _rank["world_size"] = dist.get_world_size()
@@ -372,7 +411,11 @@ def _wrap_ddp(torch, dist):
 
     @functools.wraps(orig_init)
     def __init__(self, *args, **kwargs):
-        orig_init(self, *args, **kwargs)
+        try:
+            orig_init(self, *args, **kwargs)
+        except BaseException as e:
+            _hide(e)
+            raise
         if os.environ.get("STROBE_DDP_HOOK", "1") == "0":
             return
         try:
@@ -386,20 +429,27 @@ def _wrap_ddp(torch, dist):
     def register_comm_hook(self, state, hook):
         ours = getattr(self, "_strobe_hook_state", None)
         if ours is None or ours.hook is not None:
-            return orig_register(self, state, hook)
+            try:
+                return orig_register(self, state, hook)
+            except BaseException as e:
+                _hide(e)
+                raise
         ours.hook, ours.state = hook, state  # the script's hook runs inside ours
 
     def register_builtin_comm_hook(self, comm_hook_type):
         ours = getattr(self, "_strobe_hook_state", None)
-        if ours is None or ours.hook is not None:
-            return orig_builtin(self, comm_hook_type)
         # the built-in hooks have Python twins with the same arithmetic
         twins = {"ALLREDUCE": default_hooks.allreduce_hook,
                  "FP16_COMPRESS": default_hooks.fp16_compress_hook}
         twin = twins.get(getattr(comm_hook_type, "name", ""))
-        if twin is None:
+        if ours is not None and ours.hook is None and twin is not None:
+            ours.hook, ours.state = twin, self.process_group
+            return None
+        try:
             return orig_builtin(self, comm_hook_type)
-        ours.hook, ours.state = twin, self.process_group
+        except BaseException as e:
+            _hide(e)
+            raise
 
     DDP.__init__ = __init__
     DDP.register_comm_hook = register_comm_hook

@@ -50,7 +50,16 @@ def _strobe_boot():
             real_exec = loader.exec_module
 
             def exec_module(module):
-                real_exec(module)
+                try:
+                    real_exec(module)
+                except BaseException as e:
+                    # torch's own error, with the traceback it has without
+                    # strobe: this frame's line out (import.c then drops the
+                    # importlib frames around it, as it does for any import)
+                    tb = e.__traceback__
+                    if tb is not None and tb.tb_frame is sys._getframe():
+                        e.__traceback__ = tb.tb_next
+                    raise
                 try:
                     from strobe import _torch
 
