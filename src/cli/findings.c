@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/fmt.h"
 #include "common/strbuf.h"
 
 static int severity_rank(const char *s)
@@ -51,8 +52,10 @@ void findings_print_text(FILE *out, const struct finding_record *f, uint32_t n, 
         cli_put_visible(out, x->rule);
         fprintf(out, " [");
         cli_put_visible(out, x->scope);
-        fprintf(out, "] %.0f-%.0f s\n", (double)(x->start_ns - start_ns) / 1e9,
-                (double)(x->end_ns - start_ns) / 1e9);
+        char when[48];
+        fprintf(out, "] %s\n",
+                fmt_offset_range((double)(x->start_ns - start_ns) / 1e9,
+                                 (double)(x->end_ns - start_ns) / 1e9, when, sizeof(when)));
         fprintf(out, "         ");
         cli_put_visible(out, x->evidence);
         fputc('\n', out);

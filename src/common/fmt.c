@@ -54,6 +54,37 @@ const char *fmt_duration(double s, char *buf, size_t cap)
     return buf;
 }
 
+static int put_clock(char *buf, size_t cap, long long s, int hours)
+{
+    if (hours)
+        return snprintf(buf, cap, "%lld:%02lld:%02lld", s / 3600, s / 60 % 60, s % 60);
+    return snprintf(buf, cap, "%lld:%02lld", s / 60, s % 60);
+}
+
+const char *fmt_offset_range(double from_s, double to_s, char *buf, size_t cap)
+{
+    if (!isfinite(from_s) || !isfinite(to_s)) {
+        snprintf(buf, cap, "-");
+        return buf;
+    }
+    from_s = from_s > 0 ? from_s : 0; /* a finding never starts before its run */
+    to_s = to_s > from_s ? to_s : from_s;
+    /* tenths while the whole range is under a minute: a 2 s run's finding
+     * over "0-2 s" hid where in it the rule fired */
+    if (to_s < 59.95) {
+        snprintf(buf, cap, "%.1f-%.1f s", from_s, to_s);
+        return buf;
+    }
+    long long a = llround(from_s), b = llround(to_s);
+    int hours = b >= 3600;
+    int n = put_clock(buf, cap, a, hours);
+    if (n >= 0 && (size_t)n < cap) {
+        buf[n] = '-';
+        put_clock(buf + n + 1, cap - (size_t)n - 1, b, hours);
+    }
+    return buf;
+}
+
 const char *fmt_time_utc(int64_t ns, char *buf, size_t cap)
 {
     time_t t = (time_t)(ns / 1000000000LL);

@@ -4,6 +4,7 @@ findings from `strobe rules` offline, other parameters offline, --rules none,
 bad options refused before anything is recorded, show's findings."""
 import json
 import os
+import re
 import sqlite3
 
 from strobetest import PYTHON, check, done, show, store_path, strobe
@@ -91,6 +92,15 @@ check("show --json has the findings with their keys",
                      "recommendation"} for f in s["findings"]), s and s.get("findings"))
 t = strobe("show", "last", store=db)
 check("show's text lists the findings", "InputBound" in t.stdout and "->" in t.stdout, t.stdout)
+# each finding's range, from the run's start, to a tenth of a second (a run under a minute):
+# the stored start_ns and end_ns read independently from SQLite
+run_start = sqlite3.connect(db).execute("SELECT start_ns FROM runs").fetchone()[0]
+want_ranges = sorted(f"{f['rule']} [{f['scope']}] {(f['start_ns'] - run_start) / 1e9:.1f}-"
+                     f"{(f['end_ns'] - run_start) / 1e9:.1f} s" for f in findings)
+got_ranges = sorted(re.sub(r"^\s*\w+\s+", "", l) for l in t.stdout.splitlines()
+                    if re.search(r"\] [0-9.]+-[0-9.]+ s$", l))
+check("show's text gives each finding's range in tenths of a second, as stored",
+      got_ranges == want_ranges and want_ranges, f"got {got_ranges}, want {want_ranges}")
 
 # other parameters offline
 o2 = strobe("rules", "--json", "--rule-param", "StepOutlier.n_outliers=1000", "last", store=db)
