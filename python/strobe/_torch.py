@@ -142,23 +142,20 @@ def _wrap_fetchers(torch):
         def make(orig):
             @functools.wraps(orig)
             def fetch_(self, *args, **kwargs):
-                if not _in_worker():  # the main process: inside "data"
-                    try:
-                        return orig(self, *args, **kwargs)
-                    except BaseException as e:
-                        _hide(e)
-                        raise
-                t0 = _mono()
-                outer = getattr(_tls, "in_data", False)
-                _tls.in_data = True  # a transform's module calls are no forward
+                timed = _in_worker()  # in the main process the fetch is inside "data"
+                if timed:
+                    t0 = _mono()
+                    outer = getattr(_tls, "in_data", False)
+                    _tls.in_data = True  # a transform's module calls are no forward
                 try:
                     return orig(self, *args, **kwargs)
                 except BaseException as e:
                     _hide(e)
                     raise
                 finally:
-                    _tls.in_data = outer
-                    _complete("dataloader.worker", t0, _mono() - t0)
+                    if timed:
+                        _tls.in_data = outer
+                        _complete("dataloader.worker", t0, _mono() - t0)
 
             return fetch_
 
@@ -174,27 +171,24 @@ def _wrap_module_call(torch):
 
     @functools.wraps(orig)
     def __call__(self, *args, **kwargs):
-        if getattr(_tls, "in_forward", False) or getattr(_tls, "in_data", False):
-            # nested: only the outermost counts; and a module inside a fetch
-            # (a transform) is part of the data phase
-            try:
-                return orig(self, *args, **kwargs)
-            except BaseException as e:
-                _hide(e)
-                raise
-        _tls.in_forward = True
-        t0 = _mono()
-        _clock.phase_begin(t0)
+        # nested: only the outermost counts; and a module inside a fetch
+        # (a transform) is part of the data phase
+        timed = not (getattr(_tls, "in_forward", False) or getattr(_tls, "in_data", False))
+        if timed:
+            _tls.in_forward = True
+            t0 = _mono()
+            _clock.phase_begin(t0)
         try:
             return orig(self, *args, **kwargs)
         except BaseException as e:
             _hide(e)
             raise
         finally:
-            _tls.in_forward = False
-            t1 = _mono()
-            _complete("forward", t0, t1 - t0)
-            _clock.phase_end(t1)
+            if timed:
+                _tls.in_forward = False
+                t1 = _mono()
+                _complete("forward", t0, t1 - t0)
+                _clock.phase_end(t1)
 
     module_cls.__call__ = __call__
 
@@ -222,28 +216,25 @@ def _wrap_backward(torch):
 def _timed_step(orig):
     @functools.wraps(orig)
     def step(self, *args, **kwargs):
-        if getattr(_tls, "in_optimizer", False):
-            # a subclass's step calling super().step(), both wrapped, or an
-            # optimizer stepping another (Lookahead): one optimizer step
-            try:
-                return orig(self, *args, **kwargs)
-            except BaseException as e:
-                _hide(e)
-                raise
-        _tls.in_optimizer = True
-        t0 = _mono()
-        _clock.phase_begin(t0)
+        # a subclass's step calling super().step(), both wrapped, or an
+        # optimizer stepping another (Lookahead): one optimizer step
+        timed = not getattr(_tls, "in_optimizer", False)
+        if timed:
+            _tls.in_optimizer = True
+            t0 = _mono()
+            _clock.phase_begin(t0)
         try:
             return orig(self, *args, **kwargs)
         except BaseException as e:
             _hide(e)
             raise
         finally:
-            _tls.in_optimizer = False
-            t1 = _mono()
-            _complete("optimizer", t0, t1 - t0)
-            _clock.phase_end(t1)
-            _clock.optimizer_end(self, t1)
+            if timed:
+                _tls.in_optimizer = False
+                t1 = _mono()
+                _complete("optimizer", t0, t1 - t0)
+                _clock.phase_end(t1)
+                _clock.optimizer_end(self, t1)
 
     step._strobe_wrapped = True
     return step

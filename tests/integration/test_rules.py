@@ -94,7 +94,9 @@ t = strobe("show", "last", store=db)
 check("show's text lists the findings", "InputBound" in t.stdout and "->" in t.stdout, t.stdout)
 # each finding's range, from the run's start, to a tenth of a second (a run under a minute):
 # the stored start_ns and end_ns read independently from SQLite
-run_start = sqlite3.connect(db).execute("SELECT start_ns FROM runs").fetchone()[0]
+con = sqlite3.connect(db)
+run_start = con.execute("SELECT start_ns FROM runs").fetchone()[0]
+con.close()
 want_ranges = sorted(f"{f['rule']} [{f['scope']}] {(f['start_ns'] - run_start) / 1e9:.1f}-"
                      f"{(f['end_ns'] - run_start) / 1e9:.1f} s" for f in findings)
 got_ranges = sorted(re.sub(r"^\s*\w+\s+", "", l) for l in t.stdout.splitlines()

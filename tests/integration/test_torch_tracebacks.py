@@ -84,7 +84,10 @@ elif CASE == "optimizer":
 elif CASE == "optimizer_init":
     torch.optim.SGD([], lr=0.1)  # raised in Optimizer.__init__, under the wrapper
 elif CASE in ("data", "data_workers"):
-    loader = DataLoader(Bad(), batch_size=2, num_workers=2 if CASE == "data_workers" else 0)
+    # one worker: its batches arrive in order, so the traceback takes one path
+    # through the iterator (with two, the failing batch may come out of order
+    # and DataLoader raises it from another line, strobe or not)
+    loader = DataLoader(Bad(), batch_size=2, num_workers=1 if CASE == "data_workers" else 0)
     for batch in loader:
         pass
 elif CASE == "distributed":

@@ -34,7 +34,7 @@ TEST(offset_range_past_an_hour_with_hours)
 TEST(offset_range_odd_input)
 {
     range_of(-0.5, 2, "0.0-2.0 s"); /* clock skew: never before the start */
-    range_of(5, 3, "5.0-5.0 s");   /* an end before the start is the start */
+    range_of(5, 3, "5.0-5.0 s");    /* an end before the start is the start */
     range_of(NAN, 3, "-");
     range_of(0, INFINITY, "-");
     char tiny[6];
