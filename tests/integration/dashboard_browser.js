@@ -48,7 +48,8 @@ async function main() {
     });
     page.on('pageerror', (e) => out.errors.push(String(e)));
     const settle = async () => {
-      await page.waitForFunction(() => document.body.dataset.ready === '1', null, { timeout: 15000 });
+      await page.waitForFunction(() => document.body.dataset.ready === '1'
+      && document.body.dataset.hash === location.hash, null, { timeout: 15000 });
     };
     const shot = (name) => page.screenshot({ path: path.join(artifacts, name), fullPage: true });
     const names = () => page.$$eval('#runs a.run-link', (as) => as.map((a) => a.textContent));

@@ -40,7 +40,8 @@ async function main() {
       err(m.type() + ': ' + m.text() + (loc ? ' @ ' + loc : ''));
     });
     page.on('pageerror', (e) => err('page: ' + String(e)));
-    const settle = () => page.waitForFunction(() => document.body.dataset.ready === '1', null, { timeout: 15000 });
+    const settle = () => page.waitForFunction(() => document.body.dataset.ready === '1'
+      && document.body.dataset.hash === location.hash, null, { timeout: 15000 });
     // the metric charts drawn, each with the number of points it was given
     const charts = () => page.evaluate(() => Object.fromEntries(Array.from(
       document.querySelectorAll('#app .charts .chart[data-metric]'))

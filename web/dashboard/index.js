@@ -149,6 +149,7 @@
   function setState(q) {
     route.q = q;
     history.replaceState(null, '', hashFor(route.view, route.arg, q));
+    drawnFor();
   }
   function go(view, arg, q) { location.hash = hashFor(view, arg, q); }
   function onCleanup(f) { cleanups.push(f); }
@@ -158,6 +159,7 @@
     charts = [];
     seq++;
     route = parseHash();
+    drawnFor();
     clear(app);
     document.querySelectorAll('nav a[data-nav]').forEach(function (a) {
       a.classList.toggle('active', a.dataset.nav === route.view);
@@ -169,6 +171,11 @@
   function failBox(parent, what, e) {
     parent.appendChild(h('div', {class: 'error', text: 'Cannot load ' + what + ': ' + e.message}));
   }
+  /* The URL the page is drawn for: a test driver's wait for data-ready='1'
+   * also waits for this to be the URL it went to, since a hash change's
+   * render comes a task after the navigation, while data-ready still says
+   * the previous view is drawn. */
+  function drawnFor() { document.body.dataset.hash = location.hash; }
   function ready() { document.body.dataset.ready = '1'; }
   function busy() { document.body.dataset.ready = '0'; }
 
