@@ -76,11 +76,13 @@ $(BUILD)/%.o: %.c
 
 # The report's assets, embedded into the binary so a report needs no network:
 # uPlot from npm (package-lock.json pins it; scripts/bootstrap runs npm ci)
-# and our own script and style from web/report/. Each becomes a NUL-terminated
+# and our own script and style from web/report/, after the figures' formatting
+# it shares with the dashboard (web/common/format.js). Each becomes a NUL-terminated
 # const array and its length (xxd -i reads stdin, so it names nothing itself).
 REPORT_ASSETS := uplot_js:node_modules/uplot/dist/uPlot.iife.min.js \
                  uplot_css:node_modules/uplot/dist/uPlot.min.css \
-                 report_js:web/report/report.js report_css:web/report/report.css
+                 format_js:web/common/format.js report_js:web/report/report.js \
+                 report_css:web/report/report.css
 REPORT_ASSET_FILES := $(foreach a,$(REPORT_ASSETS),$(word 2,$(subst :, ,$(a))))
 
 $(BUILD)/gen/report_assets.c: $(REPORT_ASSET_FILES) Makefile
@@ -94,11 +96,13 @@ $(BUILD)/gen/report_assets.c: $(REPORT_ASSET_FILES) Makefile
 	    echo "const size_t $${n}_len = sizeof($${n}) - 1;";) } > $@.tmp && mv $@.tmp $@
 
 # strobe serve's dashboard (src/serve/assets.h): every file directly under
-# web/dashboard/, served as /assets/<name> (index.html also as /), and uPlot
+# web/dashboard/, served as /assets/<name> (index.html also as /), the figures'
+# formatting it shares with the report (web/common/format.js) and uPlot
 # from npm beside them. One table of {name, bytes}, so a request can only
 # ever name an entry of it. Names are checked here: [A-Za-z0-9._-], no
 # leading dot.
 SERVE_ASSETS := $(foreach f,$(sort $(wildcard web/dashboard/*)),$(notdir $(f)):$(f)) \
+                format.js:web/common/format.js \
                 uPlot.iife.min.js:node_modules/uplot/dist/uPlot.iife.min.js \
                 uPlot.min.css:node_modules/uplot/dist/uPlot.min.css
 SERVE_ASSET_FILES := $(foreach a,$(SERVE_ASSETS),$(word 2,$(subst :, ,$(a))))

@@ -15,7 +15,9 @@ const char *fmt_duration(double seconds, char *buf, size_t cap);
 const char *fmt_ns(double ns, char *buf, size_t cap);
 /* A time range from a run's start, read as a clock: 0.04, 1.62 ->
  * "0.0-1.6 s"; past a minute whole seconds, 45, 130 -> "0:45-2:10"; past
- * an hour 3602, 3720 -> "1:00:02-1:02:00" */
+ * an hour 3602, 3720 -> "1:00:02-1:02:00". The report and the dashboard
+ * write a finding's range the same (web/common/format.js, offsetRange), so a
+ * range read in `strobe show` is found on either page. */
 const char *fmt_offset_range(double from_s, double to_s, char *buf, size_t cap);
 /* ns since the epoch -> "2026-12-01 07:15:02" UTC */
 const char *fmt_time_utc(int64_t ns, char *buf, size_t cap);

@@ -21,9 +21,11 @@
 #include "render/report_internal.h"
 
 extern const unsigned char report_asset_uplot_js[], report_asset_uplot_css[];
-extern const unsigned char report_asset_report_js[], report_asset_report_css[];
+extern const unsigned char report_asset_format_js[], report_asset_report_js[];
+extern const unsigned char report_asset_report_css[];
 extern const size_t report_asset_uplot_js_len, report_asset_uplot_css_len;
-extern const size_t report_asset_report_js_len, report_asset_report_css_len;
+extern const size_t report_asset_format_js_len, report_asset_report_js_len;
+extern const size_t report_asset_report_css_len;
 
 const char *report_file_name(const struct run_record *r, const char *suffix, char *buf, size_t cap)
 {
@@ -113,6 +115,9 @@ static int build_html(struct store *s, const struct run_record *r, struct strbuf
     strbuf_adds(html, "</script>\n");
     rc = add_asset(html, "<script>\n", report_asset_uplot_js, report_asset_uplot_js_len,
                    "\n</script>\n", err);
+    if (rc == 0) /* the figures' formatting, shared with the dashboard */
+        rc = add_asset(html, "<script>\n", report_asset_format_js, report_asset_format_js_len,
+                       "\n</script>\n", err);
     if (rc == 0)
         rc = add_asset(html, "<script>\n", report_asset_report_js, report_asset_report_js_len,
                        "\n</script>\n", err);

@@ -116,6 +116,9 @@ async function main() {
         name: document.getElementById('run-name').textContent,
         charts: Array.from(document.querySelectorAll('.chart[data-metric]')).map((c) => c.dataset.metric),
         findings: document.querySelectorAll('#findings tbody tr').length,
+        // each finding's rule and time range, as "Rule 0.0-1.6 s"
+        ranges: Array.from(document.querySelectorAll('#findings tbody tr'))
+          .map((r) => r.cells[1].textContent + ' ' + r.querySelector('a.range').textContent),
         logs: (document.getElementById('no-logs') || {}).textContent || null,
         texts: Array.from(document.querySelectorAll('pre.text')).map((p) => p.dataset.kind),
         // saturated pixels of each chart's canvas: data drawn (axes, grid and labels are grey)

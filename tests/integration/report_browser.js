@@ -58,6 +58,9 @@ async function main() {
       t.injected = document.querySelectorAll('#app script, #app img, #app iframe, #app b.pwn').length;
       t.sections = Array.from(document.querySelectorAll('section h2')).map((h) => h.textContent);
       t.severities = Array.from(document.querySelectorAll('#findings span.sev')).map((e) => e.textContent);
+      // each finding's rule and time range, as "Rule 0.0-1.6 s"
+      t.ranges = Array.from(document.querySelectorAll('#findings tr')).filter((r) => r.querySelector('a.range'))
+        .map((r) => r.cells[1].textContent + ' ' + r.querySelector('a.range').textContent);
       return t;
     });
     // a finding's time range zooms every chart to it

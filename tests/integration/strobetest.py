@@ -82,6 +82,14 @@ def show(store, ref="last"):
     return json.loads(p.stdout)
 
 
+def shown_finding_ranges(store, ref="last"):
+    """Each finding of show's text as "Rule RANGE", sorted: its lines read
+    "  high   InputBound [scope] 0.0-1.6 s" (or 0:45-2:10 past a minute)."""
+    said = strobe("show", ref, store=store).stdout
+    return sorted(m.group(1) + " " + m.group(2) for m in
+                  re.finditer(r"^  \S+\s+(\S+) \[.*\] (\S+-\S+(?: s)?)$", said, re.M))
+
+
 def points(store, metric, ref="last"):
     """{series_key: [(time_s, value), ...]} for series matching metric (a glob)."""
     p = strobe("export", "--format", "jsonl", "--metric", metric, ref, store=store)

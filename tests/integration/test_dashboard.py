@@ -17,7 +17,7 @@ import subprocess
 import time
 import urllib.parse
 
-from strobetest import PYTHON, STROBE, check, done, show, skip, store_path, strobe
+from strobetest import PYTHON, STROBE, check, done, show, shown_finding_ranges, skip, store_path, strobe
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DRIVER = os.path.join(ROOT, "tests", "integration", "dashboard_browser.js")
@@ -139,6 +139,10 @@ def main():
     check("run: every chart draws its data (coloured pixels on each canvas)",
           len(ink) >= 5 and all(v > 50 for v in ink.values()), ink)
     check("run: findings listed as show --json", run.get("findings") == len(info64["findings"]), run)
+    shown = shown_finding_ranges(db, ids["bs64"])
+    check("run: each finding's time range reads as strobe show writes it",
+          shown and len(shown) == len(info64["findings"]) and sorted(run.get("ranges") or []) == shown,
+          (run.get("ranges"), shown))
     check("run: the job's stdout and the environment's texts are shown",
           {"stdout", "lscpu"} <= set(run.get("texts") or []), run)
 

@@ -48,58 +48,14 @@
     return o;
   }
 
-  /* ---- formatting ------------------------------------------------------ */
-  function num(v, digits) {
-    if (v === null || v === undefined || !isFinite(v)) return '–';
-    var a = Math.abs(v);
-    /* past G in T, then as 1.23e+18: "(v / 1e9).toPrecision(3) G" was
-     * 1.00e+6 G, cut to ".00e+6 G" on an axis (FLOP/s of a GPU) */
-    /* each unit from where three digits round to 1000 of the one below:
-     * 999960 is 1.00 M, not toPrecision's "1.00e+3 k" */
-    if (a >= 999.5e12) return v.toExponential(2);
-    if (a >= 999.5e9) return (v / 1e12).toPrecision(3) + ' T';
-    if (a >= 999.5e6) return (v / 1e9).toPrecision(3) + ' G';
-    if (a >= 999.5e3) return (v / 1e6).toPrecision(3) + ' M';
-    if (a >= 1e4) return (v / 1e3).toPrecision(3) + ' k';
-    if (a >= 100 || v === Math.round(v)) return String(Math.round(v * 10) / 10);
-    return v.toPrecision(digits || 3);
-  }
-  function dur(s) {
-    if (s === null || s === undefined || !isFinite(s)) return '–';
-    var a = Math.abs(s);
-    if (a === 0) return '0';
-    /* a unit where the figure rounds to its next one moves up: 0.99996 s is
-     * 1.00 s (not "1.00e+3 ms"), 119.7 s 2m 0s (not "1m 60s") */
-    if (a < 999.5e-6) return (s * 1e6).toPrecision(3) + ' µs';
-    if (a < 999.5e-3) return (s * 1e3).toPrecision(3) + ' ms';
-    if (a < 59.95) return s.toFixed(a < 9.995 ? 2 : 1) + ' s';
-    var sign = s < 0 ? '-' : '', t = Math.round(a), m = Math.round(a / 60);
-    if (t < 3600) return sign + Math.floor(t / 60) + 'm ' + (t % 60) + 's';
-    return sign + Math.floor(m / 60) + 'h ' + (m % 60) + 'm';
-  }
-  function bytes(v) {
-    if (v === null || v === undefined || !isFinite(v)) return '–';
-    var u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'], i = 0, a = Math.abs(v);
-    while (a >= 1024 && i < u.length - 1) { a /= 1024; v /= 1024; i++; }
-    /* 1000 to 1023 of a unit in whole numbers: toPrecision(3) made 1010 MiB "1.01e+3 MiB" */
-    return (i && a < 999.5 ? v.toPrecision(3) : String(Math.round(v))) + ' ' + u[i];
-  }
-  function byUnit(v, unit) {
-    if (v === null || v === undefined) return '–';
-    if (unit === 'bytes') return bytes(v);
-    if (unit === 'bytes/s') return bytes(v) + '/s';
-    if (unit === 'pct') return num(v) + ' %';
-    if (unit === 'ms') return dur(v / 1e3);
-    if (unit === 's') return dur(v);
-    return num(v) + (unit && unit !== 'count' ? ' ' + unit : '');
-  }
+  /* ---- formatting: web/common/format.js, shared with the report ------ */
+  var F = strobeFormat, num = F.num, dur = F.dur, bytes = F.bytes, byUnit = F.byUnit, pct = F.pct;
   function date(ns) {
     if (!ns) return '–';
     var d = new Date(ns / 1e6), p = function (x) { return (x < 10 ? '0' : '') + x; };
     return d.getFullYear() + '-' + p(d.getMonth() + 1) + '-' + p(d.getDate()) + ' ' +
       p(d.getHours()) + ':' + p(d.getMinutes()) + ':' + p(d.getSeconds());
   }
-  function pct(v) { return v === null || v === undefined ? '–' : num(v) + ' %'; }
   function seriesKey(m) { return m.labels ? m.name + '{' + m.labels + '}' : m.name; }
   function shortId(id) { return id ? id.slice(0, 8) : ''; }
 
@@ -681,7 +637,7 @@
             var pad = Math.max((f.b - f.a) * 0.05, 0.05);
             setZoom({a: Math.max(0, f.a - pad), b: Math.min(end, f.b + pad)}, true);
             ms.scrollIntoView({behavior: 'smooth'});
-          }, text: dur(f.a) + ' – ' + dur(f.b)})),
+          }, text: F.offsetRange(f.a, f.b)})),
           h('td', null, h('div', {text: f.evidence || ''}), f.events ? h('div', {class: 'muted', text: f.events}) : null),
           h('td', {text: f.recommendation || ''})));
       });

@@ -31,46 +31,9 @@
     if (Array.isArray(c)) { c.forEach(function (x) { add(e, x); }); return; }
     e.appendChild(typeof c === 'object' ? c : document.createTextNode(String(c)));
   }
-  function fmtBytes(v) {
-    if (v == null || !isFinite(v)) return '-';
-    var u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'], i = 0, a = Math.abs(v);
-    /* 1023.7 MiB is 1.00 GiB, not "1024 MiB" */
-    while (a >= 1023.5 && i < u.length - 1) { a /= 1024; v /= 1024; i++; }
-    return (i ? v.toFixed(a < 9.995 ? 2 : a < 99.95 ? 1 : 0) : Math.round(v)) + ' ' + u[i];
-  }
-  /* Each unit starts where the figure of the one below rounds to 1000 (or
-   * 60): 0.99996 s is "1.00 s", not toPrecision's "1.00e+3 ms", and 119.7 s
-   * "2m00s", not "1m60s". */
-  function fmtDur(s) {
-    if (s == null || !isFinite(s)) return '-';
-    if (s < 0) return '-' + fmtDur(-s);
-    if (s < 999.5e-6) return (s * 1e6).toFixed(0) + ' µs';
-    if (s < 999.5e-3) return (s * 1e3).toPrecision(3) + ' ms';
-    if (s < 59.95) return s.toFixed(s < 9.995 ? 2 : 1) + ' s';
-    var t = Math.round(s), m = Math.round(s / 60);
-    if (t < 3600) return Math.floor(t / 60) + 'm' + String(t % 60).padStart(2, '0') + 's';
-    return Math.floor(m / 60) + 'h' + String(m % 60).padStart(2, '0') + 'm';
-  }
-  /* the same for counts: 999960 is "1.00M", not "1.00e+3k"; past T, as
-   * 3.50e+15 (a GPU's FLOP/s read "3.50e+6G") */
-  function fmtNum(v) {
-    if (v == null || !isFinite(v)) return '-';
-    var a = Math.abs(v);
-    if (a >= 999.5e12) return v.toExponential(2);
-    if (a >= 999.5e9) return (v / 1e12).toPrecision(3) + 'T';
-    if (a >= 999.5e6) return (v / 1e9).toPrecision(3) + 'G';
-    if (a >= 999.5e3) return (v / 1e6).toPrecision(3) + 'M';
-    if (a >= 1e4) return (v / 1e3).toPrecision(3) + 'k';
-    return a >= 99.95 ? v.toFixed(0) : a >= 1 ? v.toPrecision(3) : v.toPrecision(2);
-  }
-  function fmtVal(v, unit) {
-    if (v == null || !isFinite(v)) return '-';
-    if (unit === 'bytes') return fmtBytes(v);
-    if (unit === 'bytes/s') return fmtBytes(v) + '/s';
-    if (unit === 'pct') return v.toFixed(1) + '%';
-    return fmtNum(v) + (unit && unit !== 'count' && unit !== '' ? ' ' + unit : '');
-  }
-  function pct(x) { return (100 * x).toFixed(1) + '%'; }
+  /* figures as the dashboard writes them: web/common/format.js */
+  var F = strobeFormat, dur = F.dur, num = F.num, bytes = F.bytes, byUnit = F.byUnit;
+  function share(x) { return F.pct(100 * x); }   /* a fraction as a percentage */
   function fmtTime(ns) { return new Date(ns / 1e6).toISOString().replace('T', ' ').slice(0, 19) + ' UTC'; }
   function key(s) { return s.name + (s.labels ? '{' + s.labels + '}' : ''); }
   function section(id, title, lead) {
@@ -105,9 +68,9 @@
     parts.forEach(function (p) {
       var w = Math.max(0, p.value) / total;
       bar.appendChild(el('div', {style: 'width:' + (100 * w) + '%;background:' + p.color,
-        title: p.label + ' ' + pct(w)}));
+        title: p.label + ' ' + share(w)}));
       leg.appendChild(el('span', null, el('i', {style: 'background:' + p.color}),
-        p.label + ' ' + pct(w)));
+        p.label + ' ' + share(w)));
     });
     return [bar, leg];
   }
@@ -135,30 +98,30 @@
       'step, the training loop the first step to the end of the last, finalization the rest.');
     var S = D.summary, st = D.steps;
     var cards = el('div', {class: 'cards'});
-    cards.appendChild(card('Duration', fmtDur(R.duration_s), null, 'duration_s', R.duration_s));
+    cards.appendChild(card('Duration', dur(R.duration_s), null, 'duration_s', R.duration_s));
     cards.appendChild(card('Status', R.status, R.signal ? 'signal ' + R.signal :
       R.exit_code != null ? 'exit ' + R.exit_code : null, 'status', R.status));
     if (st) {
-      cards.appendChild(card('Steps', String(st.count), 'rank ' + (st.rank >= 0 ? st.rank : '-') +
+      cards.appendChild(card('Steps', String(st.count), 'rank ' + (st.rank >= 0 ? st.rank : F.NONE) +
         ', pid ' + st.pid, 'steps.count', st.count));
-      cards.appendChild(card('Step p50', fmtDur(st.p50_ns / 1e9), 'mean ' + fmtDur(st.mean_ns / 1e9),
+      cards.appendChild(card('Step p50', dur(st.p50_ns / 1e9), 'mean ' + dur(st.mean_ns / 1e9),
         'steps.p50_ns', st.p50_ns));
-      cards.appendChild(card('Step p95', fmtDur(st.p95_ns / 1e9), 'max ' + fmtDur(st.max_ns / 1e9),
+      cards.appendChild(card('Step p95', dur(st.p95_ns / 1e9), 'max ' + dur(st.max_ns / 1e9),
         'steps.p95_ns', st.p95_ns));
-      cards.appendChild(card('Outliers', String(st.outliers), '> ' + fmtDur(st.threshold_ms / 1e3) +
+      cards.appendChild(card('Outliers', String(st.outliers), '> ' + dur(st.threshold_ms / 1e3) +
         ' (mean + 3σ)'));
     }
     cards.appendChild(card('Findings', String(D.findings.length), null, 'findings', D.findings.length));
-    cards.appendChild(card('Samples', String(R.samples), 'every ' + fmtDur(R.interval_ns / 1e9) +
+    cards.appendChild(card('Samples', String(R.samples), 'every ' + dur(R.interval_ns / 1e9) +
       ', ' + R.missed + ' missed', 'samples', R.samples));
     s.appendChild(cards);
     if (S.first_step_s != null) {
       var init = S.first_step_s, loop = S.last_step_end_s - S.first_step_s,
         fin = Math.max(0, S.total_s - S.last_step_end_s);
       s.appendChild(el('h3', {style: 'font-size:14px;margin:16px 0 0'}, 'Where the time went'));
-      add(s, stackedBar([{label: 'initialization ' + fmtDur(init), value: init, color: '#9aa3b2'},
-        {label: 'training loop ' + fmtDur(loop), value: loop, color: '#2f6fdb'},
-        {label: 'finalization ' + fmtDur(fin), value: fin, color: '#e07b00'}]));
+      add(s, stackedBar([{label: 'initialization ' + dur(init), value: init, color: '#9aa3b2'},
+        {label: 'training loop ' + dur(loop), value: loop, color: '#2f6fdb'},
+        {label: 'finalization ' + dur(fin), value: fin, color: '#e07b00'}]));
     } else {
       s.appendChild(el('p', {class: 'empty'}, 'No steps were recorded, so the run is not split ' +
         'into initialization, training loop and finalization.'));
@@ -179,7 +142,7 @@
       var a = (x.start_ns - R.start_ns) / 1e9, b = (x.end_ns - R.start_ns) / 1e9;
       return [el('span', {class: 'sev ' + x.severity}, x.severity), el('b', null, x.rule),
         el('a', {class: 'range', onclick: function () { zoomTo(a, b); }},
-          fmtDur(a) + ' – ' + fmtDur(b)),
+          F.offsetRange(a, b)),
         x.evidence || '', x.recommendation || ''];
     })));
   })();
@@ -205,10 +168,10 @@
       cursor: {sync: {key: 'strobe', setSeries: false}, drag: {x: true, y: false}},
       scales: {x: {time: false, min: 0, max: runEnd}},
       legend: {live: true},
-      axes: [{values: function (u, v) { return v.map(function (x) { return fmtDur(x); }); }},
-        {size: 70, values: function (u, v) { return v.map(function (x) { return fmtVal(x, unit); }); }}],
+      axes: [{values: function (u, v) { return v.map(function (x) { return dur(x); }); }},
+        {size: 70, values: function (u, v) { return v.map(function (x) { return byUnit(x, unit); }); }}],
       hooks: {setScale: [passZoom]},
-      series: [{value: function (u, v) { return v == null ? '-' : fmtDur(v); }}]
+      series: [{value: function (u, v) { return v == null ? F.NONE : dur(v); }}]
     };
   }
   function lineChart(parent, titleText, list, unit) {
@@ -217,7 +180,7 @@
     o.bands = [];
     list.forEach(function (s, n) {
       var c = PAL[n % PAL.length], label = s.label || key(s);
-      var fmt = function (u, v) { return fmtVal(v, s.unit); };
+      var fmt = function (u, v) { return byUnit(v, s.unit); };
       if (s.v) {
         o.series.push({label: label, stroke: c, width: 1.5, value: fmt, spanGaps: false});
         data.push(s.v);
@@ -275,8 +238,8 @@
     var st = D.steps;
     if (!st) return;
     var o = baseOpts('Step duration', 'ms');
-    o.axes[1].values = function (u, v) { return v.map(function (x) { return fmtDur(x / 1e3); }); };
-    var ms = function (u, v) { return v == null ? '-' : fmtDur(v / 1e3); };
+    o.axes[1].values = function (u, v) { return v.map(function (x) { return dur(x / 1e3); }); };
+    var ms = function (u, v) { return v == null ? F.NONE : dur(v / 1e3); };
     var data;
     if (st.t) {
       var out = st.ms.map(function (v) { return v > st.threshold_ms && st.outliers ? v : null; });
@@ -301,7 +264,7 @@
   (function () {
     var s = section('timeseries', 'Time series', 'Every chart shares one time axis (seconds since ' +
       'the start): drag across any chart to zoom them all. Long runs are shown as the lowest and ' +
-      'highest value of each ' + fmtDur(grid.width_ns / 1e9) + ' bucket, so no spike is lost.');
+      'highest value of each ' + dur(grid.width_ns / 1e9) + ' bucket, so no spike is lost.');
     s.appendChild(el('div', {class: 'toolbar'}, el('button', {onclick: resetZoom}, 'Reset zoom'),
       D.series.length + ' series, ' + grid.n + ' buckets'));
     var c = el('div', {class: 'charts'});
@@ -342,12 +305,12 @@
     g.appendChild(box);
     new uPlot({title: 'Histogram of step durations', width: Math.max(300, chartWidth() / 2 - 20), height: 200,
       scales: {x: {time: false}}, legend: {show: false}, cursor: {drag: {x: false, y: false}},
-      axes: [{values: function (u, v) { return v.map(function (x) { return fmtDur(x / 1e3); }); }}, {size: 50}],
+      axes: [{values: function (u, v) { return v.map(function (x) { return dur(x / 1e3); }); }}, {size: 50}],
       series: [{}, {label: 'steps', fill: '#2f6fdb99', stroke: '#2f6fdb',
         paths: uPlot.paths.bars({size: [0.92]})}]}, [hx, h.counts], box);
     g.appendChild(table(['Process', 'Steps', 'Mean', 'p50', 'p95', 'Max'], D.groups.map(function (x) {
-      return [x.rank >= 0 ? 'rank ' + x.rank : 'pid ' + x.pid, String(x.count), fmtDur(x.mean_ns / 1e9),
-        fmtDur(x.p50_ns / 1e9), fmtDur(x.p95_ns / 1e9), fmtDur(x.max_ns / 1e9)];
+      return [x.rank >= 0 ? 'rank ' + x.rank : 'pid ' + x.pid, String(x.count), dur(x.mean_ns / 1e9),
+        dur(x.p50_ns / 1e9), dur(x.p95_ns / 1e9), dur(x.max_ns / 1e9)];
     }), [0, 1, 1, 1, 1, 1]));
   })();
 
@@ -373,16 +336,16 @@
       'long the training loop waited for its batches.');
     var cards = el('div', {class: 'cards'});
     cards.appendChild(card('Workers', String(L.workers), null, 'workers', L.workers));
-    cards.appendChild(card('Waiting for data', pct(L.data_share), 'of step time'));
-    cards.appendChild(card('Workers busy', L.workers ? pct(L.busy_ns / 1e9 / (R.duration_s * L.workers)) : '-',
+    cards.appendChild(card('Waiting for data', share(L.data_share), 'of step time'));
+    cards.appendChild(card('Workers busy', L.workers ? share(L.busy_ns / 1e9 / (R.duration_s * L.workers)) : F.NONE,
       'of the run, on average'));
     s.appendChild(cards);
     if (L.data_share > 0.2)
-      s.appendChild(el('p', null, 'The loop waits for data ' + pct(L.data_share) + ' of the time: ' +
+      s.appendChild(el('p', null, 'The loop waits for data ' + share(L.data_share) + ' of the time: ' +
         'more workers (num_workers), pin_memory, prefetching or faster storage would help.'));
     if (L.list.length)
       s.appendChild(table(['Worker', 'PID', 'Parent', 'Batches', 'Busy'], L.list.map(function (w) {
-        return [String(w.worker_id), String(w.pid), String(w.ppid), String(w.batches), fmtDur(w.busy_ns / 1e9)];
+        return [String(w.worker_id), String(w.pid), String(w.ppid), String(w.batches), dur(w.busy_ns / 1e9)];
       }), [0, 1, 1, 1, 1]));
   })();
 
@@ -391,8 +354,8 @@
     var s = section('operators', 'Top operators', 'Operators recorded by torch.profiler, by total time.');
     var all = D.ops.reduce(function (a, o) { return a + o.total_ns; }, 0) || 1;
     s.appendChild(table(['Operator', 'Calls', 'Total', 'Share', 'Mean', 'Max'], D.ops.map(function (o) {
-      return [el('code', null, o.name), String(o.count), fmtDur(o.total_ns / 1e9), pct(o.total_ns / all),
-        fmtDur(o.total_ns / o.count / 1e9), fmtDur(o.max_ns / 1e9)];
+      return [el('code', null, o.name), String(o.count), dur(o.total_ns / 1e9), share(o.total_ns / all),
+        dur(o.total_ns / o.count / 1e9), dur(o.max_ns / 1e9)];
     }), [0, 1, 1, 1, 1, 1]));
   })();
 
@@ -402,8 +365,8 @@
       'run, node ' + (R.host || '?') + '.');
     var rows = D.series.filter(function (x) { return x.stats && x.stats.count; }).map(function (x) {
       var t = x.stats, u = x.unit;
-      return [el('code', null, key(x)), fmtVal(t.min, u), fmtVal(t.p50, u), fmtVal(t.p95, u),
-        fmtVal(t.p99, u), fmtVal(t.max, u), fmtVal(t.mean, u)];
+      return [el('code', null, key(x)), byUnit(t.min, u), byUnit(t.p50, u), byUnit(t.p95, u),
+        byUnit(t.p99, u), byUnit(t.max, u), byUnit(t.mean, u)];
     });
     s.appendChild(table(['Metric', 'Min', 'p50', 'p95', 'p99', 'Max', 'Mean'], rows,
       [0, 1, 1, 1, 1, 1, 1]));
@@ -419,16 +382,16 @@
     row('Run', R.id); row('Name', R.name); row('Experiment', R.experiment);
     row('Status', R.status + (R.signal ? ' (signal ' + R.signal + ')' : R.exit_code != null ? ' (exit ' + R.exit_code + ')' : ''));
     row('Error', R.error);
-    row('Started', fmtTime(R.start_ns)); row('Duration', fmtDur(R.duration_s));
+    row('Started', fmtTime(R.start_ns)); row('Duration', dur(R.duration_s));
     row('Working directory', R.cwd); row('User', R.user); row('Host', R.host);
     row('Kernel', R.kernel); row('CPU', R.cpu_count + ' × ' + (R.cpu_model || '?'));
-    row('Memory', fmtBytes(R.mem_total_bytes));
+    row('Memory', bytes(R.mem_total_bytes));
     D.gpus.forEach(function (g, i) { row('GPU ' + (g.index != null ? g.index : i), [g.name, g.uuid,
-      g.memory_total_bytes ? fmtBytes(g.memory_total_bytes) : null, g.driver ? 'driver ' + g.driver : null]
+      g.memory_total_bytes ? bytes(g.memory_total_bytes) : null, g.driver ? 'driver ' + g.driver : null]
       .filter(function (x) { return x; }).join(', ')); });
     row('Git', R.git_commit ? R.git_commit + (R.git_dirty > 0 ? ' (dirty)' : '') : null);
     row('Python', R.python_version); row('torch', R.torch_version); row('strobe', R.strobe_version);
-    row('Sampling', 'every ' + fmtDur(R.interval_ns / 1e9) + ', ' + R.samples + ' samples, ' +
+    row('Sampling', 'every ' + dur(R.interval_ns / 1e9) + ', ' + R.samples + ' samples, ' +
       R.points + ' points, ' + R.dropped + ' dropped');
     row('Events', R.events + ' stored, ' + R.events_dropped + ' dropped');
     s.appendChild(dl);
