@@ -29,6 +29,8 @@ struct export_ctx {
     int nglobs;
     int failed;
     struct strbuf line;
+    const struct series_record *sr; /* the series being written, and its key */
+    const char *key;
 };
 
 /* Whether a series is exported; every glob that takes it is marked. */
@@ -138,6 +140,36 @@ static int export_sagemaker(struct store *s, const struct run_record *r, const c
     return rc < 0 ? CLI_EXIT_ERROR : CLI_EXIT_OK;
 }
 
+/* One block's points of c->sr as lines; nonzero (stop) when output fails. */
+static int export_points(const struct point *p, size_t n, void *arg)
+{
+    struct export_ctx *c = arg;
+    struct strbuf *o = &c->line;
+    for (size_t i = 0; i < n; i++) {
+        strbuf_reset(o);
+        if (c->jsonl) {
+            strbuf_addf(o, "{\"time_ns\":%lld,\"metric\":", (long long)p[i].ts_ns);
+            strbuf_add_json_str(o, c->sr->name);
+            strbuf_adds(o, ",\"labels\":");
+            labels_json(o, c->sr->labels);
+            strbuf_adds(o, ",\"value\":");
+            json_value(o, p[i].value);
+            strbuf_adds(o, "}\n");
+        } else {
+            strbuf_addf(o, "%lld,", (long long)p[i].ts_ns);
+            csv_field(o, c->key);
+            strbuf_addch(o, ',');
+            csv_value(o, p[i].value);
+            strbuf_addch(o, '\n');
+        }
+        if (fwrite(o->buf, 1, o->len, c->out) != o->len) {
+            c->failed = 1;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static int export_series(const struct series_record *sr, void *arg)
 {
     struct export_ctx *c = arg;
@@ -150,37 +182,14 @@ static int export_series(const struct series_record *sr, void *arg)
         strbuf_release(&key);
         return 0;
     }
-    struct point_buf pb;
-    point_buf_init(&pb);
-    if (store_read_points(c->s, sr->id, &pb) < 0)
+    c->sr = sr;
+    c->key = key.buf;
+    uint64_t corrupt = 0;
+    /* a block at a time: a long series is never held whole */
+    if (store_each_block_points(c->s, sr->id, export_points, c, &corrupt) < 0)
         c->failed = 1;
-    if (pb.corrupt_blocks)
-        log_warn("series %s: %llu damaged blocks skipped", key.buf,
-                 (unsigned long long)pb.corrupt_blocks);
-    for (size_t i = 0; i < pb.n; i++) {
-        struct strbuf *o = &c->line;
-        strbuf_reset(o);
-        if (c->jsonl) {
-            strbuf_addf(o, "{\"time_ns\":%lld,\"metric\":", (long long)pb.p[i].ts_ns);
-            strbuf_add_json_str(o, sr->name);
-            strbuf_adds(o, ",\"labels\":");
-            labels_json(o, sr->labels);
-            strbuf_adds(o, ",\"value\":");
-            json_value(o, pb.p[i].value);
-            strbuf_adds(o, "}\n");
-        } else {
-            strbuf_addf(o, "%lld,", (long long)pb.p[i].ts_ns);
-            csv_field(o, key.buf);
-            strbuf_addch(o, ',');
-            csv_value(o, pb.p[i].value);
-            strbuf_addch(o, '\n');
-        }
-        if (fwrite(o->buf, 1, o->len, c->out) != o->len) {
-            c->failed = 1;
-            break;
-        }
-    }
-    point_buf_release(&pb);
+    if (corrupt)
+        log_warn("series %s: %llu damaged blocks skipped", key.buf, (unsigned long long)corrupt);
     strbuf_release(&key);
     return c->failed ? 1 : 0;
 }

@@ -61,6 +61,34 @@ int store_read_points(struct store *s, int64_t series_id, struct point_buf *b)
     return s->ops->blocks_query(s, series_id, decode_block, b);
 }
 
+struct block_points {
+    struct point_buf scratch; /* one block's points, reused */
+    points_fn *fn;
+    void *arg;
+};
+
+static int pass_block_points(const struct block_record *blk, void *arg)
+{
+    struct block_points *bp = arg;
+    bp->scratch.n = 0;
+    int rc = decode_block(blk, &bp->scratch);
+    if (rc == 0 && bp->scratch.n)
+        rc = bp->fn(bp->scratch.p, bp->scratch.n, bp->arg);
+    return rc;
+}
+
+int store_each_block_points(struct store *s, int64_t series_id, points_fn *fn, void *arg,
+                            uint64_t *corrupt_blocks)
+{
+    struct block_points bp = {.fn = fn, .arg = arg};
+    point_buf_init(&bp.scratch);
+    int rc = s->ops->blocks_query(s, series_id, pass_block_points, &bp);
+    if (corrupt_blocks)
+        *corrupt_blocks = bp.scratch.corrupt_blocks;
+    point_buf_release(&bp.scratch);
+    return rc;
+}
+
 /* The nearest-rank index of pct in n sorted values. */
 static size_t percentile_rank(size_t n, double pct)
 {

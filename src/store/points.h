@@ -25,6 +25,16 @@ void point_buf_release(struct point_buf *b);
 /* Append every point of series_id to b, in time order. */
 int store_read_points(struct store *s, int64_t series_id, struct point_buf *b);
 
+/* Every point of series_id in time order, a block at a time: fn gets each
+ * block's points, decoded into one scratch buffer, so what a reader that
+ * only passes points on (export) holds is one block, not the series (a
+ * day at 1 kHz is 86 M points, 1.4 GB as an array). A damaged block is
+ * skipped and counted in *corrupt_blocks. fn returning nonzero stops: a
+ * negative value is returned, a positive one is a stop asked for (0). */
+typedef int points_fn(const struct point *p, size_t n, void *arg);
+int store_each_block_points(struct store *s, int64_t series_id, points_fn *fn, void *arg,
+                            uint64_t *corrupt_blocks);
+
 /* Summary statistics of a set of values (NaN skipped). */
 struct point_stats {
     size_t count; /* non-NaN values */

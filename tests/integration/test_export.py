@@ -1,0 +1,117 @@
+#!/usr/bin/python3
+"""strobe export on a long series, a damaged block and a full disk:
+
+- a series of some 10^5..10^6 points (a job that logs one metric fast) is
+  exported a block at a time: every point the blocks' headers count comes
+  out (read from SQLite, not through strobe), in time order, with the
+  values the job logged; and export's peak memory (the kernel's ru_maxrss
+  of the process) is no more than exporting a 100-point series plus a
+  small part of what the series takes as an array (16 B a point), where
+  holding it whole added the array (as /usr/bin/time reads the peaks);
+- a block whose data is cut in half is skipped with one warning naming the
+  series and the count of damaged blocks; every other block's points are
+  still written, and the exit status is 0;
+- output to a full device (/dev/full) is a one-line error and exit 1."""
+import os
+import sqlite3
+import subprocess
+
+from strobetest import PYTHON, STROBE, check, done, show, skip, store_path, strobe
+
+# paced so that the recorder's drain keeps most of it; what is dropped is
+# counted and does not matter here (the blocks say what was kept)
+LOG_JOB = r"""
+import strobe, time
+for i in range(600000):
+    strobe.log("x", i)
+    if i % 2000 == 1999:
+        time.sleep(0.01)
+"""
+
+
+def export_peak(db, *args):
+    """(exit status, stdout line count, peak RSS in bytes, output path) of
+    strobe export, the peak as /usr/bin/time reads it (the kernel's
+    ru_maxrss of its child). Not os.wait4 on a child of this process: a
+    forked child's peak counts this Python's pages from before the exec."""
+    out, rss = store_path("export.out"), store_path("export.rss")
+    with open(out, "wb") as f:
+        p = subprocess.run(["/usr/bin/time", "-o", rss, "-f", "%M", STROBE, "export", "--store", db, *args],
+                           stdout=f, stderr=subprocess.DEVNULL, timeout=120)
+    with open(rss) as f:
+        peak = int(f.read().split()[-1]) * 1024
+    with open(out, "rb") as f:
+        lines = sum(1 for _ in f)
+    return p.returncode, lines, peak, out
+
+
+def block_counts(db, run_id, name):
+    c = sqlite3.connect(db)
+    rows = c.execute("SELECT b.id, b.count FROM blocks b JOIN series s ON s.id = b.series_id "
+                     "WHERE s.run_id = ? AND s.name = ? ORDER BY b.start_ns", (run_id, name)).fetchall()
+    c.close()
+    return rows
+
+
+db = store_path("export.db")
+for suffix in ("", "-wal", "-shm"):
+    if os.path.exists(db + suffix):
+        os.remove(db + suffix)
+p = strobe("run", "--quiet", "--no-report", "--name", "long", "--", PYTHON, "-c", LOG_JOB, store=db, timeout=300)
+check("recorded a job that logs one metric fast", p.returncode == 0, p.stderr)
+run = show(db, "long")
+blocks = block_counts(db, run["id"], "app.x")
+total = sum(n for _, n in blocks)
+if total < 200000:
+    skip("export's memory on a long series", f"only {total} points kept (a loaded machine dropped the rest)")
+else:
+    rc, lines, peak, out = export_peak(db, "--format", "csv", "--metric", "app.x", "long")
+    check(f"every point the blocks count is exported ({total} in {len(blocks)} blocks)",
+          rc == 0 and lines == total + 1, (rc, lines, total))
+    with open(out) as f:
+        next(f)
+        ts, vals = [], []
+        for line in f:
+            t, _, v = line.rstrip("\n").split(",")
+            ts.append(int(t))
+            vals.append(float(v))
+    check("in time order, the values the job logged (0 to 599999, rising)",
+          ts == sorted(ts) and all(b > a for a, b in zip(vals, vals[1:])) and vals[-1] <= 599999
+          and all(v == int(v) for v in vals), (ts[:3], vals[:3], vals[-3:]))
+    rc0, lines0, base, _ = export_peak(db, "--format", "csv", "--metric", "cpu.util", "long")
+    array = total * 16
+    check("export's peak memory is a block's, not the series' (ru_maxrss of the long series' export "
+          "within a tenth of the series as an array of the short one's)",
+          rc0 == 0 and lines0 > 1 and peak - base < array / 10,
+          f"{peak / 1e6:.1f} MB against {base / 1e6:.1f} MB; the series as an array is {array / 1e6:.1f} MB")
+    rc, lines, peak_j, _ = export_peak(db, "--format", "jsonl", "--metric", "app.x", "long")
+    check("the same in JSON lines", rc == 0 and lines == total and peak_j - base < array / 10,
+          (rc, lines, peak_j, base))
+
+# a damaged block: its data cut in half
+blocks = block_counts(db, run["id"], "app.x")
+if len(blocks) < 3:
+    skip("a damaged block", f"the series has {len(blocks)} blocks")
+else:
+    bad_id, bad_n = blocks[len(blocks) // 2]
+    c = sqlite3.connect(db)
+    c.execute("UPDATE blocks SET data = substr(data, 1, length(data) / 2) WHERE id = ?", (bad_id,))
+    c.commit()
+    c.close()
+    total = sum(n for _, n in blocks)
+    p = strobe("export", "--format", "csv", "--metric", "app.x", "long", store=db)
+    rows = p.stdout.splitlines()
+    warn = [l for l in p.stderr.splitlines() if l]
+    check("a damaged block: exit 0, every other block's points written",
+          p.returncode == 0 and len(rows) == total - bad_n + 1, (p.returncode, len(rows), total, bad_n))
+    check("a damaged block: one warning naming the series and the count",
+          len(warn) == 1 and "app.x" in warn[0] and "1 damaged block" in warn[0], warn)
+
+# a full disk
+with open("/dev/full", "wb") as full:
+    p = subprocess.run([STROBE, "export", "--store", db, "--format", "csv", "--metric", "cpu.util", "long"], stdout=full,
+                       stderr=subprocess.PIPE, text=True, timeout=120)
+lines = p.stderr.splitlines()
+check("output to a full device: a one-line error, exit 1",
+      p.returncode == 1 and len(lines) == 1 and "No space left" in lines[0], (p.returncode, p.stderr[-300:]))
+done()
