@@ -26,7 +26,7 @@ def check(name, cond, detail=""):
 
 
 def near(name, got, want, tol, what=""):
-    return check(name, got is not None and abs(got - want) <= tol,
+    return check(name, got is not None and want is not None and abs(got - want) <= tol,
                  f"got {got}, want {want} ± {tol} {what}")
 
 
@@ -108,6 +108,23 @@ def integral(series, interval_s=0.1):
     """Sum of value x time since the previous point: a rate's total. The first
     point covers one interval (since the run's baseline frame)."""
     return sum(v * (t - series[i - 1][0] if i else interval_s) for i, (t, v) in enumerate(series))
+
+
+def mean_over(series, a, b):
+    """Time-weighted mean over [a, b] of a rate series whose points each
+    cover the time since the one before (strobe's, or psutil.cpu_percent's
+    readings taken in a loop): two readings of the same thing over the same
+    span agree however the load varies within it, where means or medians of
+    differently spaced points do not. None when the series does not cover
+    the span."""
+    total = 0.0
+    for (t0, _), (t1, v) in zip(series, series[1:]):
+        lo, hi = max(t0, a), min(t1, b)
+        if hi > lo:
+            total += v * (hi - lo)
+    if len(series) < 2 or series[0][0] > a or series[-1][0] < b:
+        return None
+    return total / (b - a)
 
 
 def median(xs):

@@ -8,7 +8,10 @@ same at 1 ms, below the resolution of /proc/stat's ticks.
 Tolerances: /proc accounts CPU in 10 ms ticks, so one 100 ms sample of a
 busy process reads 90-110 %; the median over the busy window is exact to a
 tick. cpu.util also carries whatever else the host runs, so it is checked
-against psutil.cpu_percent() measured over the same window as well."""
+against psutil.cpu_percent() read in a loop beside it: each of its readings
+covers the time since the one before, as strobe's points do, so the two
+time-weighted means over one span count the same ticks however the load
+varies (within 5 points at 100 ms, 8 at 1 ms)."""
 import os
 import subprocess
 import threading
@@ -66,8 +69,12 @@ near("CPU seconds: strobe's integral vs the child's getrusage", strobe_s, used, 
 busy_util = [v for (ts, v) in util if t0 + 0.5 <= ts <= t0 + 2.8]
 host_busy = [v for (ts, v) in host if t0 + 1.0 <= ts <= t0 + 2.8]
 want = 100.0 / ncpu
-near("cpu.util agrees with psutil.cpu_percent over the same window", median(busy_util),
-     median(host_busy) if host_busy else want, 10.0)
+# each psutil reading covers the time since the one before, as strobe's
+# points do: their time-weighted means over one span read the same ticks
+span = [ts for (ts, _) in host if t0 + 0.5 <= ts <= t0 + 2.8]
+a, b = (span[0], span[-1]) if len(span) >= 2 else (t0 + 0.5, t0 + 2.8)
+near("cpu.util agrees with psutil.cpu_percent over the same span (time-weighted means)",
+     mean_over(util, a, b), mean_over(host, a, b), 5.0)
 if host_busy and abs(median(host_busy) - want) <= 10:
     near(f"cpu.util ~ {want:.0f} % (one of {ncpu} cores busy)", median(busy_util), want, 10.0)
 else:
@@ -104,10 +111,13 @@ t0 = cpu[0][0]
 busy = [v for (ts, v) in cpu if t0 + 0.5 <= ts <= t0 + 2.8]
 near("1 ms: proc.cpu mean while burning = the child's getrusage rate", sum(busy) / len(busy),
      rate, 10.0)
-busy_util = [v for (ts, v) in util if t0 + 0.5 <= ts <= t0 + 2.8]
-host_busy = [v for (ts, v) in host if t0 + 1.0 <= ts <= t0 + 2.8]
-near("1 ms: cpu.util mean agrees with psutil.cpu_percent over the same window",
-     sum(busy_util) / max(len(busy_util), 1), median(host_busy) if host_busy else want, 10.0)
+span = [ts for (ts, _) in host if t0 + 0.5 <= ts <= t0 + 2.8]
+a, b = (span[0], span[-1]) if len(span) >= 2 else (t0 + 0.5, t0 + 2.8)
+# 8 points: at 1 ms the two agreed within 5 in 8 runs beside a load that
+# came and went every 0.3 s (at 100 ms within 0.3); a median of psutil's
+# readings against strobe's mean over another window missed by 11 in CI
+near("1 ms: cpu.util agrees with psutil.cpu_percent over the same span (time-weighted means)",
+     mean_over(util, a, b), mean_over(host, a, b), 8.0)
 gaps = sorted(b[0] - a[0] for a, b in zip(util, util[1:]))
 check("1 ms: cpu.util points are at least one 10 ms tick apart", gaps and gaps[0] >= 0.0099,
       gaps[:3])
