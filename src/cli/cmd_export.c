@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/label.h"
 #include "common/log.h"
 #include "common/strbuf.h"
 #include "import/sagemaker.h"
@@ -69,9 +70,13 @@ static void csv_field(struct strbuf *o, const char *s)
     strbuf_addch(o, '"');
 }
 
-/* labels "a=1,b=2" as a JSON object */
+/* labels "a=1,b=2" as a JSON object, each key and value unescaped
+ * (common/label.h: an interface "x,y=z" is stored as iface=x%2Cy%3Dz) */
 static void labels_json(struct strbuf *o, const char *labels)
 {
+    struct strbuf k, v;
+    strbuf_init(&k);
+    strbuf_init(&v);
     strbuf_addch(o, '{');
     int first = 1;
     for (const char *p = labels; p && *p;) {
@@ -79,22 +84,22 @@ static void labels_json(struct strbuf *o, const char *labels)
         size_t len = comma ? (size_t)(comma - p) : strlen(p);
         const char *eq = memchr(p, '=', len);
         if (eq) {
-            char *k = strndup(p, (size_t)(eq - p));
-            char *v = strndup(eq + 1, len - (size_t)(eq - p) - 1);
-            if (k && v) {
-                if (!first)
-                    strbuf_addch(o, ',');
-                strbuf_add_json_str(o, k);
-                strbuf_addch(o, ':');
-                strbuf_add_json_str(o, v);
-                first = 0;
-            }
-            free(k);
-            free(v);
+            strbuf_reset(&k);
+            strbuf_reset(&v);
+            label_unescape(&k, p, (size_t)(eq - p));
+            label_unescape(&v, eq + 1, len - (size_t)(eq - p) - 1);
+            if (!first)
+                strbuf_addch(o, ',');
+            strbuf_add_json_str(o, k.buf);
+            strbuf_addch(o, ':');
+            strbuf_add_json_str(o, v.buf);
+            first = 0;
         }
         p = comma ? comma + 1 : NULL;
     }
     strbuf_addch(o, '}');
+    strbuf_release(&k);
+    strbuf_release(&v);
 }
 
 /* JSON has no NaN or infinity: they are written as the strings "nan", "inf"

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/label.h"
 #include "sample/collector.h"
 #include "sample/parse.h"
 #include "sample/pfile.h"
@@ -370,7 +371,7 @@ static int is_whole_disk(int sys_fd, const char *name)
 
 static int dev_labels(const char *key, const char *name, char *out, size_t cap)
 {
-    return snprintf(out, cap, "%s=%s", key, name) < (int)cap ? 0 : -ENAMETOOLONG;
+    return label_format(out, cap, key, name); /* an interface may be named "x,y=z" */
 }
 
 static int disk_admit(struct dev_state *s, struct dev_slot *d, const struct diskstat *ds,
@@ -383,7 +384,7 @@ static int disk_admit(struct dev_state *s, struct dev_slot *d, const struct disk
         d->skip = 1;
         return 0;
     }
-    char labels[48];
+    char labels[64]; /* a name of 15 bytes, each escaped to 3 */
     int rc;
     if ((rc = dev_labels("dev", ds->name, labels, sizeof(labels))) < 0 ||
         (rc = series_get(t, "disk.read_bytes_per_s", labels, "bytes/s", &d->s_a)) < 0 ||
@@ -528,7 +529,7 @@ static int net_sample(void *state, struct sample_ctx *ctx)
         if (!d)
             continue;
         if (!d->admitted) {
-            char labels[48];
+            char labels[64]; /* IFNAMSIZ 16: 15 bytes, each escaped to 3 */
             if (dev_labels("iface", nd.name, labels, sizeof(labels)) < 0 ||
                 series_get(ctx->series, "net.rx_bytes_per_s", labels, "bytes/s", &d->s_a) < 0 ||
                 series_get(ctx->series, "net.tx_bytes_per_s", labels, "bytes/s", &d->s_b) < 0)
