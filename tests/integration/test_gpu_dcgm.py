@@ -89,6 +89,16 @@ if not hung:
     r = show(db, "dcgmhang")
     sm = r["metrics"].get("gpu.sm_active{gpu=0}", {}) if r else {}
     check("a hung host engine: the 5 reads before the hang are kept", sm.get("count") == 5, sm)
+    # the hang is DCGM's thread's alone: NVML's thread and the host sampler
+    # go on to the job's end (1.5 s at 100 ms, about 15 points; the hang
+    # began at ~0.5 s). gpu.util comes from the driver's buffer of samples,
+    # one every 1/6 s in the test NVML: about 9.
+    start = r["start_ns"] / 1e9 if r else 0
+    for key, least in (("gpu.util{gpu=0}", 7), ("gpu.temp_c{gpu=0}", 12), ("cpu.util", 12)):
+        pts = points(db, key.split("{")[0], "dcgmhang").get(key, [])
+        last = pts[-1][0] - start if pts else None
+        check(f"a hung host engine: {key} is sampled to the job's end ({least}+ points, the last past 1.3 s)",
+              len(pts) >= least and last is not None and last >= 1.3, (len(pts), last))
 
 p = strobe("run", "--name", "nohe", "--", "true", store=db, env=env("unreachable"))
 check("no host engine: one note, the run goes on",
