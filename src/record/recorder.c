@@ -881,6 +881,22 @@ static void finish_rules(struct recorder *r)
                  r->o->store_uri, r->store->err.buf, r->run.id);
 }
 
+/* What was lost and counted: warnings, so they print under --quiet too. */
+static void warn_losses(struct recorder *r)
+{
+    if (event_sink_dropped(&r->events))
+        log_warn("%llu of %llu framework events were dropped (rings full or the store behind)",
+                 (unsigned long long)event_sink_dropped(&r->events),
+                 (unsigned long long)(event_sink_dropped(&r->events) + r->events.events));
+    if (r->series.dropped)
+        log_warn("%llu points were dropped: the store could not keep up",
+                 (unsigned long long)r->series.dropped);
+    if (gpu_dropped(r))
+        log_warn("%llu GPU readings were dropped: the GPU queue was full (the host sampler "
+                 "fell behind)",
+                 (unsigned long long)gpu_dropped(r));
+}
+
 static void summary(struct recorder *r, int final_rc)
 {
     if (r->live)
@@ -893,8 +909,10 @@ static void summary(struct recorder *r, int final_rc)
                   r->run.id, r->o->store_uri, err_str(final_rc));
         return;
     }
-    if (r->o->quiet)
+    if (r->o->quiet) {
+        warn_losses(r);
         return;
+    }
     char dur[32];
     const char *how = r->run.signal ? "signal" : "exit";
     int code = r->run.signal ? r->run.signal : r->run.exit_code;
@@ -902,17 +920,7 @@ static void summary(struct recorder *r, int final_rc)
              r->run.id, r->run.name, r->run.status,
              fmt_duration((double)(r->run.end_ns - r->run.start_ns) / 1e9, dur, sizeof(dur)), how,
              code, (long long)r->frames, r->o->store_uri, r->run.id);
-    if (event_sink_dropped(&r->events))
-        log_warn("%llu of %llu framework events were dropped (rings full or the store behind)",
-                 (unsigned long long)event_sink_dropped(&r->events),
-                 (unsigned long long)(event_sink_dropped(&r->events) + r->events.events));
-    if (r->series.dropped)
-        log_warn("%llu points were dropped: the store could not keep up",
-                 (unsigned long long)r->series.dropped);
-    if (gpu_dropped(r))
-        log_warn("%llu GPU readings were dropped: the GPU queue was full (the host sampler "
-                 "fell behind)",
-                 (unsigned long long)gpu_dropped(r));
+    warn_losses(r);
     if (r->missed)
         log_note("%lld sampling deadlines were missed (the machine was too busy)",
                  (long long)r->missed);

@@ -60,6 +60,9 @@ for suffix in ("", "-wal", "-shm"):
 p = strobe("run", "--quiet", "--no-report", "--name", "long", "--", PYTHON, "-c", LOG_JOB, store=db, timeout=300)
 check("recorded a job that logs one metric fast", p.returncode == 0, p.stderr)
 run = show(db, "long")
+if run["dropped_events"]:
+    check("--quiet still warns of the dropped events, with their count",
+          f"{run['dropped_events']} of " in p.stderr and "framework events were dropped" in p.stderr, p.stderr)
 blocks = block_counts(db, run["id"], "app.x")
 total = sum(n for _, n in blocks)
 if total < 200000:
