@@ -10,22 +10,13 @@
 'use strict';
 const path = require('path');
 const fs = require('fs');
-const os = require('os');
-const { chromium } = require(path.join(__dirname, '..', '..', 'node_modules', 'playwright-core'));
+const { launch } = require('./chromium');
 
 async function main() {
   const [base, artifacts, specJson] = process.argv.slice(2);
   const spec = JSON.parse(specJson);
   const origin = new URL(base).origin;
-  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'strobe-chromium-'));
-  const ctx = await chromium.launchPersistentContext(profile, {
-    executablePath: '/usr/bin/chromium',
-    headless: true,
-    acceptDownloads: true,
-    viewport: { width: 1400, height: 900 },
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  const { ctx, close } = await launch({ acceptDownloads: true });
   const out = { errors: [], foreign: [], requests: [], steps: {} };
   const t0 = Date.now();
   const step = (name, v) => { out.steps[name] = v; };
@@ -241,8 +232,7 @@ async function main() {
     out.errors.push('driver: ' + e.message.split('\n')[0]);
   } finally {
     out.elapsed_s = (Date.now() - t0) / 1000;
-    await ctx.close();
-    fs.rmSync(profile, { recursive: true, force: true });
+    await close();
   }
   process.stdout.write(JSON.stringify(out) + '\n');
 }

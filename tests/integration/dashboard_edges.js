@@ -14,20 +14,12 @@
 'use strict';
 const path = require('path');
 const fs = require('fs');
-const os = require('os');
-const { chromium } = require(path.join(__dirname, '..', '..', 'node_modules', 'playwright-core'));
+const { launch } = require('./chromium');
 
 async function main() {
   const [base, specJson] = process.argv.slice(2);
   const spec = JSON.parse(specJson);
-  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'strobe-chromium-'));
-  const ctx = await chromium.launchPersistentContext(profile, {
-    executablePath: '/usr/bin/chromium',
-    headless: true,
-    viewport: { width: 1400, height: 900 },
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  const { ctx, close } = await launch();
   const out = { errors: {}, steps: {} };
   let part = 'setup';
   const err = (s) => { (out.errors[part] = out.errors[part] || []).push(s); };
@@ -309,8 +301,7 @@ async function main() {
   } catch (e) {
     err('driver: ' + e.message.split('\n')[0]);
   } finally {
-    await ctx.close();
-    fs.rmSync(profile, { recursive: true, force: true });
+    await close();
   }
   process.stdout.write(JSON.stringify(out) + '\n');
 }

@@ -7,20 +7,11 @@
 // in "errors". Each canvas is read back and its non-blank pixels counted.
 'use strict';
 const path = require('path');
-const fs = require('fs');
-const os = require('os');
-const { chromium } = require(path.join(__dirname, '..', '..', 'node_modules', 'playwright-core'));
+const { launch } = require('./chromium');
 
 async function main() {
   const [file, shot] = process.argv.slice(2);
-  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'strobe-chromium-'));
-  const ctx = await chromium.launchPersistentContext(profile, {
-    executablePath: '/usr/bin/chromium',
-    headless: true,
-    viewport: { width: 1400, height: 900 },
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  const { ctx, close } = await launch();
   const out = { errors: [], network: [], canvases: [], texts: {} };
   try {
     const page = ctx.pages()[0] || await ctx.newPage();
@@ -75,8 +66,7 @@ async function main() {
   } catch (e) {
     out.errors.push('driver: ' + e.message);
   } finally {
-    await ctx.close();
-    fs.rmSync(profile, { recursive: true, force: true });
+    await close();
   }
   process.stdout.write(JSON.stringify(out) + '\n');
 }
