@@ -60,13 +60,10 @@ static int keep_series(const struct series_record *sr, void *arg)
     memset(x, 0, sizeof(*x));
     snprintf(x->key, sizeof(x->key), sr->labels[0] ? "%s{%s}" : "%s%s", sr->name, sr->labels);
     snprintf(x->unit, sizeof(x->unit), "%s", sr->unit);
-    struct point_buf pb;
-    point_buf_init(&pb);
+    struct series_summary sum = {0};
     /* a second query while the series query steps: SQLite allows it */
-    int rc = store_read_points(m->s, sr->id, &pb);
-    if (rc == 0)
-        rc = points_stats(&pb, m->interval_ns, &x->st);
-    point_buf_release(&pb);
+    int rc = store_series_stats(m->s, sr->id, m->interval_ns, &sum);
+    x->st = sum.st;
     if (rc < 0) {
         m->rc = rc;
         return 1;

@@ -76,14 +76,13 @@ static int collect_series(const struct series_record *sr, void *arg)
     m->meta = sr->meta ? strdup(sr->meta) : NULL;
     m->bytes = sr->bytes;
     c->bytes += sr->bytes;
-    struct point_buf pb;
-    point_buf_init(&pb);
+    struct series_summary sum = {0};
     /* a second query while the series query steps: SQLite allows it */
-    if (store_read_points(c->s, sr->id, &pb) < 0 || points_stats(&pb, c->interval_ns, &m->st) < 0)
+    if (store_series_stats(c->s, sr->id, c->interval_ns, &sum) < 0)
         c->failed = 1;
-    c->points += (int64_t)pb.n;
-    m->last = pb.n ? pb.p[pb.n - 1].value : NAN;
-    point_buf_release(&pb);
+    m->st = sum.st;
+    c->points += (int64_t)sum.points;
+    m->last = sum.last;
     c->n++;
     return 0;
 }

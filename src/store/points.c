@@ -18,19 +18,26 @@ void point_buf_release(struct point_buf *b)
     memset(b, 0, sizeof(*b));
 }
 
-static int point_buf_reserve(struct point_buf *b, size_t extra)
+/* Room for need items of size bytes in *items, doubling from 1024 (size_t
+ * counts: common/array.h's are 32-bit, and a day at 1 kHz is 86 M points). */
+static int reserve(void **items, size_t *cap, size_t need, size_t size)
 {
-    if (b->n + extra <= b->cap)
+    if (need <= *cap)
         return 0;
-    size_t cap = b->cap ? b->cap : 1024;
-    while (cap < b->n + extra)
-        cap *= 2;
-    struct point *p = realloc(b->p, cap * sizeof(*p));
+    size_t c = *cap ? *cap : 1024;
+    while (c < need)
+        c *= 2;
+    void *p = realloc(*items, c * size);
     if (!p)
         return -ENOMEM;
-    b->p = p;
-    b->cap = cap;
+    *items = p;
+    *cap = c;
     return 0;
+}
+
+static int point_buf_reserve(struct point_buf *b, size_t extra)
+{
+    return reserve((void **)&b->p, &b->cap, b->n + extra, sizeof(*b->p));
 }
 
 static int decode_block(const struct block_record *blk, void *arg)
@@ -96,39 +103,91 @@ static size_t percentile_rank(size_t n, double pct)
     return rank ? rank - 1 : 0;
 }
 
-int points_stats(const struct point_buf *b, int64_t first_dt_ns, struct point_stats *out)
+/* points_stats' running part, a point at a time: the non-NaN values kept
+ * for the percentiles (8 B each), the rest summed as they pass. */
+struct stats_acc {
+    double *v;
+    size_t n, cap;
+    size_t points; /* every point, NaN included */
+    int64_t prev_ts, first_dt_ns;
+    double sum, lo, hi, integral, last;
+};
+
+static void stats_acc_init(struct stats_acc *a, int64_t first_dt_ns)
+{
+    memset(a, 0, sizeof(*a));
+    a->first_dt_ns = first_dt_ns;
+    a->lo = INFINITY;
+    a->hi = -INFINITY;
+    a->last = NAN;
+}
+
+static int stats_acc_add(struct stats_acc *a, const struct point *p, size_t n)
+{
+    if (reserve((void **)&a->v, &a->cap, a->n + n, sizeof(*a->v)) < 0)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        double x = p[i].value;
+        int64_t dt = a->points ? p[i].ts_ns - a->prev_ts : a->first_dt_ns;
+        a->points++;
+        a->prev_ts = p[i].ts_ns;
+        a->last = x;
+        if (isnan(x))
+            continue;
+        a->v[a->n++] = x;
+        a->sum += x;
+        a->lo = x < a->lo ? x : a->lo;
+        a->hi = x > a->hi ? x : a->hi;
+        a->integral += x * (double)dt / 1e9;
+    }
+    return 0;
+}
+
+/* The statistics; the kept values are reordered (a selection, not a sort) and freed. */
+static void stats_acc_finish(struct stats_acc *a, struct point_stats *out)
 {
     memset(out, 0, sizeof(*out));
     out->min = out->max = out->mean = out->p50 = out->p95 = NAN;
-    double *v = malloc((b->n ? b->n : 1) * sizeof(*v));
-    if (!v)
-        return -ENOMEM;
-    size_t n = 0;
-    double sum = 0, lo = INFINITY, hi = -INFINITY;
-    for (size_t i = 0; i < b->n; i++) {
-        double x = b->p[i].value;
-        if (isnan(x))
-            continue;
-        v[n++] = x;
-        sum += x;
-        lo = x < lo ? x : lo;
-        hi = x > hi ? x : hi;
-        int64_t dt = i > 0 ? b->p[i].ts_ns - b->p[i - 1].ts_ns : first_dt_ns;
-        out->integral += x * (double)dt / 1e9;
-    }
-    out->count = n;
-    if (n) {
-        out->min = lo;
-        out->max = hi;
-        out->mean = sum / (double)n;
-        size_t k50 = percentile_rank(n, 50), k95 = percentile_rank(n, 95);
-        select_kth(v, 0, n, k50);
-        out->p50 = v[k50];
+    out->count = a->n;
+    out->integral = a->integral;
+    if (a->n) {
+        size_t n = a->n, k50 = percentile_rank(n, 50), k95 = percentile_rank(n, 95);
+        out->min = a->lo;
+        out->max = a->hi;
+        out->mean = a->sum / (double)n;
+        select_kth(a->v, 0, n, k50);
+        out->p50 = a->v[k50];
         /* everything past k50 is no smaller: p95 is among them */
         if (k95 > k50)
-            select_kth(v, k50 + 1, n, k95);
-        out->p95 = v[k95];
+            select_kth(a->v, k50 + 1, n, k95);
+        out->p95 = a->v[k95];
     }
-    free(v);
-    return 0;
+    free(a->v);
+    a->v = NULL;
+}
+
+int points_stats(const struct point_buf *b, int64_t first_dt_ns, struct point_stats *out)
+{
+    struct stats_acc a;
+    stats_acc_init(&a, first_dt_ns);
+    int rc = stats_acc_add(&a, b->p, b->n);
+    stats_acc_finish(&a, out);
+    return rc;
+}
+
+static int add_block_to_stats(const struct point *p, size_t n, void *arg)
+{
+    return stats_acc_add(arg, p, n);
+}
+
+int store_series_stats(struct store *s, int64_t series_id, int64_t first_dt_ns,
+                       struct series_summary *out)
+{
+    struct stats_acc a;
+    stats_acc_init(&a, first_dt_ns);
+    int rc = store_each_block_points(s, series_id, add_block_to_stats, &a, &out->corrupt_blocks);
+    out->points = a.points;
+    out->last = a.last;
+    stats_acc_finish(&a, &out->st);
+    return rc;
 }
