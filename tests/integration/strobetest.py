@@ -82,6 +82,15 @@ def show(store, ref="last"):
     return json.loads(p.stdout)
 
 
+def sanitized():
+    """Whether the strobe under test is a sanitizer build (it links
+    libasan or libtsan). Its memory says nothing of strobe's: ASan keeps
+    freed blocks in quarantine, up to 256 MB, and maps shadow memory, so
+    peak-RSS checks are skipped there."""
+    p = subprocess.run(["ldd", STROBE], capture_output=True, text=True)
+    return re.search(r"lib(?:asan|tsan)", p.stdout) is not None
+
+
 def shown_finding_ranges(store, ref="last"):
     """Each finding of show's text as "Rule RANGE", sorted: its lines read
     "  high   InputBound [scope] 0.0-1.6 s" (or 0:45-2:10 past a minute)."""
