@@ -30,8 +30,8 @@ struct export_ctx {
     int nglobs;
     int failed;
     struct strbuf line;
-    const struct series_record *sr; /* the series being written, and its key */
-    const char *key;
+    const char *key;        /* the series being written: name{labels} */
+    struct strbuf json_mid; /* its JSON line between the time and the value */
 };
 
 /* Whether a series is exported; every glob that takes it is marked. */
@@ -153,11 +153,8 @@ static int export_points(const struct point *p, size_t n, void *arg)
     for (size_t i = 0; i < n; i++) {
         strbuf_reset(o);
         if (c->jsonl) {
-            strbuf_addf(o, "{\"time_ns\":%lld,\"metric\":", (long long)p[i].ts_ns);
-            strbuf_add_json_str(o, c->sr->name);
-            strbuf_adds(o, ",\"labels\":");
-            labels_json(o, c->sr->labels);
-            strbuf_adds(o, ",\"value\":");
+            strbuf_addf(o, "{\"time_ns\":%lld", (long long)p[i].ts_ns);
+            strbuf_add(o, c->json_mid.buf, c->json_mid.len);
             json_value(o, p[i].value);
             strbuf_adds(o, "}\n");
         } else {
@@ -187,8 +184,14 @@ static int export_series(const struct series_record *sr, void *arg)
         strbuf_release(&key);
         return 0;
     }
-    c->sr = sr;
     c->key = key.buf;
+    /* the metric and its labels, unescaped, once a series, not once a point */
+    strbuf_reset(&c->json_mid);
+    strbuf_adds(&c->json_mid, ",\"metric\":");
+    strbuf_add_json_str(&c->json_mid, sr->name);
+    strbuf_adds(&c->json_mid, ",\"labels\":");
+    labels_json(&c->json_mid, sr->labels);
+    strbuf_adds(&c->json_mid, ",\"value\":");
     uint64_t corrupt = 0;
     /* a block at a time: a long series is never held whole */
     if (store_each_block_points(c->s, sr->id, export_points, c, &corrupt) < 0)
@@ -261,6 +264,7 @@ static int export_main(int argc, char **argv, char **globs, char *matched)
             log_error("cannot write '%s': %s", path, strerror(errno));
         } else {
             strbuf_init(&c.line);
+            strbuf_init(&c.json_mid);
             if (!c.jsonl)
                 fputs("time_ns,metric,value\n", c.out);
             int rc = c.s->ops->series_query(c.s, r.id, export_series, &c);
@@ -274,6 +278,7 @@ static int export_main(int argc, char **argv, char **globs, char *matched)
             if (status == CLI_EXIT_OK)
                 warn_unmatched(&c, r.id);
             strbuf_release(&c.line);
+            strbuf_release(&c.json_mid);
         }
         run_record_release(&r);
     }
