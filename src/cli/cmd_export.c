@@ -197,7 +197,8 @@ static int export_series(const struct series_record *sr, void *arg)
     if (store_each_block_points(c->s, sr->id, export_points, c, &corrupt) < 0)
         c->failed = 1;
     if (corrupt)
-        log_warn("series %s: %llu damaged blocks skipped", key.buf, (unsigned long long)corrupt);
+        log_warn("series %s: %llu damaged block%s skipped", key.buf, (unsigned long long)corrupt,
+                 corrupt == 1 ? "" : "s");
     strbuf_release(&key);
     return c->failed ? 1 : 0;
 }

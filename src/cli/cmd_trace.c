@@ -85,10 +85,19 @@ static int write_trace(struct store *s, const struct run_record *r, const struct
     }
     rc = perfetto ? trace_write_perfetto(&t, &k) : trace_write_chrome(&t, &k);
     uint64_t bytes = k.bytes + k.buf.len;
-    if (trace_sink_close(&k) < 0 || rc < 0) {
+    int closed = trace_sink_close(&k);
+    if (t.read_failed) {
+        log_error("cannot read the series of run %s: %s (%s is incomplete)", r->id, s->err.buf,
+                  strcmp(path, "-") == 0 ? "the output" : path);
+        goto out_trace;
+    }
+    if (closed < 0 || rc < 0) {
         log_error("cannot write '%s': %s", path, rc == -ENOMEM ? "out of memory" : "write error");
         goto out_trace;
     }
+    if (t.corrupt_blocks)
+        log_warn("%" PRIu64 " damaged block%s of run %s's series skipped", t.corrupt_blocks,
+                 t.corrupt_blocks == 1 ? "" : "s", r->id);
     if (strcmp(path, "-") != 0)
         log_note("wrote %s: %" PRIu64 " slices, %" PRIu64 " instants, %" PRIu64
                  " counter points, %u findings (%.1f MiB%s)",

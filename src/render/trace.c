@@ -452,25 +452,8 @@ static int add_series(const struct series_record *sr, void *arg)
 {
     struct series_ctx *c = arg;
     struct trace *t = c->t;
-    struct point_buf pb;
-    point_buf_init(&pb);
-    if ((c->rc = store_read_points(c->s, sr->id, &pb)) < 0) {
-        point_buf_release(&pb);
-        return 1;
-    }
-    size_t n = 0;
-    for (size_t i = 0; i < pb.n; i++) { /* keep the finite points inside, in place */
-        if (!point_in(t, pb.p[i].ts_ns))
-            continue;
-        if (!isfinite(pb.p[i].value)) {
-            t->skipped_nonfinite++;
-            continue;
-        }
-        pb.p[n++] = pb.p[i];
-    }
     if (array_grow((void **)&t->counters, &t->counters_cap, t->ncounters + 1, sizeof(*t->counters),
                    64) < 0) {
-        point_buf_release(&pb);
         c->rc = -ENOMEM;
         return 1;
     }
@@ -486,10 +469,58 @@ static int add_series(const struct series_record *sr, void *arg)
     k->name = strbuf_detach(&name);
     k->unit = NULL;
     k->proc = counter_proc(t, sr->labels);
-    k->p = pb.p; /* the buffer moves into the counter */
-    k->n = n;
-    t->points += n;
+    k->series_id = sr->id;
     return 0;
+}
+
+struct counter_points_ctx {
+    struct trace *t;
+    trace_points_fn *fn;
+    void *arg;
+    int fn_rc; /* fn's failure, told apart from the store's */
+};
+
+static int keep_point(struct trace *t, const struct point *p)
+{
+    if (!point_in(t, p->ts_ns))
+        return 0;
+    if (!isfinite(p->value)) {
+        t->skipped_nonfinite++;
+        return 0;
+    }
+    return 1;
+}
+
+/* A decoded block to fn as its runs of kept points: no copy of the block. */
+static int pass_kept_points(const struct point *p, size_t n, void *arg)
+{
+    struct counter_points_ctx *c = arg;
+    for (size_t i = 0; i < n;) {
+        while (i < n && !keep_point(c->t, &p[i]))
+            i++;
+        size_t from = i;
+        while (i < n && keep_point(c->t, &p[i]))
+            i++;
+        if (i > from) {
+            c->t->points += i - from;
+            int rc = c->fn(p + from, i - from, c->arg);
+            if (rc)
+                return c->fn_rc = rc;
+        }
+    }
+    return 0;
+}
+
+int trace_counter_points(struct trace *t, uint32_t ci, trace_points_fn *fn, void *arg)
+{
+    struct counter_points_ctx c = {t, fn, arg, 0};
+    uint64_t corrupt = 0;
+    int rc = store_each_block_points(t->store, t->counters[ci].series_id, pass_kept_points, &c,
+                                     &corrupt);
+    t->corrupt_blocks += corrupt;
+    if (rc < 0 && c.fn_rc >= 0)
+        t->read_failed = 1;
+    return rc;
 }
 
 /* ---- building ------------------------------------------------------------- */
@@ -506,6 +537,7 @@ int trace_build(struct store *s, const struct run_record *r, const struct trace_
                 const struct finding_record *f, uint32_t nf, struct trace *t, struct strbuf *err)
 {
     memset(t, 0, sizeof(*t));
+    t->store = s;
     t->run = r;
     t->origin_ns = r->start_ns;
     int rc = run_events_load(s, r->id, &t->ev);
@@ -552,10 +584,8 @@ void trace_release(struct trace *t)
         free(t->threads[i].instants);
     }
     free(t->threads);
-    for (uint32_t i = 0; i < t->ncounters; i++) {
+    for (uint32_t i = 0; i < t->ncounters; i++)
         free(t->counters[i].name);
-        free(t->counters[i].p);
-    }
     free(t->counters);
     free(t->finding_idx);
     memset(t, 0, sizeof(*t));

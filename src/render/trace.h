@@ -85,12 +85,14 @@ struct trace_proc {
     int metrics;  /* a node's metrics process, no events of its own */
 };
 
+/* A counter track: one stored series. Its points are not held: the writers
+ * read them a block at a time (trace_counter_points), so a day at 1 kHz is
+ * not 1.4 GB of points in memory before the first byte is written. */
 struct trace_counter {
     char *name; /* name{labels}, owned */
     const char *unit;
     uint32_t proc; /* where the track goes */
-    struct point *p;
-    size_t n; /* finite points inside the window */
+    int64_t series_id;
 };
 
 struct trace_options {
@@ -98,6 +100,7 @@ struct trace_options {
 };
 
 struct trace {
+    struct store *store; /* where the counters' points are read from */
     const struct run_record *run;
     int64_t origin_ns;      /* the run's start: Chrome times are relative to it */
     int64_t from_ns, to_ns; /* the window (the whole run: INT64_MIN, INT64_MAX) */
@@ -117,9 +120,11 @@ struct trace {
     uint32_t *finding_idx;
     uint32_t nfindings;
     /* counts of what is in the trace, for the summary line and the tests */
-    uint64_t slices, instants, points;
-    uint64_t skipped_counter_events; /* COUNTER events: their values are the app.* series */
-    uint64_t skipped_nonfinite;      /* NaN/inf points: JSON cannot hold them */
+    uint64_t slices, instants, points; /* points: counted as the writer reads them */
+    uint64_t skipped_counter_events;   /* COUNTER events: their values are the app.* series */
+    uint64_t skipped_nonfinite;        /* NaN/inf points: JSON cannot hold them */
+    uint64_t corrupt_blocks;           /* blocks that did not decode: skipped */
+    int read_failed; /* a counter's points could not be read: store->err says why */
 };
 
 /*
@@ -131,6 +136,15 @@ struct trace {
 int trace_build(struct store *s, const struct run_record *r, const struct trace_options *opt,
                 const struct finding_record *f, uint32_t nf, struct trace *t, struct strbuf *err);
 void trace_release(struct trace *t);
+
+/*
+ * The finite points of counter ci inside the window, in time order, passed to
+ * fn a run at a time straight from the store's decoded block (fn must not
+ * keep the pointer). Counts them into t->points. 0, or negative: fn's
+ * failure, or the store's (t->read_failed set, t->store->err says why).
+ */
+typedef int trace_points_fn(const struct point *p, size_t n, void *arg);
+int trace_counter_points(struct trace *t, uint32_t ci, trace_points_fn *fn, void *arg);
 
 /* The name of id, valid UTF-8 (bad bytes replaced) once built. */
 const char *trace_name(const struct trace *t, uint32_t id);
@@ -156,7 +170,9 @@ int trace_sink_flush(struct trace_sink *k, int force);
 /* Flush and close; 0, or negative when anything failed. */
 int trace_sink_close(struct trace_sink *k);
 
-int trace_write_chrome(const struct trace *t, struct trace_sink *k);
-int trace_write_perfetto(const struct trace *t, struct trace_sink *k);
+/* The writers read the counters' points as they go (trace_counter_points),
+ * which counts them into t. */
+int trace_write_chrome(struct trace *t, struct trace_sink *k);
+int trace_write_perfetto(struct trace *t, struct trace_sink *k);
 
 #endif

@@ -17,7 +17,7 @@
 #define EVENT_ROOM 192
 
 struct chrome {
-    const struct trace *t;
+    struct trace *t; /* counts the counter points it reads */
     struct trace_sink *k;
     char **name_json; /* name id -> the name as a JSON string, quotes included */
     int first;        /* no event written yet: no comma before the next */
@@ -198,32 +198,46 @@ static int write_thread(struct chrome *c, const struct trace_thread *th)
     return 0;
 }
 
-static int write_counter(struct chrome *c, const struct trace_counter *k)
+struct counter_out {
+    struct chrome *c;
+    const char *name_json;
+    size_t name_len;
+    int64_t pid;
+};
+
+static int write_counter_points(const struct point *pt, size_t n, void *arg)
 {
-    const struct trace *t = c->t;
+    struct counter_out *o = arg;
+    const struct trace *t = o->c->t;
+    for (size_t i = 0; i < n; i++) {
+        char *p = reserve(o->c, EVENT_ROOM + o->name_len);
+        if (!p)
+            return -ENOMEM;
+        p = put(p, "{\"ph\":\"C\",\"name\":");
+        p = put(p, o->name_json);
+        p = put(p, ",\"pid\":");
+        p = put_i64(p, o->pid);
+        p = put(p, ",\"ts\":");
+        p = put_us(p, pt[i].ts_ns - t->origin_ns);
+        p = put(p, ",\"args\":{\"value\":");
+        p = put_double(p, pt[i].value);
+        p = put(p, "}}");
+        int rc = commit(o->c, p);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+static int write_counter(struct chrome *c, uint32_t ci)
+{
+    const struct trace_counter *k = &c->t->counters[ci];
     struct strbuf name;
     strbuf_init(&name);
     if (strbuf_add_json_str(&name, k->name) < 0)
         return -ENOMEM;
-    int64_t pid = t->procs[k->proc].pid;
-    int rc = 0;
-    for (size_t i = 0; i < k->n && rc == 0; i++) {
-        char *p = reserve(c, EVENT_ROOM + name.len);
-        if (!p) {
-            rc = -ENOMEM;
-            break;
-        }
-        p = put(p, "{\"ph\":\"C\",\"name\":");
-        p = put(p, name.buf);
-        p = put(p, ",\"pid\":");
-        p = put_i64(p, pid);
-        p = put(p, ",\"ts\":");
-        p = put_us(p, k->p[i].ts_ns - t->origin_ns);
-        p = put(p, ",\"args\":{\"value\":");
-        p = put_double(p, k->p[i].value);
-        p = put(p, "}}");
-        rc = commit(c, p);
-    }
+    struct counter_out o = {c, name.buf, name.len, c->t->procs[k->proc].pid};
+    int rc = trace_counter_points(c->t, ci, write_counter_points, &o);
     strbuf_release(&name);
     return rc;
 }
@@ -305,7 +319,7 @@ static int make_names(struct chrome *c)
     return 0;
 }
 
-int trace_write_chrome(const struct trace *t, struct trace_sink *k)
+int trace_write_chrome(struct trace *t, struct trace_sink *k)
 {
     struct chrome c = {t, k, NULL, 1};
     int rc = make_names(&c);
@@ -316,7 +330,7 @@ int trace_write_chrome(const struct trace *t, struct trace_sink *k)
     for (uint32_t i = 0; i < t->nthreads && rc == 0; i++)
         rc = write_thread(&c, &t->threads[i]);
     for (uint32_t i = 0; i < t->ncounters && rc == 0; i++)
-        rc = write_counter(&c, &t->counters[i]);
+        rc = write_counter(&c, i);
     if (rc == 0)
         rc = write_findings(&c);
     if (rc == 0)

@@ -164,7 +164,7 @@ static void pb_reset(struct pb *m)
 }
 
 struct perfetto {
-    const struct trace *t;
+    struct trace *t; /* counts the counter points it reads */
     struct trace_sink *k;
     struct pb pkt, te, sub, sub2; /* scratch messages, reused for every packet */
     uint8_t *named;               /* name id -> already interned on the sequence */
@@ -394,18 +394,30 @@ static int write_instants(struct perfetto *w, uint32_t ti)
     return rc;
 }
 
-static int write_counter(struct perfetto *w, uint32_t ci)
+struct counter_out {
+    struct perfetto *w;
+    uint64_t track_uuid;
+};
+
+static int write_counter_points(const struct point *p, size_t n, void *arg)
 {
-    const struct trace_counter *k = &w->t->counters[ci];
+    struct counter_out *o = arg;
+    struct perfetto *w = o->w;
     int rc = 0;
-    for (size_t i = 0; i < k->n && rc == 0; i++) {
+    for (size_t i = 0; i < n && rc == 0; i++) {
         pb_reset(&w->te);
         pb_u64(&w->te, F_TE_TYPE, TYPE_COUNTER);
-        pb_u64(&w->te, F_TE_TRACK_UUID, w->counter_base + ci);
-        pb_double(&w->te, F_TE_DOUBLE_COUNTER, k->p[i].value);
-        rc = event_packet(w, k->p[i].ts_ns, 0);
+        pb_u64(&w->te, F_TE_TRACK_UUID, o->track_uuid);
+        pb_double(&w->te, F_TE_DOUBLE_COUNTER, p[i].value);
+        rc = event_packet(w, p[i].ts_ns, 0);
     }
     return rc;
+}
+
+static int write_counter(struct perfetto *w, uint32_t ci)
+{
+    struct counter_out o = {w, w->counter_base + ci};
+    return trace_counter_points(w->t, ci, write_counter_points, &o);
 }
 
 /* Findings: instants on the findings track, their text as annotations. */
@@ -433,7 +445,7 @@ static int write_findings(struct perfetto *w)
     return rc;
 }
 
-int trace_write_perfetto(const struct trace *t, struct trace_sink *k)
+int trace_write_perfetto(struct trace *t, struct trace_sink *k)
 {
     struct perfetto w;
     memset(&w, 0, sizeof(w));
