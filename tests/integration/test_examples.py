@@ -200,8 +200,10 @@ def check_flat(tag, rss, what, limit=1e6):
     by the pages copied; a leak grows it in both halves. Returns the slope."""
     slope, _ = fit(rss)
     first, second = halves(rss)
-    sustained = slope is not None and abs(slope) >= limit and \
-        None not in (first, second) and abs(first) >= limit and abs(second) >= limit
+    # growth only: RSS that falls (the allocator handing pages back, a
+    # busy host's fewer steps in the window) is no leak
+    sustained = slope is not None and slope >= limit and \
+        None not in (first, second) and first >= limit and second >= limit
     every_s = [(round(t), round(v / 1e6, 1)) for t, v in rss[::max(1, len(rss) // 12)]]
     check(f"{tag}: {what} (RSS slope < {limit / 1e6:g} MB/s, or one half of the window flat)",
           slope is not None and not sustained,
@@ -392,8 +394,11 @@ def memory_leak():
             note(tag, f"RSS slope {slope / 1e6:.1f} MB/s, R^2 {r2:.4f} over the last 20 s; halves "
                       f"{first / 1e6:.1f} and {second / 1e6:.1f} MB/s; RSS {rss[0][1] / 1e6:.0f} -> "
                       f"{rss[-1][1] / 1e6:.0f} MB")
-        check(f"{tag}: ... no slower in the second half", first and second and second >= 0.9 * first,
-              f"first half {first and first / 1e6:.1f} MB/s, second {second and second / 1e6:.1f} MB/s")
+        name = f"{tag}: ... no slower in the second half"
+        ok = bool(first and second and second >= 0.9 * first)
+        # the same: other work on the host slows the steps the leak rides on
+        if ok or not busy_skip(tag, name):
+            check(name, ok, f"first half {first and first / 1e6:.1f} MB/s, second {second and second / 1e6:.1f} MB/s")
         check_rules("memory_leak", tag, db)
     tag = "memory_leak --fixed"
     p, r, db = record(tag, "memory_leak.py", "--seconds", seconds(14), "--fixed")
