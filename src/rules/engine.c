@@ -46,6 +46,7 @@ static const struct {
     {"gpu.mem_total_bytes", RM_GPU_MEM_TOTAL},
     {"gpu.throttle_reasons", RM_GPU_THROTTLE},
     {"gpu.sm_clock_mhz", RM_GPU_SM_CLOCK},
+    {"gpu.mig_mem_used_bytes", RM_GPU_MIG_MEM},
 };
 
 /* ---- internal state --------------------------------------------------------- */
@@ -87,6 +88,10 @@ struct rule_inst {
     struct rule_result result;
 };
 
+/* What the GPU rules need to know was there: a GPU at all (its utilization
+ * or memory, or a MIG device's memory), its utilization, MIG mode. */
+enum gpu_seen { GPU_ANY, GPU_UTIL, GPU_MIG, GPU_SEEN_KINDS };
+
 struct rules_engine {
     struct rules_run_info run;
     char host[64];
@@ -114,8 +119,10 @@ struct rules_engine {
     uint32_t comm_cap;
     int64_t *pids_seen; /* a window's worker pids */
     uint32_t npids, pids_cap;
-    int gpu_seen;         /* a GPU point before the end of the window being judged */
-    int64_t gpu_first_ns; /* the first finite GPU point's time; INT64_MAX: none */
+    /* by enum gpu_seen: the first finite point's time (INT64_MAX: none),
+     * and whether it came before the end of the window being judged */
+    int64_t gpu_first_ns[GPU_SEEN_KINDS];
+    int gpu_seen[GPU_SEEN_KINDS];
     uint64_t dropped, late;
     finding_fn *on_finding;
     void *on_finding_arg;
@@ -323,7 +330,8 @@ int rules_engine_new(const struct rules_options *opts, const struct rules_run_in
     e->run.host = e->host;
     e->interval_ns = opts->interval_ns ? opts->interval_ns : RULES_DEFAULT_INTERVAL_NS;
     e->next_t0 = run->start_ns;
-    e->gpu_first_ns = INT64_MAX;
+    for (int k = 0; k < GPU_SEEN_KINDS; k++)
+        e->gpu_first_ns[k] = INT64_MAX;
     e->rules = calloc(rule_def_count, sizeof(*e->rules));
     if (!e->rules)
         goto nomem;
@@ -466,7 +474,27 @@ int rules_series(struct rules_engine *e, const char *name, const char *labels)
 
 static int is_gpu_metric(enum rule_metric m)
 {
-    return m == RM_GPU_UTIL || m == RM_GPU_MEM_USED;
+    return m == RM_GPU_UTIL || m == RM_GPU_MEM_USED || m == RM_GPU_MIG_MEM;
+}
+
+/* The first finite GPU points of n in time order, by what they show. */
+static void note_gpu_points(struct rules_engine *e, enum rule_metric m, const int64_t *ts_ns,
+                            const double *v, uint32_t n)
+{
+    if (!is_gpu_metric(m))
+        return;
+    int kind = m == RM_GPU_UTIL ? GPU_UTIL : m == RM_GPU_MIG_MEM ? GPU_MIG : GPU_ANY;
+    if (ts_ns[0] >= e->gpu_first_ns[kind])
+        return; /* the usual case: seen already (and GPU_ANY is never later) */
+    for (uint32_t i = 0; i < n; i++) {
+        if (!isfinite(v[i]))
+            continue;
+        if (ts_ns[i] < e->gpu_first_ns[GPU_ANY])
+            e->gpu_first_ns[GPU_ANY] = ts_ns[i];
+        if (ts_ns[i] < e->gpu_first_ns[kind])
+            e->gpu_first_ns[kind] = ts_ns[i];
+        return; /* in time order: the first finite one is the earliest */
+    }
 }
 
 void rules_put(struct rules_engine *e, int slot, int64_t ts_ns, double v)
@@ -495,8 +523,7 @@ void rules_put(struct rules_engine *e, int slot, int64_t ts_ns, double v)
     }
     s->ts[s->n] = ts_ns;
     s->v[s->n++] = v;
-    if (ts_ns < e->gpu_first_ns && isfinite(v) && is_gpu_metric(s->view.metric))
-        e->gpu_first_ns = ts_ns;
+    note_gpu_points(e, s->view.metric, &ts_ns, &v, 1);
 }
 
 void rules_put_many(struct rules_engine *e, int slot, const int64_t *ts_ns, const double *v,
@@ -528,10 +555,7 @@ void rules_put_many(struct rules_engine *e, int slot, const int64_t *ts_ns, cons
     memcpy(s->v + s->n, v, n * sizeof(*v));
     s->n += n;
     s->last_ts = ts_ns[n - 1];
-    if (ts_ns[0] < e->gpu_first_ns && is_gpu_metric(s->view.metric))
-        for (uint32_t i = 0; i < n && ts_ns[i] < e->gpu_first_ns; i++)
-            if (isfinite(v[i]))
-                e->gpu_first_ns = ts_ns[i];
+    note_gpu_points(e, s->view.metric, ts_ns, v, n);
 }
 
 static int classify(struct rules_engine *e, uint32_t id, const char *name, int8_t *phase)
@@ -874,7 +898,8 @@ static void close_window(struct rules_engine *e, int64_t t0, int64_t t1)
      * points may arrive within the grace, before the window they follow
      * closes, and the GPU rules would start counting a window earlier
      * than offline */
-    e->gpu_seen = e->gpu_first_ns < t1;
+    for (int k = 0; k < GPU_SEEN_KINDS; k++)
+        e->gpu_seen[k] = e->gpu_first_ns[k] < t1;
     series_views(e, &w);
     e->nsteps = 0;
     for (uint32_t k = 0; k < e->nthreads; k++)
@@ -1078,7 +1103,18 @@ uint64_t rules_dropped(const struct rules_engine *e)
 
 int rules_have_gpu(const struct rules_engine *e)
 {
-    return e->gpu_seen;
+    return e->gpu_seen[GPU_ANY];
+}
+
+const char *rules_gpu_util_missing(const struct rules_engine *e)
+{
+    if (!e->gpu_seen[GPU_ANY])
+        return "no GPU";
+    if (e->gpu_seen[GPU_UTIL])
+        return NULL;
+    return e->gpu_seen[GPU_MIG]
+               ? "no GPU utilization: NVML does not report it for a GPU in MIG mode"
+               : "no GPU utilization: the driver did not report it";
 }
 
 const struct rules_run_info *rules_run(const struct rules_engine *e)

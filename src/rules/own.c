@@ -627,8 +627,9 @@ static void gpu_throttle_window(struct rule_ctx *c, const struct rule_window *w,
     struct gpu_throttle_state *st = p;
     double threshold = c->param[0];
     uint64_t min_samples = (uint64_t)c->param[1];
-    if (!rules_have_gpu(c->eng)) {
-        rule_status(c, RULE_NA, "no GPU");
+    const char *missing = rules_gpu_util_missing(c->eng);
+    if (missing) {
+        rule_status(c, RULE_NA, "%s", missing);
         return;
     }
     for (uint32_t i = 0; i < w->nseries; i++) {

@@ -110,6 +110,7 @@ enum rule_metric {
     RM_GPU_MEM_TOTAL, /* gpu.mem_total_bytes{gpu} */
     RM_GPU_THROTTLE,  /* gpu.throttle_reasons{gpu} */
     RM_GPU_SM_CLOCK,  /* gpu.sm_clock_mhz{gpu} */
+    RM_GPU_MIG_MEM,   /* gpu.mig_mem_used_bytes{gpu,mig}: a GPU in MIG mode */
     RM_COUNT
 };
 
@@ -272,6 +273,10 @@ void rule_set_report(struct rule_ctx *c, char *json);
 void rule_status(struct rule_ctx *c, enum rule_status st, const char *detail_fmt, ...)
     __attribute__((format(printf, 3, 4)));
 int rules_have_gpu(const struct rules_engine *e);
+/* Why the rules that read GPU utilization cannot judge the window: NULL when
+ * they can, "no GPU", or why a GPU that is there has none (NVML reports no
+ * utilization for a GPU in MIG mode): a reason for their n/a status. */
+const char *rules_gpu_util_missing(const struct rules_engine *e);
 const struct rules_run_info *rules_run(const struct rules_engine *e);
 
 #endif

@@ -135,8 +135,10 @@ static void bottleneck_window(struct rule_ctx *c, const struct rule_window *w,
 {
     double threshold = c->param[0], gpu_threshold = c->param[1], busy_threshold = c->param[2];
     uint64_t patience = (uint64_t)c->param[3];
-    if (!rules_have_gpu(c->eng)) {
-        rule_status(c, RULE_NA, "no GPU: the rule compares GPU and %s use", io ? "I/O" : "CPU");
+    const char *missing = rules_gpu_util_missing(c->eng);
+    if (missing) {
+        rule_status(c, RULE_NA, "%s: the rule compares GPU and %s use", missing,
+                    io ? "I/O" : "CPU");
         return;
     }
     struct node_set nodes;
@@ -318,8 +320,9 @@ static void low_gpu_window(struct rule_ctx *c, const struct rule_window *w, void
     double t95 = c->param[0], t5 = c->param[1];
     uint32_t window = c->param[2] < 1 ? 1 : (uint32_t)c->param[2];
     uint64_t patience = (uint64_t)c->param[3];
-    if (!rules_have_gpu(c->eng)) {
-        rule_status(c, RULE_NA, "no GPU");
+    const char *missing = rules_gpu_util_missing(c->eng);
+    if (missing) {
+        rule_status(c, RULE_NA, "%s", missing);
         return;
     }
     double *scratch = scratch_for(&st->scratch, &st->scratch_cap, window);
@@ -391,8 +394,9 @@ static void gpu_mem_increase_window(struct rule_ctx *c, const struct rule_window
     double increase = c->param[0];
     uint64_t patience = (uint64_t)c->param[1];
     uint32_t window = c->param[2] < 1 ? 1 : (uint32_t)c->param[2];
-    if (!rules_have_gpu(c->eng)) {
-        rule_status(c, RULE_NA, "no GPU");
+    const char *missing = rules_gpu_util_missing(c->eng);
+    if (missing) {
+        rule_status(c, RULE_NA, "%s", missing);
         return;
     }
     const struct rule_series *s0;
@@ -558,6 +562,13 @@ static void batch_window(struct rule_ctx *c, const struct rule_window *w, void *
                 worst_mem = mp;
         }
         c->result->datapoints = st->seen[ni];
+        const char *missing = rules_gpu_util_missing(c->eng);
+        if (!ngpus && missing && rules_have_gpu(c->eng)) {
+            /* the CPU criterion alone is for a job without a GPU: one whose
+             * GPU does not report its use (MIG) may well be keeping it busy */
+            rule_status(c, RULE_NA, "%s", missing);
+            continue;
+        }
         if (st->cpu[ni].n < window) {
             rule_status(c, RULE_WAITING, "%llu of %llu snapshots (patience) + %u (window)",
                         (unsigned long long)st->seen[ni], (unsigned long long)patience, window);
@@ -630,8 +641,9 @@ static void lb_window(struct rule_ctx *c, const struct rule_window *w, void *p)
     struct lb_state *st = p;
     double threshold = c->param[0];
     uint64_t patience = (uint64_t)c->param[1];
-    if (!rules_have_gpu(c->eng)) {
-        rule_status(c, RULE_NA, "no GPU");
+    const char *missing = rules_gpu_util_missing(c->eng);
+    if (missing) {
+        rule_status(c, RULE_NA, "%s", missing);
         return;
     }
     const struct rule_series *s;

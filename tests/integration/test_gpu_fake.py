@@ -9,6 +9,7 @@ delay host sampling. MIG: a GPU in MIG mode lists its MIG devices with their
 facts, their memory is sampled through their own handles, CUDA_VISIBLE_DEVICES
 names them by MIG- UUID prefix, and a lost MIG GPU is asked nothing more."""
 import ctypes.util
+import json
 import os
 import re
 import subprocess
@@ -431,6 +432,45 @@ for cvd, want_mig, want_gpus in (("MIG-22222222", [None, 0], [None, None, None])
     got_gpus = [g.get("cuda_index") for g in gpus]
     check(f"MIG: CUDA_VISIBLE_DEVICES={cvd}: MIG devices {want_mig}, GPUs {want_gpus}",
           got_mig == want_mig and got_gpus == want_gpus, (got_mig, got_gpus))
+
+# The rules on a GPU in MIG mode: NVML gives an unprivileged caller no
+# utilization and no whole-GPU memory, only the MIG devices' memory. The GPU
+# is there, so the rules that read utilization are n/a for that reason (not
+# "no GPU"), and BatchSize does not judge the job by its CPU alone as it
+# would a job without a GPU.
+GPU_RULES = ("CPUBottleneck", "IOBottleneck", "LowGPUUtilization", "GPUMemoryIncrease", "BatchSize",
+             "GPUThrottling")
+MIG_ONLY = f"""
+sample_period 0.02
+device 0 name "NVIDIA H100 80GB HBM3" uuid GPU-cccccccc-0000-0000-0000-000000000000 memory {80 * GiB}
+mig_mode 0 1
+error 0 nvmlDeviceGetMemoryInfo NO_PERMISSION
+mig 0 0 uuid {MIG0} name "NVIDIA H100 80GB HBM3 MIG 3g.40gb" memory 42144366592 gi 1 ci 0 used {3 * GiB}
+at 0 0 power 120000
+"""
+
+
+def rule_statuses(name):
+    p = strobe("rules", "--json", name, store=db)
+    rules = json.loads(p.stdout).get("rules", []) if p.returncode == 0 else []
+    return p, {x["rule"]: x for x in rules}
+
+
+p, r = mig_run("mig-rules", MIG_ONLY, 1.5)
+m = (r or {}).get("metrics", {})
+check("MIG rules: the run records the MIG device's memory and no utilization or whole-GPU memory",
+      "gpu.mig_mem_used_bytes{gpu=0,mig=0}" in m and not any(k.startswith(("gpu.util", "gpu.mem_used"))
+                                                           for k in m), sorted(m))
+p, got = rule_statuses("mig-rules")
+for rule in GPU_RULES:
+    x = got.get(rule, {})
+    check(f"MIG rules: {rule} is n/a because NVML reports no utilization in MIG mode, not 'no GPU'",
+          x.get("status") == "n/a" and "MIG mode" in x.get("detail", ""), x or p.stderr[-300:])
+# beside a GPU out of MIG mode, the rules judge the GPU that reports its use
+p, got = rule_statuses("mig")
+x = got.get("LowGPUUtilization", {})
+check("MIG rules: beside a GPU out of MIG mode, LowGPUUtilization judges that one",
+      x.get("status") not in (None, "n/a"), x or p.stderr[-300:])
 
 # a GPU in MIG mode lost mid-run: one warning, its MIG series stop, no more calls
 lost_calls = os.path.join(tmp, "mig-lost-calls")
