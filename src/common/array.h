@@ -1,6 +1,7 @@
 /*
  * Growing an array by doubling: the one helper behind every table that grows
- * one entry at a time (series definitions, event names, processes, ...).
+ * one entry at a time (series definitions, event names, processes, ...);
+ * and sorting one that is usually in order already.
  */
 #ifndef STROBE_COMMON_ARRAY_H
 #define STROBE_COMMON_ARRAY_H
@@ -14,5 +15,13 @@
  * 0, or -ENOMEM with *items and *cap unchanged.
  */
 int array_grow(void **items, uint32_t *cap, uint32_t need, size_t size, uint32_t first);
+
+/*
+ * qsort(base, n, size, cmp), but nothing when base is in order already (one
+ * pass of n - 1 comparisons) or empty (qsort(NULL, 0) is undefined). glibc's
+ * qsort is a merge sort that takes a copy of the array: 128 MB to sort the
+ * phases of a million steps, which a thread records in order anyway.
+ */
+void array_sort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
 
 #endif

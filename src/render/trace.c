@@ -409,10 +409,8 @@ static int build_threads(struct trace *t)
         free(src->ev);
         src->ev = NULL;
         src->n = src->cap = 0;
-        if (th->nslices) /* qsort(NULL, 0) is undefined */
-            qsort(th->slices, th->nslices, sizeof(*th->slices), cmp_slice);
-        if (th->ninstants)
-            qsort(th->instants, th->ninstants, sizeof(*th->instants), cmp_instant);
+        array_sort(th->slices, th->nslices, sizeof(*th->slices), cmp_slice);
+        array_sort(th->instants, th->ninstants, sizeof(*th->instants), cmp_instant);
         assign_lanes(th);
     }
     return 0;
