@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_run.h"
 #include "record/events.h"
 #include "ring/ring.h"
 #include "sample/series.h"
@@ -34,15 +35,6 @@ static uint64_t mono(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t rng_state = 88172645463325252u;
-static uint64_t rnd(void)
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return rng_state;
 }
 
 static const char *const phase[] = {"data", "forward", "backward", "optimizer"};
@@ -98,12 +90,6 @@ static void fill_ring(struct ring_segment *seg, int ring, uint64_t *t, uint32_t 
     }
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 int main(int argc, char **argv)
 {
     int rounds = argc > 1 ? atoi(argv[1]) : 7;
@@ -113,21 +99,9 @@ int main(int argc, char **argv)
     char db[64];
     snprintf(db, sizeof(db), "/tmp/strobe-bench-events-%d.db", (int)getpid());
     struct store *store;
-    struct strbuf err;
-    strbuf_init(&err);
-    if (store_open(db, 0, &store, &err) < 0) {
-        fprintf(stderr, "%s\n", err.buf);
-        return 1;
-    }
     struct run_record run;
-    run_record_init(&run);
-    snprintf(run.id, sizeof(run.id), "%016x", (unsigned)getpid());
-    run.name = strdup("bench");
-    run.command_json = strdup("[]");
-    snprintf(run.status, sizeof(run.status), "running");
-    store->ops->begin(store);
-    store->ops->run_insert(store, &run);
-    store->ops->commit(store);
+    if (bench_open_run(db, "event_drain", &store, &run) < 0)
+        return 1;
 
     struct series_table series;
     series_table_init(&series);
@@ -174,8 +148,8 @@ int main(int argc, char **argv)
         per_event[r] = (double)events / (spent / 1e9);
         total_events += events;
     }
-    qsort(per_record, (size_t)rounds, sizeof(double), cmp_double);
-    qsort(per_event, (size_t)rounds, sizeof(double), cmp_double);
+    qsort(per_record, (size_t)rounds, sizeof(double), bench_cmp_double);
+    qsort(per_event, (size_t)rounds, sizeof(double), bench_cmp_double);
     /* the stored size, as the store sees it */
     FILE *p;
     char cmd[160];
@@ -199,7 +173,6 @@ int main(int argc, char **argv)
     series_table_release(&series);
     store_close(store);
     run_record_release(&run);
-    strbuf_release(&err);
     char wal[80];
     unlink(db);
     snprintf(wal, sizeof(wal), "%s-wal", db);
