@@ -87,7 +87,8 @@ static int write_trace(struct store *s, const struct run_record *r, const struct
     uint64_t bytes = k.bytes + k.buf.len;
     int closed = trace_sink_close(&k);
     if (t.read_failed) {
-        log_error("cannot read the series of run %s: %s (%s is incomplete)", r->id, s->err.buf,
+        log_error("cannot read the series of run %s: %s (%s is incomplete)", r->id,
+                  s->err.len ? s->err.buf : "out of memory",
                   strcmp(path, "-") == 0 ? "the output" : path);
         goto out_trace;
     }
