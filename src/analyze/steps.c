@@ -222,18 +222,27 @@ static struct group_acc *group_for(struct group_acc **gs, uint32_t *n, uint32_t 
     return g;
 }
 
-/* What an event is to the phase arithmetic: a step, a phase (enum phase),
- * or nothing (SPAN_NONE). */
+/* What a name is to the phase arithmetic: a step, a phase (enum phase), or
+ * nothing (SPAN_NONE); looked up once a name, not once an event. */
 enum { SPAN_NONE = -2, SPAN_STEP = -1 };
-static int span_kind(const struct run_events *e, const struct event *ev)
+static int8_t *name_kinds(const struct run_events *e)
 {
-    if (ev->kind != STROBE_EV_COMPLETE || ev->value < 0)
+    int8_t *k = malloc(e->nnames + 1);
+    if (!k)
+        return NULL;
+    for (uint32_t id = 0; id <= e->nnames; id++) {
+        const char *name = run_events_name(e, id);
+        int p = steps_phase_of(name);
+        k[id] = (int8_t)(strcmp(name, "step") == 0 ? SPAN_STEP : p >= 0 ? p : SPAN_NONE);
+    }
+    return k;
+}
+
+static int span_kind(const int8_t *kinds, uint32_t nnames, const struct event *ev)
+{
+    if (ev->kind != STROBE_EV_COMPLETE || ev->value < 0 || ev->name > nnames)
         return SPAN_NONE;
-    const char *name = run_events_name(e, ev->name);
-    if (strcmp(name, "step") == 0)
-        return SPAN_STEP;
-    int p = steps_phase_of(name);
-    return p >= 0 ? p : SPAN_NONE;
+    return kinds[ev->name];
 }
 
 int steps_walk_thread(const struct run_events *e, const struct thread_events *t, steps_row_fn *row,
@@ -241,9 +250,12 @@ int steps_walk_thread(const struct run_events *e, const struct thread_events *t,
 {
     /* counted first, so that a thread of a million steps and four million
      * other events takes 32 B a step and a phase, not 32 B an event twice */
+    int8_t *kinds = name_kinds(e);
+    if (!kinds)
+        return -ENOMEM;
     uint32_t nsteps = 0, nph = 0;
     for (uint32_t i = 0; i < t->n; i++) {
-        int p = span_kind(e, &t->ev[i]);
+        int p = span_kind(kinds, e->nnames, &t->ev[i]);
         nsteps += p == SPAN_STEP;
         nph += p >= 0;
     }
@@ -252,18 +264,20 @@ int steps_walk_thread(const struct run_events *e, const struct thread_events *t,
     if (!steps || !ph) {
         free(steps);
         free(ph);
+        free(kinds);
         return -ENOMEM;
     }
     nsteps = nph = 0;
     for (uint32_t i = 0; i < t->n; i++) {
         const struct event *ev = &t->ev[i];
-        int p = span_kind(e, ev);
+        int p = span_kind(kinds, e->nnames, ev);
         struct phase_span sp = {ev->ts_ns, ev->ts_ns + ev->value, p >= 0 ? p : -1, 0};
         if (p == SPAN_STEP)
             steps[nsteps++] = sp;
         else if (p >= 0)
             ph[nph++] = sp;
     }
+    free(kinds);
     array_sort(steps, nsteps, sizeof(*steps), steps_cmp_span);
     array_sort(ph, nph, sizeof(*ph), steps_cmp_span);
     int rc = 0;

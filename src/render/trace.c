@@ -420,7 +420,6 @@ static int build_threads(struct trace *t)
 
 struct series_ctx {
     struct trace *t;
-    struct store *s;
     int rc;
 };
 
@@ -473,43 +472,37 @@ static int add_series(const struct series_record *sr, void *arg)
 
 struct counter_points_ctx {
     struct trace *t;
-    trace_points_fn *fn;
+    points_fn *fn;
     void *arg;
     int fn_rc; /* fn's failure, told apart from the store's */
 };
 
-static int keep_point(struct trace *t, const struct point *p)
+/* Inside the window and finite: JSON cannot hold NaN or inf. */
+static int keep_point(const struct trace *t, const struct point *p)
 {
-    if (!point_in(t, p->ts_ns))
-        return 0;
-    if (!isfinite(p->value)) {
-        t->skipped_nonfinite++;
-        return 0;
-    }
-    return 1;
+    return point_in(t, p->ts_ns) && isfinite(p->value);
 }
 
 /* A decoded block to fn as its runs of kept points: no copy of the block. */
 static int pass_kept_points(const struct point *p, size_t n, void *arg)
 {
     struct counter_points_ctx *c = arg;
-    for (size_t i = 0; i < n;) {
-        while (i < n && !keep_point(c->t, &p[i]))
-            i++;
-        size_t from = i;
-        while (i < n && keep_point(c->t, &p[i]))
-            i++;
-        if (i > from) {
+    size_t from = 0;
+    for (size_t i = 0; i <= n; i++) {
+        if (i < n && keep_point(c->t, &p[i]))
+            continue;
+        if (i > from) { /* the run [from, i) ends here */
             c->t->points += i - from;
             int rc = c->fn(p + from, i - from, c->arg);
             if (rc)
                 return c->fn_rc = rc;
         }
+        from = i + 1;
     }
     return 0;
 }
 
-int trace_counter_points(struct trace *t, uint32_t ci, trace_points_fn *fn, void *arg)
+int trace_counter_points(struct trace *t, uint32_t ci, points_fn *fn, void *arg)
 {
     struct counter_points_ctx c = {t, fn, arg, 0};
     uint64_t corrupt = 0;
@@ -554,7 +547,7 @@ int trace_build(struct store *s, const struct run_record *r, const struct trace_
                         rc == -ENOMEM ? "out of memory" : s->err.buf);
         return rc;
     }
-    struct series_ctx c = {t, s, 0};
+    struct series_ctx c = {t, 0};
     rc = s->ops->series_query(s, r->id, add_series, &c);
     if (rc < 0 || c.rc < 0) {
         strbuf_addf(err, "cannot read the series of run %s: %s", r->id,

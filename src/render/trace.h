@@ -122,7 +122,6 @@ struct trace {
     /* counts of what is in the trace, for the summary line and the tests */
     uint64_t slices, instants, points; /* points: counted as the writer reads them */
     uint64_t skipped_counter_events;   /* COUNTER events: their values are the app.* series */
-    uint64_t skipped_nonfinite;        /* NaN/inf points: JSON cannot hold them */
     uint64_t corrupt_blocks;           /* blocks that did not decode: skipped */
     int read_failed; /* a counter's points could not be read: store->err says why */
 };
@@ -143,8 +142,7 @@ void trace_release(struct trace *t);
  * keep the pointer). Counts them into t->points. 0, or negative: fn's
  * failure, or the store's (t->read_failed set, t->store->err says why).
  */
-typedef int trace_points_fn(const struct point *p, size_t n, void *arg);
-int trace_counter_points(struct trace *t, uint32_t ci, trace_points_fn *fn, void *arg);
+int trace_counter_points(struct trace *t, uint32_t ci, points_fn *fn, void *arg);
 
 /* The name of id, valid UTF-8 (bad bytes replaced) once built. */
 const char *trace_name(const struct trace *t, uint32_t id);

@@ -90,7 +90,7 @@ struct rule_inst {
 
 /* What the GPU rules need to know was there: a GPU at all (its utilization
  * or memory, or a MIG device's memory), its utilization, MIG mode. */
-enum gpu_seen { GPU_ANY, GPU_UTIL, GPU_MIG, GPU_SEEN_KINDS };
+enum gpu_kind { GPU_ANY, GPU_UTIL, GPU_MIG, GPU_SEEN_KINDS };
 
 struct rules_engine {
     struct rules_run_info run;
@@ -119,10 +119,10 @@ struct rules_engine {
     uint32_t comm_cap;
     int64_t *pids_seen; /* a window's worker pids */
     uint32_t npids, pids_cap;
-    /* by enum gpu_seen: the first finite point's time (INT64_MAX: none),
-     * and whether it came before the end of the window being judged */
+    /* by enum gpu_kind: the first finite point's time (INT64_MAX: none);
+     * it was seen when it came before the end of the window being judged */
     int64_t gpu_first_ns[GPU_SEEN_KINDS];
-    int gpu_seen[GPU_SEEN_KINDS];
+    int64_t judged_t1;
     uint64_t dropped, late;
     finding_fn *on_finding;
     void *on_finding_arg;
@@ -898,8 +898,7 @@ static void close_window(struct rules_engine *e, int64_t t0, int64_t t1)
      * points may arrive within the grace, before the window they follow
      * closes, and the GPU rules would start counting a window earlier
      * than offline */
-    for (int k = 0; k < GPU_SEEN_KINDS; k++)
-        e->gpu_seen[k] = e->gpu_first_ns[k] < t1;
+    e->judged_t1 = t1;
     series_views(e, &w);
     e->nsteps = 0;
     for (uint32_t k = 0; k < e->nthreads; k++)
@@ -1101,20 +1100,33 @@ uint64_t rules_dropped(const struct rules_engine *e)
     return e ? e->dropped + e->late : 0;
 }
 
+static int gpu_seen(const struct rules_engine *e, enum gpu_kind k)
+{
+    return e->gpu_first_ns[k] < e->judged_t1;
+}
+
 int rules_have_gpu(const struct rules_engine *e)
 {
-    return e->gpu_seen[GPU_ANY];
+    return gpu_seen(e, GPU_ANY);
 }
 
 const char *rules_gpu_util_missing(const struct rules_engine *e)
 {
-    if (!e->gpu_seen[GPU_ANY])
+    if (!gpu_seen(e, GPU_ANY))
         return "no GPU";
-    if (e->gpu_seen[GPU_UTIL])
+    if (gpu_seen(e, GPU_UTIL))
         return NULL;
-    return e->gpu_seen[GPU_MIG]
+    return gpu_seen(e, GPU_MIG)
                ? "no GPU utilization: NVML does not report it for a GPU in MIG mode"
                : "no GPU utilization: the driver did not report it";
+}
+
+int rule_na_without_gpu_util(struct rule_ctx *c)
+{
+    const char *missing = rules_gpu_util_missing(c->eng);
+    if (missing)
+        rule_status(c, RULE_NA, "%s", missing);
+    return missing != NULL;
 }
 
 const struct rules_run_info *rules_run(const struct rules_engine *e)

@@ -627,11 +627,8 @@ static void gpu_throttle_window(struct rule_ctx *c, const struct rule_window *w,
     struct gpu_throttle_state *st = p;
     double threshold = c->param[0];
     uint64_t min_samples = (uint64_t)c->param[1];
-    const char *missing = rules_gpu_util_missing(c->eng);
-    if (missing) {
-        rule_status(c, RULE_NA, "%s", missing);
+    if (rule_na_without_gpu_util(c))
         return;
-    }
     for (uint32_t i = 0; i < w->nseries; i++) {
         const struct rule_series *tr = &w->series[i];
         if (tr->metric != RM_GPU_THROTTLE || tr->index < 0 || tr->index >= MAX_GPUS)

@@ -277,6 +277,9 @@ int rules_have_gpu(const struct rules_engine *e);
  * they can, "no GPU", or why a GPU that is there has none (NVML reports no
  * utilization for a GPU in MIG mode): a reason for their n/a status. */
 const char *rules_gpu_util_missing(const struct rules_engine *e);
+/* For a rule that reads GPU utilization: 1, with the rule set n/a for that
+ * reason, when the window has none to judge. */
+int rule_na_without_gpu_util(struct rule_ctx *c);
 const struct rules_run_info *rules_run(const struct rules_engine *e);
 
 #endif

@@ -320,11 +320,8 @@ static void low_gpu_window(struct rule_ctx *c, const struct rule_window *w, void
     double t95 = c->param[0], t5 = c->param[1];
     uint32_t window = c->param[2] < 1 ? 1 : (uint32_t)c->param[2];
     uint64_t patience = (uint64_t)c->param[3];
-    const char *missing = rules_gpu_util_missing(c->eng);
-    if (missing) {
-        rule_status(c, RULE_NA, "%s", missing);
+    if (rule_na_without_gpu_util(c))
         return;
-    }
     double *scratch = scratch_for(&st->scratch, &st->scratch_cap, window);
     if (!scratch)
         return;
@@ -394,11 +391,8 @@ static void gpu_mem_increase_window(struct rule_ctx *c, const struct rule_window
     double increase = c->param[0];
     uint64_t patience = (uint64_t)c->param[1];
     uint32_t window = c->param[2] < 1 ? 1 : (uint32_t)c->param[2];
-    const char *missing = rules_gpu_util_missing(c->eng);
-    if (missing) {
-        rule_status(c, RULE_NA, "%s", missing);
+    if (rule_na_without_gpu_util(c))
         return;
-    }
     const struct rule_series *s0;
     int ni;
     for (uint32_t i = 0; (s0 = next_gpu_util(w, &st->nodes, &i, &ni)); i++) {
@@ -641,11 +635,8 @@ static void lb_window(struct rule_ctx *c, const struct rule_window *w, void *p)
     struct lb_state *st = p;
     double threshold = c->param[0];
     uint64_t patience = (uint64_t)c->param[1];
-    const char *missing = rules_gpu_util_missing(c->eng);
-    if (missing) {
-        rule_status(c, RULE_NA, "%s", missing);
+    if (rule_na_without_gpu_util(c))
         return;
-    }
     const struct rule_series *s;
     int ni;
     for (uint32_t i = 0; (s = next_gpu_util(w, &st->nodes, &i, &ni)); i++) {
