@@ -259,6 +259,36 @@ int parse_pid_io(const char *buf, size_t len, struct pid_io *out)
     return 0;
 }
 
+int parse_cpu_list(const char *buf, size_t len, uint32_t *cpus, uint32_t max, uint32_t *n)
+{
+    struct cursor c;
+    cursor_init(&c, buf, len);
+    uint32_t k = 0;
+    uint64_t next = 0; /* the lowest CPU the list may name next */
+    while (!cursor_eof(&c) && *c.p != '\n') {
+        uint64_t lo, hi;
+        if (k && (*c.p++ != ',' || cursor_eof(&c)))
+            return -EINVAL;
+        if (cursor_u64(&c, &lo) < 0)
+            return -EINVAL;
+        hi = lo;
+        if (!cursor_eof(&c) && *c.p == '-' && (c.p++, cursor_u64(&c, &hi) < 0))
+            return -EINVAL;
+        if (lo < next || hi < lo || hi >= UINT32_MAX)
+            return -EINVAL;
+        for (uint64_t cpu = lo; cpu <= hi; cpu++) {
+            if (k == max)
+                return -E2BIG;
+            cpus[k++] = (uint32_t)cpu;
+        }
+        next = hi + 1;
+    }
+    if (!k)
+        return -EINVAL;
+    *n = k;
+    return 0;
+}
+
 int parse_pid_statm(const char *buf, size_t len, uint64_t *resident_pages)
 {
     struct cursor c;

@@ -73,6 +73,11 @@ struct pid_io {
 };
 int parse_pid_io(const char *buf, size_t len, struct pid_io *out);
 
+/* A kernel CPU list ("0-3,8,10-11\n", as /sys/devices/system/cpu/online):
+ * the CPUs into cpus[0..*n), ascending. -E2BIG past max of them, -EINVAL
+ * for anything else than ranges and numbers in ascending order. */
+int parse_cpu_list(const char *buf, size_t len, uint32_t *cpus, uint32_t max, uint32_t *n);
+
 /* /proc/PID/statm: the second field, resident pages. */
 int parse_pid_statm(const char *buf, size_t len, uint64_t *resident_pages);
 

@@ -7,6 +7,12 @@
  * replaces four to five procfs reads per process, and no text is printed or
  * parsed; CPU time comes in nanoseconds instead of 1/USER_HZ ticks.
  *
+ * The RSS is summed as statm sums it (percpu_counter_sum): each counter's
+ * central count plus every online CPU's share. A CPU's share lies at the
+ * counter's per-CPU pointer plus that CPU's per-CPU offset, which the
+ * program finds once (PROCBPF_FIND_CPUS) from the copies of a per-CPU map of
+ * its own: the kernel's table of offsets is not a symbol BPF may name here.
+ *
  * Built with clang -target bpf against a vmlinux.h dumped from the kernel's
  * BTF; field offsets are relocated at load time (CO-RE), so the object
  * embedded in strobe loads on other kernels with BTF (6.7 or later: open-
@@ -40,6 +46,109 @@ struct {
     __type(key, u32);
     __type(value, struct procbpf_shared);
 } shared SEC(".maps");
+
+/* One u64 per CPU, never written: where its copies lie, against the per-CPU
+ * pointer the map keeps, is each CPU's per-CPU offset. */
+struct {
+    __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, u32);
+    __type(value, u64);
+} pcpu_probe SEC(".maps");
+
+/* A pointer as a number: stored and read back through the shared map (a
+ * privileged program may leak a pointer so; arithmetic on it may not). */
+static __always_inline u64 as_number(struct procbpf_shared *s, const void *p)
+{
+    s->scratch = (u64)p;
+    return *(volatile u64 *)&s->scratch;
+}
+
+/* cpu_off[k] for each cpu_ids[k]: the copy's address less the per-CPU
+ * pointer (bpf_array.pptrs[0]). 0, or 1 when the pointer cannot be read or
+ * a CPU has no copy. */
+static __always_inline int find_cpu_offsets(struct procbpf_shared *s)
+{
+    u64 map = as_number(s, &pcpu_probe);
+    u64 pptr = 0;
+    if (bpf_probe_read_kernel(&pptr, sizeof(pptr),
+                              (void *)(map + bpf_core_field_offset(struct bpf_array, pptrs))) ||
+        !pptr)
+        return 1;
+    u32 n = s->ncpus;
+    struct bpf_iter_num it;
+    int *kp;
+    int rc = 0;
+    bpf_iter_num_new(&it, 0, (int)(n < PROCBPF_MAX_CPUS ? n : PROCBPF_MAX_CPUS));
+    while ((kp = bpf_iter_num_next(&it))) {
+        u32 k = (u32)*kp;
+        u32 zero = 0;
+        if (k >= PROCBPF_MAX_CPUS)
+            break;
+        void *copy = bpf_map_lookup_percpu_elem(&pcpu_probe, &zero, s->cpu_ids[k]);
+        if (!copy) {
+            rc = 1;
+            break;
+        }
+        s->cpu_off[k] = as_number(s, copy) - pptr;
+    }
+    bpf_iter_num_destroy(&it);
+    return rc;
+}
+
+/* A CPU's share of a counter stays below the counter's batch (32 pages on a
+ * small machine, twice the CPUs on a big one); one past 2^20 pages cannot be
+ * a share at all and means the offsets are wrong. */
+#define PCPU_SHARE_MAX (1 << 20)
+
+/* percpu_counter_sum_positive(c) over cpu_ids[0..ncpus); *ok = 0 when a
+ * share cannot be read or is out of bounds. */
+static __always_inline u64 counter_sum(struct procbpf_shared *s, struct percpu_counter *c, int *ok)
+{
+    s64 v = c->count;
+    u64 shares = (u64)c->counters;
+    u32 n = s->ncpus;
+    struct bpf_iter_num it;
+    int *kp;
+    bpf_iter_num_new(&it, 0, (int)(n < PROCBPF_MAX_CPUS ? n : PROCBPF_MAX_CPUS));
+    while ((kp = bpf_iter_num_next(&it))) {
+        u32 k = (u32)*kp;
+        s32 d = 0;
+        if (k >= PROCBPF_MAX_CPUS ||
+            bpf_probe_read_kernel(&d, sizeof(d), (void *)(shares + s->cpu_off[k])) ||
+            d >= PCPU_SHARE_MAX || d <= -PCPU_SHARE_MAX) {
+            *ok = 0;
+            break;
+        }
+        v += d;
+    }
+    bpf_iter_num_destroy(&it);
+    return v > 0 ? (u64)v : 0;
+}
+
+/* statm's resident pages: file + anon + shmem (mm_types_task.h's counters
+ * 0, 1 and 3). A process without memory (a zombie) has none, as in statm.
+ * The mm is checked again after the sums: one that exec or exit replaced
+ * meanwhile may have been freed under the reads. */
+static __always_inline void read_rss(struct procbpf_shared *s, struct task_struct *leader,
+                                     struct procbpf_proc *o)
+{
+    if (!s->ncpus)
+        return;
+    struct mm_struct *mm = leader->mm;
+    if (!mm) {
+        o->rss_ok = 1;
+        return;
+    }
+    int ok = 1;
+    u64 pages = counter_sum(s, &mm->rss_stat[0], &ok);
+    pages += counter_sum(s, &mm->rss_stat[1], &ok);
+    pages += counter_sum(s, &mm->rss_stat[3], &ok);
+    if (BPF_CORE_READ(leader, mm) != mm)
+        ok = 0;
+    o->rss_pages = pages;
+    o->rss_ok = (u32)ok;
+}
 
 /* What /proc/PID/io adds up for a whole process: one thread's counters. */
 static __always_inline void add_io(struct procbpf_proc *o, struct task_io_accounting *io)
@@ -115,6 +224,7 @@ static __always_inline void read_process(struct procbpf_shared *s, u32 i)
     o->ppid = leader->real_parent->tgid;
     o->start_ns = leader->start_time;
     o->switches = leader->sched_info.pcount;
+    read_rss(s, leader, o);
     bpf_probe_read_kernel_str(o->comm, sizeof(o->comm), leader->comm);
     bpf_rcu_read_unlock();
     o->found = 1;
@@ -128,6 +238,8 @@ int read_tree(void *ctx)
     struct procbpf_shared *s = bpf_map_lookup_elem(&shared, &zero);
     if (!s)
         return 1;
+    if (s->op == PROCBPF_FIND_CPUS)
+        return find_cpu_offsets(s);
     s->nkids = 0;
     s->kids_lost = 0;
     s->read_ns = bpf_ktime_get_ns(); /* the counters' time, whenever the syscall ran */

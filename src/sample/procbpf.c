@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 
+#include "common/clock.h"
 #include "sample/parse.h"
 #include "sample/pfile.h"
 
@@ -26,6 +27,10 @@ struct procbpf {
     int prog_fd;
     struct procbpf_shared *shared; /* the map, mmap'ed */
     size_t shared_len;
+    int rss_summed;                         /* the program sums the RSS counters (ncpus > 0) */
+    struct pfile online;                    /* /sys/devices/system/cpu/online, kept open */
+    int64_t online_read_ns;                 /* when it was last read */
+    uint32_t cpus[PROCBPF_MAX_CPUS], ncpus; /* what it said */
 };
 
 /* libbpf explains a failed load at length on stderr; the recorder says one
@@ -45,21 +50,74 @@ void procbpf_close(struct procbpf *b)
     if (b->shared)
         munmap(b->shared, b->shared_len);
     bpf_object__close(b->obj);
+    pfile_release(&b->online);
     free(b);
+}
+
+/* One run of the program: 0 when it returned 0, -EIO when it returned
+ * anything else, or -errno. */
+static int run_program(struct procbpf *b)
+{
+    LIBBPF_OPTS(bpf_test_run_opts, opts);
+    if (bpf_prog_test_run_opts(b->prog_fd, &opts) < 0)
+        return -errno;
+    return opts.retval == 0 ? 0 : -EIO;
+}
+
+/* Have the program sum the RSS over cpus[0..n): find their per-CPU
+ * offsets. On failure it is left off (ncpus 0) and statm is read. */
+static int find_cpus(struct procbpf *b, const uint32_t *cpus, uint32_t n)
+{
+    struct procbpf_shared *s = b->shared;
+    memcpy(s->cpu_ids, cpus, n * sizeof(cpus[0]));
+    s->ncpus = n;
+    s->op = PROCBPF_FIND_CPUS;
+    int rc = run_program(b);
+    s->op = PROCBPF_READ;
+    if (rc < 0)
+        s->ncpus = 0;
+    return rc;
+}
+
+/* The online CPUs into b->cpus: 0, or -errno (-E2BIG past
+ * PROCBPF_MAX_CPUS of them). */
+static int read_online(struct procbpf *b)
+{
+    int rc = b->online.fd >= 0 ? pfile_read(&b->online) : -EBADF;
+    if (rc < 0)
+        return rc;
+    return parse_cpu_list(b->online.buf, b->online.len, b->cpus, PROCBPF_MAX_CPUS, &b->ncpus);
+}
+
+/* A CPU brought online since the last look has shares of the counters the
+ * sums would miss: look once a second, and find its offset. */
+static void follow_online(struct procbpf *b, int64_t now_ns)
+{
+    if (now_ns - b->online_read_ns < 1000000000)
+        return;
+    b->online_read_ns = now_ns;
+    const struct procbpf_shared *s = b->shared;
+    if (read_online(b) == 0 && b->ncpus == s->ncpus &&
+        memcmp(b->cpus, s->cpu_ids, b->ncpus * sizeof(b->cpus[0])) == 0)
+        return;
+    /* a CPU came or went (or the file failed: statm from now on) */
+    b->rss_summed = b->ncpus && find_cpus(b, b->cpus, b->ncpus) == 0;
+    if (!b->rss_summed)
+        b->shared->ncpus = 0;
 }
 
 int procbpf_read(struct procbpf *b, const pid_t *pids, uint32_t n, struct procbpf_result *out)
 {
     if (n > PROCBPF_MAX_PROCS)
         return -E2BIG;
+    if (b->rss_summed)
+        follow_online(b, clock_monotonic_ns());
     struct procbpf_shared *s = b->shared;
     s->n = n;
     memcpy(s->pids, pids, n * sizeof(pids[0]));
-    LIBBPF_OPTS(bpf_test_run_opts, opts);
-    if (bpf_prog_test_run_opts(b->prog_fd, &opts) < 0)
-        return -errno;
-    if (opts.retval != 0)
-        return -EIO;
+    int rc = run_program(b);
+    if (rc < 0)
+        return rc;
     out->proc = s->out;
     out->kids = s->kids;
     out->nkids = s->nkids < PROCBPF_MAX_KIDS ? s->nkids : PROCBPF_MAX_KIDS;
@@ -97,6 +155,59 @@ static int self_check(struct procbpf *b, char *why, size_t why_len)
         return -ENOTSUP;
     }
     return 0;
+}
+
+static int read_statm(struct pfile *f, uint64_t *pages)
+{
+    int rc = pfile_read(f);
+    return rc < 0 ? rc : parse_pid_statm(f->buf, f->len, pages);
+}
+
+/* The sums must be statm's to the page, shares on this CPU included: each
+ * try faults a page of its own (a CPU's share takes it unless the share
+ * reaches the counter's batch), so sums that miss the shares, or read them
+ * from a wrong place, differ. A try where statm moved between its two
+ * reads (another thread) does not count. */
+static int rss_matches_statm(struct procbpf *b)
+{
+    enum { PAGES = 4, TRIES = 12, NEEDED = 3 };
+    long page = sysconf(_SC_PAGESIZE);
+    char *mem = mmap(NULL, PAGES * (size_t)page, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED)
+        return 0;
+    struct pfile f = PFILE_INIT;
+    int matched = 0;
+    pid_t self = getpid();
+    if (pfile_open(&f, AT_FDCWD, "/proc/self/statm") == 0)
+        for (int i = 0; i < TRIES && matched >= 0 && matched < NEEDED; i++) {
+            if (i < PAGES)
+                mem[(size_t)i * (size_t)page] = 1;
+            uint64_t before, after;
+            struct procbpf_result r;
+            if (read_statm(&f, &before) < 0 || procbpf_read(b, &self, 1, &r) < 0 ||
+                read_statm(&f, &after) < 0)
+                matched = -1;
+            else if (before == after)
+                matched = r.proc[0].rss_ok && r.proc[0].rss_pages == before ? matched + 1 : -1;
+        }
+    pfile_release(&f);
+    munmap(mem, PAGES * (size_t)page);
+    return matched >= NEEDED;
+}
+
+/* Sum the RSS in the program where it adds up to statm's; else leave it
+ * off, and statm is read. */
+static void rss_setup(struct procbpf *b)
+{
+    if (pfile_open(&b->online, AT_FDCWD, "/sys/devices/system/cpu/online") < 0 ||
+        read_online(b) < 0 || find_cpus(b, b->cpus, b->ncpus) < 0)
+        return;
+    b->online_read_ns = clock_monotonic_ns();
+    if (rss_matches_statm(b))
+        b->rss_summed = 1;
+    else
+        b->shared->ncpus = 0;
 }
 
 int procbpf_open(struct procbpf **out, char *why, size_t why_len)
@@ -138,8 +249,10 @@ int procbpf_open(struct procbpf **out, char *why, size_t why_len)
         goto fail;
     }
     b->shared = m;
+    b->online.fd = -1;
     if ((rc = self_check(b, why, why_len)) < 0)
         goto fail;
+    rss_setup(b);
     *out = b;
     return 0;
 fail:

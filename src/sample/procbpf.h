@@ -19,7 +19,9 @@ struct procbpf;
 
 /* Load the program and check it against /proc/self (a pid namespace other
  * than the kernel's initial one would give other pids). 0, or -errno with
- * a one-line reason in why. */
+ * a one-line reason in why. Where its sums of the RSS counters match
+ * /proc/self/statm, each reading carries the RSS (rss_ok); else statm is
+ * the caller's to read. */
 int procbpf_open(struct procbpf **out, char *why, size_t why_len);
 void procbpf_close(struct procbpf *b);
 

@@ -14,6 +14,15 @@
  * that frame. Far above what a training job has. */
 #define PROCBPF_MAX_KIDS                4096
 #define PROCBPF_MAX_CHILDREN_PER_THREAD 4096
+/* CPUs whose share of the RSS counters the program sums; on a machine with
+ * more online, the RSS comes from statm. */
+#define PROCBPF_MAX_CPUS 1024
+
+/* What a run of the program does (procbpf_shared.op). */
+enum procbpf_op {
+    PROCBPF_READ = 0,      /* read pids[0..n) */
+    PROCBPF_FIND_CPUS = 1, /* fill cpu_off[0..ncpus) for cpu_ids[0..ncpus) */
+};
 
 struct procbpf_proc {
     __s32 pid;
@@ -24,7 +33,10 @@ struct procbpf_proc {
     __u64 cpu_ns;       /* live threads' run time plus that of exited threads */
     __u64 child_cpu_ns; /* cutime + cstime: waited-for children */
     __u64 rchar, wchar, read_bytes, write_bytes; /* as /proc/PID/io */
-    __u64 switches; /* the main thread's times switched in, as schedstat */
+    __u64 switches;  /* the main thread's times switched in, as schedstat */
+    __u64 rss_pages; /* file + anon + shmem pages, as statm's second field */
+    __u32 rss_ok;    /* 0: rss_pages not read, take statm */
+    __u32 pad;
     char comm[16];
 };
 
@@ -39,6 +51,14 @@ struct procbpf_shared {
     __u32 kids_lost; /* out: children past PROCBPF_MAX_KIDS were not listed */
     __u32 pad;
     __u64 read_ns; /* out: CLOCK_MONOTONIC as the program began to read */
+    __u32 op;      /* in: enum procbpf_op */
+    __u32 ncpus;   /* in: cpu_ids[0..ncpus) are online; 0: no RSS from BPF */
+    __u64 scratch; /* the program's own, to turn a pointer into a number */
+    /* in: the online CPUs; out of PROCBPF_FIND_CPUS, in to PROCBPF_READ:
+     * each one's per-CPU offset (what the kernel adds to a per-CPU pointer
+     * to reach that CPU's copy) */
+    __u32 cpu_ids[PROCBPF_MAX_CPUS];
+    __u64 cpu_off[PROCBPF_MAX_CPUS];
     __s32 pids[PROCBPF_MAX_PROCS];
     struct procbpf_proc out[PROCBPF_MAX_PROCS];
     struct procbpf_kid kids[PROCBPF_MAX_KIDS];

@@ -232,9 +232,9 @@ static int entry_read_procfs(struct proc_tree *t, struct proc_entry *e)
     return 0;
 }
 
-/* Take what the BPF program read of e; statm still comes from procfs, as the
- * per-CPU parts of the RSS counters cannot be summed from BPF. -ESRCH when
- * the process is gone, or its pid now names another one. */
+/* Take what the BPF program read of e; the RSS from statm where the program
+ * did not sum it (rss_ok 0). -ESRCH when the process is gone,
+ * or its pid now names another one. */
 static int entry_take_bpf(struct proc_tree *t, struct proc_entry *e, const struct procbpf_proc *p)
 {
     if (!p->found || (e->start_ns && p->start_ns != e->start_ns))
@@ -258,7 +258,9 @@ static int entry_take_bpf(struct proc_tree *t, struct proc_entry *e, const struc
     e->ctxt_ok = 1;
     struct pfile *f = &e->f[PF_STATM];
     uint64_t pages;
-    if (f->fd >= 0 && pfile_read(f) == 0 && parse_pid_statm(f->buf, f->len, &pages) == 0)
+    if (p->rss_ok)
+        e->rss_bytes = p->rss_pages * (uint64_t)t->env->page_bytes;
+    else if (f->fd >= 0 && pfile_read(f) == 0 && parse_pid_statm(f->buf, f->len, &pages) == 0)
         e->rss_bytes = pages * (uint64_t)t->env->page_bytes;
     else
         e->rss_bytes = 0; /* a zombie: no memory left */

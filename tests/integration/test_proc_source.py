@@ -147,6 +147,62 @@ for source in sources:
         check(f"{source}: all 1101 processes of the wide tree are followed at once",
               max(counts) == 1101, max(counts))
 
+# RSS to the page: two processes hold still for a second (their own statm
+# the same before and after) after touching memory, some of it a few pages
+# at a time, which stays in a CPU's share of the kernel's RSS counters. Every
+# point inside the still window must be statm's figure exactly: the BPF
+# program sums the central counts and each online CPU's share, as statm does
+# on this kernel, and a sum that missed the shares would be pages off.
+still_file = store_path("still.json")
+still_job = f"""
+import json, mmap, os, time
+page = os.sysconf("SC_PAGE_SIZE")
+def touch(m, pages):
+    for i in range(pages):
+        m[i * page] = 1
+def statm():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1])
+def still():
+    statm()
+    for _ in range(5):
+        a, t0 = statm(), time.time_ns()
+        time.sleep(1.0)
+        t1, b = time.time_ns(), statm()
+        if a == b:
+            return [os.getpid(), t0, t1, a * page]
+    return [os.getpid(), 0, 0, 0]
+big, small = mmap.mmap(-1, 8 << 20), mmap.mmap(-1, 64 * page)
+touch(big, 2048)
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    touch(small, 23)
+    os.write(w, json.dumps(still()).encode())
+    os._exit(0)
+touch(small, 7)
+mine = still()
+os.waitpid(pid, 0)
+os.close(w)
+theirs = json.loads(os.read(r, 4096))
+open({still_file!r}, "w").write(json.dumps([mine, theirs]))
+"""
+for source in sources:
+    db = store_path(f"still-{source}.db")
+    p = run(db, PYTHON, "-c", still_job, opts=("--interval", "50ms", "--proc-source", source,
+                                                "--no-report"))
+    if not check(f"{source}: the still job ran", p.returncode == 0, p.stderr):
+        continue
+    series = points(db, "proc.rss_bytes")
+    for pid, t0, t1, rss in json.load(open(still_file)):
+        if not check(f"{source}: pid {pid} held still for a second", t1 > t0, "statm kept moving"):
+            continue
+        inside = [v for ts, v in series.get(f"proc.rss_bytes{{pid={pid}}}", [])
+                  if t0 / 1e9 + 0.1 <= ts <= t1 / 1e9 - 0.1]
+        check(f"{source}: pid {pid}'s RSS is statm's to the page at every point of the window",
+              len(inside) >= 10 and set(inside) == {rss},
+              f"statm {rss}, strobe {sorted(set(inside))} over {len(inside)} points")
+
 if len(tree_cpu) == 2:
     a, b = tree_cpu["procfs"], tree_cpu["bpf"]
     near("both sources give the same tree CPU time", b, a, 0.1 + 0.05 * a, "s")

@@ -676,6 +676,44 @@ TEST(pid_list)
     ASSERT_EQ_INT(pid_list_str("99999999999999999999999", &l), -EINVAL);
 }
 
+static int cpus_str(const char *s, uint32_t *cpus, uint32_t max, uint32_t *n)
+{
+    char *buf = fixture_exact(s, strlen(s));
+    int rc = parse_cpu_list(buf, strlen(s), cpus, max, n);
+    free(buf);
+    return rc;
+}
+
+TEST(cpu_list)
+{
+    uint32_t c[8], n = 0;
+    ASSERT_EQ_INT(cpus_str("0-1\n", c, 8, &n), 0);
+    ASSERT_EQ_INT(n, 2);
+    ASSERT_EQ_INT(c[0], 0);
+    ASSERT_EQ_INT(c[1], 1);
+    ASSERT_EQ_INT(cpus_str("0", c, 8, &n), 0); /* one CPU, no newline */
+    ASSERT_EQ_INT(n, 1);
+    ASSERT_EQ_INT(cpus_str("0,2-4,7\n", c, 8, &n), 0); /* offline CPUs between */
+    ASSERT_EQ_INT(n, 5);
+    ASSERT_EQ_INT(c[1], 2);
+    ASSERT_EQ_INT(c[3], 4);
+    ASSERT_EQ_INT(c[4], 7);
+    ASSERT_EQ_INT(cpus_str("1-8", c, 8, &n), 0); /* exactly max */
+    ASSERT_EQ_INT(c[7], 8);
+    ASSERT_EQ_INT(cpus_str("0-8", c, 8, &n), -E2BIG);
+    ASSERT_EQ_INT(cpus_str("0-4000000000", c, 8, &n), -E2BIG); /* stops at max, not at the end */
+    ASSERT_EQ_INT(cpus_str("", c, 8, &n), -EINVAL);
+    ASSERT_EQ_INT(cpus_str("\n", c, 8, &n), -EINVAL);
+    ASSERT_EQ_INT(cpus_str("3-1", c, 8, &n), -EINVAL);
+    ASSERT_EQ_INT(cpus_str("2,1", c, 8, &n), -EINVAL);   /* not ascending */
+    ASSERT_EQ_INT(cpus_str("0-2,2", c, 8, &n), -EINVAL); /* named twice */
+    ASSERT_EQ_INT(cpus_str("0,", c, 8, &n), -EINVAL);
+    ASSERT_EQ_INT(cpus_str("0-", c, 8, &n), -EINVAL);
+    ASSERT_EQ_INT(cpus_str("0;1", c, 8, &n), -EINVAL);
+    ASSERT_EQ_INT(cpus_str("x", c, 8, &n), -EINVAL);
+    ASSERT_EQ_INT(cpus_str("4294967295", c, 8, &n), -EINVAL);
+}
+
 /* ---- cgroup files ---------------------------------------------------------- */
 
 TEST(flat_key)
@@ -931,4 +969,4 @@ TEST_MAIN(pfile_reads_files_of_every_size, pfile_reads_a_children_list_longer_th
           diskstats_malformed_lines_are_skipped, netdev_iteration,
           netdev_malformed_lines_are_skipped, pid_stat_fixture, pid_stat_comm_edge_cases,
           pid_stat_malformed, pid_io_and_status, pid_rss_and_switches, block_stat, pid_list,
-          flat_key, u64_or_max, every_prefix_of_every_fixture, random_noise)
+          cpu_list, flat_key, u64_or_max, every_prefix_of_every_fixture, random_noise)
