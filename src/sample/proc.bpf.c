@@ -38,6 +38,7 @@ extern void bpf_iter_task_destroy(struct bpf_iter_task *it) __ksym;
 extern int bpf_iter_num_new(struct bpf_iter_num *it, int start, int end) __ksym;
 extern int *bpf_iter_num_next(struct bpf_iter_num *it) __ksym;
 extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __ksym;
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
 
 struct {
     __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -101,53 +102,60 @@ static __always_inline int find_cpu_offsets(struct procbpf_shared *s)
  * a share at all and means the offsets are wrong. */
 #define PCPU_SHARE_MAX (1 << 20)
 
-/* percpu_counter_sum_positive(c) over cpu_ids[0..ncpus); *ok = 0 when a
- * share cannot be read or is out of bounds. */
-static __always_inline u64 counter_sum(struct procbpf_shared *s, struct percpu_counter *c, int *ok)
+/* One CPU's share of a counter into *sum: 0, or 1 when it cannot be read or
+ * is out of bounds. */
+static __always_inline int add_share(s64 *sum, const s32 *shares, u64 cpu_off)
 {
-    s64 v = c->count;
-    u64 shares = (u64)c->counters;
+    s32 d = 0;
+    if (bpf_probe_read_kernel(&d, sizeof(d), (const void *)((u64)shares + cpu_off)) ||
+        d >= PCPU_SHARE_MAX || d <= -PCPU_SHARE_MAX)
+        return 1;
+    *sum += d;
+    return 0;
+}
+
+/* statm's resident pages of the process whose leader is at leader_addr,
+ * into o (rss_ok 0 where ncpus is 0 or a share cannot be read or is out of
+ * bounds): file + anon + shmem (mm_types_task.h's counters 0, 1 and 3), each
+ * percpu_counter_sum_positive over cpu_ids[0..ncpus), in one walk of the
+ * CPUs. A process without memory (a zombie) has none, as in statm. The mm
+ * is checked again after the sums: one that exec or exit replaced meanwhile
+ * may have been freed under the reads. A global function, so that the
+ * verifier proves it once, apart from the states of the loops around its
+ * call (inlined, it doubled the program's load time). */
+__noinline int read_rss(struct procbpf_shared *s, u64 leader_addr, struct procbpf_proc *o)
+{
+    if (!s || !o || !s->ncpus)
+        return 0;
+    struct task_struct *leader =
+        bpf_rdonly_cast((void *)leader_addr, bpf_core_type_id_kernel(struct task_struct));
+    struct mm_struct *mm = leader->mm;
+    if (!mm) {
+        o->rss_ok = 1;
+        return 0;
+    }
+    struct percpu_counter *file = &mm->rss_stat[0], *anon = &mm->rss_stat[1],
+                          *shmem = &mm->rss_stat[3];
+    s64 f = file->count, a = anon->count, m = shmem->count;
+    const s32 *fs = file->counters, *as = anon->counters, *ms = shmem->counters;
     u32 n = s->ncpus;
+    int bad = 0;
     struct bpf_iter_num it;
     int *kp;
     bpf_iter_num_new(&it, 0, (int)(n < PROCBPF_MAX_CPUS ? n : PROCBPF_MAX_CPUS));
     while ((kp = bpf_iter_num_next(&it))) {
         u32 k = (u32)*kp;
-        s32 d = 0;
-        if (k >= PROCBPF_MAX_CPUS ||
-            bpf_probe_read_kernel(&d, sizeof(d), (void *)(shares + s->cpu_off[k])) ||
-            d >= PCPU_SHARE_MAX || d <= -PCPU_SHARE_MAX) {
-            *ok = 0;
+        if (k >= PROCBPF_MAX_CPUS)
             break;
-        }
-        v += d;
+        u64 off = s->cpu_off[k];
+        bad |= add_share(&f, fs, off) | add_share(&a, as, off) | add_share(&m, ms, off);
+        if (bad)
+            break;
     }
     bpf_iter_num_destroy(&it);
-    return v > 0 ? (u64)v : 0;
-}
-
-/* statm's resident pages: file + anon + shmem (mm_types_task.h's counters
- * 0, 1 and 3). A process without memory (a zombie) has none, as in statm.
- * The mm is checked again after the sums: one that exec or exit replaced
- * meanwhile may have been freed under the reads. */
-static __always_inline void read_rss(struct procbpf_shared *s, struct task_struct *leader,
-                                     struct procbpf_proc *o)
-{
-    if (!s->ncpus)
-        return;
-    struct mm_struct *mm = leader->mm;
-    if (!mm) {
-        o->rss_ok = 1;
-        return;
-    }
-    int ok = 1;
-    u64 pages = counter_sum(s, &mm->rss_stat[0], &ok);
-    pages += counter_sum(s, &mm->rss_stat[1], &ok);
-    pages += counter_sum(s, &mm->rss_stat[3], &ok);
-    if (BPF_CORE_READ(leader, mm) != mm)
-        ok = 0;
-    o->rss_pages = pages;
-    o->rss_ok = (u32)ok;
+    o->rss_pages = (u64)(f > 0 ? f : 0) + (u64)(a > 0 ? a : 0) + (u64)(m > 0 ? m : 0);
+    o->rss_ok = !bad && BPF_CORE_READ(leader, mm) == mm;
+    return 0;
 }
 
 /* What /proc/PID/io adds up for a whole process: one thread's counters. */
@@ -224,7 +232,7 @@ static __always_inline void read_process(struct procbpf_shared *s, u32 i)
     o->ppid = leader->real_parent->tgid;
     o->start_ns = leader->start_time;
     o->switches = leader->sched_info.pcount;
-    read_rss(s, leader, o);
+    read_rss(s, as_number(s, leader), o);
     bpf_probe_read_kernel_str(o->comm, sizeof(o->comm), leader->comm);
     bpf_rcu_read_unlock();
     o->found = 1;
