@@ -14,11 +14,12 @@ on the rules themselves, whose patience and windows need longer runs:
                  batch 256; data phase < 10 % either way
   ddp_straggler  both ranks step; rank 1's work per step (step time less the
                  communication waited in) >= 1.3 x rank 0's (Straggler: 25 %);
-                 rank 1's own CPU per step >= 1.3 x too; --fixed: the ranks'
-                 own CPU per step within 15 %, and work per step within 15 %
-                 unless the host slowed a rank (the same CPU per step, not
-                 the same time: Straggler may fire then, rightly); both:
-                 each rank's forward phase is the rank's own clock
+                 rank 1's own CPU per step >= 1.3 x too; both: the ratio of
+                 the ranks' work per step is that of their own CPU clocks
+                 (8 %), each rank's forward phase is the rank's own clock;
+                 --fixed: unless the host slowed a rank (own CPU clocks or
+                 work per step more than 15 % apart for the same work:
+                 Straggler may fire then, rightly)
   memory_leak    proc.rss_bytes grows 15-30 MB/s, a line with R^2 > 0.95 over
                  the last 20 s, no slower in the second half (MemoryPressure);
                  --fixed: flat
@@ -346,20 +347,21 @@ def ddp_straggler():
         cs = [ranks[n]["phases"]["comm_all_threads_ns"] / ranks[n]["total_ns"] for n in (0, 1)]
         note(tag, f"{ranks[0]['count']} steps per rank, mean step {ranks[0]['mean_ns'] / 1e6:.1f} / "
                   f"{ranks[1]['mean_ns'] / 1e6:.1f} ms, {detail}, comm share {cs[0]:.0%} / {cs[1]:.0%}")
-        host_slowed = False
-        if fixed:
-            same_work = check(f"{tag}: the ranks' own CPU per step is within 15 % (the same work)",
-                              within(cpu_ratio, 0.15), detail)
-            name = f"{tag}: the ranks' work per step is within 15 %"
-            # The same CPU per step but not the same time: the host gave one
-            # rank less of a core (a busy or stolen vCPU), a straggler of the
-            # kind the rule is for and strobe right to show.
-            host_slowed = same_work and not within(ratio, 0.15)
-            if host_slowed:
-                skip(name, f"the host slowed a rank: {detail}")
-            else:
-                check(name, within(ratio, 0.15), detail)
-        else:
+        # The same work by construction with --fixed (the same images): own
+        # CPU clocks more than 15 % apart mean the host ran one rank's
+        # instructions slower (seen in CI with the host otherwise idle: an
+        # unequal vCPU); the same CPU per step but not the same time, that
+        # the host gave one rank less of a core (a busy or stolen vCPU).
+        # Either way a straggler, which the rule is right to see.
+        host_slowed = fixed and not (within(cpu_ratio, 0.15) and within(ratio, 0.15))
+        name = f"{tag}: the ratio of the ranks' work per step (strobe) is that of their own CPU clocks"
+        if host_slowed:
+            skip(name, f"the host slowed a rank: {detail}")
+        elif not busy_skip(tag, name):
+            # work is step time less the all-reduce waited in: a rank's CPU
+            # time when it has its core (its gloo threads' polling aside)
+            near(name, ratio, cpu_ratio, 0.08 * cpu_ratio, "")
+        if not fixed:
             check(f"{tag}: rank 1's own CPU per step is >= 1.3 x rank 0's (its bigger images)",
                   cpu_ratio >= 1.3, detail)
             check(f"{tag}: rank 1's work per step is >= 1.3 x rank 0's", ratio >= 1.3, detail)
