@@ -27,7 +27,6 @@ struct procbpf {
     int prog_fd;
     struct procbpf_shared *shared; /* the map, mmap'ed */
     size_t shared_len;
-    int rss_summed;                         /* the program sums the RSS counters (ncpus > 0) */
     struct pfile online;                    /* /sys/devices/system/cpu/online, kept open */
     int64_t online_read_ns;                 /* when it was last read */
     uint32_t cpus[PROCBPF_MAX_CPUS], ncpus; /* what it said */
@@ -89,29 +88,22 @@ static int read_online(struct procbpf *b)
     return parse_cpu_list(b->online.buf, b->online.len, b->cpus, PROCBPF_MAX_CPUS, &b->ncpus);
 }
 
-/* A CPU brought online since the last look has shares of the counters the
- * sums would miss: look once a second, and find its offset. */
-static void follow_online(struct procbpf *b, int64_t now_ns)
+void procbpf_follow_online(struct procbpf *b, int64_t now_ns)
 {
-    if (now_ns - b->online_read_ns < 1000000000)
-        return;
+    struct procbpf_shared *s = b->shared;
+    if (!s->ncpus || now_ns - b->online_read_ns < 1000000000)
+        return; /* not summing, or looked within the second */
     b->online_read_ns = now_ns;
-    const struct procbpf_shared *s = b->shared;
-    if (read_online(b) == 0 && b->ncpus == s->ncpus &&
-        memcmp(b->cpus, s->cpu_ids, b->ncpus * sizeof(b->cpus[0])) == 0)
-        return;
-    /* a CPU came or went (or the file failed: statm from now on) */
-    b->rss_summed = b->ncpus && find_cpus(b, b->cpus, b->ncpus) == 0;
-    if (!b->rss_summed)
-        b->shared->ncpus = 0;
+    if (read_online(b) < 0)
+        s->ncpus = 0; /* statm from now on */
+    else if (b->ncpus != s->ncpus || memcmp(b->cpus, s->cpu_ids, b->ncpus * sizeof(b->cpus[0])))
+        find_cpus(b, b->cpus, b->ncpus); /* a CPU came or went; statm if that fails */
 }
 
 int procbpf_read(struct procbpf *b, const pid_t *pids, uint32_t n, struct procbpf_result *out)
 {
     if (n > PROCBPF_MAX_PROCS)
         return -E2BIG;
-    if (b->rss_summed)
-        follow_online(b, clock_monotonic_ns());
     struct procbpf_shared *s = b->shared;
     s->n = n;
     memcpy(s->pids, pids, n * sizeof(pids[0]));
@@ -204,9 +196,7 @@ static void rss_setup(struct procbpf *b)
         read_online(b) < 0 || find_cpus(b, b->cpus, b->ncpus) < 0)
         return;
     b->online_read_ns = clock_monotonic_ns();
-    if (rss_matches_statm(b))
-        b->rss_summed = 1;
-    else
+    if (!rss_matches_statm(b))
         b->shared->ncpus = 0;
 }
 
@@ -276,6 +266,12 @@ int procbpf_open(struct procbpf **out, char *why, size_t why_len)
 void procbpf_close(struct procbpf *b)
 {
     (void)b;
+}
+
+void procbpf_follow_online(struct procbpf *b, int64_t now_ns)
+{
+    (void)b;
+    (void)now_ns;
 }
 
 int procbpf_read(struct procbpf *b, const pid_t *pids, uint32_t n, struct procbpf_result *out)

@@ -25,6 +25,11 @@ struct procbpf;
 int procbpf_open(struct procbpf **out, char *why, size_t why_len);
 void procbpf_close(struct procbpf *b);
 
+/* Once a frame, now_ns its time: where the program sums the RSS, read the
+ * online CPUs again once a second, so that a CPU brought online has its
+ * share of the counters summed too. */
+void procbpf_follow_online(struct procbpf *b, int64_t now_ns);
+
 /* One run: read pids[0..n) (n <= PROCBPF_MAX_PROCS). The results stay valid
  * until the next call. 0 or -errno. */
 struct procbpf_result {

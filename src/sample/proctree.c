@@ -746,6 +746,7 @@ static int proc_sample(void *state, struct sample_ctx *ctx)
         return 0;
     int from_bpf = 0;
     if (t->bpf) {
+        procbpf_follow_online(t->bpf, ctx->mono_ns);
         int rc = bpf_frame(t);
         from_bpf = rc >= 0;
         /* the program's own clock: the syscall may have been preempted */
