@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "sample/parse.h"
+
 #define PFILE_MIN_CAP 1024
 /* Below this a short read is the whole file: a seq_file's page (4096 bytes
  * at the least) less room for its longest record, which is far shorter. */
@@ -83,4 +85,12 @@ void pfile_release(struct pfile *f)
     f->buf = NULL;
     f->cap = 0;
     f->len = 0;
+}
+
+int pfile_read_statm(struct pfile *f, uint64_t *resident_pages)
+{
+    if (f->fd < 0)
+        return -EBADF;
+    int rc = pfile_read(f);
+    return rc < 0 ? rc : parse_pid_statm(f->buf, f->len, resident_pages);
 }

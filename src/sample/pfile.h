@@ -10,6 +10,7 @@
 #define STROBE_SAMPLE_PFILE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct pfile {
     int fd;     /* -1 when closed */
@@ -33,5 +34,9 @@ int pfile_read_once(struct pfile *f, int dirfd, const char *path);
 void pfile_release(struct pfile *f);
 /* Close the fd but keep the buffer for reuse by the next pfile_open(). */
 void pfile_close(struct pfile *f);
+
+/* Re-read a kept /proc/PID/statm: its resident pages. 0, -EBADF when f is
+ * closed, -EINVAL when unparsable, or pfile_read's -errno. */
+int pfile_read_statm(struct pfile *f, uint64_t *resident_pages);
 
 #endif

@@ -198,6 +198,21 @@ static __always_inline void list_children(struct procbpf_shared *s, struct task_
     bpf_iter_num_destroy(&it);
 }
 
+/* Only the children of a process's threads: for the recorder, which reaps
+ * the job's orphans and whose own readings no one takes from here. */
+static __always_inline void list_children_only(struct procbpf_shared *s, struct task_struct *leader,
+                                               u32 i)
+{
+    struct bpf_iter_task it;
+    struct task_struct *t;
+    bpf_rcu_read_lock();
+    bpf_iter_task_new(&it, leader, BPF_TASK_ITER_PROC_THREADS);
+    while ((t = bpf_iter_task_next(&it)))
+        list_children(s, t, (s32)i);
+    bpf_iter_task_destroy(&it);
+    bpf_rcu_read_unlock();
+}
+
 static __always_inline void read_process(struct procbpf_shared *s, u32 i)
 {
     struct procbpf_proc *o = &s->out[i];
@@ -209,6 +224,12 @@ static __always_inline void read_process(struct procbpf_shared *s, u32 i)
         return;
     /* bpf_task_from_pid finds threads too: only a process counts */
     if (leader->tgid != pid) {
+        bpf_task_release(leader);
+        return;
+    }
+    if (i < s->kids_only) {
+        list_children_only(s, leader, i);
+        o->found = 1;
         bpf_task_release(leader);
         return;
     }

@@ -100,12 +100,14 @@ void procbpf_follow_online(struct procbpf *b, int64_t now_ns)
         find_cpus(b, b->cpus, b->ncpus); /* a CPU came or went; statm if that fails */
 }
 
-int procbpf_read(struct procbpf *b, const pid_t *pids, uint32_t n, struct procbpf_result *out)
+int procbpf_read(struct procbpf *b, const pid_t *pids, uint32_t n, uint32_t kids_only,
+                 struct procbpf_result *out)
 {
     if (n > PROCBPF_MAX_PROCS)
         return -E2BIG;
     struct procbpf_shared *s = b->shared;
     s->n = n;
+    s->kids_only = kids_only < n ? kids_only : n;
     memcpy(s->pids, pids, n * sizeof(pids[0]));
     int rc = run_program(b);
     if (rc < 0)
@@ -134,7 +136,7 @@ static int self_check(struct procbpf *b, char *why, size_t why_len)
     pfile_release(&f);
     pid_t self = getpid();
     struct procbpf_result r;
-    if ((rc = procbpf_read(b, &self, 1, &r)) < 0) {
+    if ((rc = procbpf_read(b, &self, 1, 0, &r)) < 0) {
         snprintf(why, why_len, "running the program failed: %s", strerror(-rc));
         return rc;
     }
@@ -147,12 +149,6 @@ static int self_check(struct procbpf *b, char *why, size_t why_len)
         return -ENOTSUP;
     }
     return 0;
-}
-
-static int read_statm(struct pfile *f, uint64_t *pages)
-{
-    int rc = pfile_read(f);
-    return rc < 0 ? rc : parse_pid_statm(f->buf, f->len, pages);
 }
 
 /* The sums must be statm's to the page, shares on this CPU included: each
@@ -177,8 +173,8 @@ static int rss_matches_statm(struct procbpf *b)
                 mem[(size_t)i * (size_t)page] = 1;
             uint64_t before, after;
             struct procbpf_result r;
-            if (read_statm(&f, &before) < 0 || procbpf_read(b, &self, 1, &r) < 0 ||
-                read_statm(&f, &after) < 0)
+            if (pfile_read_statm(&f, &before) < 0 || procbpf_read(b, &self, 1, 0, &r) < 0 ||
+                pfile_read_statm(&f, &after) < 0)
                 matched = -1;
             else if (before == after)
                 matched = r.proc[0].rss_ok && r.proc[0].rss_pages == before ? matched + 1 : -1;
@@ -274,11 +270,13 @@ void procbpf_follow_online(struct procbpf *b, int64_t now_ns)
     (void)now_ns;
 }
 
-int procbpf_read(struct procbpf *b, const pid_t *pids, uint32_t n, struct procbpf_result *out)
+int procbpf_read(struct procbpf *b, const pid_t *pids, uint32_t n, uint32_t kids_only,
+                 struct procbpf_result *out)
 {
     (void)b;
     (void)pids;
     (void)n;
+    (void)kids_only;
     (void)out;
     return -ENOTSUP;
 }

@@ -30,8 +30,10 @@ void procbpf_close(struct procbpf *b);
  * share of the counters summed too. */
 void procbpf_follow_online(struct procbpf *b, int64_t now_ns);
 
-/* One run: read pids[0..n) (n <= PROCBPF_MAX_PROCS). The results stay valid
- * until the next call. 0 or -errno. */
+/* One run: read pids[0..n) (n <= PROCBPF_MAX_PROCS), the first kids_only of
+ * them for the children of their threads only (their readings then hold
+ * pid and found, nothing else). The results stay valid until the next
+ * call. 0 or -errno. */
 struct procbpf_result {
     const struct procbpf_proc *proc; /* n of them, in the order of pids */
     const struct procbpf_kid *kids;  /* children of their threads */
@@ -39,6 +41,7 @@ struct procbpf_result {
     int kids_lost;   /* more children than listed: look in procfs too */
     int64_t read_ns; /* CLOCK_MONOTONIC as the program began to read */
 };
-int procbpf_read(struct procbpf *b, const pid_t *pids, uint32_t n, struct procbpf_result *out);
+int procbpf_read(struct procbpf *b, const pid_t *pids, uint32_t n, uint32_t kids_only,
+                 struct procbpf_result *out);
 
 #endif

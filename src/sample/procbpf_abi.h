@@ -49,7 +49,9 @@ struct procbpf_shared {
     __u32 n;         /* in: pids[0..n) to read */
     __u32 nkids;     /* out: kids[0..nkids) */
     __u32 kids_lost; /* out: children past PROCBPF_MAX_KIDS were not listed */
-    __u32 pad;
+    /* in: pids[0..kids_only) are walked for their children only; their own
+     * readings are left unread (pid and found only) */
+    __u32 kids_only;
     __u64 read_ns; /* out: CLOCK_MONOTONIC as the program began to read */
     __u32 op;      /* in: enum procbpf_op */
     __u32 ncpus;   /* in: cpu_ids[0..ncpus) are online; 0: no RSS from BPF */

@@ -187,8 +187,7 @@ static int entry_read(struct proc_entry *e, long page_bytes)
     e->ctxt_ok = f[PF_SCHEDSTAT].fd >= 0 && pfile_read(&f[PF_SCHEDSTAT]) == 0 &&
                  parse_pid_schedstat(f[PF_SCHEDSTAT].buf, f[PF_SCHEDSTAT].len, &e->ctxt) == 0;
     uint64_t pages;
-    if (f[PF_STATM].fd >= 0 && pfile_read(&f[PF_STATM]) == 0 &&
-        parse_pid_statm(f[PF_STATM].buf, f[PF_STATM].len, &pages) == 0)
+    if (pfile_read_statm(&f[PF_STATM], &pages) == 0)
         e->rss_bytes = pages * (uint64_t)page_bytes;
     else
         e->rss_bytes = e->st.rss_pages * (uint64_t)page_bytes;
@@ -256,11 +255,10 @@ static int entry_take_bpf(struct proc_tree *t, struct proc_entry *e, const struc
     e->io_ok = 1;
     e->ctxt = p->switches;
     e->ctxt_ok = 1;
-    struct pfile *f = &e->f[PF_STATM];
     uint64_t pages;
     if (p->rss_ok)
         e->rss_bytes = p->rss_pages * (uint64_t)t->env->page_bytes;
-    else if (f->fd >= 0 && pfile_read(f) == 0 && parse_pid_statm(f->buf, f->len, &pages) == 0)
+    else if (pfile_read_statm(&e->f[PF_STATM], &pages) == 0)
         e->rss_bytes = pages * (uint64_t)t->env->page_bytes;
     else
         e->rss_bytes = 0; /* a zombie: no memory left */
@@ -273,7 +271,7 @@ static int entry_refresh(struct proc_tree *t, struct proc_entry *e)
     if (!t->bpf)
         return entry_read_procfs(t, e);
     struct procbpf_result r;
-    if (procbpf_read(t->bpf, &e->pid, 1, &r) < 0)
+    if (procbpf_read(t->bpf, &e->pid, 1, 0, &r) < 0)
         return entry_read_procfs(t, e);
     return entry_take_bpf(t, e, &r.proc[0]);
 }
@@ -666,10 +664,11 @@ static void bpf_note_kid(struct proc_tree *t, pid_t pid, uint32_t *nkids)
         t->bpf_kids[(*nkids)++] = pid;
 }
 
-/* Run the program over pids[0..n), in as many runs as it takes. take(i, p)
- * gets each process read; the children found are collected in bpf_kids.
- * Returns the number of children, or -errno (the frame then reads procfs). */
-static int bpf_read_all(struct proc_tree *t, const pid_t *pids, uint32_t n,
+/* Run the program over pids[0..n), in as many runs as it takes, the first
+ * kids_only for their children only. take(i, p) gets each process read; the
+ * children found are collected in bpf_kids. Returns the number of
+ * children, or -errno (the frame then reads procfs). */
+static int bpf_read_all(struct proc_tree *t, const pid_t *pids, uint32_t n, uint32_t kids_only,
                         void (*take)(struct proc_tree *, uint32_t, const struct procbpf_proc *),
                         int *lost, int64_t *read_ns)
 {
@@ -677,7 +676,7 @@ static int bpf_read_all(struct proc_tree *t, const pid_t *pids, uint32_t n,
     for (uint32_t off = 0; off < n; off += PROCBPF_MAX_PROCS) {
         uint32_t m = n - off < PROCBPF_MAX_PROCS ? n - off : PROCBPF_MAX_PROCS;
         struct procbpf_result r;
-        int rc = procbpf_read(t->bpf, pids + off, m, &r);
+        int rc = procbpf_read(t->bpf, pids + off, m, kids_only > off ? kids_only - off : 0, &r);
         if (rc < 0)
             return rc;
         if (!off && read_ns)
@@ -691,8 +690,8 @@ static int bpf_read_all(struct proc_tree *t, const pid_t *pids, uint32_t n,
     return (int)nkids;
 }
 
-/* The tracked processes' own readings: pids[0] is the recorder (its
- * children are orphans come back), pids[1 + i] is entry i. A process gone
+/* The tracked processes' own readings: pids[0] is the recorder (read for
+ * its children only: orphans come back), pids[1 + i] is entry i. A process gone
  * is marked and removed once all are read (removing moves entries). */
 static void take_tracked(struct proc_tree *t, uint32_t i, const struct procbpf_proc *p)
 {
@@ -723,7 +722,7 @@ static int bpf_frame(struct proc_tree *t)
     for (uint32_t i = 0; i < t->n; i++)
         t->bpf_pids[1 + i] = t->e[i].pid;
     int lost = 0;
-    int nkids = bpf_read_all(t, t->bpf_pids, n, take_tracked, &lost, &t->bpf_read_ns);
+    int nkids = bpf_read_all(t, t->bpf_pids, n, 1, take_tracked, &lost, &t->bpf_read_ns);
     if (nkids < 0)
         return nkids;
     for (uint32_t i = t->n; i-- > 0;)
@@ -733,7 +732,7 @@ static int bpf_frame(struct proc_tree *t)
         if (pids_reserve(&t->bpf_pids, &t->bpf_pids_cap, (uint32_t)nkids) < 0)
             break;
         memcpy(t->bpf_pids, t->bpf_kids, (size_t)nkids * sizeof(pid_t));
-        nkids = bpf_read_all(t, t->bpf_pids, (uint32_t)nkids, take_new, &lost, NULL);
+        nkids = bpf_read_all(t, t->bpf_pids, (uint32_t)nkids, 0, take_new, &lost, NULL);
     }
     return lost ? 1 : 0;
 }
