@@ -121,7 +121,6 @@ struct trace {
     uint32_t nfindings;
     /* counts of what is in the trace, for the summary line and the tests */
     uint64_t slices, instants, points; /* points: counted as the writer reads them */
-    uint64_t skipped_counter_events;   /* COUNTER events: their values are the app.* series */
     uint64_t corrupt_blocks;           /* blocks that did not decode: skipped */
     int read_failed; /* a counter's points could not be read: store->err says why */
 };
