@@ -350,6 +350,36 @@ def f2(v):
     return "n/a" if v is None else "%.2f" % v
 
 
+def kilohertz_floor(dirname, sc):
+    """(wake µs, files µs) under a 1 ms frame: wake_cost's timerfd+epoll line
+    at 1 ms, and sample_cost's host files with /proc/stat read one frame in
+    10 (the cpu collector waits for a USER_HZ tick); None when either is
+    missing."""
+    try:
+        with open(os.path.join(dirname, "wake_1ms.txt")) as f:
+            m = re.search(r"^timerfd\+epoll\s+([0-9.]+) us", f.read(), re.M)
+    except OSError:
+        return None
+    if not m or not sc or "host_files" not in sc:
+        return None
+    files = sum(fr["us"] * (0.1 if fr["file"] == "/proc/stat" else 1.0) for fr in sc["host_files"])
+    return float(m.group(1)), files + tree_read(sc)
+
+
+def tree_read(sc):
+    """µs of one BPF run over the tree (sample_cost's tree_bpf_read_us), 0 when
+    the tree was read through procfs."""
+    return max(sc.get("tree_bpf_read_us", -1.0), 0.0)
+
+
+def floor_verdict(floor, budget, unit):
+    """A floor is not strobe's to pass: it says what is left under the budget
+    for everything strobe does, or that nothing is."""
+    if floor > budget:
+        return "**over the budget before strobe parses or stores anything**"
+    return "%.1f %s of the budget left for strobe's own work" % (budget - floor, unit)
+
+
 def cmd_report(a):
     d = a.dir
     m = load(d, "machine.json") or {}
@@ -417,6 +447,12 @@ def cmd_report(a):
             if ps_med:
                 w("| psutil / strobe through procfs, back to back | | %.1f× | |" % (
                     ps_med / scf["full_us"]))
+        if "host_floor_us" in sc:
+            floor = sc["host_floor_us"] + tree_read(sc)
+            w("| the floor: the kernel writing the %d host files a frame reads, one `pread` each%s; "
+              "nothing parsed or stored (below) | ≤ 20 µs | %s µs | %s |" % (
+                  len(sc["host_files"]), " and one run of the BPF program over the tree"
+                  if tree_read(sc) else "", f1(floor), floor_verdict(floor, 20, "µs")))
         w("")
         w("Back to back, a frame's `mono_ns` is its scheduled time, 100 ms after the last one, as "
           "in the recorder, so the work done once a second (the walk of every thread's children "
@@ -461,6 +497,23 @@ def cmd_report(a):
               "the rest is the kernel (the split is by clock ticks, so it is a share, not an "
               "exact figure)." % (100 * sc["user_share"]))
             w("")
+        if "host_files" in sc:
+            w("The floor: one `pread` of each host file on the collectors' own kept fds "
+              "(median of 5 × 2000), the files a frame reads every frame (`/proc/vmstat` and the "
+              "online CPUs come once a second; the process tree through BPF is no file):")
+            w("")
+            w("| file | bytes | µs per pread |")
+            w("|---|---:|---:|")
+            for fr in sc["host_files"]:
+                w("| `%s` | %d | %.2f |" % (fr["file"], fr["bytes"], fr["us"]))
+            w("| **sum** | | **%.2f** |" % sc["host_floor_us"])
+            w("")
+            if tree_read(sc):
+                w("One run of the BPF program over the tree (the recorder for its children, then "
+                  "the %d processes tracked), nothing taken from it: %.2f µs (the proc collector "
+                  "whole: %.2f µs)." % (sc["procs_tracked"], tree_read(sc), next(
+                      (c["us"] for c in sc["collectors"] if c["name"] == "proc"), 0.0)))
+                w("")
         w("Most of it is the kernel writing procfs text. One `pread` of each file a sampler "
           "may read (median of 5 × 2000):")
         w("")
@@ -512,6 +565,13 @@ def cmd_report(a):
             w("| 1 kHz, %% of one core (median of %d runs, rusage) | ≤ 5 %% | %.1f %% | %s |" % (
                 len(k1), pct, verdict(pct <= 5)))
             w("| 1 kHz, missed deadlines (median) | 0 | %g | %s |" % (miss, verdict(miss == 0)))
+            floor = kilohertz_floor(d, sc)
+            if floor:
+                pct = (floor[0] + floor[1]) / 10  # µs in each 1000 µs
+                w("| the floor at 1 kHz: an empty 1 ms wake-up (%.1f µs) and the kernel's reads of "
+                  "each frame (%.1f µs: the host files, `/proc/stat` one frame in 10, and the tree's "
+                  "BPF run), nothing parsed or stored | ≤ 5 %% | %.1f %% | %s |" % (
+                      floor[0], floor[1], pct, floor_verdict(pct, 5, "%")))
             w("")
         clean = sorted({r["interval_s"] for r in own if
                         all(x["missed"] == 0 for x in own if x["interval_s"] == r["interval_s"])})

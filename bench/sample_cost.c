@@ -24,12 +24,20 @@
  * kernel allows it (auto), or as --proc-source says; "proc_source" in the
  * output tells which.
  *
+ * The floor under a frame is measured too: one pread of each host file the
+ * collectors keep open and read every frame, on their own fds
+ * ("host_files", "host_floor_us"), and one run of the BPF program over the
+ * tree ("tree_bpf_read_us"). That is the kernel's work, which no parser or
+ * encoder of strobe's can lower.
+ *
  * Prints one JSON object on stdout. Times are CPU microseconds of the calling
  * thread (system calls included).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdint.h>
@@ -44,6 +52,7 @@
 
 #include "common/clock.h"
 #include "sample/collector.h"
+#include "sample/procbpf.h"
 #include "sample/proctree.h"
 #include "sample/series.h"
 
@@ -294,15 +303,15 @@ static double clock_pair_us(void)
     return median(v, 2001);
 }
 
-static double pread_us(const char *path, ssize_t *bytes)
+/* One pread of fd from its start, in µs (median of 5 × 2000); -1 when
+ * it cannot be read (a directory). */
+static double pread_fd_us(int fd, ssize_t *bytes)
 {
     static char buf[65536];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1.0;
     ssize_t n = 0;
     for (int k = 0; k < 200; k++)
-        n = pread(fd, buf, sizeof(buf), 0);
+        if ((n = pread(fd, buf, sizeof(buf), 0)) < 0)
+            return -1.0;
     double v[5];
     for (int r = 0; r < 5; r++) {
         int64_t t0 = clock_thread_cpu_ns();
@@ -310,8 +319,108 @@ static double pread_us(const char *path, ssize_t *bytes)
             n = pread(fd, buf, sizeof(buf), 0);
         v[r] = (double)(clock_thread_cpu_ns() - t0) / 1e3 / 2000.0;
     }
-    close(fd);
     *bytes = n;
+    return median(v, 5);
+}
+
+static double pread_us(const char *path, ssize_t *bytes)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1.0;
+    double us = pread_fd_us(fd, bytes);
+    close(fd);
+    return us;
+}
+
+/* Files the collectors keep open but read once a second, not every frame. */
+static int read_once_a_second(const char *path)
+{
+    return strcmp(path, "/proc/vmstat") == 0 || strcmp(path, "/sys/devices/system/cpu/online") == 0;
+}
+
+/* Whether path is a host file: under /proc or /sys, and not one process's
+ * (/proc/PID/...), bar the network namespace's. /proc/net links to
+ * /proc/self/net, so a kept fd names a pid ("/proc/PID/net/dev", with
+ * " (deleted)" once procfs has dropped that dentry): it is put back as
+ * /proc/net/... Nothing a JSON string would need escaped. */
+static int host_file(char *path)
+{
+    if (strpbrk(path, "\"\\"))
+        return 0;
+    if (strncmp(path, "/sys/", 5) == 0)
+        return 1;
+    if (strncmp(path, "/proc/", 6) != 0)
+        return 0;
+    const char *p = path + 6;
+    if (!(*p >= '0' && *p <= '9'))
+        return 1;
+    while (*p >= '0' && *p <= '9')
+        p++;
+    if (strncmp(p, "/net/", 5) != 0)
+        return 0;
+    memmove(path + 5, p, strlen(p) + 1);
+    char *deleted = strstr(path, " (deleted)");
+    if (deleted)
+        *deleted = '\0';
+    return 1;
+}
+
+/* The floor under a frame that no parser or encoder can lower: the kernel
+ * writing each host file the collectors read every frame, one pread each
+ * on the collectors' own kept fds (found among this process's open files),
+ * nothing parsed. The process tree is left out: through BPF it is no file. */
+static void host_floor(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return;
+    double sum = 0.0;
+    int first = 1;
+    printf(",\"host_files\":[");
+    for (struct dirent *de; (de = readdir(d));) {
+        char link[64], path[PATH_MAX];
+        int fd = atoi(de->d_name);
+        if (de->d_name[0] == '.' || fd == dirfd(d))
+            continue;
+        snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+        ssize_t len = readlink(link, path, sizeof(path) - 1);
+        if (len <= 0)
+            continue;
+        path[len] = '\0';
+        ssize_t n;
+        double us;
+        if (!host_file(path) || read_once_a_second(path) || (us = pread_fd_us(fd, &n)) < 0)
+            continue;
+        printf("%s{\"file\":\"%s\",\"bytes\":%zd,\"us\":%.4f}", first ? "" : ",", path, n, us);
+        first = 0;
+        sum += us;
+    }
+    closedir(d);
+    printf("],\"host_floor_us\":%.4f", sum);
+}
+
+/* The other part of the floor: one run of the BPF program over the tree as
+ * a frame makes it (the recorder's pid for its children, then each tracked
+ * process), nothing taken from it. -1 when the tree is read through procfs. */
+static double tree_read_us(const struct proc_tree *t)
+{
+    pid_t pids[1 + TREE_SIZE * 2];
+    uint32_t n = 0;
+    pids[n++] = getpid();
+    for (uint32_t i = 0; i < t->n && n < sizeof(pids) / sizeof(pids[0]); i++)
+        pids[n++] = t->e[i].pid;
+    double v[5];
+    struct procbpf_result r;
+    for (int k = 0; k < 200; k++)
+        if (!t->bpf || procbpf_read(t->bpf, pids, n, 1, &r) < 0)
+            return -1.0;
+    for (int rep = 0; rep < 5; rep++) {
+        int64_t t0 = clock_thread_cpu_ns();
+        for (int k = 0; k < 2000; k++)
+            procbpf_read(t->bpf, pids, n, 1, &r);
+        v[rep] = (double)(clock_thread_cpu_ns() - t0) / 1e3 / 2000.0;
+    }
     return median(v, 5);
 }
 
@@ -612,6 +721,8 @@ int main(int argc, char **argv)
         if (b.tree.e[i].pid != root)
             leaf = b.tree.e[i].pid;
     file_costs(root, leaf ? leaf : root);
+    host_floor();
+    printf(",\"tree_bpf_read_us\":%.4f", tree_read_us(&b.tree));
     printf(",\"collectors\":[");
     for (size_t c = 0; c < ncoll; c++) {
         struct sampler_slot *slot = &b.sampler.slots[c];
