@@ -453,6 +453,16 @@ def cmd_report(a):
               "nothing parsed or stored (below) | ≤ 20 µs | %s µs | %s |" % (
                   len(sc["host_files"]), " and one run of the BPF program over the tree"
                   if tree_read(sc) else "", f1(floor), floor_verdict(floor, 20, "µs")))
+        cold = scp.get("paced_floor_p50_us") if scp else None
+        if cold:
+            w("| the floor paced at 100 ms (the same reads, cold: each 50 ms after a frame, "
+              "median of %d) | ≤ 20 µs | %s µs | %s |" % (
+                  scp["paced_frames"], f1(cold), floor_verdict(cold, 20, "µs")))
+            if psp_med:
+                w("| psutil paced / the floor paced: the most any sampler of these files could "
+                  "reach | ≥ 30× | %.1f× | %s |" % (psp_med / cold, "reachable in principle"
+                                                    if psp_med / cold >= 30 else
+                                                    "**out of reach for any sampler of these files**"))
         w("")
         w("Back to back, a frame's `mono_ns` is its scheduled time, 100 ms after the last one, as "
           "in the recorder, so the work done once a second (the walk of every thread's children "

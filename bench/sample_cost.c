@@ -367,18 +367,34 @@ static int host_file(char *path)
 }
 
 /* The floor under a frame that no parser or encoder can lower: the kernel
- * writing each host file the collectors read every frame, one pread each
- * on the collectors' own kept fds (found among this process's open files),
- * nothing parsed. The process tree is left out: through BPF it is no file. */
-static void host_floor(void)
+ * writing each host file the collectors read every frame, on the
+ * collectors' own kept fds (found among this process's open files), and one
+ * run of the BPF program over the tree as a frame makes it (the recorder's
+ * pid for its children, then each tracked process). Nothing is parsed or
+ * taken from either. */
+#define FLOOR_FILES_MAX 128
+struct floor {
+    int fd[FLOOR_FILES_MAX];
+    char path[FLOOR_FILES_MAX][256];
+    int nfiles;
+    struct procbpf *bpf; /* NULL: the tree is read through procfs */
+    pid_t pids[1 + TREE_SIZE * 2];
+    uint32_t npids;
+};
+
+static void floor_find(struct floor *f, const struct proc_tree *t)
 {
+    f->nfiles = 0;
+    f->bpf = t->bpf;
+    f->npids = 0;
+    f->pids[f->npids++] = getpid();
+    for (uint32_t i = 0; i < t->n && f->npids < sizeof(f->pids) / sizeof(f->pids[0]); i++)
+        f->pids[f->npids++] = t->e[i].pid;
     DIR *d = opendir("/proc/self/fd");
     if (!d)
         return;
-    double sum = 0.0;
-    int first = 1;
-    printf(",\"host_files\":[");
-    for (struct dirent *de; (de = readdir(d));) {
+    static char buf[65536];
+    for (struct dirent *de; (de = readdir(d)) && f->nfiles < FLOOR_FILES_MAX;) {
         char link[64], path[PATH_MAX];
         int fd = atoi(de->d_name);
         if (de->d_name[0] == '.' || fd == dirfd(d))
@@ -388,40 +404,64 @@ static void host_floor(void)
         if (len <= 0)
             continue;
         path[len] = '\0';
-        ssize_t n;
-        double us;
-        if (!host_file(path) || read_once_a_second(path) || (us = pread_fd_us(fd, &n)) < 0)
+        if (!host_file(path) || read_once_a_second(path) || strlen(path) >= sizeof(f->path[0]) ||
+            pread(fd, buf, sizeof(buf), 0) < 0) /* a directory */
             continue;
-        printf("%s{\"file\":\"%s\",\"bytes\":%zd,\"us\":%.4f}", first ? "" : ",", path, n, us);
-        first = 0;
-        sum += us;
+        f->fd[f->nfiles] = fd;
+        snprintf(f->path[f->nfiles], sizeof(f->path[0]), "%s", path);
+        f->nfiles++;
     }
     closedir(d);
+}
+
+static void floor_print_files(const struct floor *f)
+{
+    double sum = 0.0;
+    printf(",\"host_files\":[");
+    for (int i = 0; i < f->nfiles; i++) {
+        ssize_t n = 0;
+        double us = pread_fd_us(f->fd[i], &n);
+        printf("%s{\"file\":\"%s\",\"bytes\":%zd,\"us\":%.4f}", i ? "," : "", f->path[i], n, us);
+        sum += us > 0 ? us : 0.0;
+    }
     printf("],\"host_floor_us\":%.4f", sum);
 }
 
-/* The other part of the floor: one run of the BPF program over the tree as
- * a frame makes it (the recorder's pid for its children, then each tracked
- * process), nothing taken from it. -1 when the tree is read through procfs. */
-static double tree_read_us(const struct proc_tree *t)
+/* One run of the program over the tree, back to back, in µs; -1 when the
+ * tree is read through procfs. */
+static double floor_tree_us(const struct floor *f)
 {
-    pid_t pids[1 + TREE_SIZE * 2];
-    uint32_t n = 0;
-    pids[n++] = getpid();
-    for (uint32_t i = 0; i < t->n && n < sizeof(pids) / sizeof(pids[0]); i++)
-        pids[n++] = t->e[i].pid;
     double v[5];
     struct procbpf_result r;
     for (int k = 0; k < 200; k++)
-        if (!t->bpf || procbpf_read(t->bpf, pids, n, 1, &r) < 0)
+        if (!f->bpf || procbpf_read(f->bpf, f->pids, f->npids, 1, &r) < 0)
             return -1.0;
     for (int rep = 0; rep < 5; rep++) {
         int64_t t0 = clock_thread_cpu_ns();
         for (int k = 0; k < 2000; k++)
-            procbpf_read(t->bpf, pids, n, 1, &r);
+            procbpf_read(f->bpf, f->pids, f->npids, 1, &r);
         v[rep] = (double)(clock_thread_cpu_ns() - t0) / 1e3 / 2000.0;
     }
     return median(v, 5);
+}
+
+/* The whole floor once: every file read, the tree's run. */
+static void floor_once(const struct floor *f)
+{
+    static char buf[65536];
+    for (int i = 0; i < f->nfiles; i++)
+        if (pread(f->fd[i], buf, sizeof(buf), 0) < 0)
+            break;
+    struct procbpf_result r;
+    if (f->bpf)
+        procbpf_read(f->bpf, f->pids, f->npids, 1, &r);
+}
+
+static void sleep_until(int64_t due)
+{
+    struct timespec ts = {(time_t)(due / NS_PER_S), (long)(due % NS_PER_S)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
 }
 
 /* The first whole disk that is not a loop or ram device, for its stat file. */
@@ -668,29 +708,38 @@ int main(int argc, char **argv)
     double full_real_us = median_of_reps(&b, NULL, frames, reps);
 
     /* 5. paced frames on the real clock: one every paced_ms, with caches as
-     * cold as in a recorder that sleeps between frames */
-    double paced_p50 = 0.0, paced_mean = 0.0;
+     * cold as in a recorder that sleeps between frames; half way between
+     * two, the floor alone, as cold (a wake-up costs no more after 100 ms of
+     * sleep than after 20: bench/wake_cost) */
+    struct floor fl;
+    floor_find(&fl, &b.tree);
+    double paced_p50 = 0.0, paced_mean = 0.0, paced_floor_p50 = 0.0;
     if (paced_frames > 0 && paced_ms > 0.0) {
         double *pv = malloc((size_t)paced_frames * sizeof(*pv));
-        if (!pv)
+        double *fv = malloc((size_t)paced_frames * sizeof(*fv));
+        if (!pv || !fv)
             return 1;
         int64_t step = (int64_t)(paced_ms * 1e6);
         int64_t due = clock_monotonic_ns();
         double sum = 0.0;
         for (long i = 0; i < paced_frames; i++) {
             due += step;
-            struct timespec ts = {(time_t)(due / NS_PER_S), (long)(due % NS_PER_S)};
-            while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-                ;
+            sleep_until(due);
             release_sealed(&b.series);
             int64_t t0 = clock_thread_cpu_ns();
             frame(&b);
             pv[i] = (double)(clock_thread_cpu_ns() - t0) / 1e3 - pair_us;
             sum += pv[i];
+            sleep_until(due + step / 2);
+            t0 = clock_thread_cpu_ns();
+            floor_once(&fl);
+            fv[i] = (double)(clock_thread_cpu_ns() - t0) / 1e3 - pair_us;
         }
         paced_mean = sum / (double)paced_frames;
         paced_p50 = median(pv, (size_t)paced_frames);
+        paced_floor_p50 = median(fv, (size_t)paced_frames);
         free(pv);
+        free(fv);
     }
 
     printf("{\"frames\":%ld,\"reps\":%d,\"warmup\":%ld,\"tree_size\":%d,\"procs_tracked\":%u,"
@@ -721,8 +770,9 @@ int main(int argc, char **argv)
         if (b.tree.e[i].pid != root)
             leaf = b.tree.e[i].pid;
     file_costs(root, leaf ? leaf : root);
-    host_floor();
-    printf(",\"tree_bpf_read_us\":%.4f", tree_read_us(&b.tree));
+    floor_print_files(&fl);
+    printf(",\"tree_bpf_read_us\":%.4f,\"paced_floor_p50_us\":%.4f", floor_tree_us(&fl),
+           paced_floor_p50);
     printf(",\"collectors\":[");
     for (size_t c = 0; c < ncoll; c++) {
         struct sampler_slot *slot = &b.sampler.slots[c];

@@ -3,8 +3,9 @@
 a frame from the files the collectors really keep open: every host file a
 frame reads (the ones each collector needs, found here independently of
 it), none read once a second (/proc/vmstat, the online CPUs), none of one
-process's, each once, and their sum; and one BPF run over the tree where
-the tree is read through BPF. Not timed: `make bench` times it."""
+process's, each once, and their sum; one BPF run over the tree where the
+tree is read through BPF; and the same reads paced. Not timed: `make bench`
+times it."""
 import os
 import subprocess
 
@@ -13,7 +14,8 @@ from strobetest import *
 BUILD = os.environ.get("STROBE_BUILD", os.path.dirname(os.path.abspath(STROBE)))
 COST = os.path.join(BUILD, "bench", "sample_cost")
 
-p = subprocess.run([COST, "--frames", "300", "--reps", "1", "--warmup", "10"],
+p = subprocess.run([COST, "--frames", "300", "--reps", "1", "--warmup", "10", "--paced-ms", "10",
+                    "--paced-frames", "3"],
                    capture_output=True, text=True, timeout=120)
 check("sample_cost runs", p.returncode == 0, p.stderr[-500:])
 d = json.loads(p.stdout) if p.returncode == 0 else {}
@@ -59,4 +61,5 @@ if d.get("proc_source") == "bpf":
     check("the tree's BPF run is measured", tree is not None and tree > 0, tree)
 else:
     check("no BPF run is reported when the tree is read through procfs", tree == -1, tree)
+check("the floor is measured paced too", d.get("paced_floor_p50_us", 0) > 0, d.get("paced_floor_p50_us"))
 done()
