@@ -22,7 +22,7 @@
 
 #include "common/clock.h"
 
-#define MAX_READS 1000
+#define MAX_READS  1000
 #define WARM_READS 2000
 
 static char buf[65536];
@@ -71,7 +71,8 @@ static void measure(const char *what, int fd, long sleep_ms, int reads)
         read_once(fd);
     double warm = (double)(clock_thread_cpu_ns() - t0) / 1e3 / WARM_READS;
     double c = median(cold, reads);
-    printf("%-28s cold %7.2f us   warm %6.2f us   %5.1fx\n", what, c, warm, warm > 0 ? c / warm : 0);
+    printf("%-28s cold %7.2f us   warm %6.2f us   %5.1fx\n", what, c, warm,
+           warm > 0 ? c / warm : 0);
 }
 
 static void usage(void)

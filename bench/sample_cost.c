@@ -404,11 +404,13 @@ static void floor_find(struct floor *f, const struct proc_tree *t)
         if (len <= 0)
             continue;
         path[len] = '\0';
-        if (!host_file(path) || read_once_a_second(path) || strlen(path) >= sizeof(f->path[0]) ||
-            pread(fd, buf, sizeof(buf), 0) < 0) /* a directory */
+        if (!host_file(path) || read_once_a_second(path)) /* host_file may shorten it */
+            continue;
+        size_t plen = strlen(path);
+        if (plen >= sizeof(f->path[0]) || pread(fd, buf, sizeof(buf), 0) < 0) /* a directory */
             continue;
         f->fd[f->nfiles] = fd;
-        snprintf(f->path[f->nfiles], sizeof(f->path[0]), "%s", path);
+        memcpy(f->path[f->nfiles], path, plen + 1);
         f->nfiles++;
     }
     closedir(d);
