@@ -597,6 +597,9 @@ def cmd_report(a):
     # 3. storage
     w("## 3. Bytes per sample (the demo training, `examples/train.py`)")
     w("")
+    if not st:
+        w("Not run (`bench/run --samplers` runs sections 1, 2 and 4 only).")
+        w("")
     if st:
         sb = st["strobe_bytes_per_sample"]
         w("%d samples of %d series, %d points over %.0f s (%d exported rows)." % (
