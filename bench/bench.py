@@ -600,7 +600,7 @@ def cmd_report(a):
     if not st:
         w("Not run (`bench/run --samplers` runs sections 1, 2 and 4 only).")
         w("")
-    if st:
+    else:
         sb = st["strobe_bytes_per_sample"]
         w("%d samples of %d series, %d points over %.0f s (%d exported rows)." % (
             st["samples"], st["series"], st["points"], st["wall_s"], st["exported_rows"]))

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_run.h"
 #include "common/clock.h"
 
 #define MAX_READS  1000
@@ -27,15 +28,9 @@
 
 static char buf[65536];
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static double median(double *v, int n)
 {
-    qsort(v, (size_t)n, sizeof(*v), cmp_double);
+    qsort(v, (size_t)n, sizeof(*v), bench_cmp_double);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
 }
 
@@ -58,12 +53,12 @@ static double cpu_us_of_one(int fd)
 static void measure(const char *what, int fd, long sleep_ms, int reads)
 {
     static double cold[MAX_READS];
-    struct timespec nap = {(time_t)(sleep_ms / 1000), (sleep_ms % 1000) * 1000000L};
+    const struct timespec nap = {(time_t)(sleep_ms / 1000), (sleep_ms % 1000) * 1000000L};
     read_once(fd); /* the first read of an fd sets its file up */
     for (int i = 0; i < reads; i++) {
-        while (nanosleep(&nap, &nap) == -1 && errno == EINTR)
+        struct timespec left = nap;
+        while (nanosleep(&left, &left) == -1 && errno == EINTR)
             ;
-        nap = (struct timespec){(time_t)(sleep_ms / 1000), (sleep_ms % 1000) * 1000000L};
         cold[i] = cpu_us_of_one(fd);
     }
     int64_t t0 = clock_thread_cpu_ns();

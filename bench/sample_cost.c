@@ -422,9 +422,9 @@ static void floor_print_files(const struct floor *f)
     printf(",\"host_files\":[");
     for (int i = 0; i < f->nfiles; i++) {
         ssize_t n = 0;
-        double us = pread_fd_us(f->fd[i], &n);
+        double us = pread_fd_us(f->fd[i], &n); /* floor_find kept only readable files */
         printf("%s{\"file\":\"%s\",\"bytes\":%zd,\"us\":%.4f}", i ? "," : "", f->path[i], n, us);
-        sum += us > 0 ? us : 0.0;
+        sum += us;
     }
     printf("],\"host_floor_us\":%.4f", sum);
 }
@@ -433,10 +433,12 @@ static void floor_print_files(const struct floor *f)
  * tree is read through procfs. */
 static double floor_tree_us(const struct floor *f)
 {
+    if (!f->bpf)
+        return -1.0;
     double v[5];
     struct procbpf_result r;
     for (int k = 0; k < 200; k++)
-        if (!f->bpf || procbpf_read(f->bpf, f->pids, f->npids, 1, &r) < 0)
+        if (procbpf_read(f->bpf, f->pids, f->npids, 1, &r) < 0)
             return -1.0;
     for (int rep = 0; rep < 5; rep++) {
         int64_t t0 = clock_thread_cpu_ns();
