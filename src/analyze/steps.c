@@ -4,11 +4,37 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/array.h"
 #include "common/strbuf.h"
 const char *const phase_names[PHASE_COUNT] = {"data",      "forward", "backward",
                                               "optimizer", "comm",    "other"};
+
+const char *const step_mode_names[STEP_MODE_COUNT] = {"train", "eval", "predict", "global"};
+const char *const step_span_names[STEP_MODE_COUNT] = {"step", "step:eval", "step:predict",
+                                                      "step:global"};
+
+int steps_mode_of(const char *name)
+{
+    for (int m = 0; m < STEP_MODE_COUNT; m++)
+        if (strcmp(name, step_span_names[m]) == 0)
+            return m;
+    return -1;
+}
+
+int step_mode_is_training(int mode)
+{
+    return mode == STEP_MODE_TRAIN || mode == STEP_MODE_GLOBAL;
+}
+
+int step_mode_parse(const char *s)
+{
+    for (int m = 0; m < STEP_MODE_COUNT; m++)
+        if (strcasecmp(s, step_mode_names[m]) == 0)
+            return m;
+    return -1;
+}
 
 /* ---- loading -------------------------------------------------------------- */
 

@@ -94,6 +94,30 @@ struct phase_span {
     int64_t child_ns; /* time covered by spans nested directly inside */
 };
 
+/* Step modes, kept apart as SageMaker keeps them (smdebug's ModeKeys). A
+ * step span's name carries its mode: "step" is a training step,
+ * "step:eval" an evaluation step (a loop under torch.no_grad() or
+ * model.eval()), "step:predict" an inference step, and "step:global" a step
+ * of smdebug's GLOBAL mode (what its hooks write when a script never sets a
+ * mode: training, in every view that pools training steps). */
+enum step_mode {
+    STEP_MODE_TRAIN,
+    STEP_MODE_EVAL,
+    STEP_MODE_PREDICT,
+    STEP_MODE_GLOBAL,
+    STEP_MODE_COUNT
+};
+
+extern const char *const step_mode_names[STEP_MODE_COUNT]; /* "train", "eval", ... */
+extern const char *const step_span_names[STEP_MODE_COUNT]; /* "step", "step:eval", ... */
+
+/* The mode of a step span's name, or -1 when name is no step span. */
+int steps_mode_of(const char *name);
+/* Whether steps of mode count as training steps (TRAIN and GLOBAL). */
+int step_mode_is_training(int mode);
+/* The mode named s ("train", "eval", "predict", "global"; any case), or -1. */
+int step_mode_parse(const char *s);
+
 /* The phase a span name stands for (data, forward, backward, optimizer,
  * comm:*), or -1. */
 int steps_phase_of(const char *name);
