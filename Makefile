@@ -176,8 +176,10 @@ test: bootstrap
 	@$(MAKE) --no-print-directory all
 	@tests/run --build $(BUILD)
 
+# what strobe run loads at run time too (the Python package of the PyTorch
+# capture: without it the demo records no step), not the tests
 demo: bootstrap
-	@$(MAKE) --no-print-directory $(BUILD)/strobe
+	@$(MAKE) --no-print-directory $(BUILD)/strobe python
 	@scripts/demo $(BUILD)/strobe
 
 bench: bootstrap

@@ -31,9 +31,11 @@ PY_EXT     := $(BUILD)/python/strobe/_strobe.abi3.so
 PY_FILES   := $(patsubst python/%,$(BUILD)/python/%,$(wildcard python/strobe/*.py python/strobe/_boot/*.py))
 RINGCAT    := $(BUILD)/tests/strobe-ringcat
 
+PY_COMPILED := $(BUILD)/python/.compiled
+
+# the package alone, all that strobe run loads into a Python job (make demo)
 .PHONY: python
 python: $(PY_EXT) $(PY_FILES) $(PY_COMPILED)
-PY_COMPILED := $(BUILD)/python/.compiled
 all: $(LIBSTROBE_SO) $(LIBSTROBE_A) $(PY_EXT) $(PY_FILES) $(PY_COMPILED) $(RINGCAT)
 
 # Byte-code made at build time: the sitecustomize runs at the start of every

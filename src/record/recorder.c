@@ -26,6 +26,7 @@
 #include "record/live_rules.h"
 #include "record/runinfo.h"
 #include "record/logtee.h"
+#include "record/pydir.h"
 #include "record/torch_profile.h"
 #include "rules/replay.h"
 #include "record/writer.h"
@@ -259,34 +260,6 @@ static void arm_timer(struct recorder *r)
 
 /* ---- the job's environment ------------------------------------------------ */
 
-/* The directory of the strobe Python package: $STROBE_PYTHON_DIR, else
- * python/ beside the executable (the build tree), else ../lib/strobe/python
- * (an installed strobe). NULL when none is there. */
-static const char *python_dir(char *buf, size_t cap)
-{
-    const char *env = getenv("STROBE_PYTHON_DIR");
-    if (env && *env)
-        return env;
-    char exe[2048];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (n <= 0)
-        return NULL;
-    exe[n] = 0;
-    char *slash = strrchr(exe, '/');
-    if (!slash)
-        return NULL;
-    *slash = 0;
-    static const char *const tries[] = {"/python", "/../lib/strobe/python"};
-    for (size_t i = 0; i < sizeof(tries) / sizeof(tries[0]); i++) {
-        snprintf(buf, cap, "%s%s", exe, tries[i]);
-        char probe[4200];
-        snprintf(probe, sizeof(probe), "%s/strobe/__init__.py", buf);
-        if (access(probe, R_OK) == 0)
-            return buf;
-    }
-    return NULL;
-}
-
 static int env_push(char ***env, size_t *n, size_t *cap, char *entry)
 {
     if (!entry)
@@ -314,6 +287,23 @@ static char *env_entry(const char *key, const char *value)
     return strbuf_detach(&b);
 }
 
+/* The strobe Python package's directory (pydir.h), or NULL. A Python job
+ * that would have been captured is told, in one warning, that it will not
+ * be: without it a run just lacks its steps and phases, and the user learns
+ * it only from an empty sweep or trace. */
+static const char *find_python_package(const struct recorder *r, char *buf, size_t cap)
+{
+    struct strbuf tried;
+    strbuf_init(&tried);
+    const char *py = pydir_find(buf, cap, &tried);
+    if (!py && !r->o->no_framework && runinfo_is_python(r->o->argv[0]))
+        log_warn("strobe's Python package was not found (looked in %s): this run records no "
+                 "steps or phases; run 'make' in strobe's source tree, or set STROBE_PYTHON_DIR",
+                 tried.buf);
+    strbuf_release(&tried);
+    return py;
+}
+
 /* What the job gets on top of ours: the segment's name, and for Python the
  * package on PYTHONPATH (ahead of it the directory whose sitecustomize turns
  * PyTorch capture on; it runs the user's own sitecustomize too). Built before
@@ -324,7 +314,7 @@ static int build_child_env(struct recorder *r)
     size_t n = 0, cap = 0;
     const char *shm = event_sink_shm_name(&r->events);
     char dirbuf[4096];
-    const char *py = shm ? python_dir(dirbuf, sizeof(dirbuf)) : NULL;
+    const char *py = shm ? find_python_package(r, dirbuf, sizeof(dirbuf)) : NULL;
     int rc = 0;
     extern char **environ;
     for (char **e = environ; rc == 0 && *e; e++) {
