@@ -5,7 +5,8 @@
  * schedstat would print, straight from the task structures, and lists the
  * children of every thread, as task/TID/children would. One system call
  * replaces four to five procfs reads per process, and no text is printed or
- * parsed; CPU time comes in nanoseconds instead of 1/USER_HZ ticks.
+ * parsed; CPU time comes in nanoseconds instead of 1/USER_HZ ticks. The
+ * run-queue wait of every thread comes as its growth since the last run.
  *
  * The RSS is summed as statm sums it (percpu_counter_sum): each counter's
  * central count plus every online CPU's share. A CPU's share lies at the
@@ -56,6 +57,19 @@ struct {
     __type(key, u32);
     __type(value, u64);
 } pcpu_probe SEC(".maps");
+
+/* Each thread's run-queue wait as the program last read it, in storage the
+ * kernel keeps with the thread and frees when it exits: a thread read for
+ * the first time has none, and all its wait counts. The recorder gets the
+ * growth, so a thread that exits takes only its last frame along, and
+ * the sum of live threads' waits, which drops when one exits, is never a
+ * rate's base. */
+struct {
+    __uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+    __uint(map_flags, BPF_F_NO_PREALLOC);
+    __type(key, int);
+    __type(value, u64);
+} runq_seen SEC(".maps");
 
 /* A pointer as a number: stored and read back through the shared map (a
  * privileged program may leak a pointer so; arithmetic on it may not). */
@@ -167,6 +181,19 @@ static __always_inline void add_io(struct procbpf_proc *o, struct task_io_accoun
     o->write_bytes += io->write_bytes;
 }
 
+/* One thread's run-queue wait (schedstat's second field) since the program
+ * last read it, into o: all of it the first time. Without storage (no
+ * memory) it is left out rather than counted again each frame. */
+static __always_inline void add_runq(struct procbpf_proc *o, struct task_struct *t)
+{
+    u64 *seen = bpf_task_storage_get(&runq_seen, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+    if (!seen)
+        return;
+    u64 now = t->sched_info.run_delay;
+    o->runq_ns += now >= *seen ? now - *seen : now;
+    *seen = now;
+}
+
 /* The children of one thread (only thread-group leaders are linked there). */
 static __always_inline void list_children(struct procbpf_shared *s, struct task_struct *t,
                                           s32 parent)
@@ -247,6 +274,7 @@ static __always_inline void read_process(struct procbpf_shared *s, u32 i)
     while ((t = bpf_iter_task_next(&it))) {
         o->cpu_ns += t->se.sum_exec_runtime;
         add_io(o, &t->ioac);
+        add_runq(o, t);
         list_children(s, t, (s32)i);
     }
     bpf_iter_task_destroy(&it);

@@ -33,7 +33,10 @@ struct procbpf_proc {
     __u64 cpu_ns;       /* live threads' run time plus that of exited threads */
     __u64 child_cpu_ns; /* cutime + cstime: waited-for children */
     __u64 rchar, wchar, read_bytes, write_bytes; /* as /proc/PID/io */
-    __u64 switches;  /* the main thread's times switched in, as schedstat */
+    __u64 switches; /* the main thread's times switched in, as schedstat */
+    /* run-queue wait (schedstat's second field) of its live threads since
+     * the program last read each one; all of a thread's on its first read */
+    __u64 runq_ns;
     __u64 rss_pages; /* file + anon + shmem pages, as statm's second field */
     __u32 rss_ok;    /* 0: rss_pages not read, take statm */
     __u32 pad;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/cursor.h"
 #include "common/strbuf.h"
 #include "sample/collector.h"
 #include "sample/procbpf.h"
@@ -56,6 +57,9 @@ static void entry_free_buffers(struct proc_entry *e)
 {
     for (int i = 0; i < PF_COUNT; i++)
         pfile_release(&e->f[i]);
+    free(e->thr);
+    e->thr = NULL;
+    e->nthr = e->thr_cap = 0;
 }
 
 void proc_tree_release(struct proc_tree *t)
@@ -170,6 +174,26 @@ struct proc_entry *proc_tree_find(struct proc_tree *t, pid_t pid)
     return v ? &t->e[v - 1] : NULL;
 }
 
+/* schedstat's second field, proc(5)'s "time spent waiting on a runqueue" in
+ * ns, which parse_pid_schedstat passes over. 0 or -EINVAL. */
+static int schedstat_wait(const char *buf, size_t len, uint64_t *wait_ns)
+{
+    struct cursor c;
+    cursor_init(&c, buf, len);
+    uint64_t run_ns;
+    return cursor_u64(&c, &run_ns) < 0 || cursor_u64(&c, wait_ns) < 0 ? -EINVAL : 0;
+}
+
+/* Add one thread's wait, now, to the process's run-queue delay: its growth
+ * since *last, all of it the first time (*last 0: the thread's own count
+ * began at its clone). A wait that went back belongs to a new thread that
+ * took a freed id. */
+static void runq_add(struct proc_entry *e, uint64_t *last, uint64_t now)
+{
+    e->runq_ns += now >= *last ? now - *last : now;
+    *last = now;
+}
+
 /* Read stat (required), then io, statm and schedstat (best effort) of one
  * process. Returns 0, or -ESRCH/-ENOENT once the process has been reaped.
  * status would give RSS and context switches in one file, but the kernel
@@ -226,6 +250,12 @@ static int entry_read_procfs(struct proc_tree *t, struct proc_entry *e)
         return rc;
     e->cpu_ns = ticks_ns(t, e->st.utime + e->st.stime);
     e->child_cpu_ns = ticks_ns(t, e->st.cutime + e->st.cstime);
+    /* under BPF (this a fallback) the program keeps each thread's last
+     * wait itself: adding procfs's too would count it twice */
+    struct pfile *ss = &e->f[PF_SCHEDSTAT];
+    uint64_t wait;
+    if (!t->bpf && e->ctxt_ok && schedstat_wait(ss->buf, ss->len, &wait) == 0)
+        runq_add(e, &e->main_wait_ns, wait);
     if (!e->born_mono_ns) /* to a tick: enough to tell born before or after a frame */
         e->born_mono_ns = (int64_t)ticks_ns(t, e->st.starttime) - t->boot_minus_mono_ns;
     return 0;
@@ -255,6 +285,7 @@ static int entry_take_bpf(struct proc_tree *t, struct proc_entry *e, const struc
     e->io_ok = 1;
     e->ctxt = p->switches;
     e->ctxt_ok = 1;
+    e->runq_ns += p->runq_ns; /* the growth since the program last read each thread */
     uint64_t pages;
     if (p->rss_ok)
         e->rss_bytes = p->rss_pages * (uint64_t)t->env->page_bytes;
@@ -312,8 +343,12 @@ static struct proc_entry *tree_add(struct proc_tree *t, pid_t pid, const struct 
     /* keep the slot's buffers, reset the rest */
     struct pfile keep[PF_COUNT];
     memcpy(keep, e->f, sizeof(keep));
+    struct thread_wait *thr = e->thr;
+    uint32_t thr_cap = e->thr_cap;
     memset(e, 0, sizeof(*e));
     memcpy(e->f, keep, sizeof(keep));
+    e->thr = thr;
+    e->thr_cap = thr_cap;
     e->dirfd = -1;
     if (entry_open(t, e, pid) < 0 ||
         (snap ? entry_take_bpf(t, e, snap) : entry_refresh(t, e)) < 0) {
@@ -336,7 +371,8 @@ static void tree_remove(struct proc_tree *t, uint32_t i)
 {
     struct proc_entry *e = &t->e[i];
     if (e->have_series && t->series) {
-        uint32_t s[] = {e->s_cpu, e->s_rss, e->s_threads, e->s_read, e->s_write, e->s_ctxt};
+        uint32_t s[] = {e->s_cpu,   e->s_rss,  e->s_threads, e->s_read,
+                        e->s_write, e->s_ctxt, e->s_runq};
         for (size_t k = 0; k < sizeof(s) / sizeof(s[0]); k++)
             series_retire(t->series, s[k]);
     }
@@ -425,8 +461,68 @@ static void read_children(struct proc_tree *t, struct pfile *f)
     parse_pid_list(buf, len, discover_one, t);
 }
 
-/* Children forked by threads other than the main one appear only in that
- * thread's children file: walk every thread's, once a second. */
+/* The slot of thread tid in e's table, from *hint on (a walk lists the
+ * threads in the same order each time, so the next one is nearly always
+ * there); a new slot holding it when absent; NULL without memory. */
+static struct thread_wait *thread_slot(struct proc_entry *e, pid_t tid, uint32_t *hint)
+{
+    for (uint32_t k = 0; k < e->nthr; k++) {
+        uint32_t j = (*hint + k) % e->nthr;
+        if (e->thr[j].tid == tid) {
+            *hint = j + 1;
+            return &e->thr[j];
+        }
+    }
+    if (e->nthr == e->thr_cap) {
+        uint32_t cap = e->thr_cap ? 2 * e->thr_cap : 8;
+        struct thread_wait *thr = realloc(e->thr, cap * sizeof(*thr));
+        if (!thr)
+            return NULL;
+        e->thr = thr;
+        e->thr_cap = cap;
+    }
+    struct thread_wait *w = &e->thr[e->nthr++];
+    *w = (struct thread_wait){tid, 0, 0};
+    *hint = e->nthr;
+    return w;
+}
+
+/* Thread tid of entry i (not its main thread): add its run-queue wait,
+ * through the scratch file. Opened, read and closed once a second (1.2 µs
+ * here): an fd kept per thread and read each frame would cost 0.3 µs ten
+ * times a second at the default interval, and hold hundreds of fds for a
+ * big job. */
+static void thread_wait_read(struct proc_tree *t, uint32_t i, int taskfd, pid_t tid,
+                             struct pfile *scratch, uint32_t *hint)
+{
+    char path[64];
+    uint64_t wait;
+    snprintf(path, sizeof(path), "%d/schedstat", (int)tid);
+    int ok = pfile_open(scratch, taskfd, path) == 0 && pfile_read(scratch) == 0 &&
+             schedstat_wait(scratch->buf, scratch->len, &wait) == 0;
+    pfile_close(scratch);
+    struct proc_entry *e = &t->e[i];
+    struct thread_wait *w = thread_slot(e, tid, hint);
+    if (!w)
+        return;
+    w->seen = t->walk; /* listed: kept even when its file failed, lest it count twice */
+    if (ok)
+        runq_add(e, &w->wait_ns, wait);
+}
+
+/* Forget the threads this walk did not list: they have exited. */
+static void threads_prune(struct proc_tree *t, struct proc_entry *e)
+{
+    uint32_t n = 0;
+    for (uint32_t k = 0; k < e->nthr; k++)
+        if (e->thr[k].seen == t->walk)
+            e->thr[n++] = e->thr[k];
+    e->nthr = n;
+}
+
+/* Walk every thread of entry i but the main one, once a second: the
+ * children of threads other than the main one appear only in that thread's
+ * children file, and each thread's run-queue wait is in its schedstat. */
 static void scan_thread_children(struct proc_tree *t, uint32_t i, struct pfile *scratch)
 {
     int taskfd = openat(t->e[i].dirfd, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -434,6 +530,7 @@ static void scan_thread_children(struct proc_tree *t, uint32_t i, struct pfile *
         return;
     char dents[4096];
     pid_t pid = t->e[i].pid;
+    uint32_t hint = 0;
     long n;
     while ((n = syscall(SYS_getdents64, taskfd, dents, sizeof(dents))) > 0) {
         for (long off = 0; off < n;) {
@@ -446,26 +543,26 @@ static void scan_thread_children(struct proc_tree *t, uint32_t i, struct pfile *
             char path[64];
             snprintf(path, sizeof(path), "%ld/children", tid);
             if (pfile_open(scratch, taskfd, path) == 0)
-                read_children(t, scratch);
+                read_children(t, scratch); /* may move t->e: i stays */
             pfile_close(scratch);
+            if (!t->bpf) /* BPF reads every thread's wait itself */
+                thread_wait_read(t, i, taskfd, (pid_t)tid, scratch, &hint);
         }
     }
     close(taskfd);
+    threads_prune(t, &t->e[i]);
 }
 
-static void discover(struct proc_tree *t, int64_t mono_ns, struct pfile *scratch)
+static void discover(struct proc_tree *t, int walk, struct pfile *scratch)
 {
     read_children(t, &t->self_children);
-    int full = mono_ns - t->last_thread_scan_ns >= THREAD_SCAN_INTERVAL_NS;
-    /* entries appended during the walk are walked too: a new child's own
+    /* entries appended during the loop are walked too: a new child's own
      * children are found in the same sample */
     for (uint32_t i = 0; i < t->n; i++) {
         read_children(t, &t->e[i].f[PF_CHILDREN]);
-        if (full)
+        if (walk)
             scan_thread_children(t, i, scratch);
     }
-    if (full)
-        t->last_thread_scan_ns = mono_ns;
 }
 
 /* ---- the "proc" collector ------------------------------------------------ */
@@ -493,7 +590,8 @@ static int proc_init(void *state, const struct sample_env *env, struct series_ta
         (rc = series_get(st, "proc.write_bytes_per_s", "", "bytes/s", &t->s_write)) < 0 ||
         (rc = series_get(st, "proc.rchar_per_s", "", "bytes/s", &t->s_rchar)) < 0 ||
         (rc = series_get(st, "proc.wchar_per_s", "", "bytes/s", &t->s_wchar)) < 0 ||
-        (rc = series_get(st, "proc.ctx_switches_per_s", "", "1/s", &t->s_ctxt)) < 0)
+        (rc = series_get(st, "proc.ctx_switches_per_s", "", "1/s", &t->s_ctxt)) < 0 ||
+        (rc = series_get(st, "proc.runq_delay", "", "pct", &t->s_runq)) < 0)
         return rc;
     series_set_meta(st, t->s_cpu, t->bpf ? "{\"source\":\"bpf\"}" : "{\"source\":\"procfs\"}");
     return 0;
@@ -510,7 +608,8 @@ static int entry_series(struct proc_tree *t, struct proc_entry *e, struct series
         (rc = series_get(st, "proc.threads", labels, "count", &e->s_threads)) < 0 ||
         (rc = series_get(st, "proc.read_bytes_per_s", labels, "bytes/s", &e->s_read)) < 0 ||
         (rc = series_get(st, "proc.write_bytes_per_s", labels, "bytes/s", &e->s_write)) < 0 ||
-        (rc = series_get(st, "proc.ctx_switches_per_s", labels, "1/s", &e->s_ctxt)) < 0)
+        (rc = series_get(st, "proc.ctx_switches_per_s", labels, "1/s", &e->s_ctxt)) < 0 ||
+        (rc = series_get(st, "proc.runq_delay", labels, "pct", &e->s_runq)) < 0)
         return rc;
     strbuf_init(&meta);
     strbuf_addf(&meta, "{\"pid\":%d,\"ppid\":%d,\"comm\":", (int)e->pid, (int)e->ppid);
@@ -565,7 +664,45 @@ static void entry_counters_start(struct proc_entry *e)
     rate_counter_start(&e->r_ctxt, e->ctxt);
 }
 
-static void entry_emit(struct proc_tree *t, struct proc_entry *e, struct sample_ctx *ctx)
+/* Whether e's run-queue counter has a base: a point of its own, or it was
+ * forked since the tree's last point (its count started at zero then). */
+static int runq_based(const struct proc_tree *t, const struct proc_entry *e)
+{
+    return e->runq_prev.due_ns || (t->runq_prev.due_ns && e->born_mono_ns > t->runq_prev.due_ns);
+}
+
+/* Each frame: e's run-queue growth joins the tree's total, so that a
+ * process its parent reaps between two points still counts to its last
+ * reading (its own series ends at its last point). */
+static void entry_count_runq(struct proc_tree *t, struct proc_entry *e)
+{
+    if (!runq_based(t, e))
+        return; /* found older than the tree's last point: its first point is its base */
+    t->runq_sum += e->runq_ns - e->runq_counted;
+    e->runq_counted = e->runq_ns;
+}
+
+/* The run-queue delay's point (once a second, and a reaped process's last):
+ * from the process's previous one, or from zero for a process forked since
+ * the tree's previous one. A process found later than that starts its
+ * counter here (through procfs its other threads are first read here). */
+static void entry_emit_runq(struct proc_tree *t, struct proc_entry *e, struct sample_ctx *ctx,
+                            int charted)
+{
+    if (runq_based(t, e)) {
+        const struct read_time *base = e->runq_prev.due_ns ? &e->runq_prev : &t->runq_prev;
+        double rate = counter_rate(ctx, base, &e->r_runq, e->runq_ns);
+        if (charted)
+            series_put(ctx->series, e->s_runq, cpu_pct(rate));
+    } else {
+        rate_counter_start(&e->r_runq, e->runq_ns);
+        e->runq_counted = e->runq_ns;
+    }
+    read_time_set(&e->runq_prev, ctx);
+}
+
+static void entry_emit(struct proc_tree *t, struct proc_entry *e, struct sample_ctx *ctx,
+                       int runq_due)
 {
     struct series_table *st = ctx->series;
     int charted = entry_ensure_series(t, e, st);
@@ -593,6 +730,9 @@ static void entry_emit(struct proc_tree *t, struct proc_entry *e, struct sample_
         entry_counters_start(e);
     }
     read_time_set(&e->prev, ctx);
+    entry_count_runq(t, e);
+    if (runq_due || e->final)
+        entry_emit_runq(t, e, ctx, charted);
 }
 
 /* Advance a running maximum: the totals only grow, whoever is reaped. */
@@ -600,6 +740,16 @@ static void grow(uint64_t *emitted, uint64_t now)
 {
     if (now > *emitted)
         *emitted = now;
+}
+
+static void tree_emit_runq(struct proc_tree *t, struct sample_ctx *ctx)
+{
+    if (t->runq_prev.due_ns)
+        series_put(ctx->series, t->s_runq,
+                   cpu_pct(counter_rate(ctx, &t->runq_prev, &t->r_runq, t->runq_sum)));
+    else
+        rate_counter_start(&t->r_runq, t->runq_sum);
+    read_time_set(&t->runq_prev, ctx);
 }
 
 static void tree_emit(struct proc_tree *t, struct sample_ctx *ctx, uint64_t rss, int64_t threads)
@@ -743,6 +893,13 @@ static int proc_sample(void *state, struct sample_ctx *ctx)
     struct proc_tree *t = s->t;
     if (!t->root_pid)
         return 0;
+    /* once a second (every frame at longer intervals): the walk of every
+     * thread, and the run-queue points */
+    int walk = ctx->mono_ns - t->last_thread_scan_ns >= THREAD_SCAN_INTERVAL_NS;
+    if (walk) {
+        t->last_thread_scan_ns = ctx->mono_ns;
+        t->walk++;
+    }
     int from_bpf = 0;
     if (t->bpf) {
         procbpf_follow_online(t->bpf, ctx->mono_ns);
@@ -752,9 +909,9 @@ static int proc_sample(void *state, struct sample_ctx *ctx)
         if (from_bpf && ctx->measure_reads && t->bpf_read_ns > ctx->read_ns)
             ctx->read_ns = t->bpf_read_ns;
         if (rc != 0) /* more children than one run lists, or the run failed */
-            discover(t, ctx->mono_ns, &s->scratch);
+            discover(t, walk, &s->scratch);
     } else {
-        discover(t, ctx->mono_ns, &s->scratch);
+        discover(t, walk, &s->scratch);
     }
     uint64_t rss = 0;
     int64_t threads = 0;
@@ -768,7 +925,7 @@ static int proc_sample(void *state, struct sample_ctx *ctx)
             tree_remove(t, i);
             continue;
         }
-        entry_emit(t, e, ctx);
+        entry_emit(t, e, ctx, walk);
         if (e->final) { /* its last interval is out: it joins the reaped */
             totals_add_entry(&t->reaped, e);
             tree_remove(t, i);
@@ -780,6 +937,8 @@ static int proc_sample(void *state, struct sample_ctx *ctx)
     }
     ctx->read_ns = read_start; /* the totals: as of the frame's first read */
     tree_emit(t, ctx, rss, threads);
+    if (walk)
+        tree_emit_runq(t, ctx);
     return 0;
 }
 

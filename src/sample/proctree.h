@@ -14,6 +14,13 @@
  * and once a second the children files of every thread (for processes
  * forked off other threads). Through BPF every thread's children, each frame.
  *
+ * Run-queue delay (schedstat's second field, per thread) is summed over a
+ * process's threads: through BPF every thread's each frame; through procfs
+ * the main thread's each frame (its schedstat is read anyway) and the other
+ * threads' in the walk once a second. Either way its points come once a
+ * second (every frame at longer intervals): a rule judges it over seconds,
+ * and procfs would pay a read per thread per frame for finer ones.
+ *
  * Totals stay continuous when processes exit: CPU time and I/O of a process
  * that is reaped move into its parent's cutime/cstime and io counters (proc(5)),
  * and a process the recorder reaps itself is read one last time as a zombie
@@ -41,13 +48,21 @@ enum proc_file {
     PF_STAT,      /* stat: CPU ticks, threads, ppid, comm */
     PF_IO,        /* io: bytes read and written (needs ptrace access) */
     PF_STATM,     /* statm: resident pages (exact; stat's rss can lag) */
-    PF_SCHEDSTAT, /* schedstat: times switched in, i.e. context switches */
+    PF_SCHEDSTAT, /* schedstat: the main thread's run-queue wait and times switched in */
     PF_CHILDREN,  /* task/PID/children: the main thread's children */
     PF_COUNT
 };
 
 /* At most this many processes of one run get series of their own. */
 #define PROC_SERIES_MAX 4096
+
+/* A thread other than the main one, as the procfs source last read its
+ * run-queue wait (task/TID/schedstat, once a second). */
+struct thread_wait {
+    pid_t tid;
+    uint32_t seen;    /* the walk that last listed it: one not listed has exited */
+    uint64_t wait_ns; /* schedstat's second field; 0 before its first reading */
+};
 
 struct proc_entry {
     pid_t pid;
@@ -63,11 +78,22 @@ struct proc_entry {
     uint64_t cpu_ns;       /* last read: CPU time of its threads, live and exited */
     uint64_t child_cpu_ns; /* last read: CPU time of its waited-for children */
     uint64_t start_ns;     /* BPF: the start time read first (a reused pid differs) */
-    int64_t born_mono_ns;  /* when it was forked (CLOCK_MONOTONIC), 0 if not known */
-    /* cpu_ns, read and write bytes, ctxt as rates need them */
-    struct rate_counter r_cpu, r_read, r_write, r_ctxt;
-    struct read_time prev; /* the previous sample; due_ns 0 before the first */
-    uint32_t s_cpu, s_rss, s_threads, s_read, s_write, s_ctxt; /* series */
+    /* Run-queue delay of its threads: each thread's schedstat wait, all of
+     * it from the first reading of the thread and its growth after. A
+     * thread that exits takes what it waited since its last reading along
+     * (no counter keeps exited threads' waits): up to a frame under BPF,
+     * up to a second for a thread other than the main one through procfs */
+    uint64_t runq_ns;
+    uint64_t runq_counted;   /* runq_ns as last added to the tree's total */
+    uint64_t main_wait_ns;   /* procfs: the main thread's schedstat wait, last read */
+    struct thread_wait *thr; /* procfs: the other threads (a walk once a second) */
+    uint32_t nthr, thr_cap;
+    int64_t born_mono_ns; /* when it was forked (CLOCK_MONOTONIC), 0 if not known */
+    /* cpu_ns, read and write bytes, ctxt, runq_ns as rates need them */
+    struct rate_counter r_cpu, r_read, r_write, r_ctxt, r_runq;
+    struct read_time prev;      /* the previous sample; due_ns 0 before the first */
+    struct read_time runq_prev; /* the previous run-queue point (once a second) */
+    uint32_t s_cpu, s_rss, s_threads, s_read, s_write, s_ctxt, s_runq; /* series */
     uint8_t have_series;
     uint8_t no_series; /* past PROC_SERIES_MAX: in the totals only */
     uint8_t io_ok;
@@ -95,16 +121,19 @@ struct proc_tree {
     struct tree_totals emitted; /* running maximum of the totals, the base of rates */
     uint64_t ctxt_sum;          /* sum of per-process context-switch deltas (of
                                  * processes reaped between frames too) */
-    struct rate_counter r_cpu, r_read, r_write, r_rchar, r_wchar, r_ctxt; /* of those */
-    struct read_time prev;      /* the previous frame; due_ns 0 before the first */
-    int64_t bpf_read_ns;        /* when the BPF program read the tracked processes */
-    int64_t boot_minus_mono_ns; /* CLOCK_BOOTTIME - CLOCK_MONOTONIC: stat's starttime is on the
-                                   former */
-    int64_t last_thread_scan_ns;
+    uint64_t runq_sum;          /* sum of per-process run-queue delay growth */
+    struct rate_counter r_cpu, r_read, r_write, r_rchar, r_wchar, r_ctxt, r_runq; /* of those */
+    struct read_time prev;       /* the previous frame; due_ns 0 before the first */
+    struct read_time runq_prev;  /* the previous frame with run-queue points */
+    int64_t bpf_read_ns;         /* when the BPF program read the tracked processes */
+    int64_t boot_minus_mono_ns;  /* CLOCK_BOOTTIME - CLOCK_MONOTONIC: stat's starttime is on the
+                                    former */
+    int64_t last_thread_scan_ns; /* the last walk of every thread (once a second) */
+    uint32_t walk;               /* walks so far: thread_wait.seen */
     uint32_t series_procs;       /* processes given their own series */
     uint32_t uncharted;          /* processes past the cap, in the totals only */
     struct series_table *series; /* where per-process series live (set by the collector) */
-    uint32_t s_cpu, s_rss, s_threads, s_count, s_read, s_write, s_rchar, s_wchar, s_ctxt;
+    uint32_t s_cpu, s_rss, s_threads, s_count, s_read, s_write, s_rchar, s_wchar, s_ctxt, s_runq;
     const struct sample_env *env;
     pid_t not_job[4]; /* the recorder's own children (its output tees): never the job's */
     uint32_t n_not_job;

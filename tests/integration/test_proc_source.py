@@ -15,6 +15,10 @@ allowed 0.05 s plus 5 %.
 
 A wide tree (a shell with 1100 children) is followed whole by both.
 
+Run-queue delay (proc.runq_delay): a process with two threads runnable on
+one core, against the sum of its threads' own schedstat waits, through
+each source, and the two sources against each other.
+
 Then the way in and out of BPF: the source a run used is in show --json
 (proc.cpu's meta) and in show's text; a bad --proc-source or
 STROBE_PROC_SOURCE is one line and exit 125; --proc-source bpf where BPF
@@ -206,6 +210,84 @@ for source in sources:
 if len(tree_cpu) == 2:
     a, b = tree_cpu["procfs"], tree_cpu["bpf"]
     near("both sources give the same tree CPU time", b, a, 0.1 + 0.05 * a, "s")
+
+# Run-queue delay: a child pins itself to one core and runs two threads
+# that hash (the GIL let go, so both stay runnable) for 2 s: each waits for
+# the core about half the time (more when other work lands on that core).
+# The threads then idle for 1.5 s before they exit (an exited thread takes
+# the wait since its last reading along: up to a second through procfs),
+# and the child reads every thread's schedstat itself: proc.runq_delay of
+# the child integrated over the run must equal the sum of its threads'
+# waits, and the tree's that plus the root's own.
+runq_file = store_path("runq.json")
+runq_job = f"""
+import hashlib, json, os, threading, time
+def waits():
+    w = {{}}
+    for tid in os.listdir("/proc/self/task"):
+        try:  # proc(5) schedstat: the second field, time waiting on a runqueue (ns)
+            w[int(tid)] = int(open(f"/proc/self/task/{{tid}}/schedstat").read().split()[1])
+        except (OSError, IndexError, ValueError):
+            pass
+    return w
+time.sleep(0.3)
+r, wfd = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.sched_setaffinity(0, {{max(os.sched_getaffinity(0))}})
+    stop, leave = threading.Event(), threading.Event()
+    def spin():
+        buf = bytes(1 << 20)
+        while not stop.is_set():
+            hashlib.sha256(buf)
+        leave.wait()
+    ts = [threading.Thread(target=spin) for _ in range(2)]
+    for t in ts:
+        t.start()
+    a, ta = waits(), time.monotonic()
+    time.sleep(2.0)
+    b, tb = waits(), time.monotonic()
+    stop.set()
+    time.sleep(1.5)
+    end = waits()
+    leave.set()
+    for t in ts:
+        t.join()
+    os.write(wfd, json.dumps({{"pid": os.getpid(), "total": sum(end.values()) / 1e9,
+                              "busy_s": tb - ta,
+                              "spin": [(b[t.native_id] - a[t.native_id]) / 1e9 for t in ts]}}).encode())
+    os._exit(0)
+os.close(wfd)
+child = json.loads(os.fdopen(r).read())
+os.waitpid(pid, 0)
+child["root"], child["root_pid"] = sum(waits().values()) / 1e9, os.getpid()
+time.sleep(0.3)
+open({runq_file!r}, "w").write(json.dumps(child))
+"""
+runq_ratio = {}
+for source in sources:
+    db = store_path(f"runq-{source}.db")
+    p = run(db, PYTHON, "-c", runq_job, opts=("--interval", "50ms", "--proc-source", source,
+                                              "--no-report"))
+    if not check(f"{source}: the run-queue job ran", p.returncode == 0, p.stderr):
+        continue
+    truth = json.load(open(runq_file))
+    series = points(db, "proc.runq_delay")
+    # points once a second: a newborn's first covers the second before it
+    got = {k: integral(v, 1.0) / 100.0 for k, v in series.items()}
+    child_s = got.get(f"proc.runq_delay{{pid={truth['pid']}}}")
+    print(f"# {source}: the spinning threads waited {truth['spin'][0]:.3f} and "
+          f"{truth['spin'][1]:.3f} s of {truth['busy_s']:.3f} s (their own schedstat)")
+    near(f"{source}: the child's run-queue delay against its threads' own schedstat", child_s,
+         truth["total"], 0.05 + 0.05 * truth["total"], "s")
+    want_tree = truth["total"] + truth["root"]
+    near(f"{source}: the tree's run-queue delay against the child's and the root's own",
+         got.get("proc.runq_delay"), want_tree, 0.1 + 0.05 * want_tree, "s")
+    if child_s is not None and truth["total"] > 0:
+        runq_ratio[source] = child_s / truth["total"]
+if len(runq_ratio) == 2:
+    near("both sources give the same run-queue delay (each over its job's own reading)",
+         runq_ratio["bpf"], runq_ratio["procfs"], 0.05)
 
 bad = strobe("run", "--proc-source", "ebpf", "--", "true", store=store_path("bad.db"))
 check("a bad --proc-source is one line and exit 125",
