@@ -225,7 +225,12 @@ static void print_json(const struct run_record *r, const struct rules_engine *e)
         rules_finding_record(&f[i], &recs[i]);
     findings_json(&o, recs, recs ? n : 0);
     free(recs);
-    strbuf_addf(&o, ",\"dropped\":%llu}\n", (unsigned long long)rules_dropped(e));
+    strbuf_adds(&o, ",\"warnings\":[");
+    for (uint32_t i = 0; i < rules_warning_count(e); i++) {
+        strbuf_adds(&o, i ? "," : "");
+        strbuf_add_json_str(&o, rules_warning_at(e, i));
+    }
+    strbuf_addf(&o, "],\"dropped\":%llu}\n", (unsigned long long)rules_dropped(e));
     fputs(o.buf, stdout);
     strbuf_release(&o);
 }
@@ -267,6 +272,8 @@ static int evaluate(struct store *s, const struct run_record *r, const struct ru
         log_error("%s", err.buf);
     } else {
         status = CLI_EXIT_OK;
+        for (uint32_t i = 0; i < rules_warning_count(e); i++) /* what was left out, said */
+            log_warn("%s", rules_warning_at(e, i));
         if (o->json)
             print_json(r, e);
         else

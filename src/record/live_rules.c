@@ -95,6 +95,8 @@ void live_rules_tick(struct live_rules *l, int64_t now_ns)
 void live_rules_finish(struct live_rules *l, int64_t end_ns)
 {
     rules_finish(l->e, end_ns);
+    for (uint32_t i = 0; i < rules_warning_count(l->e); i++) /* what was left out, said */
+        log_warn("%s", rules_warning_at(l->e, i));
 }
 
 int live_rules_save(struct live_rules *l, struct store *s, const char *run_id)

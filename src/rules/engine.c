@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h> /* strncasecmp */
 
 #include "common/array.h"
 #include "rules/rules.h"
@@ -47,6 +48,8 @@ static const struct {
     {"gpu.throttle_reasons", RM_GPU_THROTTLE},
     {"gpu.sm_clock_mhz", RM_GPU_SM_CLOCK},
     {"gpu.mig_mem_used_bytes", RM_GPU_MIG_MEM},
+    {"cpu.steal", RM_CPU_STEAL},
+    {"proc.runq_delay", RM_PROC_RUNQ_PID},
 };
 
 /* ---- internal state --------------------------------------------------------- */
@@ -54,7 +57,6 @@ static const struct {
 struct slot { /* one series and its points not yet judged */
     struct rule_series view;
     char *name, *labels;
-    char node[48];
     int64_t *ts;
     double *v;
     uint32_t n, cap;
@@ -66,7 +68,7 @@ enum span_class { SC_UNKNOWN, SC_STEP, SC_PHASE, SC_WORKER, SC_IGNORE };
 struct span_rec {
     int64_t start, end;
     uint8_t cls;
-    int8_t phase;
+    int8_t phase; /* enum phase; for a step, its enum step_mode */
 };
 
 struct thread_buf {
@@ -79,6 +81,7 @@ struct thread_buf {
 
 struct proc_attr {
     int64_t pid, rank, worker_id;
+    uint32_t node_id;
 };
 
 struct rule_inst {
@@ -110,9 +113,20 @@ struct rules_engine {
     uint32_t names_cap;
     struct finding *findings;
     uint32_t nfindings, findings_cap;
-    struct rule_series *views; /* a window's series */
-    struct rule_step *steps;   /* a window's steps */
-    uint32_t nsteps, steps_cap;
+    char **node_names; /* by node id; [RULES_LOCAL_NODE] is "" */
+    uint32_t nnodes, node_names_cap;
+    uint32_t *node_hash; /* open addressing: node id + 1, 0 empty */
+    uint32_t node_hash_cap;
+    uint32_t *win_nodes; /* a window's nodes with cpu.util */
+    uint8_t *node_mark;  /* scratch for them, by node id */
+    uint32_t win_nodes_cap;
+    char **warnings;
+    uint32_t nwarnings, warnings_cap;
+    int gpu_warned;                /* a GPU series outside 0..RULES_MAX_GPU_INDEX was said */
+    struct rule_series *views;     /* a window's series */
+    struct rule_step *steps;       /* a window's steps, every mode */
+    struct rule_step *train_steps; /* the training ones among them */
+    uint32_t nsteps, steps_cap, train_cap;
     struct phase_span *scratch;
     uint32_t scratch_cap;
     struct comm_span *comm; /* steps_comm_all's collectives of a window */
@@ -219,7 +233,7 @@ static int apply_param(struct rules_engine *e, const char *text, struct strbuf *
         const char *c = d->params[pi].choices;
         for (int k = 0; *c; k++) {
             size_t len = strcspn(c, ",");
-            if (strlen(val) == len && strncmp(val, c, len) == 0)
+            if (strlen(val) == len && strncasecmp(val, c, len) == 0) /* TRAIN as train */
                 v = k;
             c += len + (c[len] == ',');
         }
@@ -306,6 +320,106 @@ const char *rule_param_choice(const struct rule_param *p, double v)
     return "?";
 }
 
+/* ---- nodes ------------------------------------------------------------------ */
+
+static uint32_t node_hash_of(const char *s, size_t len)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (uint8_t)s[i]) * 16777619u;
+    return h;
+}
+
+static int node_rehash(struct rules_engine *e, uint32_t cap)
+{
+    uint32_t *h = calloc(cap, sizeof(*h));
+    if (!h)
+        return -ENOMEM;
+    for (uint32_t id = 0; id < e->nnodes; id++) {
+        const char *name = e->node_names[id];
+        uint32_t i = node_hash_of(name, strlen(name)) & (cap - 1);
+        while (h[i])
+            i = (i + 1) & (cap - 1);
+        h[i] = id + 1;
+    }
+    free(e->node_hash);
+    e->node_hash = h;
+    e->node_hash_cap = cap;
+    return 0;
+}
+
+/* The id of the node named name[0..len), added when new (ids in order of
+ * first sight, no limit: a run of 4096 imported nodes has as many). A hash
+ * table, since every series of every node asks. 0, or -ENOMEM. */
+static int node_intern(struct rules_engine *e, const char *name, size_t len, uint32_t *id)
+{
+    uint32_t h = node_hash_of(name, len);
+    if (e->node_hash_cap) {
+        uint32_t mask = e->node_hash_cap - 1;
+        for (uint32_t i = h & mask; e->node_hash[i]; i = (i + 1) & mask) {
+            const char *known = e->node_names[e->node_hash[i] - 1];
+            if (strlen(known) == len && memcmp(known, name, len) == 0) {
+                *id = e->node_hash[i] - 1;
+                return 0;
+            }
+        }
+    }
+    if ((e->nnodes + 1) * 2 > e->node_hash_cap &&
+        node_rehash(e, e->node_hash_cap ? e->node_hash_cap * 2 : 16) < 0)
+        return -ENOMEM;
+    if (array_grow((void **)&e->node_names, &e->node_names_cap, e->nnodes + 1,
+                   sizeof(*e->node_names), 16) < 0)
+        return -ENOMEM;
+    char *dup = strndup(name, len);
+    if (!dup)
+        return -ENOMEM;
+    e->node_names[e->nnodes] = dup;
+    uint32_t mask = e->node_hash_cap - 1, i = h & mask;
+    while (e->node_hash[i])
+        i = (i + 1) & mask;
+    e->node_hash[i] = e->nnodes + 1;
+    *id = e->nnodes++;
+    return 0;
+}
+
+uint32_t rules_node_count(const struct rules_engine *e)
+{
+    return e ? e->nnodes : 0;
+}
+
+const char *rules_node_name(const struct rules_engine *e, uint32_t id)
+{
+    return e && id < e->nnodes ? e->node_names[id] : "";
+}
+
+void rules_warn(struct rules_engine *e, const char *fmt, ...)
+{
+    char text[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    for (uint32_t i = 0; i < e->nwarnings; i++)
+        if (strcmp(e->warnings[i], text) == 0)
+            return;
+    if (array_grow((void **)&e->warnings, &e->warnings_cap, e->nwarnings + 1, sizeof(*e->warnings),
+                   4) < 0)
+        return;
+    char *dup = strdup(text);
+    if (dup)
+        e->warnings[e->nwarnings++] = dup;
+}
+
+uint32_t rules_warning_count(const struct rules_engine *e)
+{
+    return e ? e->nwarnings : 0;
+}
+
+const char *rules_warning_at(const struct rules_engine *e, uint32_t i)
+{
+    return e && i < e->nwarnings ? e->warnings[i] : NULL;
+}
+
 /* ---- lifecycle -------------------------------------------------------------- */
 
 int rules_engine_new(const struct rules_options *opts, const struct rules_run_info *run,
@@ -330,6 +444,9 @@ int rules_engine_new(const struct rules_options *opts, const struct rules_run_in
     e->run.host = e->host;
     e->interval_ns = opts->interval_ns ? opts->interval_ns : RULES_DEFAULT_INTERVAL_NS;
     e->next_t0 = run->start_ns;
+    uint32_t local;
+    if (node_intern(e, "", 0, &local) < 0) /* RULES_LOCAL_NODE: the first */
+        goto nomem;
     for (int k = 0; k < GPU_SEEN_KINDS; k++)
         e->gpu_first_ns[k] = INT64_MAX;
     e->rules = calloc(rule_def_count, sizeof(*e->rules));
@@ -390,8 +507,18 @@ void rules_engine_free(struct rules_engine *e)
         free(e->findings[i].events);
     }
     free(e->findings);
+    for (uint32_t i = 0; i < e->nnodes; i++)
+        free(e->node_names[i]);
+    free(e->node_names);
+    free(e->node_hash);
+    free(e->win_nodes);
+    free(e->node_mark);
+    for (uint32_t i = 0; i < e->nwarnings; i++)
+        free(e->warnings[i]);
+    free(e->warnings);
     free(e->views);
     free(e->steps);
+    free(e->train_steps);
     free(e->scratch);
     free(e->comm);
     free(e->pids_seen);
@@ -417,6 +544,8 @@ static int metric_of(const char *name, const char *labels, enum rule_metric *out
                 *out = RM_CPU_CORE;
             else if (*out == RM_PROC_CPU && has_pid)
                 *out = RM_PROC_CPU_PID;
+            else if (*out == RM_PROC_RUNQ_PID) /* per process only (Straggler) */
+                return has_pid ? 0 : -1;
             else if (has_pid) /* per-process RSS, threads, GPU memory: not read */
                 return -1;
             return 0;
@@ -424,21 +553,55 @@ static int metric_of(const char *name, const char *labels, enum rule_metric *out
     return -1;
 }
 
-/* The value of key in "a=1,b=2", into out. */
-static int label_value(const char *labels, const char *key, char *out, size_t cap)
+/* The value of key in "a=1,b=2": where it starts, and its length in *len;
+ * NULL when key is not there. */
+static const char *label_find(const char *labels, const char *key, size_t *len)
 {
     size_t klen = strlen(key);
     for (const char *p = labels; *p;) {
         size_t n = strcspn(p, ",");
         if (n > klen && strncmp(p, key, klen) == 0 && p[klen] == '=') {
-            snprintf(out, cap, "%.*s", (int)(n - klen - 1), p + klen + 1);
-            return 1;
+            *len = n - klen - 1;
+            return p + klen + 1;
         }
         p += n + (p[n] == ',');
     }
-    if (cap)
+    return NULL;
+}
+
+/* The value of key in "a=1,b=2", into out. */
+static int label_value(const char *labels, const char *key, char *out, size_t cap)
+{
+    size_t len;
+    const char *v = label_find(labels, key, &len);
+    if (v)
+        snprintf(out, cap, "%.*s", (int)len, v);
+    else if (cap)
         out[0] = 0;
-    return 0;
+    return v != NULL;
+}
+
+static int keyed_by_gpu(enum rule_metric m)
+{
+    return m == RM_GPU_UTIL || m == RM_GPU_MEM_UTIL || m == RM_GPU_MEM_USED ||
+           m == RM_GPU_MEM_TOTAL || m == RM_GPU_THROTTLE || m == RM_GPU_SM_CLOCK ||
+           m == RM_GPU_MIG_MEM;
+}
+
+/* A GPU series the rules cannot place: they keep GPUs by their index, 0 to
+ * RULES_MAX_GPU_INDEX per node. Said once, not dropped in silence. */
+static int gpu_unjudged(struct rules_engine *e, enum rule_metric m, int64_t index, const char *name,
+                        const char *labels)
+{
+    if (!keyed_by_gpu(m) || (index >= 0 && index <= RULES_MAX_GPU_INDEX))
+        return 0;
+    if (!e->gpu_warned) /* the first one names it: a warning per series would be a flood */
+        rules_warn(e,
+                   "the rules judge GPUs gpu=0 to gpu=%d of each node: %s{%s} and any other "
+                   "GPU series outside them are left out",
+                   RULES_MAX_GPU_INDEX, name, labels);
+    e->gpu_warned = 1;
+    return 1;
 }
 
 int rules_series(struct rules_engine *e, const char *name, const char *labels)
@@ -450,6 +613,19 @@ int rules_series(struct rules_engine *e, const char *name, const char *labels)
         return -1;
     if (array_grow((void **)&e->slots, &e->slots_cap, e->nslots + 1, sizeof(*e->slots), 64) < 0)
         return -1;
+    char idx[32];
+    int64_t index = -1;
+    if (label_value(labels, "core", idx, sizeof(idx)) ||
+        label_value(labels, "gpu", idx, sizeof(idx)) ||
+        label_value(labels, "pid", idx, sizeof(idx)))
+        index = strtoll(idx, NULL, 10);
+    if (gpu_unjudged(e, m, index, name, labels))
+        return -1;
+    size_t nlen = 0;
+    const char *node = label_find(labels, "node", &nlen);
+    uint32_t node_id;
+    if (node_intern(e, node ? node : "", nlen, &node_id) < 0)
+        return -1;
     struct slot *s = &e->slots[e->nslots];
     memset(s, 0, sizeof(*s));
     if (!(s->name = strdup(name)) || !(s->labels = strdup(labels))) {
@@ -457,17 +633,12 @@ int rules_series(struct rules_engine *e, const char *name, const char *labels)
         free(s->labels);
         return -1;
     }
-    label_value(labels, "node", s->node, sizeof(s->node));
-    char idx[32];
-    s->view.index = -1;
-    if (label_value(labels, "core", idx, sizeof(idx)) ||
-        label_value(labels, "gpu", idx, sizeof(idx)) ||
-        label_value(labels, "pid", idx, sizeof(idx)))
-        s->view.index = strtoll(idx, NULL, 10);
+    s->view.index = index;
     s->view.metric = m;
     s->view.name = s->name;
     s->view.labels = s->labels;
-    s->view.node = s->node;
+    s->view.node = e->node_names[node_id]; /* its own copy: node_names may move, it does not */
+    s->view.node_id = node_id;
     s->last_ts = INT64_MIN;
     return (int)e->nslots++;
 }
@@ -567,7 +738,7 @@ static int classify(struct rules_engine *e, uint32_t id, const char *name, int8_
     int cls = SC_IGNORE;
     int p = -1;
     if (name) {
-        if (strcmp(name, "step") == 0)
+        if ((p = steps_mode_of(name)) >= 0) /* "step", "step:eval", ...: phase holds the mode */
             cls = SC_STEP;
         else if (strcmp(name, "dataloader.worker") == 0)
             cls = SC_WORKER;
@@ -637,27 +808,42 @@ void rules_put_span(struct rules_engine *e, int64_t pid, int64_t tid, int64_t st
     t->s[t->n++] = (struct span_rec){start_ns, end_ns, (uint8_t)cls, phase};
 }
 
-void rules_put_process(struct rules_engine *e, int64_t pid, int64_t rank, int64_t worker_id)
-{
-    if (!e)
-        return;
-    for (uint32_t i = 0; i < e->nprocs; i++)
-        if (e->procs[i].pid == pid) {
-            e->procs[i].rank = rank;
-            e->procs[i].worker_id = worker_id;
-            return;
-        }
-    if (array_grow((void **)&e->procs, &e->procs_cap, e->nprocs + 1, sizeof(*e->procs), 8) < 0)
-        return;
-    e->procs[e->nprocs++] = (struct proc_attr){pid, rank, worker_id};
-}
-
-static int64_t rank_of(const struct rules_engine *e, int64_t pid)
+/* The attributes of process pid, made (rank and worker unknown, the local
+ * node) when new; NULL without memory. */
+static struct proc_attr *proc_get(struct rules_engine *e, int64_t pid)
 {
     for (uint32_t i = 0; i < e->nprocs; i++)
         if (e->procs[i].pid == pid)
-            return e->procs[i].rank;
-    return -1;
+            return &e->procs[i];
+    if (array_grow((void **)&e->procs, &e->procs_cap, e->nprocs + 1, sizeof(*e->procs), 8) < 0)
+        return NULL;
+    e->procs[e->nprocs] = (struct proc_attr){pid, -1, -1, RULES_LOCAL_NODE};
+    return &e->procs[e->nprocs++];
+}
+
+void rules_put_process(struct rules_engine *e, int64_t pid, int64_t rank, int64_t worker_id)
+{
+    struct proc_attr *p = e ? proc_get(e, pid) : NULL;
+    if (p) {
+        p->rank = rank;
+        p->worker_id = worker_id;
+    }
+}
+
+void rules_put_process_node(struct rules_engine *e, int64_t pid, const char *node)
+{
+    uint32_t id;
+    struct proc_attr *p = e ? proc_get(e, pid) : NULL;
+    if (p && node && node_intern(e, node, strlen(node), &id) == 0)
+        p->node_id = id;
+}
+
+static const struct proc_attr *proc_find(const struct rules_engine *e, int64_t pid)
+{
+    for (uint32_t i = 0; i < e->nprocs; i++)
+        if (e->procs[i].pid == pid)
+            return &e->procs[i];
+    return NULL;
 }
 
 /* ---- a window's steps ------------------------------------------------------- */
@@ -668,9 +854,12 @@ static int add_step(struct rules_engine *e, const struct thread_buf *t, const st
         return -ENOMEM;
     struct rule_step *s = &e->steps[e->nsteps++];
     memset(s, 0, sizeof(*s));
+    const struct proc_attr *p = proc_find(e, t->pid);
     s->pid = t->pid;
     s->tid = t->tid;
-    s->rank = rank_of(e, t->pid);
+    s->rank = p ? p->rank : -1;
+    s->node_id = p ? p->node_id : RULES_LOCAL_NODE;
+    s->mode = st->phase;
     s->start_ns = st->start;
     s->end_ns = st->end;
     return 0;
@@ -777,10 +966,21 @@ static void steps_comm_all(struct rules_engine *e, int64_t t1)
     for (uint32_t i = 0; n && i < e->nsteps; i++) {
         struct rule_step *s = &e->steps[i];
         int64_t reach = s->start_ns; /* the union so far covers the step up to here */
-        for (uint32_t j = 0; j < n && reach < s->end_ns; j++) {
+        /* from the first span of the step's process: a scan from the first
+         * of all went over every rank's spans for every step, 650 M of them
+         * a window with 256 ranks */
+        uint32_t lo = 0, hi = n;
+        while (lo < hi) {
+            uint32_t mid = lo + (hi - lo) / 2;
+            if (e->comm[mid].pid < s->pid)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        for (uint32_t j = lo; j < n && e->comm[j].pid == s->pid && reach < s->end_ns; j++) {
             const struct comm_span *c = &e->comm[j];
-            if (c->pid != s->pid || c->start >= s->end_ns)
-                continue;
+            if (c->start >= s->end_ns)
+                break; /* by start: none after it overlaps the step */
             int64_t a = c->start > reach ? c->start : reach;
             int64_t b = c->end < s->end_ns ? c->end : s->end_ns;
             if (b > a) {
@@ -791,9 +991,25 @@ static void steps_comm_all(struct rules_engine *e, int64_t t1)
     }
 }
 
-static void count_workers(struct rules_engine *e, struct rule_window *w)
+/* A forward or backward span that ended in the window, step or no step. */
+static void count_fwd_bwd(struct rule_window *w, const struct span_rec *r)
+{
+    if (r->phase == PHASE_FORWARD)
+        w->forward_spans++;
+    else if (r->phase == PHASE_BACKWARD)
+        w->backward_spans++;
+    else
+        return;
+    if (r->start < w->first_fwd_bwd_ns)
+        w->first_fwd_bwd_ns = r->start;
+}
+
+/* The spans that ended in the window and are not steps: data-loader
+ * workers, data waits, forward and backward. */
+static void count_spans(struct rules_engine *e, struct rule_window *w)
 {
     e->npids = 0;
+    w->first_fwd_bwd_ns = INT64_MAX;
     for (uint32_t k = 0; k < e->nthreads; k++) {
         const struct thread_buf *t = &e->threads[k];
         for (uint32_t j = 0; j < t->n; j++) {
@@ -802,6 +1018,8 @@ static void count_workers(struct rules_engine *e, struct rule_window *w)
                 continue;
             if (r->cls == SC_PHASE && r->phase == PHASE_DATA)
                 w->data_spans++;
+            if (r->cls == SC_PHASE)
+                count_fwd_bwd(w, r);
             if (r->cls != SC_WORKER)
                 continue;
             uint32_t p = 0;
@@ -853,11 +1071,63 @@ static void series_views(struct rules_engine *e, struct rule_window *w)
         s->view.ts = s->ts;
         s->view.v = s->v;
         s->view.n = k;
-        s->view.node = s->node; /* the slot may have moved since it was made */
         e->views[n++] = s->view;
     }
     w->series = e->views;
     w->nseries = n;
+}
+
+/* The nodes with a cpu.util series in the window, each once, in order of
+ * their ids. */
+static void window_node_list(struct rules_engine *e, struct rule_window *w)
+{
+    w->node_count = e->nnodes;
+    w->nnodes = 0;
+    if (e->nnodes > e->win_nodes_cap) {
+        uint32_t *ids = realloc(e->win_nodes, e->nnodes * sizeof(*ids));
+        if (ids)
+            e->win_nodes = ids;
+        uint8_t *mark = realloc(e->node_mark, e->nnodes);
+        if (mark)
+            e->node_mark = mark;
+        if (!ids || !mark)
+            return;
+        e->win_nodes_cap = e->nnodes;
+    }
+    memset(e->node_mark, 0, e->nnodes);
+    for (uint32_t i = 0; i < w->nseries; i++)
+        if (w->series[i].metric == RM_CPU_UTIL)
+            e->node_mark[w->series[i].node_id] = 1;
+    for (uint32_t id = 0; id < e->nnodes; id++)
+        if (e->node_mark[id])
+            e->win_nodes[w->nnodes++] = id;
+    w->nodes = e->win_nodes;
+}
+
+/* w's training steps: those of e->steps (every mode, by end time) whose
+ * mode is training, kept in that order. */
+static void window_train_steps(struct rules_engine *e, struct rule_window *w)
+{
+    w->all_steps = e->steps;
+    w->nall_steps = e->nsteps;
+    w->steps = e->steps;
+    w->nsteps = e->nsteps;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < e->nsteps; i++)
+        n += step_mode_is_training(e->steps[i].mode);
+    if (n == e->nsteps) /* the usual run: training steps only, no copy */
+        return;
+    if (array_grow((void **)&e->train_steps, &e->train_cap, n + 1, sizeof(*e->train_steps), 64) <
+        0) {
+        w->nsteps = 0; /* no memory: judge no training rather than count eval steps */
+        return;
+    }
+    n = 0;
+    for (uint32_t i = 0; i < e->nsteps; i++)
+        if (step_mode_is_training(e->steps[i].mode))
+            e->train_steps[n++] = e->steps[i];
+    w->steps = e->train_steps;
+    w->nsteps = n;
 }
 
 static void drop_judged_points(struct rules_engine *e, int64_t t1)
@@ -906,9 +1176,9 @@ static void close_window(struct rules_engine *e, int64_t t0, int64_t t1)
     steps_comm_all(e, t1);
     if (e->nsteps) /* e->steps is NULL until a step is seen: qsort(NULL, 0) is undefined */
         qsort(e->steps, e->nsteps, sizeof(*e->steps), cmp_step_end);
-    w.steps = e->steps;
-    w.nsteps = e->nsteps;
-    count_workers(e, &w);
+    window_train_steps(e, &w);
+    window_node_list(e, &w);
+    count_spans(e, &w);
     run_rules(e, &w);
     drop_judged_points(e, t1);
     prune_spans(e, t1);
@@ -947,7 +1217,11 @@ void rules_finish(struct rules_engine *e, int64_t end_ns)
     if (end_ns >= e->next_t0) /* the last, partial window: everything up to the end */
         close_window(e, e->next_t0, end_ns + 1);
     e->next_t0 = end_ns + 1;
-    struct rule_window w = {.t0 = e->run.start_ns, .t1 = end_ns + 1, .final = 1};
+    struct rule_window w = {.t0 = e->run.start_ns,
+                            .t1 = end_ns + 1,
+                            .final = 1,
+                            .node_count = e->nnodes,
+                            .first_fwd_bwd_ns = INT64_MAX};
     run_rules(e, &w);
     e->finished = 1;
 }

@@ -40,6 +40,7 @@ struct kept_events {
 struct replay {
     struct store *s;
     struct rules_engine *e;
+    const char *nodes; /* an import of several nodes: the run's host, "algo-1,algo-2"; else NULL */
     struct kept_series *series;
     uint32_t nseries, series_cap;
     struct kept_events *ev;
@@ -105,10 +106,36 @@ static int on_name(int64_t id, const char *name, void *arg)
     return 0;
 }
 
+/* Whether name[0..len) is one of the comma-separated nodes. */
+static int node_listed(const char *nodes, const char *name, size_t len)
+{
+    for (const char *p = nodes; *p;) {
+        size_t n = strcspn(p, ",");
+        if (n == len && memcmp(p, name, len) == 0)
+            return 1;
+        p += n + (p[n] == ',');
+    }
+    return 0;
+}
+
+/* The node of a process of an import of several nodes: its comm ends in
+ * "@<node>", or is the node alone (docs/import.md); NULL elsewhere. */
+static const char *process_node(const struct replay *rp, const char *comm)
+{
+    if (!rp->nodes || !comm)
+        return NULL;
+    const char *at = strrchr(comm, '@');
+    const char *node = at ? at + 1 : comm;
+    return node_listed(rp->nodes, node, strlen(node)) ? node : NULL;
+}
+
 static int on_process(const struct process_record *p, void *arg)
 {
     struct replay *rp = arg;
     rules_put_process(rp->e, p->pid, p->rank, p->worker_id);
+    const char *node = process_node(rp, p->comm);
+    if (node)
+        rules_put_process_node(rp->e, p->pid, node);
     return 0;
 }
 
@@ -224,7 +251,8 @@ static void replay_release(struct replay *rp)
 int rules_replay(struct store *s, const struct run_record *r, struct rules_engine *e,
                  struct strbuf *err)
 {
-    struct replay rp = {.s = s, .e = e};
+    /* an import of several nodes names them all as its host */
+    struct replay rp = {.s = s, .e = e, .nodes = r->host && strchr(r->host, ',') ? r->host : NULL};
     if (event_decoder_init(&rp.dec) < 0)
         return -ENOMEM;
     int rc = s->ops->series_query(s, r->id, on_series, &rp);

@@ -40,6 +40,7 @@
 #define RULES_SPAN_RETAIN_NS      (120LL * 1000000000LL) /* spans kept for long steps */
 #define RULES_MAX_PENDING         (1u << 20)             /* points or spans per buffer */
 #define RULES_MAX_PARAMS          8
+#define RULES_MAX_GPU_INDEX       63 /* GPUs judged per node: gpu=0 to gpu=63 */
 
 enum severity { SEV_INFO, SEV_LOW, SEV_MEDIUM, SEV_HIGH };
 extern const char *const severity_names[4];
@@ -111,6 +112,8 @@ enum rule_metric {
     RM_GPU_THROTTLE,  /* gpu.throttle_reasons{gpu} */
     RM_GPU_SM_CLOCK,  /* gpu.sm_clock_mhz{gpu} */
     RM_GPU_MIG_MEM,   /* gpu.mig_mem_used_bytes{gpu,mig}: a GPU in MIG mode */
+    RM_CPU_STEAL,     /* cpu.steal */
+    RM_PROC_RUNQ_PID, /* proc.runq_delay{pid} (the tree's total is not read) */
     RM_COUNT
 };
 
@@ -119,30 +122,48 @@ struct rule_series {
     enum rule_metric metric;
     const char *name, *labels;
     const char *node; /* the labels' node=, "" for the recording host */
+    uint32_t node_id; /* the node's id in the run (RULES_LOCAL_NODE for "") */
     int64_t index;    /* core, gpu or pid from the labels; -1 none */
     const int64_t *ts;
     const double *v;
     uint32_t n;
 };
 
-/* One step (a `step` span) that ended inside the window, with its phases
- * (exclusive ns, as analyze/steps.h counts them). */
+/* One step (a step span of any mode: "step", "step:eval", ...) that ended
+ * inside the window, with its phases (exclusive ns, as analyze/steps.h
+ * counts them). */
 struct rule_step {
     int64_t pid, tid, rank; /* rank -1 without ranks */
+    uint32_t node_id;       /* its process's node (RULES_LOCAL_NODE unless imported) */
+    int mode;               /* enum step_mode */
     int64_t start_ns, end_ns;
     double phase_ns[PHASE_COUNT];
     double comm_all_ns; /* comm:* on any thread of the process, inside the step */
 };
 
+/* What a window holds. The rules that judge training read steps[], the
+ * training steps (step_mode_is_training: TRAIN and GLOBAL), so that an
+ * evaluation loop never counts as training; all_steps[] has every mode for
+ * the rules that keep modes apart (StepOutlier, OverallFrameworkMetrics). */
 struct rule_window {
     int64_t t0, t1; /* UTC ns; the whole run for the final judgement */
     int final;      /* 1 in rules_finish()'s whole-run call */
     const struct rule_series *series;
     uint32_t nseries;
-    const struct rule_step *steps; /* by end time */
+    const struct rule_step *steps; /* training steps, by end time */
     uint32_t nsteps;
-    uint32_t workers; /* data-loader worker processes active in the window */
+    const struct rule_step *all_steps; /* steps of every mode, by end time */
+    uint32_t nall_steps;
+    const uint32_t *nodes; /* ids of the nodes with a cpu.util series in the window */
+    uint32_t nnodes;
+    uint32_t node_count; /* node ids known so far: every node_id is below it */
+    uint32_t workers;    /* data-loader worker processes active in the window */
     uint32_t data_spans;
+    /* forward and backward spans that ended in the window, steps or not: a
+     * loop that trains without step spans (no optimizer, no strobe.step())
+     * still shows them; the earliest start of either (INT64_MAX: none) */
+    uint32_t forward_spans, backward_spans;
+    int64_t first_fwd_bwd_ns;
 };
 
 /* ---- findings ------------------------------------------------------------- */
@@ -151,9 +172,9 @@ struct finding {
     char rule[32];
     enum severity severity;
     int64_t start_ns, end_ns; /* the windows it fired in */
-    char scope[64];           /* "node", "gpu=0", "rank=1", "pid=42" (node= prefix if not local) */
-    char *evidence;           /* the numbers that made it fire */
-    char *events;             /* what the framework events show over its range, or NULL */
+    char scope[192]; /* "node", "gpu=0", "rank=1", "mode=eval" (node=NAME, first if imported) */
+    char *evidence;  /* the numbers that made it fire */
+    char *events;    /* what the framework events show over its range, or NULL */
     const char *recommendation;
     uint32_t windows; /* windows it fired in */
     int printed;      /* the recorder's: already announced */
@@ -235,6 +256,23 @@ void rules_put_span(struct rules_engine *e, int64_t pid, int64_t tid, int64_t st
                     int64_t end_ns, uint32_t name_id, const char *name);
 /* What is known of a process (its rank; -1 unknown). */
 void rules_put_process(struct rules_engine *e, int64_t pid, int64_t rank, int64_t worker_id);
+/* The node a process ran on, for runs of several nodes (imported): its
+ * steps are judged with that node's. Without it a process is the local
+ * node's. */
+void rules_put_process_node(struct rules_engine *e, int64_t pid, const char *node);
+
+/* Nodes: every name a series' node= label or rules_put_process_node() gave,
+ * with an id in order of first sight; RULES_LOCAL_NODE is "" (the recording
+ * host, or a one-node import). There is no limit on their number. */
+#define RULES_LOCAL_NODE 0u
+uint32_t rules_node_count(const struct rules_engine *e);
+const char *rules_node_name(const struct rules_engine *e, uint32_t id); /* "" past the end */
+
+/* What the engine could not judge and says so rather than drop in silence
+ * (a GPU index past RULES_MAX_GPU_INDEX, ...): one line each, without
+ * duplicates, valid until the engine is freed. */
+uint32_t rules_warning_count(const struct rules_engine *e);
+const char *rules_warning_at(const struct rules_engine *e, uint32_t i);
 
 /* Close every window that ended RULES_GRACE_NS or more before now_ns (UTC).
  * Returns the windows closed. */
@@ -281,5 +319,7 @@ const char *rules_gpu_util_missing(const struct rules_engine *e);
  * reason, when the window has none to judge. */
 int rule_na_without_gpu_util(struct rule_ctx *c);
 const struct rules_run_info *rules_run(const struct rules_engine *e);
+/* Add a warning (rules_warning_at) unless the same text is there already. */
+void rules_warn(struct rules_engine *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -1,6 +1,6 @@
 /*
  * What the rule files (sagemaker.c, own.c) share beyond rules.h and stats.h:
- * nodes, scopes, and snapshot joins.
+ * per-node state, scopes, and snapshot joins.
  */
 #ifndef STROBE_RULES_INTERNAL_H
 #define STROBE_RULES_INTERNAL_H
@@ -10,25 +10,26 @@
 #include "rules/rules.h"
 #include "rules/stats.h"
 
-#define MAX_NODES 16
-#define MAX_GPUS  64   /* GPU index per node */
-#define MAX_CORES 1024 /* cores per node, as the host sampler (sample/host.c) */
-/* a node's disk or network series: 2 for each of 64 devices, as the sampler */
-#define MAX_DEV_SERIES 128
-#define SNAPSHOT_NS    (20 * 1000000LL) /* SageMaker: samples closer than this are one snapshot */
+/* GPUs per node, by index: the engine keeps no GPU series outside
+ * 0..RULES_MAX_GPU_INDEX (and warns of them), so arrays of MAX_GPUS hold
+ * every GPU a rule is given. Nodes and ranks have no such limit. */
+#define MAX_GPUS    (RULES_MAX_GPU_INDEX + 1)
+#define SNAPSHOT_NS (20 * 1000000LL) /* SageMaker: samples closer than this are one snapshot */
 
-struct node_set {
-    char name[MAX_NODES][48];
-    uint32_t n;
-};
+/* Per-node state of a rule: *arr holds *n elements of elem bytes, by node
+ * id (rule_series.node_id, rule_step.node_id); make it hold want of them,
+ * the new ones zeroed. Call it with w->node_count before indexing by the
+ * window's node ids; pointers into *arr last until the next call. 0, or
+ * -ENOMEM with *arr unchanged. */
+int node_states_fit(void **arr, uint32_t *n, uint32_t want, size_t elem);
 
-/* Index of node in the set, adding it; -1 when the set is full. */
-int node_index(struct node_set *s, const char *node);
 /* "node" for the local host, "node=NAME" for an imported node; with a GPU,
  * "gpu=G" or "node=NAME,gpu=G". */
 void scope_name(char *out, size_t cap, const char *node, int64_t gpu);
-/* The nodes with a cpu.util series in the window. */
-void window_nodes(const struct rule_window *w, struct node_set *out);
+
+/* The first series of metric m (and index, -1 any) of node node_id. */
+const struct rule_series *window_series_on(const struct rule_window *w, enum rule_metric m,
+                                           int64_t index, uint32_t node_id);
 
 /* The value of series s at time ts: its last point at or before ts +
  * SNAPSHOT_NS, scanning forward from *pos (kept between calls). */
@@ -37,7 +38,7 @@ int series_value_at(const struct rule_series *s, uint32_t *pos, int64_t ts, doub
 /* A GPU's memory in use as a percentage, from gpu.mem_used_bytes over
  * gpu.mem_total_bytes when both are there, else gpu.mem_util (SageMaker's
  * GPUMemoryUtilization, imported). The total is remembered in *total. */
-const struct rule_series *gpu_mem_series(const struct rule_window *w, const char *node, int64_t gpu,
+const struct rule_series *gpu_mem_series(const struct rule_window *w, uint32_t node_id, int64_t gpu,
                                          double *total, int *as_bytes);
 
 extern const struct rule_def rule_cpu_bottleneck, rule_io_bottleneck, rule_low_gpu_utilization,

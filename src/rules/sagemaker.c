@@ -5,38 +5,39 @@
  * count datapoints, as SageMaker's do: a datapoint is one host snapshot (a
  * frame of the recorder, every --interval).
  */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/array.h"
 #include "rules/rules_internal.h"
 
 #define NPARAMS(a) ((uint32_t)(sizeof(a) / sizeof((a)[0])))
 
 /* ---- shared helpers ------------------------------------------------------------ */
 
-int node_index(struct node_set *s, const char *node)
+int node_states_fit(void **arr, uint32_t *n, uint32_t want, size_t elem)
 {
-    for (uint32_t i = 0; i < s->n; i++)
-        if (strcmp(s->name[i], node) == 0)
-            return (int)i;
-    if (s->n == MAX_NODES)
-        return -1;
-    snprintf(s->name[s->n], sizeof(s->name[0]), "%s", node);
-    return (int)s->n++;
+    if (want <= *n)
+        return 0;
+    void *p = realloc(*arr, want * elem);
+    if (!p)
+        return -ENOMEM;
+    memset((char *)p + *n * elem, 0, (want - *n) * elem);
+    *arr = p;
+    *n = want;
+    return 0;
 }
 
-/* The next GPU utilization series of w from *i on, with the slot of its
- * node in nodes (*ni); NULL when none is left. */
-static const struct rule_series *next_gpu_util(const struct rule_window *w, struct node_set *nodes,
-                                               uint32_t *i, int *ni)
+/* The next GPU utilization series of w from *i on; NULL when none is left.
+ * The engine keeps only GPU indexes below MAX_GPUS. */
+static const struct rule_series *next_gpu_util(const struct rule_window *w, uint32_t *i)
 {
     for (; *i < w->nseries; ++*i) {
         const struct rule_series *s = &w->series[*i];
-        if (s->metric != RM_GPU_UTIL || s->index < 0 || s->index >= MAX_GPUS)
-            continue;
-        if ((*ni = node_index(nodes, s->node)) >= 0)
+        if (s->metric == RM_GPU_UTIL && s->index >= 0 && s->index < MAX_GPUS)
             return s;
     }
     return NULL;
@@ -52,12 +53,15 @@ void scope_name(char *out, size_t cap, const char *node, int64_t gpu)
         snprintf(out, cap, "node=%s", node);
 }
 
-void window_nodes(const struct rule_window *w, struct node_set *out)
+const struct rule_series *window_series_on(const struct rule_window *w, enum rule_metric m,
+                                           int64_t index, uint32_t node_id)
 {
-    out->n = 0;
-    for (uint32_t i = 0; i < w->nseries; i++)
-        if (w->series[i].metric == RM_CPU_UTIL)
-            node_index(out, w->series[i].node);
+    for (uint32_t i = 0; i < w->nseries; i++) {
+        const struct rule_series *s = &w->series[i];
+        if (s->metric == m && s->node_id == node_id && (index < 0 || s->index == index))
+            return s;
+    }
+    return NULL;
 }
 
 int series_value_at(const struct rule_series *s, uint32_t *pos, int64_t ts, double *out)
@@ -72,19 +76,19 @@ int series_value_at(const struct rule_series *s, uint32_t *pos, int64_t ts, doub
     return isfinite(*out);
 }
 
-const struct rule_series *gpu_mem_series(const struct rule_window *w, const char *node, int64_t gpu,
+const struct rule_series *gpu_mem_series(const struct rule_window *w, uint32_t node_id, int64_t gpu,
                                          double *total, int *as_bytes)
 {
-    const struct rule_series *t = window_series(w, RM_GPU_MEM_TOTAL, gpu, node);
+    const struct rule_series *t = window_series_on(w, RM_GPU_MEM_TOTAL, gpu, node_id);
     if (t && t->n && t->v[t->n - 1] > 0)
         *total = t->v[t->n - 1];
-    const struct rule_series *used = window_series(w, RM_GPU_MEM_USED, gpu, node);
+    const struct rule_series *used = window_series_on(w, RM_GPU_MEM_USED, gpu, node_id);
     if (used && *total > 0) {
         *as_bytes = 1;
         return used;
     }
     *as_bytes = 0;
-    return window_series(w, RM_GPU_MEM_UTIL, gpu, node);
+    return window_series_on(w, RM_GPU_MEM_UTIL, gpu, node_id);
 }
 
 static double gpu_mem_pct(double v, double total, int as_bytes)
@@ -116,20 +120,98 @@ struct bottleneck_node {
     uint8_t gpu_have[MAX_GPUS];
 };
 
+struct cursor { /* a series read in step with a node's snapshots */
+    const struct rule_series *s;
+    uint32_t pos;
+};
+
 struct bottleneck_state {
-    struct node_set nodes;
-    struct bottleneck_node node[MAX_NODES];
-    double *scratch;
-    uint32_t scratch_cap;
+    struct bottleneck_node *node; /* by node id */
+    uint32_t nnodes;
+    struct cursor *cores; /* one node's cores in a window */
+    uint32_t cores_cap;
 };
 
 static void bottleneck_release(void *p)
 {
-    free(((struct bottleneck_state *)p)->scratch);
+    struct bottleneck_state *st = p;
+    free(st->node);
+    free(st->cores);
+}
+
+/* The series of node id in w: its cores (into st->cores, as many as it has)
+ * and its GPUs' utilization (one per index). The core count, or -ENOMEM. */
+static int bottleneck_series(struct bottleneck_state *st, const struct rule_window *w, uint32_t id,
+                             struct cursor *gpus, uint32_t *ngpus)
+{
+    uint32_t ncores = 0;
+    *ngpus = 0;
+    for (uint32_t i = 0; i < w->nseries; i++) {
+        const struct rule_series *s = &w->series[i];
+        if (s->node_id != id)
+            continue;
+        if (s->metric == RM_CPU_CORE) {
+            if (array_grow((void **)&st->cores, &st->cores_cap, ncores + 1, sizeof(*st->cores),
+                           64) < 0)
+                return -ENOMEM;
+            st->cores[ncores++] = (struct cursor){s, 0};
+        } else if (s->metric == RM_GPU_UTIL && *ngpus < MAX_GPUS && s->index >= 0 &&
+                   s->index < MAX_GPUS) {
+            gpus[(*ngpus)++] = (struct cursor){s, 0};
+        }
+    }
+    return (int)ncores;
+}
+
+/* One node's snapshots of the window, judged; its busiest value (a core or
+ * I/O wait) over the datapoints judged into *busiest. */
+static void bottleneck_snapshots(const struct rule_ctx *c, const struct rule_window *w,
+                                 struct bottleneck_state *st, uint32_t id, int io, double *busiest)
+{
+    double gpu_threshold = c->param[1], busy_threshold = c->param[2];
+    uint64_t patience = (uint64_t)c->param[3];
+    struct bottleneck_node *bn = &st->node[id];
+    struct cursor gpus[MAX_GPUS];
+    uint32_t ngpus;
+    int ncores = bottleneck_series(st, w, id, gpus, &ngpus);
+    const struct rule_series *snap = window_series_on(w, RM_CPU_UTIL, -1, id);
+    const struct rule_series *iow = window_series_on(w, RM_CPU_IOWAIT, -1, id);
+    uint32_t iopos = 0;
+    *busiest = 0;
+    for (uint32_t i = 0; snap && ncores >= 0 && i < snap->n; i++) {
+        int64_t ts = snap->ts[i];
+        bn->snapshots++;
+        double busy = -1, v;
+        if (io) {
+            if (series_value_at(iow, &iopos, ts, &v))
+                busy = v;
+        } else {
+            for (int j = 0; j < ncores; j++)
+                if (series_value_at(st->cores[j].s, &st->cores[j].pos, ts, &v) && v > busy)
+                    busy = v;
+        }
+        for (uint32_t j = 0; j < ngpus; j++)
+            if (series_value_at(gpus[j].s, &gpus[j].pos, ts, &v)) {
+                bn->gpu_last[gpus[j].s->index] = v;
+                bn->gpu_have[gpus[j].s->index] = 1;
+            }
+        double low_gpu = INFINITY;
+        for (int g = 0; g < MAX_GPUS; g++)
+            if (bn->gpu_have[g] && bn->gpu_last[g] < low_gpu)
+                low_gpu = bn->gpu_last[g];
+        if (bn->snapshots <= patience || busy < 0 || !isfinite(low_gpu))
+            continue;
+        bn->datapoints++;
+        if (low_gpu < gpu_threshold && busy > busy_threshold)
+            bn->violations++;
+        if (busy > *busiest)
+            *busiest = busy;
+    }
 }
 
 /* io: IOBottleneck (cpu.iowait against io_threshold) else CPUBottleneck
- * (the busiest core against cpu_threshold). */
+ * (the busiest core against cpu_threshold). Each node is judged on its own,
+ * every node of the run. */
 static void bottleneck_window(struct rule_ctx *c, const struct rule_window *w,
                               struct bottleneck_state *st, int io)
 {
@@ -141,63 +223,15 @@ static void bottleneck_window(struct rule_ctx *c, const struct rule_window *w,
                     io ? "I/O" : "CPU");
         return;
     }
-    struct node_set nodes;
-    window_nodes(w, &nodes);
-    for (uint32_t k = 0; k < nodes.n; k++) {
-        const char *node = nodes.name[k];
-        int ni = node_index(&st->nodes, node);
-        if (ni < 0)
-            continue;
-        struct bottleneck_node *bn = &st->node[ni];
-        const struct rule_series *snap = window_series(w, RM_CPU_UTIL, -1, node);
-        const struct rule_series *cores[MAX_CORES], *gpus[MAX_GPUS];
-        uint32_t ncores = 0, ngpus = 0, cpos[MAX_CORES] = {0}, gpos[MAX_GPUS] = {0}, iopos = 0;
-        for (uint32_t i = 0; i < w->nseries; i++) {
-            const struct rule_series *s = &w->series[i];
-            if (strcmp(s->node, node) != 0)
-                continue;
-            if (s->metric == RM_CPU_CORE && ncores < MAX_CORES)
-                cores[ncores++] = s;
-            else if (s->metric == RM_GPU_UTIL && ngpus < MAX_GPUS && s->index >= 0 &&
-                     s->index < MAX_GPUS)
-                gpus[ngpus++] = s;
-        }
-        const struct rule_series *iow = window_series(w, RM_CPU_IOWAIT, -1, node);
-        uint32_t before = (uint32_t)bn->violations;
-        double busiest_p = 0;
-        for (uint32_t i = 0; snap && i < snap->n; i++) {
-            int64_t ts = snap->ts[i];
-            bn->snapshots++;
-            double busy = -1, v;
-            if (io) {
-                if (series_value_at(iow, &iopos, ts, &v))
-                    busy = v;
-            } else {
-                for (uint32_t j = 0; j < ncores; j++)
-                    if (series_value_at(cores[j], &cpos[j], ts, &v) && v > busy)
-                        busy = v;
-            }
-            double low_gpu = INFINITY;
-            for (uint32_t j = 0; j < ngpus; j++) {
-                int64_t g = gpus[j]->index;
-                if (series_value_at(gpus[j], &gpos[j], ts, &v)) {
-                    bn->gpu_last[g] = v;
-                    bn->gpu_have[g] = 1;
-                }
-            }
-            for (int g = 0; g < MAX_GPUS; g++)
-                if (bn->gpu_have[g] && bn->gpu_last[g] < low_gpu)
-                    low_gpu = bn->gpu_last[g];
-            if (bn->snapshots <= patience || busy < 0 || !isfinite(low_gpu))
-                continue;
-            bn->datapoints++;
-            if (low_gpu < gpu_threshold && busy > busy_threshold)
-                bn->violations++;
-            if (busy > busiest_p)
-                busiest_p = busy;
-        }
-        c->result->datapoints = bn->datapoints;
-        c->result->violations = bn->violations;
+    if (node_states_fit((void **)&st->node, &st->nnodes, w->node_count, sizeof(*st->node)) < 0)
+        return;
+    uint64_t datapoints = 0, violations = 0;
+    for (uint32_t k = 0; k < w->nnodes; k++) {
+        uint32_t id = w->nodes[k];
+        struct bottleneck_node *bn = &st->node[id];
+        uint64_t before = bn->violations;
+        double busiest_p;
+        bottleneck_snapshots(c, w, st, id, io, &busiest_p);
         if (bn->snapshots <= patience) {
             rule_status(c, RULE_WAITING, "patience: %llu of %llu snapshots",
                         (unsigned long long)bn->snapshots, (unsigned long long)patience);
@@ -205,22 +239,28 @@ static void bottleneck_window(struct rule_ctx *c, const struct rule_window *w,
         }
         double share = bn->datapoints ? 100.0 * (double)bn->violations / (double)bn->datapoints : 0;
         if (bn->datapoints && share > threshold && bn->violations > before) {
-            char scope[80], ev[512];
-            scope_name(scope, sizeof(scope), node, -1);
+            char scope[192], ev[512];
+            scope_name(scope, sizeof(scope), rules_node_name(c->eng, id), -1);
             window_steps_text(w, -2, ev, sizeof(ev));
             rule_fire_range(c, w->t0, w->t1, scope, events_or_null(ev),
                             "in %.0f %% of %llu snapshots a GPU was below %g %% while %s was "
                             "above %g %% (the highest this window %.0f %%)",
                             share, (unsigned long long)bn->datapoints, gpu_threshold,
                             io ? "I/O wait" : "a CPU core", busy_threshold, busiest_p);
-            /* SageMaker's count: the bottlenecked snapshots, not the
-             * windows that fired (rule_fire_range counts those) */
-            c->result->violations = bn->violations;
         } else {
             rule_status(c, RULE_OK, "%.0f %% of %llu snapshots (fires above %g %%)", share,
                         (unsigned long long)bn->datapoints, threshold);
         }
     }
+    /* SageMaker's counts, over every node: the snapshots judged and the
+     * bottlenecked ones (not the windows that fired, which rule_fire_range
+     * counts) */
+    for (uint32_t id = 0; id < st->nnodes; id++) {
+        datapoints += st->node[id].datapoints;
+        violations += st->node[id].violations;
+    }
+    c->result->datapoints = datapoints;
+    c->result->violations = violations;
 }
 
 static void cpu_bottleneck_window(struct rule_ctx *c, const struct rule_window *w, void *st)
@@ -284,9 +324,13 @@ struct gpu_roll {
     uint8_t used;
 };
 
+struct gpu_node {
+    struct gpu_roll gpu[MAX_GPUS];
+};
+
 struct gpu_state {
-    struct node_set nodes;
-    struct gpu_roll gpu[MAX_NODES][MAX_GPUS];
+    struct gpu_node *node; /* by node id */
+    uint32_t nnodes;
     double *scratch;
     uint32_t scratch_cap;
 };
@@ -294,12 +338,19 @@ struct gpu_state {
 static void gpu_state_release(void *p)
 {
     struct gpu_state *st = p;
-    for (uint32_t n = 0; n < MAX_NODES; n++)
+    for (uint32_t n = 0; n < st->nnodes; n++)
         for (uint32_t g = 0; g < MAX_GPUS; g++) {
-            roll_release(&st->gpu[n][g].util);
-            roll_release(&st->gpu[n][g].mem);
+            roll_release(&st->node[n].gpu[g].util);
+            roll_release(&st->node[n].gpu[g].mem);
         }
+    free(st->node);
     free(st->scratch);
+}
+
+/* The rolling windows of the GPU whose utilization series s is. */
+static struct gpu_roll *gpu_roll_of(struct gpu_state *st, const struct rule_series *s)
+{
+    return &st->node[s->node_id].gpu[s->index];
 }
 
 static double *scratch_for(double **buf, uint32_t *cap, uint32_t n)
@@ -323,12 +374,12 @@ static void low_gpu_window(struct rule_ctx *c, const struct rule_window *w, void
     if (rule_na_without_gpu_util(c))
         return;
     double *scratch = scratch_for(&st->scratch, &st->scratch_cap, window);
-    if (!scratch)
+    if (!scratch ||
+        node_states_fit((void **)&st->node, &st->nnodes, w->node_count, sizeof(*st->node)) < 0)
         return;
     const struct rule_series *s;
-    int ni;
-    for (uint32_t i = 0; (s = next_gpu_util(w, &st->nodes, &i, &ni)); i++) {
-        struct gpu_roll *g = &st->gpu[ni][s->index];
+    for (uint32_t i = 0; (s = next_gpu_util(w, &i)); i++) {
+        struct gpu_roll *g = gpu_roll_of(st, s);
         if (!g->util.cap && roll_init(&g->util, window) < 0)
             continue;
         for (uint32_t k = 0; k < s->n; k++)
@@ -343,7 +394,7 @@ static void low_gpu_window(struct rule_ctx *c, const struct rule_window *w, void
         double p95 = roll_quantile(&g->util, scratch, 0.95);
         double p5 = roll_quantile(&g->util, scratch, 0.05);
         double max = roll_max(&g->util);
-        char scope[80];
+        char scope[192];
         scope_name(scope, sizeof(scope), s->node, s->index);
         if (max <= 0)
             rule_fire_range(c, w->t0, w->t1, scope, NULL,
@@ -391,15 +442,15 @@ static void gpu_mem_increase_window(struct rule_ctx *c, const struct rule_window
     double increase = c->param[0];
     uint64_t patience = (uint64_t)c->param[1];
     uint32_t window = c->param[2] < 1 ? 1 : (uint32_t)c->param[2];
-    if (rule_na_without_gpu_util(c))
+    if (rule_na_without_gpu_util(c) ||
+        node_states_fit((void **)&st->node, &st->nnodes, w->node_count, sizeof(*st->node)) < 0)
         return;
     const struct rule_series *s0;
-    int ni;
-    for (uint32_t i = 0; (s0 = next_gpu_util(w, &st->nodes, &i, &ni)); i++) {
-        struct gpu_roll *g = &st->gpu[ni][s0->index];
+    for (uint32_t i = 0; (s0 = next_gpu_util(w, &i)); i++) {
+        struct gpu_roll *g = gpu_roll_of(st, s0);
         int as_bytes;
         const struct rule_series *s =
-            gpu_mem_series(w, s0->node, s0->index, &g->mem_total, &as_bytes);
+            gpu_mem_series(w, s0->node_id, s0->index, &g->mem_total, &as_bytes);
         if (!s)
             continue;
         if (!g->mem.cap && roll_init(&g->mem, 2 * window) < 0)
@@ -431,7 +482,7 @@ static void gpu_mem_increase_window(struct rule_ctx *c, const struct rule_window
                         (unsigned long long)g->seen, (unsigned long long)patience, 2 * window);
             continue;
         }
-        char scope[80];
+        char scope[192];
         scope_name(scope, sizeof(scope), s0->node, s0->index);
         if (worst > increase)
             rule_fire_range(c, w->t0, w->t1, scope, NULL,
@@ -465,12 +516,17 @@ const struct rule_def rule_gpu_memory_increase = {
 
 /* ---- BatchSize ----------------------------------------------------------------- */
 
+struct batch_node {
+    uint64_t seen;
+    struct roll cpu;
+    struct roll gpu[MAX_GPUS], mem[MAX_GPUS];
+    double mem_total[MAX_GPUS];
+};
+
 struct batch_state {
-    struct node_set nodes;
-    uint64_t seen[MAX_NODES];
-    struct roll cpu[MAX_NODES];
-    struct roll gpu[MAX_NODES][MAX_GPUS], mem[MAX_NODES][MAX_GPUS];
-    double mem_total[MAX_NODES][MAX_GPUS];
+    struct batch_node *node; /* by node id */
+    uint32_t nnodes;
+    int trained; /* a training step was seen */
     double *scratch;
     uint32_t scratch_cap;
 };
@@ -478,13 +534,14 @@ struct batch_state {
 static void batch_release(void *p)
 {
     struct batch_state *st = p;
-    for (uint32_t n = 0; n < MAX_NODES; n++) {
-        roll_release(&st->cpu[n]);
+    for (uint32_t n = 0; n < st->nnodes; n++) {
+        roll_release(&st->node[n].cpu);
         for (uint32_t g = 0; g < MAX_GPUS; g++) {
-            roll_release(&st->gpu[n][g]);
-            roll_release(&st->mem[n][g]);
+            roll_release(&st->node[n].gpu[g]);
+            roll_release(&st->node[n].mem[g]);
         }
     }
+    free(st->node);
     free(st->scratch);
 }
 
@@ -498,103 +555,154 @@ static void push_series(struct roll *r, uint32_t window, const struct rule_serie
             roll_push(r, total > 0 || !as_bytes ? gpu_mem_pct(s->v[k], total, as_bytes) : s->v[k]);
 }
 
-static void batch_window(struct rule_ctx *c, const struct rule_window *w, void *p)
+/* The node's cpu.util of the window into its rolling window, after
+ * patience. */
+static void batch_push_cpu(struct batch_node *bn, const struct rule_series *cpu, uint64_t patience,
+                           uint32_t window)
 {
-    struct batch_state *st = p;
+    /* patience first, then the window fills with what follows */
+    uint32_t skip = 0;
+    while (cpu && skip < cpu->n && bn->seen < patience) {
+        bn->seen++;
+        skip++;
+    }
+    struct rule_series rest = cpu ? *cpu : (struct rule_series){0};
+    rest.ts += skip;
+    rest.v += skip;
+    rest.n -= skip;
+    bn->seen += rest.n;
+    if (bn->seen > patience)
+        push_series(&bn->cpu, window, &rest, 0, 0);
+}
+
+struct batch_gpus {
+    uint32_t n;
+    int low; /* every GPU's p95 utilization and memory below the thresholds */
+    double worst_gpu, worst_mem;
+};
+
+/* The node's GPUs: their values of the window into their rolling windows,
+ * and their p95s against the thresholds. */
+static void batch_gpus(const struct rule_ctx *c, const struct rule_window *w, struct batch_node *bn,
+                       uint32_t id, double *scratch, struct batch_gpus *out)
+{
+    double gpu_t = c->param[1], mem_t = c->param[2];
+    uint64_t patience = (uint64_t)c->param[3];
+    uint32_t window = c->param[4] < 1 ? 1 : (uint32_t)c->param[4];
+    *out = (struct batch_gpus){0, 1, 0, 0};
+    for (uint32_t i = 0; i < w->nseries; i++) {
+        const struct rule_series *s = &w->series[i];
+        if (s->metric != RM_GPU_UTIL || s->node_id != id || s->index < 0 || s->index >= MAX_GPUS)
+            continue;
+        out->n++;
+        int as_bytes;
+        const struct rule_series *m =
+            gpu_mem_series(w, id, s->index, &bn->mem_total[s->index], &as_bytes);
+        if (bn->seen > patience) {
+            push_series(&bn->gpu[s->index], window, s, 0, 0);
+            push_series(&bn->mem[s->index], window, m, bn->mem_total[s->index], as_bytes);
+        }
+        struct roll *gr = &bn->gpu[s->index], *mr = &bn->mem[s->index];
+        double gp = gr->n ? roll_quantile(gr, scratch, 0.95) : 0;
+        double mp = mr->n ? roll_quantile(mr, scratch, 0.95) : 0;
+        if (gp >= gpu_t || mp >= mem_t)
+            out->low = 0;
+        if (gp > out->worst_gpu)
+            out->worst_gpu = gp;
+        if (mp > out->worst_mem)
+            out->worst_mem = mp;
+    }
+}
+
+/* The training steps of node id in the window. A run whose steps carry no
+ * node (recorded on one host, or imported without node names) has them all
+ * on the local node: every node then judges them. */
+static void node_step_totals(const struct rule_window *w, uint32_t id, struct step_totals *t)
+{
+    window_step_totals_on(w, id, -2, t);
+    int attributed = 0;
+    for (uint32_t i = 0; !t->steps && i < w->nsteps && !attributed; i++)
+        attributed = w->steps[i].node_id != RULES_LOCAL_NODE;
+    if (!t->steps && !attributed)
+        window_step_totals(w, -2, t);
+}
+
+static void batch_node_window(struct rule_ctx *c, const struct rule_window *w,
+                              struct batch_state *st, uint32_t id, double *scratch)
+{
     double cpu_t = c->param[0], gpu_t = c->param[1], mem_t = c->param[2];
     uint64_t patience = (uint64_t)c->param[3];
     uint32_t window = c->param[4] < 1 ? 1 : (uint32_t)c->param[4];
-    double *scratch = scratch_for(&st->scratch, &st->scratch_cap, window);
-    if (!scratch)
+    struct batch_node *bn = &st->node[id];
+    batch_push_cpu(bn, window_series_on(w, RM_CPU_UTIL, -1, id), patience, window);
+    struct batch_gpus g;
+    batch_gpus(c, w, bn, id, scratch, &g);
+    c->result->datapoints = bn->seen;
+    const char *missing = rules_gpu_util_missing(c->eng);
+    if (!g.n && missing && rules_have_gpu(c->eng)) {
+        /* the CPU criterion alone is for a job without a GPU: one whose
+         * GPU does not report its use (MIG) may well be keeping it busy */
+        rule_status(c, RULE_NA, "%s", missing);
         return;
-    struct node_set nodes;
-    window_nodes(w, &nodes);
-    for (uint32_t k = 0; k < nodes.n; k++) {
-        const char *node = nodes.name[k];
-        int ni = node_index(&st->nodes, node);
-        if (ni < 0)
-            continue;
-        const struct rule_series *cpu = window_series(w, RM_CPU_UTIL, -1, node);
-        /* patience first, then the window fills with what follows */
-        uint32_t skip = 0;
-        while (cpu && skip < cpu->n && st->seen[ni] < patience) {
-            st->seen[ni]++;
-            skip++;
-        }
-        struct rule_series rest = cpu ? *cpu : (struct rule_series){0};
-        rest.ts += skip;
-        rest.v += skip;
-        rest.n -= skip;
-        st->seen[ni] += rest.n;
-        if (st->seen[ni] > patience)
-            push_series(&st->cpu[ni], window, &rest, 0, 0);
-        uint32_t ngpus = 0;
-        int gpus_low = 1;
-        double worst_gpu = 0, worst_mem = 0;
-        for (uint32_t i = 0; i < w->nseries; i++) {
-            const struct rule_series *s = &w->series[i];
-            if (s->metric != RM_GPU_UTIL || strcmp(s->node, node) != 0 || s->index < 0 ||
-                s->index >= MAX_GPUS)
-                continue;
-            ngpus++;
-            int as_bytes;
-            const struct rule_series *m =
-                gpu_mem_series(w, node, s->index, &st->mem_total[ni][s->index], &as_bytes);
-            if (st->seen[ni] > patience) {
-                push_series(&st->gpu[ni][s->index], window, s, 0, 0);
-                push_series(&st->mem[ni][s->index], window, m, st->mem_total[ni][s->index],
-                            as_bytes);
-            }
-            struct roll *gr = &st->gpu[ni][s->index], *mr = &st->mem[ni][s->index];
-            double gp = gr->n ? roll_quantile(gr, scratch, 0.95) : 0;
-            double mp = mr->n ? roll_quantile(mr, scratch, 0.95) : 0;
-            if (gp >= gpu_t || mp >= mem_t)
-                gpus_low = 0;
-            if (gp > worst_gpu)
-                worst_gpu = gp;
-            if (mp > worst_mem)
-                worst_mem = mp;
-        }
-        c->result->datapoints = st->seen[ni];
-        const char *missing = rules_gpu_util_missing(c->eng);
-        if (!ngpus && missing && rules_have_gpu(c->eng)) {
-            /* the CPU criterion alone is for a job without a GPU: one whose
-             * GPU does not report its use (MIG) may well be keeping it busy */
-            rule_status(c, RULE_NA, "%s", missing);
-            continue;
-        }
-        if (st->cpu[ni].n < window) {
-            rule_status(c, RULE_WAITING, "%llu of %llu snapshots (patience) + %u (window)",
-                        (unsigned long long)st->seen[ni], (unsigned long long)patience, window);
-            continue;
-        }
-        struct step_totals t;
-        window_step_totals(w, -2, &t);
-        if (!t.steps) {
-            rule_status(c, RULE_OK, "no training steps in the last window");
-            continue;
-        }
-        double data = t.step_ns > 0 ? 100.0 * t.phase_ns[PHASE_DATA] / t.step_ns : 0;
-        double cpu95 = roll_quantile(&st->cpu[ni], scratch, 0.95);
-        if (cpu95 < cpu_t && gpus_low && data < INPUT_BOUND_DEFAULT_PCT) {
-            char scope[80], ev[512];
-            scope_name(scope, sizeof(scope), node, -1);
-            step_totals_text(&t, ev, sizeof(ev));
-            if (ngpus)
-                rule_fire_range(c, w->t0, w->t1, scope, ev,
-                                "p95 CPU %.0f %% < %g %%, p95 GPU %.0f %% < %g %%, p95 GPU "
-                                "memory %.0f %% < %g %% over the last %u snapshots",
-                                cpu95, cpu_t, worst_gpu, gpu_t, worst_mem, mem_t, window);
-            else
-                rule_fire_range(c, w->t0, w->t1, scope, ev,
-                                "p95 CPU %.0f %% < %g %% over the last %u snapshots while "
-                                "training (no GPU: the CPU criterion alone), data wait %.0f %%",
-                                cpu95, cpu_t, window, data);
-        } else {
-            rule_status(c, RULE_OK, "p95 CPU %.0f %%, p95 GPU %.0f %%, data wait %.0f %%", cpu95,
-                        worst_gpu, data);
-        }
     }
+    if (bn->cpu.n < window) {
+        rule_status(c, RULE_WAITING, "%llu of %llu snapshots (patience) + %u (window)",
+                    (unsigned long long)bn->seen, (unsigned long long)patience, window);
+        return;
+    }
+    struct step_totals t;
+    node_step_totals(w, id, &t);
+    if (!t.steps) { /* a small batch is judged while training */
+        if (st->trained)
+            rule_status(c, RULE_OK, "no training steps in the last window");
+        else
+            rule_status(c, RULE_WAITING, "no training steps yet");
+        return;
+    }
+    double data = t.step_ns > 0 ? 100.0 * t.phase_ns[PHASE_DATA] / t.step_ns : 0;
+    double cpu95 = roll_quantile(&bn->cpu, scratch, 0.95);
+    if (cpu95 >= cpu_t || !g.low || data >= INPUT_BOUND_DEFAULT_PCT) {
+        rule_status(c, RULE_OK, "p95 CPU %.0f %%, p95 GPU %.0f %%, data wait %.0f %%", cpu95,
+                    g.worst_gpu, data);
+        return;
+    }
+    char scope[192], ev[512];
+    scope_name(scope, sizeof(scope), rules_node_name(c->eng, id), -1);
+    step_totals_text(&t, ev, sizeof(ev));
+    if (g.n)
+        rule_fire_range(c, w->t0, w->t1, scope, ev,
+                        "p95 CPU %.0f %% < %g %%, p95 GPU %.0f %% < %g %%, p95 GPU "
+                        "memory %.0f %% < %g %% over the last %u snapshots",
+                        cpu95, cpu_t, g.worst_gpu, gpu_t, g.worst_mem, mem_t, window);
+    else
+        rule_fire_range(c, w->t0, w->t1, scope, ev,
+                        "p95 CPU %.0f %% < %g %% over the last %u snapshots while "
+                        "training (no GPU: the CPU criterion alone), data wait %.0f %%",
+                        cpu95, cpu_t, window, data);
+}
+
+static void batch_window(struct rule_ctx *c, const struct rule_window *w, void *p)
+{
+    struct batch_state *st = p;
+    uint32_t window = c->param[4] < 1 ? 1 : (uint32_t)c->param[4];
+    double *scratch = scratch_for(&st->scratch, &st->scratch_cap, window);
+    if (!scratch ||
+        node_states_fit((void **)&st->node, &st->nnodes, w->node_count, sizeof(*st->node)) < 0)
+        return;
+    for (uint32_t k = 0; k < w->nnodes; k++)
+        batch_node_window(c, w, st, w->nodes[k], scratch);
+    if (w->nsteps)
+        st->trained = 1;
+}
+
+/* Without a training step the rule has nothing to judge: a small batch is
+ * a training loop's. */
+static void batch_finish(struct rule_ctx *c, const struct rule_window *w, void *p)
+{
+    (void)w;
+    struct batch_state *st = p;
+    if (!st->trained && c->result->status != RULE_NA)
+        not_yet(c, "no training steps recorded");
 }
 
 static const struct rule_param batch_params[] = {
@@ -614,7 +722,7 @@ const struct rule_def rule_batch_size = {
     sizeof(struct batch_state),
     batch_release,
     batch_window,
-    NULL,
+    batch_finish,
     "the hardware is under-used: raise the batch size (scale the learning rate with it), or "
     "train on a smaller instance",
 };
@@ -623,68 +731,104 @@ const struct rule_def rule_batch_size = {
 
 #define LB_BINS 50 /* 2 % each */
 
-struct lb_state {
-    struct node_set nodes;
-    uint64_t seen[MAX_NODES][MAX_GPUS];
-    double hist[MAX_NODES][MAX_GPUS][LB_BINS];
-    uint8_t have[MAX_NODES][MAX_GPUS];
+struct lb_node {
+    uint64_t seen[MAX_GPUS];
+    double *hist[MAX_GPUS]; /* LB_BINS each, made when the GPU is first seen */
 };
+
+struct lb_state {
+    struct lb_node *node; /* by node id */
+    uint32_t nnodes;
+};
+
+static void lb_release(void *p)
+{
+    struct lb_state *st = p;
+    for (uint32_t n = 0; n < st->nnodes; n++)
+        for (int g = 0; g < MAX_GPUS; g++)
+            free(st->node[n].hist[g]);
+    free(st->node);
+}
+
+static void lb_push(struct lb_state *st, const struct rule_series *s, uint64_t patience)
+{
+    struct lb_node *ln = &st->node[s->node_id];
+    double **h = &ln->hist[s->index];
+    if (!*h && !(*h = calloc(LB_BINS, sizeof(**h))))
+        return;
+    for (uint32_t k = 0; k < s->n; k++) {
+        if (!isfinite(s->v[k]) || ++ln->seen[s->index] <= patience)
+            continue;
+        int b = (int)(s->v[k] / 2.0);
+        b = b < 0 ? 0 : b >= LB_BINS ? LB_BINS - 1 : b;
+        (*h)[b]++;
+    }
+}
+
+struct lb_verdict {
+    uint32_t most_gpus; /* on one node */
+    uint32_t judged;    /* pairs */
+    double worst;
+};
+
+/* Every pair of GPUs of node n past patience. */
+static void lb_node_pairs(struct rule_ctx *c, const struct rule_window *w, struct lb_state *st,
+                          uint32_t n, struct lb_verdict *v)
+{
+    double threshold = c->param[0];
+    uint64_t patience = (uint64_t)c->param[1];
+    const struct lb_node *ln = &st->node[n];
+    const char *node = rules_node_name(c->eng, n);
+    uint32_t gpus = 0;
+    for (int a = 0; a < MAX_GPUS; a++) {
+        if (!ln->hist[a])
+            continue;
+        gpus++;
+        if (ln->seen[a] <= patience)
+            continue;
+        for (int b = a + 1; b < MAX_GPUS; b++) {
+            if (!ln->hist[b] || ln->seen[b] <= patience)
+                continue;
+            v->judged++;
+            double d = stats_js_distance(ln->hist[a], ln->hist[b], LB_BINS);
+            if (d > v->worst)
+                v->worst = d;
+            if (d <= threshold)
+                continue;
+            char scope[192];
+            if (*node)
+                snprintf(scope, sizeof(scope), "node=%s,gpus=%d+%d", node, a, b);
+            else
+                snprintf(scope, sizeof(scope), "gpus=%d+%d", a, b);
+            rule_fire_range(c, w->t0, w->t1, scope, NULL,
+                            "GPUs %d and %d are used unevenly: Jensen-Shannon distance "
+                            "%.2f > %.2f between their utilization histograms",
+                            a, b, d, threshold);
+        }
+    }
+    if (gpus > v->most_gpus)
+        v->most_gpus = gpus;
+}
 
 static void lb_window(struct rule_ctx *c, const struct rule_window *w, void *p)
 {
     struct lb_state *st = p;
-    double threshold = c->param[0];
     uint64_t patience = (uint64_t)c->param[1];
-    if (rule_na_without_gpu_util(c))
+    if (rule_na_without_gpu_util(c) ||
+        node_states_fit((void **)&st->node, &st->nnodes, w->node_count, sizeof(*st->node)) < 0)
         return;
     const struct rule_series *s;
-    int ni;
-    for (uint32_t i = 0; (s = next_gpu_util(w, &st->nodes, &i, &ni)); i++) {
-        st->have[ni][s->index] = 1;
-        for (uint32_t k = 0; k < s->n; k++) {
-            if (!isfinite(s->v[k]) || ++st->seen[ni][s->index] <= patience)
-                continue;
-            int b = (int)(s->v[k] / 2.0);
-            b = b < 0 ? 0 : b >= LB_BINS ? LB_BINS - 1 : b;
-            st->hist[ni][s->index][b]++;
-        }
-    }
-    uint32_t gpus = 0, judged = 0;
-    double worst = 0;
-    for (uint32_t n = 0; n < st->nodes.n; n++)
-        for (int a = 0; a < MAX_GPUS; a++) {
-            if (!st->have[n][a])
-                continue;
-            gpus++;
-            if (st->seen[n][a] <= patience)
-                continue;
-            for (int b = a + 1; b < MAX_GPUS; b++) {
-                if (!st->have[n][b] || st->seen[n][b] <= patience)
-                    continue;
-                judged++;
-                double d = stats_js_distance(st->hist[n][a], st->hist[n][b], LB_BINS);
-                if (d > worst)
-                    worst = d;
-                if (d > threshold) {
-                    char scope[96];
-                    if (*st->nodes.name[n])
-                        snprintf(scope, sizeof(scope), "node=%s,gpus=%d+%d", st->nodes.name[n], a,
-                                 b);
-                    else
-                        snprintf(scope, sizeof(scope), "gpus=%d+%d", a, b);
-                    rule_fire_range(c, w->t0, w->t1, scope, NULL,
-                                    "GPUs %d and %d are used unevenly: Jensen-Shannon distance "
-                                    "%.2f > %.2f between their utilization histograms",
-                                    a, b, d, threshold);
-                }
-            }
-        }
-    if (gpus < 2)
-        rule_status(c, RULE_NA, "one GPU: nothing to balance");
-    else if (!judged)
+    for (uint32_t i = 0; (s = next_gpu_util(w, &i)); i++)
+        lb_push(st, s, patience);
+    struct lb_verdict v = {0, 0, 0};
+    for (uint32_t n = 0; n < st->nnodes; n++)
+        lb_node_pairs(c, w, st, n, &v);
+    if (v.most_gpus < 2) /* GPUs are balanced within a node */
+        rule_status(c, RULE_NA, "one GPU per node: nothing to balance");
+    else if (!v.judged)
         rule_status(c, RULE_WAITING, "patience: %llu values", (unsigned long long)patience);
     else
-        rule_status(c, RULE_OK, "largest distance %.2f", worst);
+        rule_status(c, RULE_OK, "largest distance %.2f", v.worst);
 }
 
 static const struct rule_param lb_params[] = {
@@ -701,7 +845,7 @@ const struct rule_def rule_load_balancing = {
     lb_params,
     NPARAMS(lb_params),
     sizeof(struct lb_state),
-    NULL,
+    lb_release,
     lb_window,
     NULL,
     "the GPUs do unequal work: check the distribution strategy (data-parallel across every "
@@ -710,78 +854,197 @@ const struct rule_def rule_load_balancing = {
 
 /* ---- StepOutlier --------------------------------------------------------------------- */
 
-struct outlier_state {
+/*
+ * As SageMaker's: the steps of each node and mode (TRAIN, EVAL, PREDICT,
+ * GLOBAL) are a population of their own, judged once it has more than 100
+ * steps; an evaluation step is not an outlier of training. The mode
+ * parameter picks one mode (train, eval, predict, global), or all of them,
+ * each judged apart (the default).
+ */
+#define OUTLIER_MIN_STEPS 100 /* judged with more than this */
+
+struct outlier_group { /* the steps of one node in one mode */
     struct dur_set d;
-    int64_t first_ns;
+    uint32_t outliers; /* at its last judgement */
+    double limit_ns;   /* mean + stddev sd then */
+    int fresh;         /* steps came in the window being judged */
+};
+
+struct outlier_node {
+    struct outlier_group mode[STEP_MODE_COUNT];
+};
+
+struct outlier_state {
+    struct outlier_node *node; /* by node id */
+    uint32_t nnodes;
+    uint64_t left_out; /* steps of the modes the mode parameter leaves out */
+};
+
+struct outlier_tally { /* over the groups, for the rule's verdict */
+    uint32_t judged, waiting, most;
+    uint64_t steps, outliers;
+    char detail[512]; /* of the group with the most outliers, or the largest waiting */
 };
 
 static void outlier_release(void *p)
 {
-    dur_set_release(&((struct outlier_state *)p)->d);
+    struct outlier_state *st = p;
+    for (uint32_t n = 0; n < st->nnodes; n++)
+        for (int m = 0; m < STEP_MODE_COUNT; m++)
+            dur_set_release(&st->node[n].mode[m].d);
+    free(st->node);
+}
+
+/* The mode parameter's word for value v: 0 all, else step mode v - 1. */
+static int outlier_wanted(double v, int mode)
+{
+    return v < 1 || (int)v - 1 == mode;
+}
+
+/* "eval steps" or, for an imported node, "eval steps on algo-2"; scope
+ * "mode=eval" or "node=algo-2,mode=eval". */
+static void outlier_names(const struct rule_ctx *c, uint32_t node, int mode, char *what,
+                          size_t wcap, char *scope, size_t scap)
+{
+    const char *name = rules_node_name(c->eng, node);
+    snprintf(what, wcap, "%s steps%s%s", step_mode_names[mode], *name ? " on " : "", name);
+    if (*name)
+        snprintf(scope, scap, "node=%s,mode=%s", name, step_mode_names[mode]);
+    else
+        snprintf(scope, scap, "mode=%s", step_mode_names[mode]);
+}
+
+static void outlier_collect(struct outlier_state *st, const struct rule_window *w, double mode)
+{
+    for (uint32_t i = 0; i < w->nall_steps; i++) {
+        const struct rule_step *s = &w->all_steps[i];
+        if (!outlier_wanted(mode, s->mode)) {
+            st->left_out++;
+            continue;
+        }
+        struct outlier_group *g = &st->node[s->node_id].mode[s->mode];
+        dur_set_add(&g->d, (double)(s->end_ns - s->start_ns));
+        g->fresh = 1;
+    }
+}
+
+/* The outliers of group (node, mode) among the window's steps, and what
+ * took their time. */
+static void outlier_events(const struct rule_window *w, uint32_t node, int mode, double limit,
+                           char *out, size_t cap)
+{
+    struct step_totals t = {0};
+    t.slowest_phase = -1;
+    for (uint32_t i = 0; i < w->nall_steps; i++) {
+        const struct rule_step *s = &w->all_steps[i];
+        if (s->node_id == node && s->mode == mode && (double)(s->end_ns - s->start_ns) > limit)
+            step_totals_add(&t, s);
+    }
+    out[0] = 0;
+    if (t.steps) {
+        char tmp[480];
+        step_totals_text(&t, tmp, sizeof(tmp));
+        snprintf(out, cap, "outliers in this window: %s", tmp);
+    }
+}
+
+/* Judge group (node, mode) on every step so far: it has new ones. */
+static void outlier_judge(struct rule_ctx *c, const struct rule_window *w, struct outlier_group *g,
+                          uint32_t node, int mode)
+{
+    double k = c->param[0];
+    uint32_t n_outliers = (uint32_t)c->param[2];
+    uint32_t n = g->d.n;
+    if (n <= OUTLIER_MIN_STEPS)
+        return;
+    double mean = g->d.sum / n;
+    double var = g->d.sumsq / n - mean * mean;
+    double sd = var > 0 ? sqrt(var) : 0;
+    g->limit_ns = mean + k * sd;
+    g->outliers = dur_set_count_above(&g->d, g->limit_ns);
+    if (g->outliers <= n_outliers)
+        return;
+    char what[240], scope[192], ev[512];
+    outlier_names(c, node, mode, what, sizeof(what), scope, sizeof(scope));
+    outlier_events(w, node, mode, g->limit_ns, ev, sizeof(ev));
+    rule_fire_range(c, w->t0, w->t1, scope, events_or_null(ev),
+                    "%u of %u %s took longer than mean + %g sd = %.1f ms (mean %.1f ms, sd "
+                    "%.1f ms; fires above %u)",
+                    g->outliers, n, what, k, g->limit_ns / 1e6, mean / 1e6, sd / 1e6, n_outliers);
+}
+
+/* Group (node, mode) into the verdict: the detail tells of the group with
+ * the most outliers, or while none is judged, of the largest. */
+static void outlier_tally(const struct rule_ctx *c, const struct outlier_group *g, uint32_t node,
+                          int mode, struct outlier_tally *tl)
+{
+    uint32_t n = g->d.n;
+    char what[240], scope[192];
+    tl->steps += n;
+    tl->outliers += g->outliers;
+    outlier_names(c, node, mode, what, sizeof(what), scope, sizeof(scope));
+    if (n <= OUTLIER_MIN_STEPS) {
+        if (!tl->judged && n >= tl->most) {
+            tl->most = n;
+            snprintf(tl->detail, sizeof(tl->detail), "%u %s (judged after %d)", n, what,
+                     OUTLIER_MIN_STEPS);
+        }
+        tl->waiting++;
+        return;
+    }
+    if (!tl->judged++ || g->outliers >= tl->most) {
+        tl->most = g->outliers;
+        snprintf(tl->detail, sizeof(tl->detail),
+                 "%u of %u %s above mean + %g sd = %.1f ms (fires above %u)", g->outliers, n, what,
+                 c->param[0], g->limit_ns / 1e6, (uint32_t)c->param[2]);
+    }
 }
 
 static void outlier_window(struct rule_ctx *c, const struct rule_window *w, void *p)
 {
     struct outlier_state *st = p;
-    double k = c->param[0];
-    int mode = (int)c->param[1];
-    uint32_t n_outliers = (uint32_t)c->param[2];
-    if (mode == 2) { /* eval: strobe's steps are training steps */
-        rule_status(c, RULE_NA, "no evaluation steps (strobe records training steps)");
+    if (node_states_fit((void **)&st->node, &st->nnodes, w->node_count, sizeof(*st->node)) < 0)
         return;
-    }
-    for (uint32_t i = 0; i < w->nsteps; i++) {
-        if (!st->d.n)
-            st->first_ns = w->steps[i].start_ns;
-        dur_set_add(&st->d, (double)(w->steps[i].end_ns - w->steps[i].start_ns));
-    }
-    uint32_t n = st->d.n;
-    c->result->datapoints = n;
-    if (n <= 100) {
-        rule_status(c, RULE_WAITING, "%u steps (judged after 100)", n);
-        return;
-    }
-    double mean = st->d.sum / n;
-    double var = st->d.sumsq / n - mean * mean;
-    double sd = var > 0 ? sqrt(var) : 0;
-    double limit = mean + k * sd;
-    uint32_t out = dur_set_count_above(&st->d, limit);
-    c->result->violations = out;
-    if (out <= n_outliers) {
-        rule_status(c, RULE_OK, "%u of %u steps above mean + %g sd = %.1f ms (fires above %u)", out,
-                    n, k, limit / 1e6, n_outliers);
-        return;
-    }
-    /* the outliers of this window and what took their time */
-    struct step_totals t = {0};
-    t.slowest_phase = -1;
-    for (uint32_t i = 0; i < w->nsteps; i++)
-        if ((double)(w->steps[i].end_ns - w->steps[i].start_ns) > limit)
-            step_totals_add(&t, &w->steps[i]);
-    char ev[512] = "";
-    if (t.steps) {
-        char tmp[480];
-        step_totals_text(&t, tmp, sizeof(tmp));
-        snprintf(ev, sizeof(ev), "outliers in this window: %s", tmp);
-    }
-    rule_fire_range(c, w->t0, w->t1, "node", events_or_null(ev),
-                    "%u of %u steps took longer than mean + %g sd = %.1f ms (mean %.1f ms, sd "
-                    "%.1f ms; fires above %u)",
-                    out, n, k, limit / 1e6, mean / 1e6, sd / 1e6, n_outliers);
-    c->result->violations = out; /* the outliers, not the firings counted by rule_fire_range */
+    outlier_collect(st, w, c->param[1]);
+    struct outlier_tally tl = {0};
+    for (uint32_t n = 0; n < st->nnodes; n++)
+        for (int m = 0; m < STEP_MODE_COUNT; m++) {
+            struct outlier_group *g = &st->node[n].mode[m];
+            if (g->fresh) /* a group without new steps keeps its verdict */
+                outlier_judge(c, w, g, n, m);
+            g->fresh = 0;
+            if (g->d.n)
+                outlier_tally(c, g, n, m, &tl);
+        }
+    c->result->datapoints = tl.steps;
+    if (tl.judged)
+        rule_status(c, RULE_OK, "%s", tl.detail);
+    else if (tl.waiting)
+        rule_status(c, RULE_WAITING, "%s", tl.detail);
+    /* the outliers, not the firings that rule_fire_range counts */
+    c->result->violations = tl.outliers;
 }
 
 static void outlier_finish(struct rule_ctx *c, const struct rule_window *w, void *p)
 {
     (void)w;
     struct outlier_state *st = p;
-    if (!st->d.n && c->result->status != RULE_NA)
-        not_yet(c, "no steps recorded");
+    if (c->result->datapoints)
+        return;
+    int mode = (int)c->param[1];
+    char what[200];
+    if (mode < 1)
+        snprintf(what, sizeof(what), "no steps recorded");
+    else
+        snprintf(what, sizeof(what), "no %s steps recorded (%llu steps of other modes)",
+                 step_mode_names[mode - 1], (unsigned long long)st->left_out);
+    not_yet(c, what);
 }
 
 static const struct rule_param outlier_params[] = {
     {"stddev", 3, "a step longer than mean + stddev * sd is an outlier", NULL, RP_NUMBER},
-    {"mode", 0, "which steps: all, train or eval", "all,train,eval", RP_NUMBER},
+    {"mode", 0, "which steps: all (each mode apart), train, eval, predict or global",
+     "all,train,eval,predict,global", RP_NUMBER},
     {"n_outliers", 10, "outliers allowed before it fires", NULL, RP_COUNT},
 };
 
@@ -802,68 +1065,117 @@ const struct rule_def rule_step_outlier = {
 
 /* ---- MaxInitializationTime --------------------------------------------------------------- */
 
+/*
+ * Training begins with the first training step. A loop that trains without
+ * step spans (no optimizer, no strobe.step()) still runs forward and
+ * backward: that is training too, and "no step has begun" would be built
+ * on the steps strobe could not see. A step encloses its forward, so
+ * forward and backward from before the limit settle it within the limit;
+ * from after it, a step that began earlier may still be running, and the
+ * verdict waits as it does for a step.
+ */
 struct init_state {
     int64_t first_step_ns; /* 0 until seen */
+    int64_t first_fwd_bwd_ns;
+    int forward, backward; /* seen */
+    int judged;            /* the verdict is given */
 };
 
-static void init_fire_none(struct rule_ctx *c, int64_t start, int64_t t1);
-static void init_no_step_yet(struct rule_ctx *c, int64_t start, int64_t t1, double waited,
-                             double limit_ns);
+static int init_trains(const struct init_state *st)
+{
+    return st->forward && st->backward;
+}
+
+static void init_note(struct init_state *st, const struct rule_window *w)
+{
+    for (uint32_t i = 0; i < w->nsteps; i++)
+        if (!st->first_step_ns || w->steps[i].start_ns < st->first_step_ns)
+            st->first_step_ns = w->steps[i].start_ns;
+    st->forward |= w->forward_spans > 0;
+    st->backward |= w->backward_spans > 0;
+    if ((w->forward_spans || w->backward_spans) &&
+        (!st->first_fwd_bwd_ns || w->first_fwd_bwd_ns < st->first_fwd_bwd_ns))
+        st->first_fwd_bwd_ns = w->first_fwd_bwd_ns;
+}
+
+/* The verdict on training that began at began_ns (what: how it was seen). */
+static void init_judge(struct rule_ctx *c, struct init_state *st, int64_t began_ns,
+                       const char *what)
+{
+    int64_t start = rules_run(c->eng)->start_ns;
+    double init = (double)(began_ns - start);
+    if (init > c->param[0] * 60e9)
+        rule_fire_range(c, start, began_ns, "node", NULL,
+                        "%s began %.1f min after the start (limit %g min)", what, init / 60e9,
+                        c->param[0]);
+    else
+        rule_status(c, RULE_OK, "%s began %.1f s after the start", what, init / 1e9);
+    st->judged = 1;
+}
+
+#define INIT_BY_FWD_BWD "training (forward and backward, without step spans)"
+
+static void init_fire_none(struct rule_ctx *c, int64_t t1)
+{
+    int64_t start = rules_run(c->eng)->start_ns;
+    rule_fire_range(c, start, t1, "node", NULL,
+                    "no step has begun %.1f min after the start (limit %g min), nor forward and "
+                    "backward",
+                    (double)(t1 - start) / 60e9, c->param[0]);
+}
+
+/* Past due (twice the limit live, the end of a run): forward and backward
+ * stand for the step, else nothing began. */
+static void init_due(struct rule_ctx *c, struct init_state *st, int64_t t1)
+{
+    if (init_trains(st))
+        init_judge(c, st, st->first_fwd_bwd_ns, INIT_BY_FWD_BWD);
+    else
+        init_fire_none(c, t1); /* grows with every window until a step comes */
+}
 
 static void init_window(struct rule_ctx *c, const struct rule_window *w, void *p)
 {
     struct init_state *st = p;
     double limit_ns = c->param[0] * 60e9;
     int64_t start = rules_run(c->eng)->start_ns;
-    int had = st->first_step_ns != 0;
-    for (uint32_t i = 0; i < w->nsteps; i++)
-        if (!st->first_step_ns || w->steps[i].start_ns < st->first_step_ns)
-            st->first_step_ns = w->steps[i].start_ns;
+    init_note(st, w);
+    if (st->judged)
+        return;
     if (st->first_step_ns) {
-        double init = (double)(st->first_step_ns - start);
-        if (!had && init > limit_ns)
-            rule_fire_range(c, start, st->first_step_ns, "node", NULL,
-                            "the first step began %.1f min after the start (limit %g min)",
-                            init / 60e9, c->param[0]);
-        else if (!had)
-            rule_status(c, RULE_OK, "the first step began %.1f s after the start", init / 1e9);
+        init_judge(c, st, st->first_step_ns, "the first step");
+        return;
+    }
+    if (init_trains(st) && (double)(st->first_fwd_bwd_ns - start) <= limit_ns) {
+        init_judge(c, st, st->first_fwd_bwd_ns, INIT_BY_FWD_BWD);
         return;
     }
     /* Steps arrive when they end, so a first step that began before the
      * limit may still be running: past the limit, wait for it, and say so
      * only when twice the limit has gone by (or at the end) with none. */
-    init_no_step_yet(c, start, w->t1, (double)(w->t1 - start), limit_ns);
-}
-
-static void init_no_step_yet(struct rule_ctx *c, int64_t start, int64_t t1, double waited,
-                             double limit_ns)
-{
+    double waited = (double)(w->t1 - start);
     if (waited > 2 * limit_ns)
-        init_fire_none(c, start, t1);
+        init_due(c, st, w->t1);
     else
-        rule_status(c, RULE_WAITING, "no step yet, %.0f s after the start", waited / 1e9);
-}
-
-static void init_fire_none(struct rule_ctx *c, int64_t start, int64_t t1)
-{
-    rule_fire_range(c, start, t1, "node", NULL,
-                    "no step has begun %.1f min after the start (limit %g min)",
-                    (double)(t1 - start) / 60e9, c->param[0]);
+        rule_status(c, RULE_WAITING, "no step yet, %.0f s after the start%s", waited / 1e9,
+                    init_trains(st) ? " (forward and backward run)" : "");
 }
 
 static void init_finish(struct rule_ctx *c, const struct rule_window *w, void *p)
 {
     struct init_state *st = p;
     int64_t start = rules_run(c->eng)->start_ns;
-    if (st->first_step_ns || c->result->status == RULE_FIRED)
+    if (st->judged || c->result->status == RULE_FIRED)
         return;
     double waited = (double)(w->t1 - start), limit_ns = c->param[0] * 60e9;
     if (rules_run(c->eng)->running) /* as live: a first step may still be running */
-        init_no_step_yet(c, start, w->t1, waited, limit_ns);
+        return;
+    if (init_trains(st))
+        init_judge(c, st, st->first_fwd_bwd_ns, INIT_BY_FWD_BWD);
     else if (waited > limit_ns)
-        init_fire_none(c, start, w->t1);
+        init_fire_none(c, w->t1);
     else
-        rule_status(c, RULE_NA, "no steps recorded");
+        rule_status(c, RULE_NA, "no steps recorded, nor forward and backward");
 }
 
 static const struct rule_param init_params[] = {
@@ -983,93 +1295,163 @@ const struct rule_def rule_dataloader = {
 };
 
 /* ---- OverallSystemUsage ------------------------------------------------------------------- */
+/*
+ * SageMaker's report of a node's use (smdebug's overall_system_usage.py):
+ * per node, max/p99/p95/p50/min of each dimension over every snapshot, the
+ * snapshot's value being what the node did as a whole: CPU and I/O wait the
+ * mean over its cores (strobe's whole-host cpu.util, cpu.iowait), GPU and
+ * GPU memory the mean over its GPUs, network the sum over the job's traffic
+ * (strobe's interfaces; an import's Algorithm traffic, both ways), and
+ * strobe adds disk bytes/s. Quantiles within 0.5 % (a logarithmic sketch).
+ */
 
 enum usage_metric { U_CPU, U_MEM, U_IO, U_NET, U_DISK, U_GPU, U_GPU_MEM, U_COUNT };
 static const char *const usage_names[U_COUNT] = {
     "cpu_pct",          "memory_pct", "iowait_pct",    "network_bytes_per_s",
     "disk_bytes_per_s", "gpu_pct",    "gpu_memory_pct"};
 
+struct usage_node {
+    int seen; /* had series */
+    struct sketch sk[U_COUNT];
+    double mem_total;
+    double gpu_total[MAX_GPUS];
+};
+
+struct usage_cursor { /* a series read in step with a node's snapshots */
+    const struct rule_series *s;
+    uint32_t pos;
+    double scale; /* its values times this (GPU memory bytes into pct) */
+};
+
 struct usage_state {
-    struct node_set nodes;
-    struct sketch sk[MAX_NODES][U_COUNT];
-    double mem_total[MAX_NODES];
-    double gpu_total[MAX_NODES][MAX_GPUS];
+    struct usage_node *node; /* by node id */
+    uint32_t nnodes;
+    struct usage_cursor *cur; /* one dimension of one node in a window */
+    uint32_t cur_cap;
 };
 
 static void usage_release(void *p)
 {
     struct usage_state *st = p;
-    for (uint32_t n = 0; n < MAX_NODES; n++)
+    for (uint32_t n = 0; n < st->nnodes; n++)
         for (int u = 0; u < U_COUNT; u++)
-            sketch_release(&st->sk[n][u]);
+            sketch_release(&st->node[n].sk[u]);
+    free(st->node);
+    free(st->cur);
 }
 
-/* Sum per timestamp of the series of metric m on node (every disk, every
- * interface), into sketch: the recorder stamps a frame's series alike. */
-static void sketch_sum(struct sketch *sk, const struct rule_window *w, const char *node,
-                       enum rule_metric m1, enum rule_metric m2)
+/* The series of metric m of node id that is the whole host's (no core,
+ * GPU or pid): an import keeps the cores' cpu.iowait beside their mean. */
+static const struct rule_series *usage_host_series(const struct rule_window *w, enum rule_metric m,
+                                                   uint32_t id)
 {
-    const struct rule_series *ss[MAX_DEV_SERIES];
-    uint32_t n = 0, pos[MAX_DEV_SERIES] = {0};
-    for (uint32_t i = 0; i < w->nseries && n < MAX_DEV_SERIES; i++)
-        if ((w->series[i].metric == m1 || w->series[i].metric == m2) &&
-            strcmp(w->series[i].node, node) == 0)
-            ss[n++] = &w->series[i];
-    if (!n)
-        return;
-    const struct rule_series *clock = ss[0];
-    for (uint32_t k = 0; k < clock->n; k++) {
+    for (uint32_t i = 0; i < w->nseries; i++)
+        if (w->series[i].metric == m && w->series[i].node_id == id && w->series[i].index < 0)
+            return &w->series[i];
+    return NULL;
+}
+
+static void usage_add_all(struct sketch *sk, const struct rule_series *s)
+{
+    for (uint32_t i = 0; s && i < s->n; i++)
+        sketch_add(sk, s->v[i]);
+}
+
+/* One value per snapshot of cursors cur[0..n) (the first one's times: a
+ * recorder stamps a frame's series alike, and an import's within
+ * SNAPSHOT_NS): their sum, or their mean. An imported snapshot that the
+ * window's start t0 cuts in two is left out: its values before t0 went to
+ * the window before, and half a sum is no node's traffic. */
+static void usage_snapshots(struct sketch *sk, struct usage_cursor *cur, uint32_t n, int mean,
+                            int64_t t0)
+{
+    const struct rule_series *clock = n ? cur[0].s : NULL;
+    for (uint32_t k = 0; clock && k < clock->n; k++) {
         double sum = 0, v;
+        uint32_t have = 0;
         for (uint32_t j = 0; j < n; j++)
-            if (series_value_at(ss[j], &pos[j], clock->ts[k], &v))
-                sum += v;
-        sketch_add(sk, sum);
+            if (series_value_at(cur[j].s, &cur[j].pos, clock->ts[k], &v)) {
+                sum += v * cur[j].scale;
+                have++;
+            }
+        if (have && (have == n || clock->ts[k] >= t0 + SNAPSHOT_NS))
+            sketch_add(sk, mean ? sum / have : sum);
     }
+}
+
+static int usage_cursor_add(struct usage_state *st, uint32_t *n, const struct rule_series *s,
+                            double scale)
+{
+    if (array_grow((void **)&st->cur, &st->cur_cap, *n + 1, sizeof(*st->cur), 16) < 0)
+        return -ENOMEM;
+    st->cur[(*n)++] = (struct usage_cursor){s, 0, scale};
+    return 0;
+}
+
+/* Network (m1, m2 = rx, tx) or disk (read, write) of node id: the sum over
+ * its devices per snapshot. */
+static void usage_sum(struct usage_state *st, struct sketch *sk, const struct rule_window *w,
+                      uint32_t id, enum rule_metric m1, enum rule_metric m2)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < w->nseries; i++) {
+        const struct rule_series *s = &w->series[i];
+        if (s->node_id == id && (s->metric == m1 || s->metric == m2) &&
+            usage_cursor_add(st, &n, s, 1) < 0)
+            return;
+    }
+    usage_snapshots(sk, st->cur, n, 0, w->t0);
+}
+
+/* GPU utilization and memory of node id: the mean over its GPUs per
+ * snapshot, as SageMaker's GPU and GPU memory are. */
+static void usage_gpus(struct usage_state *st, const struct rule_window *w, uint32_t id)
+{
+    struct usage_node *un = &st->node[id];
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < w->nseries; i++) {
+        const struct rule_series *g = &w->series[i];
+        if (g->metric == RM_GPU_UTIL && g->node_id == id && g->index >= 0 && g->index < MAX_GPUS &&
+            usage_cursor_add(st, &n, g, 1) < 0)
+            return;
+    }
+    usage_snapshots(&un->sk[U_GPU], st->cur, n, 1, w->t0);
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        int64_t gpu = st->cur[i].s->index;
+        int as_bytes;
+        const struct rule_series *s = gpu_mem_series(w, id, gpu, &un->gpu_total[gpu], &as_bytes);
+        if (s)
+            st->cur[m++] = (struct usage_cursor){s, 0, as_bytes ? 100.0 / un->gpu_total[gpu] : 1};
+    }
+    usage_snapshots(&un->sk[U_GPU_MEM], st->cur, m, 1, w->t0);
+}
+
+static void usage_node_window(struct usage_state *st, const struct rule_window *w, uint32_t id)
+{
+    struct usage_node *un = &st->node[id];
+    un->seen = 1;
+    usage_add_all(&un->sk[U_CPU], usage_host_series(w, RM_CPU_UTIL, id));
+    const struct rule_series *tot = usage_host_series(w, RM_MEM_TOTAL, id);
+    if (tot && tot->n)
+        un->mem_total = tot->v[tot->n - 1];
+    const struct rule_series *used = usage_host_series(w, RM_MEM_USED, id);
+    for (uint32_t i = 0; used && un->mem_total > 0 && i < used->n; i++)
+        sketch_add(&un->sk[U_MEM], 100.0 * used->v[i] / un->mem_total);
+    usage_add_all(&un->sk[U_MEM], usage_host_series(w, RM_MEM_USED_PCT, id));
+    usage_add_all(&un->sk[U_IO], usage_host_series(w, RM_CPU_IOWAIT, id));
+    usage_sum(st, &un->sk[U_NET], w, id, RM_NET_RX, RM_NET_TX);
+    usage_sum(st, &un->sk[U_DISK], w, id, RM_DISK_READ, RM_DISK_WRITE);
+    usage_gpus(st, w, id);
 }
 
 static void usage_window(struct rule_ctx *c, const struct rule_window *w, void *p)
 {
     struct usage_state *st = p;
-    struct node_set nodes;
-    window_nodes(w, &nodes);
-    for (uint32_t k = 0; k < nodes.n; k++) {
-        const char *node = nodes.name[k];
-        int ni = node_index(&st->nodes, node);
-        if (ni < 0)
-            continue;
-        const struct rule_series *s = window_series(w, RM_CPU_UTIL, -1, node);
-        for (uint32_t i = 0; s && i < s->n; i++)
-            sketch_add(&st->sk[ni][U_CPU], s->v[i]);
-        const struct rule_series *tot = window_series(w, RM_MEM_TOTAL, -1, node);
-        if (tot && tot->n)
-            st->mem_total[ni] = tot->v[tot->n - 1];
-        const struct rule_series *used = window_series(w, RM_MEM_USED, -1, node);
-        if (used && st->mem_total[ni] > 0)
-            for (uint32_t i = 0; i < used->n; i++)
-                sketch_add(&st->sk[ni][U_MEM], 100.0 * used->v[i] / st->mem_total[ni]);
-        const struct rule_series *pct = window_series(w, RM_MEM_USED_PCT, -1, node);
-        for (uint32_t i = 0; pct && i < pct->n; i++)
-            sketch_add(&st->sk[ni][U_MEM], pct->v[i]);
-        const struct rule_series *io = window_series(w, RM_CPU_IOWAIT, -1, node);
-        for (uint32_t i = 0; io && i < io->n; i++)
-            sketch_add(&st->sk[ni][U_IO], io->v[i]);
-        sketch_sum(&st->sk[ni][U_NET], w, node, RM_NET_RX, RM_NET_TX);
-        sketch_sum(&st->sk[ni][U_DISK], w, node, RM_DISK_READ, RM_DISK_WRITE);
-        for (uint32_t i = 0; i < w->nseries; i++) {
-            const struct rule_series *g = &w->series[i];
-            if (g->metric != RM_GPU_UTIL || strcmp(g->node, node) != 0 || g->index < 0 ||
-                g->index >= MAX_GPUS)
-                continue;
-            for (uint32_t j = 0; j < g->n; j++)
-                sketch_add(&st->sk[ni][U_GPU], g->v[j]);
-            int as_bytes;
-            const struct rule_series *m =
-                gpu_mem_series(w, node, g->index, &st->gpu_total[ni][g->index], &as_bytes);
-            for (uint32_t j = 0; m && j < m->n; j++)
-                sketch_add(&st->sk[ni][U_GPU_MEM],
-                           gpu_mem_pct(m->v[j], st->gpu_total[ni][g->index], as_bytes));
-        }
-    }
+    if (node_states_fit((void **)&st->node, &st->nnodes, w->node_count, sizeof(*st->node)) < 0)
+        return;
+    for (uint32_t k = 0; k < w->nnodes; k++)
+        usage_node_window(st, w, w->nodes[k]);
     rule_status(c, RULE_REPORT, "statistics at the end of the run");
 }
 
@@ -1097,32 +1479,36 @@ static void usage_finish(struct rule_ctx *c, const struct rule_window *w, void *
     strbuf_init(&o);
     strbuf_adds(&o, "{\"nodes\":{");
     char detail[256] = "";
-    for (uint32_t n = 0; n < st->nodes.n; n++) {
-        if (n)
+    int listed = 0;
+    for (uint32_t n = 0; n < st->nnodes; n++) {
+        if (!st->node[n].seen)
+            continue;
+        if (listed++)
             strbuf_addch(&o, ',');
-        const char *name = *st->nodes.name[n] ? st->nodes.name[n] : rules_run(c->eng)->host;
+        const char *name = rules_node_name(c->eng, n);
+        name = *name ? name : rules_run(c->eng)->host;
         strbuf_add_json_str(&o, name ? name : "");
         strbuf_addch(&o, ':');
         strbuf_addch(&o, '{');
         int first = 1;
         for (int u = 0; u < U_COUNT; u++) {
-            if (!st->sk[n][u].count)
+            if (!st->node[n].sk[u].count)
                 continue;
             if (!first)
                 strbuf_addch(&o, ',');
             first = 0;
-            json_stat(&o, usage_names[u], &st->sk[n][u]);
+            json_stat(&o, usage_names[u], &st->node[n].sk[u]);
         }
         strbuf_addch(&o, '}');
-        if (!n) {
+        if (listed == 1) {
             char mem[48] = ""; /* without memory samples its quantile is NaN */
-            if (st->sk[n][U_MEM].count)
+            if (st->node[n].sk[U_MEM].count)
                 snprintf(mem, sizeof(mem), "; memory p95 %.0f %%",
-                         sketch_quantile(&st->sk[n][U_MEM], 0.95));
+                         sketch_quantile(&st->node[n].sk[U_MEM], 0.95));
             snprintf(detail, sizeof(detail), "CPU p50 %.0f %%, p95 %.0f %%%s%s",
-                     sketch_quantile(&st->sk[n][U_CPU], 0.5),
-                     sketch_quantile(&st->sk[n][U_CPU], 0.95), mem,
-                     st->sk[n][U_GPU].count ? "; GPUs in the report" : "");
+                     sketch_quantile(&st->node[n].sk[U_CPU], 0.5),
+                     sketch_quantile(&st->node[n].sk[U_CPU], 0.95), mem,
+                     st->node[n].sk[U_GPU].count ? "; GPUs in the report" : "");
         }
     }
     strbuf_adds(&o, "}}");
@@ -1139,8 +1525,9 @@ const struct rule_def rule_overall_system_usage = {
  */
 
 struct framework_state {
-    struct step_totals all;
-    uint32_t ranks_seen;
+    struct step_totals all; /* the training steps */
+    uint64_t mode_steps[STEP_MODE_COUNT];
+    double mode_ns[STEP_MODE_COUNT];
 };
 
 static void framework_window(struct rule_ctx *c, const struct rule_window *w, void *p)
@@ -1157,19 +1544,45 @@ static void framework_window(struct rule_ctx *c, const struct rule_window *w, vo
         st->all.slowest_ns = t.slowest_ns;
         st->all.slowest_phase = t.slowest_phase;
     }
+    for (uint32_t i = 0; i < w->nall_steps; i++) {
+        const struct rule_step *s = &w->all_steps[i];
+        st->mode_steps[s->mode]++;
+        st->mode_ns[s->mode] += (double)(s->end_ns - s->start_ns);
+    }
     rule_status(c, RULE_REPORT, "statistics at the end of the run");
+}
+
+/* "modes": the steps of each mode and their time, as SageMaker splits
+ * training, evaluation and the rest. */
+static void framework_modes(struct strbuf *o, const struct framework_state *st)
+{
+    strbuf_adds(o, ",\"modes\":{");
+    for (int m = 0; m < STEP_MODE_COUNT; m++)
+        strbuf_addf(o, "%s\"%s\":%llu", m ? "," : "", step_mode_names[m],
+                    (unsigned long long)st->mode_steps[m]);
+    strbuf_adds(o, "},\"mode_s\":{");
+    for (int m = 0; m < STEP_MODE_COUNT; m++) {
+        strbuf_addf(o, "%s\"%s\":", m ? "," : "", step_mode_names[m]);
+        strbuf_add_json_num(o, st->mode_ns[m] / 1e9);
+    }
+    strbuf_addch(o, '}');
 }
 
 static void framework_finish(struct rule_ctx *c, const struct rule_window *w, void *p)
 {
     (void)w;
     struct framework_state *st = p;
-    if (!st->all.steps) {
+    uint64_t any = 0;
+    for (int m = 0; m < STEP_MODE_COUNT; m++)
+        any += st->mode_steps[m];
+    if (!any) {
         not_yet(c, "no steps recorded");
         return;
     }
     struct strbuf o;
     strbuf_init(&o);
+    /* the phases are the training steps': an evaluation step has no
+     * backward, and would water them down (null without training steps) */
     strbuf_addf(&o, "{\"steps\":%u,\"step_s\":", st->all.steps);
     strbuf_add_json_num(&o, st->all.step_ns / 1e9);
     strbuf_adds(&o, ",\"phases\":{");
@@ -1179,13 +1592,18 @@ static void framework_finish(struct rule_ctx *c, const struct rule_window *w, vo
     }
     strbuf_adds(&o, "},\"comm_exposed\":");
     strbuf_add_json_num(&o, st->all.comm_exposed_ns / st->all.step_ns);
-    /* strobe's steps carry no train/eval mode, and operator times come with
-     * a torch.profiler window: say so rather than invent shares */
-    strbuf_adds(&o, ",\"modes\":{\"train\":");
-    strbuf_addf(&o, "%u,\"eval\":0},\"operators\":null}", st->all.steps);
+    framework_modes(&o, st);
+    /* operator times come with a torch.profiler window: say so rather than
+     * invent shares */
+    strbuf_adds(&o, ",\"operators\":null}");
     rule_set_report(c, strbuf_detach(&o));
     char text[400];
-    step_totals_text(&st->all, text, sizeof(text));
+    if (st->all.steps)
+        step_totals_text(&st->all, text, sizeof(text));
+    else
+        snprintf(text, sizeof(text), "no training steps: %llu eval, %llu predict",
+                 (unsigned long long)st->mode_steps[STEP_MODE_EVAL],
+                 (unsigned long long)st->mode_steps[STEP_MODE_PREDICT]);
     rule_status(c, RULE_REPORT, "%s", text);
 }
 

@@ -355,13 +355,20 @@ void step_totals_add(struct step_totals *t, const struct rule_step *s)
     }
 }
 
-void window_step_totals(const struct rule_window *w, int64_t rank, struct step_totals *t)
+void window_step_totals_on(const struct rule_window *w, uint32_t node_id, int64_t rank,
+                           struct step_totals *t)
 {
     memset(t, 0, sizeof(*t));
     t->slowest_phase = -1;
     for (uint32_t i = 0; i < w->nsteps; i++)
-        if (rank == -2 || w->steps[i].rank == rank)
+        if ((rank == -2 || w->steps[i].rank == rank) &&
+            (node_id == RULES_ANY_NODE || w->steps[i].node_id == node_id))
             step_totals_add(t, &w->steps[i]);
+}
+
+void window_step_totals(const struct rule_window *w, int64_t rank, struct step_totals *t)
+{
+    window_step_totals_on(w, RULES_ANY_NODE, rank, t);
 }
 
 void window_steps_text(const struct rule_window *w, int64_t rank, char *out, size_t cap)

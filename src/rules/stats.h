@@ -92,6 +92,10 @@ struct step_totals {
     int slowest_phase; /* the phase that took most of the slowest step */
 };
 void window_step_totals(const struct rule_window *w, int64_t rank, struct step_totals *t);
+/* The same for the training steps of node node_id (RULES_ANY_NODE: any). */
+#define RULES_ANY_NODE UINT32_MAX
+void window_step_totals_on(const struct rule_window *w, uint32_t node_id, int64_t rank,
+                           struct step_totals *t);
 /* Add one step to t (start t zeroed, slowest_phase -1). */
 void step_totals_add(struct step_totals *t, const struct rule_step *s);
 /* window_step_totals() as step_totals_text() says it; "" without steps. */

@@ -33,6 +33,9 @@ struct steps_spec {
     int comm_threads; /* each comm span also on this many other threads, at the same time */
     int worker;       /* dataloader.worker spans instead of steps */
     double busy;
+    int mode;      /* enum step_mode: the step span's name */
+    char node[48]; /* the process's node ("" the local one) */
+    int no_step;   /* the phases only, without the step span around them */
 };
 
 struct expect {
@@ -79,7 +82,7 @@ static int parse_opt_range(char *tok, int64_t *from, int64_t *to, int64_t *every
     return dur(strchr(tok, '=') + 1, dst) < 0 ? -1 : 1;
 }
 
-static int parse_steps(struct rcase *c, char *rest, int worker)
+static int parse_steps(struct rcase *c, char *rest, int worker, int no_step)
 {
     if (c->nsteps == MAX_ITEMS)
         return -1;
@@ -89,6 +92,7 @@ static int parse_steps(struct rcase *c, char *rest, int worker)
     s->rank = -1;
     s->to = c->duration;
     s->worker = worker;
+    s->no_step = no_step;
     s->phase[PHASE_FORWARD] = 1;
     int phases_given = 0;
     for (char *tok = strtok(rest, " \t"); tok; tok = strtok(NULL, " \t")) {
@@ -102,8 +106,14 @@ static int parse_steps(struct rcase *c, char *rest, int worker)
             sscanf(tok, "rank=%lld", (long long *)&s->rank) == 1 ||
             sscanf(tok, "busy=%lf", &s->busy) == 1 ||
             sscanf(tok, "comm_threads=%d", &s->comm_threads) == 1 ||
-            sscanf(tok, "slow=%d:%lf", &s->slow_n, &s->slow_f) == 2)
+            sscanf(tok, "slow=%d:%lf", &s->slow_n, &s->slow_f) == 2 ||
+            sscanf(tok, "node=%47s", s->node) == 1)
             continue;
+        if (strncmp(tok, "mode=", 5) == 0) {
+            if ((s->mode = step_mode_parse(tok + 5)) < 0)
+                return -1;
+            continue;
+        }
         char *eq = strchr(tok, '=');
         if (!eq)
             return -1;
@@ -173,9 +183,11 @@ static int parse_line(struct rcase *c, char *line)
         return 0;
     }
     if (strcmp(key, "steps") == 0)
-        return parse_steps(c, rest, 0);
+        return parse_steps(c, rest, 0, 0);
+    if (strcmp(key, "phases") == 0)
+        return parse_steps(c, rest, 0, 1);
     if (strcmp(key, "worker") == 0)
-        return parse_steps(c, rest, 1);
+        return parse_steps(c, rest, 1, 0);
     if (strcmp(key, "expect") == 0) {
         if (c->nexpect == MAX_ITEMS)
             return -1;
@@ -351,6 +363,8 @@ static void gen_steps(struct rules_engine *e, const struct rcase *c, struct feed
         const struct steps_spec *s = &c->steps[i];
         if (s->rank >= 0 || s->worker)
             rules_put_process(e, s->pid, s->rank, s->worker ? 0 : -1);
+        if (s->node[0])
+            rules_put_process_node(e, s->pid, s->node);
         int64_t t = s->from;
         for (int k = 1; t < s->to; k++) {
             int64_t d = s->every;
@@ -375,7 +389,9 @@ static void gen_steps(struct rules_engine *e, const struct rcase *c, struct feed
                                  names[q]);
                     p += len;
                 }
-                add_span(f, s->pid, s->tid, START_NS + t, START_NS + t + d, "step");
+                if (!s->no_step)
+                    add_span(f, s->pid, s->tid, START_NS + t, START_NS + t + d,
+                             step_span_names[s->mode]);
             }
             t += d;
         }
