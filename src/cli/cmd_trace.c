@@ -1,6 +1,7 @@
 /*
- * strobe trace RUN [-o FILE] [--format chrome|perfetto] [--steps A-B]: one
- * run's events, metrics and findings as one timeline (render/trace.h).
+ * strobe trace RUN [-o FILE] [--format chrome|perfetto] [--steps A-B]
+ * [--mode M]: one run's events, metrics and findings as one timeline
+ * (render/trace.h).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -14,12 +15,15 @@
 #include "render/trace.h"
 
 static const char trace_usage[] =
-    "usage: strobe trace [--store S] [-o FILE] [--format chrome|perfetto] [--steps A-B] RUN\n"
+    "usage: strobe trace [--store S] [-o FILE] [--format chrome|perfetto] [--steps A-B]\n"
+    "                    [--mode train|eval|predict|global] RUN\n"
     "  chrome:   Chrome trace-event JSON (default; FILE ending in .gz is compressed)\n"
     "  perfetto: Perfetto's protobuf TrackEvent format, with interned names\n"
     "  -o FILE   default <run name>.trace.json or .perfetto-trace in the current directory;\n"
     "            '-' writes to stdout\n"
-    "  --steps A-B  only the time from the start of step A to the end of step B\n";
+    "  --steps A-B  only the time from the start of step A to the end of step B\n"
+    "  --mode M     whose step numbers --steps means: train, eval, predict or global\n"
+    "               (default: the training steps, train and global)\n";
 
 /* "A-B" or "A" into the options; 0 when it parses. */
 static int parse_steps(const char *arg, struct trace_options *o)
@@ -117,12 +121,16 @@ out_trace:
 int cmd_trace(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"store", required_argument, NULL, 's'},  {"output", required_argument, NULL, 'o'},
-        {"format", required_argument, NULL, 'f'}, {"steps", required_argument, NULL, 'S'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+        {"store", required_argument, NULL, 's'},
+        {"output", required_argument, NULL, 'o'},
+        {"format", required_argument, NULL, 'f'},
+        {"steps", required_argument, NULL, 'S'},
+        {"mode", required_argument, NULL, 'm'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
     };
     const char *store_flag = NULL, *path = NULL, *format = "chrome";
-    struct trace_options o = {0, 0};
+    struct trace_options o = {0, 0, -1};
     int ch;
     optind = 1;
     while ((ch = cli_getopt("trace", argc, argv, "o:f:h", opts)) != -1) {
@@ -139,6 +147,12 @@ int cmd_trace(int argc, char **argv)
         case 'S':
             if (parse_steps(optarg, &o) < 0) {
                 log_error("bad --steps '%s': give A-B, steps counted from 1", optarg);
+                return CLI_EXIT_USAGE;
+            }
+            break;
+        case 'm':
+            if ((o.mode = step_mode_parse(optarg)) < 0) {
+                log_error("bad --mode '%s': train, eval, predict or global", optarg);
                 return CLI_EXIT_USAGE;
             }
             break;

@@ -351,6 +351,28 @@ static int parse_literal(struct parser *p, const char *word, struct json *v, enu
     return 0;
 }
 
+/* NaN, Infinity and -Infinity, which Python's json module writes for the
+ * float values JSON has no form for (allow_nan, its default): a NUMBER node
+ * whose text is the word, so json_scaled_i64 and json_num refuse it and only
+ * v->num says what it is. */
+static int parse_nonfinite(struct parser *p, struct json *v)
+{
+    static const struct {
+        const char *word;
+        double value;
+    } words[] = {{"NaN", NAN}, {"Infinity", INFINITY}, {"-Infinity", -INFINITY}};
+    const char *at = p->buf + p->pos;
+    size_t i = at[0] == 'N' ? 0 : at[0] == 'I' ? 1 : 2;
+    size_t start = p->pos;
+    int rc = parse_literal(p, words[i].word, v, JSON_NUMBER);
+    if (rc < 0)
+        return rc;
+    v->str = words[i].word;
+    v->len = (uint32_t)(p->pos - start);
+    v->num = words[i].value;
+    return 0;
+}
+
 static int parse_any(struct parser *p, struct json **out);
 
 /* Members of an array or object after its opening bracket. */
@@ -436,9 +458,16 @@ static int parse_any(struct parser *p, struct json **out)
     case 'n':
         rc = parse_literal(p, "null", v, JSON_NULL);
         break;
+    case 'N':
+    case 'I':
+        rc = parse_nonfinite(p, v);
+        break;
     default:
         v->type = JSON_NUMBER;
-        rc = parse_number(p, v);
+        if (c == '-' && p->pos + 1 < p->len && p->buf[p->pos + 1] == 'I')
+            rc = parse_nonfinite(p, v); /* -Infinity */
+        else
+            rc = parse_number(p, v);
     }
     if (rc == 0)
         *out = v;
@@ -555,6 +584,10 @@ int json_scaled_i64(const struct json *v, int exp10, int64_t *out)
 {
     if (!v || (v->type != JSON_NUMBER && v->type != JSON_STRING))
         return -EINVAL;
+    if (v->type == JSON_NUMBER && !is_digit(v->str[0]) && v->str[0] != '-')
+        return -EINVAL; /* NaN, Infinity */
+    if (v->type == JSON_NUMBER && v->str[0] == '-' && !is_digit(v->str[1]))
+        return -EINVAL; /* -Infinity */
     const char *s = v->str;
     size_t len = v->len, end = 0;
     if (v->type == JSON_STRING && (scan_number(s, len, &end) < 0 || end != len))

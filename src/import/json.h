@@ -1,7 +1,9 @@
 /*
  * A small JSON reader for what the importers read (SageMaker Debugger's
  * system-metric lines and Chrome trace-event files): objects, arrays,
- * strings with every escape, numbers, true, false, null (RFC 8259).
+ * strings with every escape, numbers, true, false, null (RFC 8259), and
+ * the NaN, Infinity and -Infinity Python's json module writes (numbers whose
+ * num is not finite: json_num and json_scaled_i64 refuse them).
  *
  * Input is outside input: a parse never reads past the given length, needs
  * no NUL after it, never recurses deeper than JSON_MAX_DEPTH, and answers a

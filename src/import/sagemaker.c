@@ -1,7 +1,9 @@
 /*
  * strobe import sagemaker: SageMaker Debugger profiler output into a run.
- * The layout and the mapping are in docs/import.md; what SageMaker writes is
- * summarised in ../shared/reference/rules.md ("SageMaker's on-disk format").
+ * The layout and the mapping are in docs/import.md, which also says how
+ * smdebug's writer files its events (a trace pid is a training phase of one
+ * writer, not a process) and how strobe turns that back into processes,
+ * ranks and threads.
  */
 #include "import/sagemaker.h"
 
@@ -9,12 +11,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "analyze/steps.h"
 #include "common/array.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -26,6 +30,9 @@
 #include "sample/series.h" /* SERIES_BLOCK_BYTES, SERIES_BLOCK_POINTS */
 
 #define OPEN_MAX 256 /* B events open on one thread at once */
+/* The tid of a training phase kept on a thread of its own (a GPU's kernels,
+ * a Horovod tensor's row): this plus the phase's index. */
+#define SM_LANE_TID (1LL << 32)
 
 struct sm_point {
     int64_t ts_ns;
@@ -52,7 +59,7 @@ struct sm_series {
 
 /* flags of an event */
 #define EVF_STEP_NUM   0x01 /* a step span whose step number is known */
-#define EVF_MODE_SHIFT 1    /* 2 bits: 0 TRAIN, 1 EVAL, 2 GLOBAL, 3 PREDICT */
+#define EVF_MODE_SHIFT 1    /* 2 bits: its enum step_mode (analyze/steps.h) */
 
 struct sm_event {
     int64_t ts_ns;
@@ -71,10 +78,19 @@ struct sm_open {
     uint8_t flags;
 };
 
+/*
+ * A thread's events. While the files are read a thread is keyed by (stream,
+ * OS pid or -1, tid): which process an event without args.pid belongs to is
+ * known only once every file was read (resolve_processes). Then threads of
+ * one (node, pid, tid) are merged.
+ */
 struct sm_thread {
     uint32_t node;
-    uint32_t proc; /* index in procs */
-    int64_t pid, tid;
+    uint32_t stream; /* index in streams */
+    int64_t os_pid;  /* args.pid; -1: the stream's own process */
+    uint32_t proc;   /* index in procs, once resolved */
+    int64_t pid;     /* the OS pid, once resolved */
+    int64_t tid;
     struct sm_event *ev;
     uint32_t n, cap;
     struct sm_open *open;
@@ -83,22 +99,53 @@ struct sm_thread {
 
 struct sm_proc {
     uint32_t node;
-    int64_t pid;       /* as the files say */
+    int64_t pid;       /* the OS pid (or the stand-in of a stream without one) */
     int64_t store_pid; /* unique over the run */
-    char *name;        /* process_name metadata, or NULL */
+    char *name;        /* strobe.process metadata (strobe's export), or NULL */
     int64_t ppid, rank, local_rank, world_size, worker_id;
     int has_events;
 };
 
+/*
+ * One writer's files: smdebug names a trace file <end-us>_<N>-<host>_<kind>
+ * (N the rank in a distributed job, else the OS pid) and keeps one writer
+ * per N, so the files of one (node, N) are one process's events.
+ */
+struct sm_stream {
+    uint32_t node;
+    int64_t prefix;     /* N, or -1 when the name has none */
+    int prefix_is_pid;  /* an event's args.pid repeats N */
+    int64_t step_pid;   /* args.pid of its first step, -1 */
+    int64_t first_pid;  /* args.pid of its first event not a worker's, -1 */
+    int64_t rank;       /* decided after reading: N when N is a rank, else -1 */
+    int64_t world_size; /* the ranks found, with rank */
+    int64_t pid;        /* decided after reading: the pid of events without args.pid */
+};
+
+/* A training phase (a trace pid's process_name), for the thread it goes to:
+ * one of its own (GPU kernels, Horovod's per-tensor rows) or the event's. */
+struct sm_lane {
+    char *name;
+};
+
 /* One trace element, held until the file's start time is known. */
 struct sm_raw {
-    int64_t ts_ns; /* relative to the file's start time */
-    int64_t value; /* X: duration ns; C: the double's bits */
-    int64_t pid, tid;
+    int64_t ts_ns;  /* relative to the file's start time */
+    int64_t value;  /* X: duration ns; C: the double's bits */
+    int64_t os_pid; /* args.pid, -1 */
+    int64_t tid;    /* the thread it goes to */
     uint32_t name;
     uint32_t step;
     char ph;
     uint8_t flags;
+};
+
+/* The training phases of the trace file being read: its pids' names. */
+struct sm_phase {
+    int64_t pid;
+    uint32_t lane;   /* index in lanes */
+    uint8_t role;    /* enum phase_role */
+    uint8_t own_tid; /* its events go to a thread of their own */
 };
 
 struct sagemaker_import {
@@ -119,15 +166,21 @@ struct sagemaker_import {
     uint32_t thread_nslots;
     struct sm_proc *procs;
     uint32_t nprocs, procs_cap;
+    struct sm_stream *streams;
+    uint32_t nstreams, streams_cap;
+    struct sm_lane *lanes;
+    uint32_t nlanes, lanes_cap;
 
     char **names; /* names[id - 1] */
     uint32_t nnames, names_cap;
     uint32_t *name_slots;
     uint32_t name_nslots;
-    uint32_t step_name; /* id of "step", 0 until seen */
+    uint32_t step_ids[STEP_MODE_COUNT]; /* ids of "step", "step:eval", ...; 0 until seen */
 
     struct sm_raw *raw; /* one trace file's elements */
     uint32_t nraw, raw_cap;
+    struct sm_phase *phases; /* one trace file's training phases */
+    uint32_t nphases, phases_cap;
 
     struct json_doc doc;
     struct sagemaker_counts counts;
@@ -286,6 +339,21 @@ static int read_file(const char *path, char **out, size_t *len)
     return 0;
 }
 
+/* The bytes of a UTF-8 byte order mark at the start of a file (Windows
+ * editors and PowerShell write one): skipped. */
+static size_t bom_len(const char *buf, size_t len)
+{
+    return len >= 3 && memcmp(buf, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
+}
+
+static int only_space(const char *buf, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (!isspace((unsigned char)buf[i]))
+            return 0;
+    return 1;
+}
+
 /* ---- nodes ------------------------------------------------------------------ */
 
 static int node_index(struct sagemaker_import *im, const char *id, uint32_t *out)
@@ -338,9 +406,24 @@ static uint32_t intern(struct sagemaker_import *im, const char *name)
         return 0;
     im->names[im->nnames++] = copy;
     im->name_slots[h] = im->nnames;
-    if (strcmp(copy, "step") == 0)
-        im->step_name = im->nnames;
+    int mode = steps_mode_of(copy);
+    if (mode >= 0)
+        im->step_ids[mode] = im->nnames;
     return im->nnames;
+}
+
+/* Whether name id is a step span's ("step", "step:eval", ...). */
+static int is_step_name(const struct sagemaker_import *im, uint32_t id)
+{
+    for (int m = 0; m < STEP_MODE_COUNT; m++)
+        if (id && im->step_ids[m] == id)
+            return 1;
+    return 0;
+}
+
+static int is_step_event(const struct sagemaker_import *im, const struct sm_event *e)
+{
+    return e->kind == STROBE_EV_COMPLETE && is_step_name(im, e->name);
 }
 
 /* ---- series ----------------------------------------------------------------- */
@@ -431,6 +514,33 @@ static const char *guess_unit(const char *name, const char *dim)
     return "";
 }
 
+/* The direction a network metric's Name says ("ReceiveBytesPerSecond"):
+ * "rx", "tx", or NULL. */
+static const char *net_direction(const char *name)
+{
+    static const char *const rx[] = {"receive", "recv", "rx"}, *const tx[] = {"transmit", "send",
+                                                                              "sent", "tx"};
+    for (size_t i = 0; i < sizeof(rx) / sizeof(rx[0]); i++)
+        if (strcasestr(name, rx[i]))
+            return "rx";
+    for (size_t i = 0; i < sizeof(tx) / sizeof(tx[0]); i++)
+        if (strcasestr(name, tx[i]))
+            return "tx";
+    return NULL;
+}
+
+/* A series' meta: the names SageMaker gave it, which export writes back. */
+static void sm_meta(struct strbuf *meta, const char *type, const char *name, const char *dim)
+{
+    strbuf_adds(meta, "{\"Type\":");
+    strbuf_add_json_str(meta, type);
+    strbuf_adds(meta, ",\"Name\":");
+    strbuf_add_json_str(meta, name);
+    strbuf_adds(meta, ",\"Dimension\":");
+    strbuf_add_json_str(meta, dim);
+    strbuf_addch(meta, '}');
+}
+
 static int system_record(struct sagemaker_import *im, uint32_t node, const char *type,
                          const char *name, const char *dim, int64_t ts_ns, double value)
 {
@@ -455,6 +565,13 @@ static int system_record(struct sagemaker_import *im, uint32_t node, const char 
         snprintf(labels, sizeof(labels), "gpu=%ld", i);
     } else if (strcmp(dim, "MemoryUsedPercent") == 0 || strcmp(name, "MemoryUsedPercent") == 0) {
         snprintf(mname, sizeof(mname), "mem.used_pct");
+    } else if (strcmp(dim, "Algorithm") == 0 && net_direction(name)) {
+        /* the training job's own traffic, what SageMaker's OverallSystemUsage
+         * sums as network; its Platform traffic stays apart */
+        snprintf(mname, sizeof(mname), "net.%s_bytes_per_s", net_direction(name));
+        snprintf(labels, sizeof(labels), "iface=algorithm");
+        unit = "bytes/s";
+        sm_meta(&meta, type, name, dim);
     } else {
         /* kept under its own names rather than dropped */
         if (*dim)
@@ -466,13 +583,7 @@ static int system_record(struct sagemaker_import *im, uint32_t node, const char 
         sanitize(mname);
         sanitize(labels + (*name ? 5 : 0));
         unit = guess_unit(name, dim);
-        strbuf_adds(&meta, "{\"Type\":");
-        strbuf_add_json_str(&meta, type);
-        strbuf_adds(&meta, ",\"Name\":");
-        strbuf_add_json_str(&meta, name);
-        strbuf_adds(&meta, ",\"Dimension\":");
-        strbuf_add_json_str(&meta, dim);
-        strbuf_addch(&meta, '}');
+        sm_meta(&meta, type, name, dim);
     }
     uint32_t index;
     int rc = series_find(im, node, mname, labels, unit, meta.len ? meta.buf : NULL, &index);
@@ -530,9 +641,13 @@ static int system_line(struct sagemaker_import *im, const char *line, size_t len
     const char *node = json_str(json_get(v, "NodeId"));
     double value;
     int64_t ts_ns;
-    if (json_num(json_get(v, "Value"), &value) < 0 ||
-        json_scaled_i64(json_get(v, "Timestamp"), 9, &ts_ns) < 0 || !plausible_time(ts_ns) ||
-        (!(name && *name) && !(dim && *dim))) {
+    const struct json *jv = json_get(v, "Value");
+    if (jv && jv->type == JSON_NUMBER && !isfinite(jv->num)) {
+        im->counts.values_nonfinite++; /* NaN, Infinity: Python's json writes them */
+        return 0;
+    }
+    if (json_num(jv, &value) < 0 || json_scaled_i64(json_get(v, "Timestamp"), 9, &ts_ns) < 0 ||
+        !plausible_time(ts_ns) || (!(name && *name) && !(dim && *dim))) {
         im->counts.lines_garbled++;
         return 0;
     }
@@ -561,6 +676,13 @@ static int system_file(struct sagemaker_import *im, const char *path, const char
         return 0;
     }
     im->counts.system_files++;
+    size_t start = bom_len(buf, len);
+    if (only_space(buf + start, len - start)) {
+        log_warn("'%s' is empty; skipped", path);
+        im->counts.files_unreadable++;
+        free(buf);
+        return 0;
+    }
     /* <epoch-seconds>.<node>.json: the node, for lines without NodeId */
     char file_node[128] = "";
     const char *dot = strchr(base, '.');
@@ -571,7 +693,7 @@ static int system_file(struct sagemaker_import *im, const char *path, const char
             file_node[n] = '\0';
         }
     }
-    for (size_t pos = 0; pos < len && rc == 0;) {
+    for (size_t pos = start; pos < len && rc == 0;) {
         const char *nl = memchr(buf + pos, '\n', len - pos);
         size_t end = nl ? (size_t)(nl - buf) : len;
         size_t a = pos, b = end;
@@ -587,19 +709,58 @@ static int system_file(struct sagemaker_import *im, const char *path, const char
     return rc;
 }
 
-/* ---- framework events -------------------------------------------------------- */
+/* ---- framework events: smdebug's writers ---------------------------------------- */
 
-static uint32_t thread_key_hash(uint32_t node, int64_t pid, int64_t tid)
+/*
+ * How smdebug files its events (smdebug/core/tfevent/timeline_file_writer.py):
+ * one writer per process, naming its files <end-us>_<N>-<host>_<kind>.json,
+ * N the process's rank in a distributed job and its OS pid otherwise
+ * (smdebug/core/utils.py, get_node_id). Inside a file the trace "pid" is the
+ * index of a training phase ("Step:ModeKeys.TRAIN", "Forward",
+ * "DataLoaderIter", ...; its process_name), not a process: the OS pid is the
+ * event's args.pid where smdebug writes one. So a process here is (node,
+ * args.pid, else the pid its writer stands for), and a thread is its tid:
+ * the phases of one process share its threads, and a step's forward,
+ * backward and data loading nest inside it as strobe's phases do.
+ */
+
+static const struct sagemaker_import *sort_im; /* qsort has no context argument */
+
+/* The writer of (node, prefix): made on first sight. */
+static int stream_get(struct sagemaker_import *im, uint32_t node, int64_t prefix, uint32_t *out)
 {
-    uint32_t h = fnv(2166136261u, &node, sizeof(node));
-    h = fnv(h, &pid, sizeof(pid));
+    for (uint32_t i = 0; i < im->nstreams; i++)
+        if (im->streams[i].node == node && im->streams[i].prefix == prefix) {
+            *out = i;
+            return 0;
+        }
+    if (array_grow((void **)&im->streams, &im->streams_cap, im->nstreams + 1, sizeof(*im->streams),
+                   16) < 0)
+        return -ENOMEM;
+    im->streams[im->nstreams] = (struct sm_stream){
+        .node = node,
+        .prefix = prefix,
+        .step_pid = -1,
+        .first_pid = -1,
+        .rank = -1,
+        .world_size = -1,
+        .pid = -1,
+    };
+    *out = im->nstreams++;
+    return 0;
+}
+
+static uint32_t thread_key_hash(uint32_t stream, int64_t os_pid, int64_t tid)
+{
+    uint32_t h = fnv(2166136261u, &stream, sizeof(stream));
+    h = fnv(h, &os_pid, sizeof(os_pid));
     return fnv(h, &tid, sizeof(tid));
 }
 
 static uint32_t thread_hash(const struct sagemaker_import *im, uint32_t i)
 {
     const struct sm_thread *t = &im->threads[i];
-    return thread_key_hash(t->node, t->pid, t->tid);
+    return thread_key_hash(t->stream, t->os_pid, t->tid);
 }
 
 static struct sm_proc *proc_get(struct sagemaker_import *im, uint32_t node, int64_t pid,
@@ -625,37 +786,34 @@ static struct sm_proc *proc_get(struct sagemaker_import *im, uint32_t node, int6
     return p;
 }
 
-/* NULL with *rc -ENOMEM, or -E2BIG past the limits on threads and processes */
-static struct sm_thread *thread_get(struct sagemaker_import *im, uint32_t node, int64_t pid,
+/* The thread (stream, os_pid, tid) while reading. NULL with *rc -ENOMEM, or
+ * -E2BIG past the limit on threads. */
+static struct sm_thread *thread_get(struct sagemaker_import *im, uint32_t stream, int64_t os_pid,
                                     int64_t tid, int *rc)
 {
     *rc = -ENOMEM;
     if (slots_grow(im, &im->thread_slots, &im->thread_nslots, im->nthreads, thread_hash) < 0)
         return NULL;
     uint32_t mask = im->thread_nslots - 1;
-    uint32_t h = thread_key_hash(node, pid, tid) & mask;
+    uint32_t h = thread_key_hash(stream, os_pid, tid) & mask;
     for (; im->thread_slots[h]; h = (h + 1) & mask) {
         struct sm_thread *t = &im->threads[im->thread_slots[h] - 1];
-        if (t->node == node && t->pid == pid && t->tid == tid)
+        if (t->stream == stream && t->os_pid == os_pid && t->tid == tid)
             return t;
     }
     if (im->nthreads >= SM_THREADS_MAX) {
         *rc = -E2BIG;
         return NULL;
     }
-    uint32_t proc;
-    struct sm_proc *p = proc_get(im, node, pid, &proc);
-    if (!p && im->nprocs >= SM_PROCS_MAX)
-        *rc = -E2BIG;
-    if (!p || array_grow((void **)&im->threads, &im->threads_cap, im->nthreads + 1,
-                         sizeof(*im->threads), 16) < 0)
+    if (array_grow((void **)&im->threads, &im->threads_cap, im->nthreads + 1, sizeof(*im->threads),
+                   16) < 0)
         return NULL;
-    p->has_events = 1;
     struct sm_thread *t = &im->threads[im->nthreads];
     memset(t, 0, sizeof(*t));
-    t->node = node;
-    t->proc = proc;
-    t->pid = pid;
+    t->node = im->streams[stream].node;
+    t->stream = stream;
+    t->os_pid = os_pid;
+    t->pid = -1;
     t->tid = tid;
     im->thread_slots[h] = ++im->nthreads;
     return t;
@@ -682,10 +840,44 @@ static int flush_open(struct sagemaker_import *im, struct sm_thread *t, uint32_t
     return rc;
 }
 
-/* The strobe name of a trace event's name: steps are "step", what clearly
- * is a phase gets its phase name (analyze/steps.h), the rest stays. */
-static const char *const strobe_native[] = {"step",     "data",      "forward",
-                                            "backward", "optimizer", "dataloader.worker"};
+/* ---- what an event is ---------------------------------------------------------- */
+
+/* What a training phase (smdebug's process_name of a trace pid) says its
+ * events are. */
+enum phase_role {
+    PR_NAME,     /* nothing: the event's own name says */
+    PR_DATA,     /* data loading in the training process: data */
+    PR_WORKER,   /* a data-loader worker's work: dataloader.worker */
+    PR_FORWARD,  /* the forward pass, named after its module: forward */
+    PR_BACKWARD, /* the backward pass: backward */
+    PR_CPU_OP,   /* the autograd profiler's CPU operators: op:<name> */
+    PR_GPU_OP,   /* its GPU kernels, a phase per device: kernel:<name> */
+};
+
+static const struct {
+    const char *phase;
+    uint8_t role;
+} phase_roles[] = {
+    {"DataLoaderIterInitialize", PR_DATA}, /* PyTorch: an iterator made, each epoch */
+    {"DataLoaderIter", PR_DATA},           /* PyTorch: *DataLoaderIter::GetNext */
+    {"DataIterator", PR_DATA},             /* TensorFlow: dataset::GetNext */
+    {"DataLoaderWorker", PR_WORKER},       /* PyTorch: a worker's batch, with its pid */
+    {"Forward", PR_FORWARD},
+    {"Backward(post-forward)", PR_BACKWARD},
+    {"cpu_functions", PR_CPU_OP},
+};
+
+static uint8_t phase_role_of(const char *phase)
+{
+    for (size_t i = 0; i < sizeof(phase_roles) / sizeof(phase_roles[0]); i++)
+        if (strcmp(phase, phase_roles[i].phase) == 0)
+            return phase_roles[i].role;
+    return strncmp(phase, "gpu_functions", 13) == 0 ? PR_GPU_OP : PR_NAME;
+}
+
+/* strobe's own names, kept as they are (the step spans are added to them) */
+static const char *const strobe_native[] = {"data", "forward", "backward", "optimizer",
+                                            "dataloader.worker"};
 
 static const struct {
     const char *needle; /* matched case-insensitively anywhere in the name */
@@ -699,26 +891,28 @@ static const struct {
     {"reduce_scatter", "comm:reduce_scatter"},
     {"alltoall", "comm:alltoall"},
     {"broadcast", "comm:broadcast"},
-    {"dataloader", "data"},
+    {"dataloaderworker", "dataloader.worker"}, /* before "dataloader" */
+    {"dataloader", "data"},                    /* DataLoaderIterInitialize, ...::GetNext */
     {"data_loader", "data"},
+    {"getnext", "data"}, /* TensorFlow's dataset::GetNext, IteratorGetNext */
     {"backward", "backward"},
     {"forward", "forward"},
     {"optimizer", "optimizer"},
 };
 
-static const char *const step_modes[] = {"TRAIN", "EVAL", "GLOBAL", "PREDICT"};
+/* smdebug's step names, by enum step_mode */
+static const char *const step_modes[STEP_MODE_COUNT] = {"TRAIN", "EVAL", "PREDICT", "GLOBAL"};
 
-/* mode: set for a step ("Step:ModeKeys.TRAIN" ...), else -1. */
-static const char *strobe_name(const char *name, int *mode)
+/* The strobe name of a trace event's name: smdebug's steps become the step
+ * span of their mode ("Step:ModeKeys.EVAL" is "step:eval"), what clearly is
+ * a phase gets its phase name (analyze/steps.h), the rest stays. */
+static const char *strobe_name(const char *name)
 {
-    *mode = -1;
     if (strncmp(name, "Step:ModeKeys.", 14) == 0)
-        for (int m = 0; m < 4; m++)
-            if (strcmp(name + 14, step_modes[m]) == 0) {
-                *mode = m;
-                return "step";
-            }
-    if (strncmp(name, "comm:", 5) == 0)
+        for (int m = 0; m < STEP_MODE_COUNT; m++)
+            if (strcmp(name + 14, step_modes[m]) == 0)
+                return step_span_names[m];
+    if (strncmp(name, "comm:", 5) == 0 || steps_mode_of(name) >= 0)
         return name;
     for (size_t i = 0; i < sizeof(strobe_native) / sizeof(strobe_native[0]); i++)
         if (strcmp(name, strobe_native[i]) == 0)
@@ -729,6 +923,31 @@ static const char *strobe_name(const char *name, int *mode)
     return name;
 }
 
+/* The name a span of phase role gets (buf holds a prefixed one). */
+static const char *span_name(const char *name, uint8_t role, char *buf, size_t cap)
+{
+    switch (role) {
+    case PR_DATA:
+        return "data";
+    case PR_WORKER:
+        return "dataloader.worker";
+    case PR_FORWARD:
+        return "forward";
+    case PR_BACKWARD:
+        return "backward";
+    case PR_CPU_OP:
+    case PR_GPU_OP: {
+        const char *prefix = role == PR_CPU_OP ? "op:" : "kernel:";
+        if (strncmp(name, prefix, strlen(prefix)) == 0)
+            return name;
+        snprintf(buf, cap, "%s%s", prefix, name);
+        return buf;
+    }
+    default:
+        return strobe_name(name);
+    }
+}
+
 /* An integer field (pid, tid): a number or a numeric string; 0 otherwise. */
 static int64_t int_field(const struct json *v)
 {
@@ -736,9 +955,17 @@ static int64_t int_field(const struct json *v)
     return json_scaled_i64(v, 0, &x) == 0 ? x : 0;
 }
 
+/* An OS pid from args ("pid"), or -1 when there is none that could be one. */
+static int64_t os_pid_of(const struct json *v)
+{
+    int64_t x;
+    return json_scaled_i64(v, 0, &x) == 0 && x > 0 && x < (1LL << 31) ? x : -1;
+}
+
 struct trace_file {
     uint32_t node;
-    int64_t rank; /* from the file name, -1 */
+    uint32_t stream;
+    int rows_apart; /* a Horovod or smdataparallel timeline: each phase a thread of its own */
     int has_start;
     int64_t start_ns; /* start_time_since_epoch_in_micros, in ns */
 };
@@ -751,29 +978,135 @@ static int raw_push(struct sagemaker_import *im, const struct sm_raw *r)
     return 0;
 }
 
-/* A process's attributes from its process_name metadata (export writes
- * them; SageMaker writes only the name). */
-static void process_meta(struct sagemaker_import *im, struct trace_file *f, int64_t pid,
+static int lane_get(struct sagemaker_import *im, const char *name, uint32_t *out)
+{
+    for (uint32_t i = im->nlanes; i-- > 0;)
+        if (strcmp(im->lanes[i].name, name) == 0) {
+            *out = i;
+            return 0;
+        }
+    if (array_grow((void **)&im->lanes, &im->lanes_cap, im->nlanes + 1, sizeof(*im->lanes), 16) <
+            0 ||
+        !(im->lanes[im->nlanes].name = strdup(name)))
+        return -ENOMEM;
+    *out = im->nlanes++;
+    return 0;
+}
+
+/* A training phase of this file: trace pid `pid` is named `name`. */
+static int phase_add(struct sagemaker_import *im, const struct trace_file *f, int64_t pid,
+                     const char *name)
+{
+    uint32_t lane;
+    if (lane_get(im, name, &lane) < 0)
+        return -ENOMEM;
+    uint8_t role = phase_role_of(name);
+    struct sm_phase ph = {pid, lane, role, (uint8_t)(role == PR_GPU_OP || f->rows_apart)};
+    for (uint32_t i = 0; i < im->nphases; i++)
+        if (im->phases[i].pid == pid) {
+            im->phases[i] = ph;
+            return 0;
+        }
+    if (array_grow((void **)&im->phases, &im->phases_cap, im->nphases + 1, sizeof(*im->phases),
+                   16) < 0)
+        return -ENOMEM;
+    im->phases[im->nphases++] = ph;
+    return 0;
+}
+
+static const struct sm_phase *phase_of(const struct sagemaker_import *im, int64_t pid)
+{
+    for (uint32_t i = 0; i < im->nphases; i++)
+        if (im->phases[i].pid == pid)
+            return &im->phases[i];
+    return NULL;
+}
+
+/* A process's attributes from the strobe.process metadata strobe's export
+ * writes (smdebug writes none). */
+static void process_meta(struct sagemaker_import *im, const struct trace_file *f,
                          const struct json *args)
 {
-    const char *pname = json_str(json_get(args, "name"));
-    static const char *const keys[] = {"ppid", "rank", "local_rank", "world_size", "worker_id"};
-    int any = pname && *pname;
-    for (size_t k = 0; k < 5 && !any; k++)
-        any = json_get(args, keys[k]) != NULL;
-    if (!any)
-        return;
-    struct sm_proc *p = proc_get(im, f->node, pid, NULL);
+    int64_t pid = os_pid_of(json_get(args, "pid"));
+    struct sm_proc *p = pid >= 0 ? proc_get(im, f->node, pid, NULL) : NULL;
     if (!p)
         return;
+    const char *pname = json_str(json_get(args, "name"));
     if (pname && *pname && !p->name && (p->name = strndup(pname, SM_COMM_MAX)))
         sanitize(p->name);
+    static const char *const keys[] = {"ppid", "rank", "local_rank", "world_size", "worker_id"};
     int64_t *fields[] = {&p->ppid, &p->rank, &p->local_rank, &p->world_size, &p->worker_id};
     for (size_t k = 0; k < 5; k++) {
         int64_t x;
         if (json_scaled_i64(json_get(args, keys[k]), 0, &x) == 0 && x >= 0 && x < (1LL << 31))
             *fields[k] = x;
     }
+}
+
+static void metadata(struct sagemaker_import *im, const struct trace_file *f, int64_t pid,
+                     const struct json *v, const struct json *args, int *rc)
+{
+    const char *what = json_str(json_get(v, "name"));
+    const char *name = json_str(json_get(args, "name"));
+    if (!what)
+        return;
+    if (strcmp(what, "process_name") == 0 && name && *name)
+        *rc = phase_add(im, f, pid, name);
+    else if (strcmp(what, "strobe.process") == 0)
+        process_meta(im, f, args);
+}
+
+/* What an event says of its writer: whether N is the OS pid, and which pid
+ * stands for the writer's events that carry none. */
+static void stream_note_pid(struct sagemaker_import *im, const struct trace_file *f, int64_t os_pid,
+                            int is_step, uint8_t role)
+{
+    struct sm_stream *s = &im->streams[f->stream];
+    if (os_pid < 0)
+        return;
+    if (os_pid == s->prefix)
+        s->prefix_is_pid = 1;
+    if (is_step && s->step_pid < 0)
+        s->step_pid = os_pid;
+    if (role != PR_WORKER && s->first_pid < 0)
+        s->first_pid = os_pid;
+}
+
+/* A data-loader worker's events carry its pid and worker_id. */
+static void worker_note(struct sagemaker_import *im, const struct trace_file *f, int64_t os_pid,
+                        const struct json *args)
+{
+    int64_t id;
+    struct sm_proc *p;
+    if (os_pid < 0 || json_scaled_i64(json_get(args, "worker_id"), 0, &id) < 0 || id < 0 ||
+        id >= (1LL << 31) || !(p = proc_get(im, f->node, os_pid, NULL)))
+        return;
+    if (p->worker_id < 0)
+        p->worker_id = id;
+}
+
+/* ph C: a counter per numeric argument, "name" for "value", else name.key */
+static int counter_element(struct sagemaker_import *im, struct sm_raw *r, const char *name,
+                           const struct json *args)
+{
+    for (const struct json *m = args && args->type == JSON_OBJECT ? args->child : NULL; m;
+         m = m->next) {
+        double x;
+        if (json_num(m, &x) < 0)
+            continue;
+        char cname[2 * SM_NAME_MAX + 2];
+        if (strcmp(m->key, "value") == 0 || !*name)
+            snprintf(cname, sizeof(cname), "%s", *name ? name : m->key);
+        else
+            snprintf(cname, sizeof(cname), "%s.%s", name, m->key);
+        memcpy(&r->value, &x, sizeof(x));
+        if (!(r->name = intern(im, cname)))
+            return -ENOMEM;
+        int rc = raw_push(im, r);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
 }
 
 static int trace_element(struct sagemaker_import *im, struct trace_file *f, const struct json *v)
@@ -794,18 +1127,22 @@ static int trace_element(struct sagemaker_import *im, struct trace_file *f, cons
         im->counts.events_bad++;
         return 0;
     }
-    int64_t pid = int_field(json_get(v, "pid")), tid = int_field(json_get(v, "tid"));
+    int64_t pid = int_field(json_get(v, "pid"));
     if (*ph == 'M') {
-        const char *what = json_str(json_get(v, "name"));
-        if (what && strcmp(what, "process_name") == 0)
-            process_meta(im, f, pid, args);
-        return 0;
+        int rc = 0;
+        metadata(im, f, pid, v, args, &rc);
+        return rc;
     }
     if (!strchr("XBEiIRC", *ph)) {
         im->counts.events_ignored++;
         return 0;
     }
-    struct sm_raw r = {.pid = pid, .tid = tid, .ph = *ph};
+    const struct sm_phase *phase = phase_of(im, pid);
+    struct sm_raw r = {.os_pid = os_pid_of(json_get(args, "pid")), .ph = *ph};
+    r.tid = json_get(args, "thread_id") ? int_field(json_get(args, "thread_id"))
+                                        : int_field(json_get(v, "tid"));
+    if (phase && phase->own_tid)
+        r.tid = SM_LANE_TID + phase->lane;
     if (json_scaled_i64(json_get(v, "ts"), 3, &r.ts_ns) < 0) {
         im->counts.events_bad++;
         return 0;
@@ -818,27 +1155,9 @@ static int trace_element(struct sagemaker_import *im, struct trace_file *f, cons
     const char *raw_name = json_str(json_get(v, "name"));
     char name[SM_NAME_MAX + 1];
     snprintf(name, sizeof(name), "%s", raw_name ? raw_name : "");
-    if (*ph == 'C') {
-        /* a counter per numeric argument: "name" for "value", else name.key */
-        for (const struct json *m = args && args->type == JSON_OBJECT ? args->child : NULL; m;
-             m = m->next) {
-            double x;
-            if (json_num(m, &x) < 0)
-                continue;
-            char cname[2 * SM_NAME_MAX + 2];
-            if (strcmp(m->key, "value") == 0 || !*name)
-                snprintf(cname, sizeof(cname), "%s", *name ? name : m->key);
-            else
-                snprintf(cname, sizeof(cname), "%s.%s", name, m->key);
-            memcpy(&r.value, &x, sizeof(x));
-            if (!(r.name = intern(im, cname)))
-                return -ENOMEM;
-            int rc = raw_push(im, &r);
-            if (rc < 0)
-                return rc;
-        }
-        return 0;
-    }
+    uint8_t role = phase ? phase->role : PR_NAME;
+    if (*ph == 'C')
+        return counter_element(im, &r, name, args);
     if ((*ph == 'i' || *ph == 'I') && strcmp(name, "strobe.step") == 0) {
         /* strobe's step-begin marker, as export writes it */
         if (step_num_of(json_get(args, "step_num"), &r.value) < 0) {
@@ -847,10 +1166,13 @@ static int trace_element(struct sagemaker_import *im, struct trace_file *f, cons
         }
         r.ph = 'S';
         r.step = (uint32_t)r.value;
+        stream_note_pid(im, f, r.os_pid, 0, role);
         return raw_push(im, &r);
     }
-    int mode;
-    const char *mapped = strobe_name(name, &mode);
+    char buf[SM_NAME_MAX + 16];
+    const char *mapped =
+        strchr("XBE", *ph) ? span_name(name, role, buf, sizeof(buf)) : strobe_name(name);
+    int mode = *ph == 'X' || *ph == 'B' ? steps_mode_of(mapped) : -1;
     if (mode >= 0) {
         int64_t n;
         r.flags = (uint8_t)(mode << EVF_MODE_SHIFT);
@@ -859,9 +1181,61 @@ static int trace_element(struct sagemaker_import *im, struct trace_file *f, cons
             r.flags |= EVF_STEP_NUM;
         }
     }
+    stream_note_pid(im, f, r.os_pid, mode >= 0, role);
+    if (role == PR_WORKER)
+        worker_note(im, f, r.os_pid, args);
     if (!(r.name = intern(im, mapped)))
         return -ENOMEM;
     return raw_push(im, &r);
+}
+
+/* E: closes the innermost open span of its name (the innermost, for an E
+ * without a name); an end without its begin is kept as a span-end. */
+static int span_close(struct sagemaker_import *im, struct sm_thread *t, const struct sm_raw *r,
+                      int64_t ts)
+{
+    const char *n = im->names[r->name - 1];
+    uint32_t j = t->depth;
+    while (j > 0 && *n && t->open[j - 1].name != r->name)
+        j--;
+    if (!j)
+        return thread_push(im, t, ts, 0, r->name, r->step, STROBE_EV_SPAN_END, 0);
+    int rc = flush_open(im, t, j);
+    if (rc < 0)
+        return rc;
+    struct sm_open o = t->open[--t->depth];
+    if (!(o.flags & EVF_STEP_NUM) && (r->flags & EVF_STEP_NUM)) {
+        o.step = r->step;
+        o.flags |= EVF_STEP_NUM;
+    }
+    return thread_push(im, t, o.ts_ns, ts > o.ts_ns ? sat_sub(ts, o.ts_ns) : 0, o.name, o.step,
+                       STROBE_EV_COMPLETE, o.flags);
+}
+
+/* One element, at its absolute time ts, into thread t. */
+static int thread_event(struct sagemaker_import *im, struct sm_thread *t, const struct sm_raw *r,
+                        int64_t ts)
+{
+    switch (r->ph) {
+    case 'X':
+        return thread_push(im, t, ts, r->value > 0 ? r->value : 0, r->name, r->step,
+                           STROBE_EV_COMPLETE, r->flags);
+    case 'B':
+        if (t->depth >= OPEN_MAX)
+            return thread_push(im, t, ts, 0, r->name, r->step, STROBE_EV_SPAN_BEGIN, 0);
+        if (array_grow((void **)&t->open, &t->open_cap, t->depth + 1, sizeof(*t->open), 8) < 0)
+            return -ENOMEM;
+        t->open[t->depth++] = (struct sm_open){ts, r->name, r->step, r->flags};
+        return 0;
+    case 'E':
+        return span_close(im, t, r, ts);
+    case 'C':
+        return thread_push(im, t, ts, r->value, r->name, 0, STROBE_EV_COUNTER, 0);
+    case 'S':
+        return thread_push(im, t, ts, r->value, 0, r->step, STROBE_EV_STEP, 0);
+    default: /* i, I, R */
+        return thread_push(im, t, ts, 0, r->name, 0, STROBE_EV_INSTANT, 0);
+    }
 }
 
 /* The elements of one file, read, now placed on the time axis and paired. */
@@ -893,105 +1267,115 @@ static int trace_feed(struct sagemaker_import *im, struct trace_file *f, const c
             continue;
         }
         int why;
-        struct sm_thread *t = thread_get(im, f->node, r->pid, r->tid, &why);
+        struct sm_thread *t = thread_get(im, f->stream, r->os_pid, r->tid, &why);
         if (!t && why == -E2BIG) {
             im->counts.events_bad++;
             continue;
         }
         if (!t)
             return why;
-        if (f->rank >= 0 && im->procs[t->proc].rank < 0)
-            im->procs[t->proc].rank = f->rank;
-        switch (r->ph) {
-        case 'X':
-            rc = thread_push(im, t, ts, r->value > 0 ? r->value : 0, r->name, r->step,
-                             STROBE_EV_COMPLETE, r->flags);
-            break;
-        case 'B':
-            if (t->depth >= OPEN_MAX) {
-                rc = thread_push(im, t, ts, 0, r->name, r->step, STROBE_EV_SPAN_BEGIN, 0);
-                break;
-            }
-            if (array_grow((void **)&t->open, &t->open_cap, t->depth + 1, sizeof(*t->open), 8) < 0)
-                return -ENOMEM;
-            t->open[t->depth++] = (struct sm_open){ts, r->name, r->step, r->flags};
-            break;
-        case 'E': {
-            /* the innermost open span of that name (or the innermost, for
-             * an E without a name) */
-            const char *n = im->names[r->name - 1];
-            uint32_t j = t->depth;
-            while (j > 0 && *n && t->open[j - 1].name != r->name)
-                j--;
-            if (!j) { /* an end without its begin */
-                rc = thread_push(im, t, ts, 0, r->name, r->step, STROBE_EV_SPAN_END, 0);
-                break;
-            }
-            rc = flush_open(im, t, j);
-            if (rc < 0)
-                break;
-            struct sm_open o = t->open[--t->depth];
-            if (!(o.flags & EVF_STEP_NUM) && (r->flags & EVF_STEP_NUM)) {
-                o.step = r->step;
-                o.flags |= EVF_STEP_NUM;
-            }
-            rc = thread_push(im, t, o.ts_ns, ts > o.ts_ns ? sat_sub(ts, o.ts_ns) : 0, o.name,
-                             o.step, STROBE_EV_COMPLETE, o.flags);
-            break;
-        }
-        case 'C':
-            rc = thread_push(im, t, ts, r->value, r->name, 0, STROBE_EV_COUNTER, 0);
-            break;
-        case 'S':
-            rc = thread_push(im, t, ts, r->value, 0, r->step, STROBE_EV_STEP, 0);
-            break;
-        default: /* i, I, R */
-            rc = thread_push(im, t, ts, 0, r->name, 0, STROBE_EV_INSTANT, 0);
-        }
+        rc = thread_event(im, t, r, ts);
     }
     return rc;
 }
 
-/* <end-us>_<node id>_<kind>.json; the node id may carry a rank in front of
- * a node already known from the system metrics ("0_algo-1"). */
+/* The number N and the host of smdebug's node id "<N>-<host>" (older
+ * releases: "<N>_<host>"); -1 and the whole id when it has no such N. */
+static int64_t split_node_id(const char *id, const char **host)
+{
+    int64_t n = 0;
+    size_t k = 0;
+    for (; isdigit((unsigned char)id[k]) && k < 10; k++)
+        n = n * 10 + (id[k] - '0');
+    if (k == 0 || (id[k] != '-' && id[k] != '_') || !id[k + 1] || n >= (1LL << 31)) {
+        *host = id;
+        return -1;
+    }
+    *host = id + k + 1;
+    return n;
+}
+
+static const struct {
+    const char *suffix;
+    int rows_apart; /* a timeline whose phases run side by side (per tensor) */
+} trace_kinds[] = {
+    {"_pythontimeline.json", 0},
+    {"_model_timeline.json", 0},
+    {"_horovod_timeline.json", 1},
+    {"_smdataparallel_timeline.json", 1},
+};
+
+/* <end-us>_<node id>_<kind>.json: the node and the writer of a file. */
 static int trace_node(struct sagemaker_import *im, const char *base, struct trace_file *f)
 {
-    static const char *const kinds[] = {"_pythontimeline.json", "_model_timeline.json",
-                                        "_horovod_timeline.json"};
     char id[128];
     const char *us = strchr(base, '_');
-    size_t kn = 0;
-    for (size_t k = 0; k < 3; k++)
-        if (ends_with(base, kinds[k]))
-            kn = strlen(kinds[k]);
-    f->rank = -1;
-    if (!us || !kn || (size_t)(us + 1 - base) + kn > strlen(base) ||
-        strlen(base) - kn - (size_t)(us + 1 - base) >= sizeof(id)) {
-        snprintf(id, sizeof(id), "%s", SM_DEFAULT_NODE);
-    } else {
-        size_t n = strlen(base) - kn - (size_t)(us + 1 - base);
-        memcpy(id, us + 1, n);
-        id[n] = '\0';
-        if (!*id)
-            snprintf(id, sizeof(id), "%s", SM_DEFAULT_NODE);
+    size_t kn = 0, len = strlen(base);
+    for (size_t k = 0; k < sizeof(trace_kinds) / sizeof(trace_kinds[0]); k++)
+        if (ends_with(base, trace_kinds[k].suffix)) {
+            kn = strlen(trace_kinds[k].suffix);
+            f->rows_apart = trace_kinds[k].rows_apart;
+        }
+    size_t at = us ? (size_t)(us + 1 - base) : 0;
+    if (!us || !kn || at + kn > len || len - kn - at >= sizeof(id))
+        id[0] = '\0';
+    else
+        snprintf(id, sizeof(id), "%.*s", (int)(len - kn - at), us + 1);
+    const char *host;
+    int64_t prefix = split_node_id(id, &host);
+    int rc = node_index(im, *host ? host : SM_DEFAULT_NODE, &f->node);
+    if (rc == 0)
+        rc = stream_get(im, f->node, prefix, &f->stream);
+    return rc;
+}
+
+/* The object form, {"traceEvents": [...]}: read whole. */
+static int trace_object(struct sagemaker_import *im, struct trace_file *f, const char *path,
+                        const char *buf, size_t len)
+{
+    struct json *v;
+    json_doc_reset(&im->doc);
+    const struct json *evs = NULL;
+    int rc = json_parse(&im->doc, buf, len, &v);
+    if (rc == -ENOMEM)
+        return rc;
+    if (rc == 0)
+        evs = json_get(v, "traceEvents");
+    if (!evs || evs->type != JSON_ARRAY) {
+        log_warn("'%s' is not a trace-event file; skipped", path);
+        im->counts.files_unreadable++;
+        return 1;
     }
-    for (uint32_t i = 0; i < im->nnodes; i++) {
-        const char *known = im->nodes[i].id;
-        size_t a = strlen(id), b = strlen(known);
-        if (a > b + 1 && strcmp(id + a - b, known) == 0 &&
-            (id[a - b - 1] == '_' || id[a - b - 1] == '-')) {
-            long r = 0;
-            size_t k = 0;
-            for (; k < a - b - 1 && isdigit((unsigned char)id[k]) && r < 1000000; k++)
-                r = r * 10 + (id[k] - '0');
-            if (k == a - b - 1 && k > 0) {
-                f->rank = r;
-                snprintf(id, sizeof(id), "%s", known);
+    rc = 0;
+    for (const struct json *e = evs->child; e && rc == 0; e = e->next)
+        rc = trace_element(im, f, e);
+    return rc;
+}
+
+/* The array form, an element at a time: a file cut short or garbled in one
+ * element keeps the others. */
+static int trace_array(struct sagemaker_import *im, struct trace_file *f, const char *buf,
+                       size_t len, size_t pos)
+{
+    int rc;
+    for (;;) {
+        struct json *v;
+        json_doc_reset(&im->doc);
+        rc = json_array_next(&im->doc, buf, len, &pos, &v);
+        if (rc == 1) {
+            if ((rc = trace_element(im, f, v)) < 0)
                 break;
-            }
+            continue;
+        }
+        if (rc == 0 || rc == -EPIPE || rc == -ENOMEM)
+            break;
+        im->counts.events_bad++; /* cut short, or garbled: skip to the next line */
+        if (rc == -ENODATA || json_array_skip(buf, len, &pos) < 0) {
+            rc = 0;
+            break;
         }
     }
-    return node_index(im, id, &f->node);
+    return rc == -EPIPE ? 0 : rc;
 }
 
 static int trace_file(struct sagemaker_import *im, const char *path, const char *base)
@@ -1017,54 +1401,23 @@ static int trace_file(struct sagemaker_import *im, const char *path, const char 
     }
     im->counts.trace_files++;
     im->nraw = 0;
-    size_t pos = 0;
-    rc = json_array_open(buf, len, &pos);
-    if (rc == -EBADMSG) {
-        /* the object form, {"traceEvents": [...]}: read whole */
-        struct json *v;
-        json_doc_reset(&im->doc);
-        const struct json *evs = NULL;
-        if ((rc = json_parse(&im->doc, buf, len, &v)) == 0)
-            evs = json_get(v, "traceEvents");
-        if (rc == -ENOMEM) {
-            free(buf);
-            return rc;
-        }
-        if (!evs || evs->type != JSON_ARRAY) {
-            log_warn("'%s' is not a trace-event file; skipped", path);
-            im->counts.files_unreadable++;
-            free(buf);
-            return 0;
-        }
-        for (const struct json *e = evs->child; e && rc == 0; e = e->next)
-            rc = trace_element(im, &f, e);
-    } else if (rc == 0) {
-        for (;;) {
-            struct json *v;
-            json_doc_reset(&im->doc);
-            rc = json_array_next(&im->doc, buf, len, &pos, &v);
-            if (rc == 1) {
-                if ((rc = trace_element(im, &f, v)) < 0)
-                    break;
-                continue;
-            }
-            if (rc == 0 || rc == -EPIPE || rc == -ENOMEM)
-                break;
-            im->counts.events_bad++; /* cut short, or garbled: skip to the next line */
-            if (rc == -ENODATA || json_array_skip(buf, len, &pos) < 0) {
-                rc = 0;
-                break;
-            }
-        }
-        if (rc == -EPIPE)
-            rc = 0;
-    } else {
-        rc = 0; /* empty */
+    im->nphases = 0; /* a writer declares its phases again in each file */
+    size_t pos = bom_len(buf, len);
+    if (only_space(buf + pos, len - pos)) {
+        log_warn("'%s' is empty; skipped", path);
+        im->counts.files_unreadable++;
+        free(buf);
+        return 0;
     }
+    rc = json_array_open(buf, len, &pos);
+    if (rc == -EBADMSG)
+        rc = trace_object(im, &f, path, buf + pos, len - pos);
+    else if (rc == 0)
+        rc = trace_array(im, &f, buf, len, pos);
     free(buf);
     if (rc == 0)
         rc = trace_feed(im, &f, path);
-    return rc;
+    return rc < 0 ? rc : 0;
 }
 
 /* ---- walking the directory ---------------------------------------------------- */
@@ -1078,8 +1431,10 @@ static int want_system(const char *name)
 
 static int want_trace(const char *name)
 {
-    return ends_with(name, "_pythontimeline.json") || ends_with(name, "_model_timeline.json") ||
-           ends_with(name, "_horovod_timeline.json");
+    for (size_t k = 0; k < sizeof(trace_kinds) / sizeof(trace_kinds[0]); k++)
+        if (ends_with(name, trace_kinds[k].suffix))
+            return 1;
+    return 0;
 }
 
 static int entry_cmp(const struct dirent **a, const struct dirent **b)
@@ -1231,8 +1586,7 @@ static int node_steps(const struct sagemaker_import *im, uint32_t node, struct s
             continue;
         for (uint32_t i = 0; i < th->n; i++) {
             const struct sm_event *e = &th->ev[i];
-            if (e->kind != STROBE_EV_COMPLETE || e->name != im->step_name ||
-                !(e->flags & EVF_STEP_NUM))
+            if (!is_step_event(im, e) || !(e->flags & EVF_STEP_NUM))
                 continue;
             if (array_grow((void **)&v, &cap, n + 1, sizeof(*v), 256) < 0) {
                 free(v);
@@ -1334,7 +1688,7 @@ static int assign_steps(const struct sagemaker_import *im, struct sm_thread *t)
 {
     uint32_t n = 0;
     for (uint32_t i = 0; i < t->n; i++)
-        n += t->ev[i].kind == STROBE_EV_COMPLETE && t->ev[i].name == im->step_name;
+        n += is_step_event(im, &t->ev[i]);
     if (!n)
         return 0;
     struct sm_event *steps = malloc(n * sizeof(*steps));
@@ -1342,7 +1696,7 @@ static int assign_steps(const struct sagemaker_import *im, struct sm_thread *t)
         return -ENOMEM;
     n = 0;
     for (uint32_t i = 0; i < t->n; i++)
-        if (t->ev[i].kind == STROBE_EV_COMPLETE && t->ev[i].name == im->step_name)
+        if (is_step_event(im, &t->ev[i]))
             steps[n] = t->ev[i], steps[n].seq = n, n++;
     /* by start */
     for (uint32_t i = 1; i < n; i++) {
@@ -1354,7 +1708,7 @@ static int assign_steps(const struct sagemaker_import *im, struct sm_thread *t)
     }
     for (uint32_t i = 0; i < t->n; i++) {
         struct sm_event *e = &t->ev[i];
-        if (e->kind == STROBE_EV_COMPLETE && e->name == im->step_name)
+        if (is_step_event(im, e))
             continue;
         uint32_t lo = 0, hi = n; /* the first step starting after e */
         while (lo < hi) {
@@ -1383,8 +1737,6 @@ static void shift_node(struct sagemaker_import *im, uint32_t node, int64_t by)
                 im->threads[i].ev[j].ts_ns = sat_sub(im->threads[i].ev[j].ts_ns, by);
 }
 
-static const struct sagemaker_import *sort_im; /* qsort has no context argument */
-
 static int cmp_node_order(const void *a, const void *b)
 {
     return natural_cmp(sort_im->nodes[*(const uint32_t *)a].id,
@@ -1412,11 +1764,163 @@ static void run_start_from_traces(struct sagemaker_import *im)
     }
 }
 
+/* ---- processes, ranks, threads ------------------------------------------------ */
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* How many distinct values v[0..n) holds (sorting v). */
+static uint32_t distinct_i64(int64_t *v, uint32_t n)
+{
+    if (n > 1)
+        qsort(v, n, sizeof(*v), cmp_i64);
+    uint32_t d = 0;
+    for (uint32_t i = 0; i < n; i++)
+        d += !i || v[i] != v[i - 1];
+    return d;
+}
+
+/*
+ * Each writer's N: a rank or an OS pid. smdebug writes the rank when the job
+ * is distributed and the pid when not, and says neither, so: N is a pid when
+ * an event's args.pid repeats it; of the rest, those below their count (0 to
+ * n-1 of n writers: ranks are numbered from 0, a pid of 0 does not exist and
+ * pids below the count are the kernel's) are ranks, the others pids. The pid
+ * of a rank's events without args.pid is that of its steps.
+ */
+static int decide_streams(struct sagemaker_import *im)
+{
+    int64_t *v = malloc((im->nstreams + 1) * sizeof(*v));
+    if (!v)
+        return -ENOMEM;
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < im->nstreams; i++)
+        if (im->streams[i].prefix >= 0 && !im->streams[i].prefix_is_pid)
+            v[n++] = im->streams[i].prefix;
+    uint32_t candidates = distinct_i64(v, n), ranks = 0;
+    for (uint32_t i = 0; i < n; i++)
+        ranks += v[i] < candidates && (!i || v[i] != v[i - 1]);
+    free(v);
+    for (uint32_t i = 0; i < im->nstreams; i++) {
+        struct sm_stream *s = &im->streams[i];
+        int is_rank = s->prefix >= 0 && !s->prefix_is_pid && s->prefix < candidates;
+        int64_t seen = s->step_pid >= 0 ? s->step_pid : s->first_pid;
+        s->rank = is_rank ? s->prefix : -1;
+        s->world_size = is_rank ? (int64_t)ranks : -1;
+        if (is_rank)
+            s->pid = seen >= 0 ? seen : s->prefix;
+        else
+            s->pid = s->prefix >= 0 ? s->prefix : seen >= 0 ? seen : 0;
+    }
+    return 0;
+}
+
+static int cmp_thread_key(const void *a, const void *b)
+{
+    uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+    const struct sm_thread *x = &sort_im->threads[i], *y = &sort_im->threads[j];
+    if (x->node != y->node)
+        return (x->node > y->node) - (x->node < y->node);
+    if (x->pid != y->pid)
+        return (x->pid > y->pid) - (x->pid < y->pid);
+    if (x->tid != y->tid)
+        return (x->tid > y->tid) - (x->tid < y->tid);
+    return (i > j) - (i < j);
+}
+
+/* Move thread b's events to a (the same node, pid and tid). */
+static int thread_absorb(struct sm_thread *a, struct sm_thread *b)
+{
+    if (array_grow((void **)&a->ev, &a->cap, a->n + b->n, sizeof(*a->ev), 1024) < 0)
+        return -ENOMEM;
+    memcpy(a->ev + a->n, b->ev, b->n * sizeof(*b->ev));
+    a->n += b->n;
+    free(b->ev);
+    free(b->open);
+    b->ev = NULL;
+    b->open = NULL;
+    b->n = b->cap = 0;
+    return 0;
+}
+
+/* One thread per (node, pid, tid): the phases a writer filed under other
+ * trace pids join the thread of the process they ran in. */
+static int merge_threads(struct sagemaker_import *im)
+{
+    uint32_t *idx = malloc((im->nthreads + 1) * sizeof(*idx));
+    if (!idx)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < im->nthreads; i++)
+        idx[i] = i;
+    sort_im = im;
+    qsort(idx, im->nthreads, sizeof(*idx), cmp_thread_key);
+    sort_im = NULL;
+    int rc = 0;
+    uint32_t keep = 0;
+    for (uint32_t k = 0; k < im->nthreads && rc == 0;) {
+        struct sm_thread *a = &im->threads[idx[k]];
+        uint32_t j = k + 1;
+        for (; j < im->nthreads && rc == 0; j++) {
+            struct sm_thread *b = &im->threads[idx[j]];
+            if (b->node != a->node || b->pid != a->pid || b->tid != a->tid)
+                break;
+            rc = thread_absorb(a, b);
+        }
+        idx[keep++] = idx[k];
+        k = j;
+    }
+    if (rc == 0) {
+        /* compact in first-seen order, which the thread ids follow */
+        qsort(idx, keep, sizeof(*idx), cmp_u32);
+        for (uint32_t k = 0; k < keep; k++)
+            im->threads[k] = im->threads[idx[k]];
+        im->nthreads = keep;
+        free(im->thread_slots); /* keyed as read; not needed again */
+        im->thread_slots = NULL;
+        im->thread_nslots = 0;
+    }
+    free(idx);
+    return rc;
+}
+
+/* Every thread's process (node, pid) with its rank; threads merged. */
+static int resolve_processes(struct sagemaker_import *im)
+{
+    int rc = decide_streams(im);
+    for (uint32_t i = 0; i < im->nthreads && rc == 0; i++) {
+        struct sm_thread *t = &im->threads[i];
+        const struct sm_stream *s = &im->streams[t->stream];
+        t->pid = t->os_pid >= 0 ? t->os_pid : s->pid;
+        struct sm_proc *p = proc_get(im, t->node, t->pid, &t->proc);
+        if (!p)
+            return -ENOMEM;
+        p->has_events = 1;
+        if (t->pid == s->pid && s->rank >= 0 && p->rank < 0) {
+            p->rank = s->rank;
+            p->world_size = s->world_size;
+        } else if (t->pid != s->pid && p->worker_id >= 0 && p->ppid < 0) {
+            p->ppid = s->pid; /* a data-loader worker of the writer's process */
+        }
+    }
+    return rc == 0 ? merge_threads(im) : rc;
+}
+
 static int finish(struct sagemaker_import *im)
 {
     int rc = 0;
     for (uint32_t i = 0; i < im->nthreads && rc == 0; i++)
         rc = flush_open(im, &im->threads[i], 0);
+    if (rc == 0)
+        rc = resolve_processes(im);
     if (rc < 0)
         return rc;
     if (!(im->order = malloc((im->nnodes + 1) * sizeof(*im->order))))
@@ -1463,7 +1967,7 @@ static int finish(struct sagemaker_import *im)
         for (uint32_t j = 0; j < t->n; j++) {
             const struct sm_event *e = &t->ev[j];
             im->counts.events++;
-            im->counts.steps += e->kind == STROBE_EV_COMPLETE && e->name == im->step_name;
+            im->counts.steps += is_step_event(im, e);
             if (e->ts_ns < im->start_ns)
                 im->start_ns = e->ts_ns;
             if (event_end(e) > im->end_ns)
@@ -1472,6 +1976,24 @@ static int finish(struct sagemaker_import *im)
     }
     run_start_from_traces(im);
     return rc;
+}
+
+#define TF_ONLY                                                                                    \
+    "it holds only TensorFlow profiler output (framework/tensorflow/), which strobe does not "     \
+    "import: it reads system/incremental/ and framework/pevents/"
+
+/* Whether dir holds what smdebug's TensorFlow profiling writes beside its
+ * own files (framework/tensorflow/detailed_profiling, its python stats):
+ * a directory with only that gets a message that says so. */
+static int tensorflow_only(const char *dir)
+{
+    struct strbuf p;
+    strbuf_init(&p);
+    strbuf_addf(&p, "%s/framework/tensorflow", dir);
+    struct stat st;
+    int found = stat(p.buf, &st) == 0 && S_ISDIR(st.st_mode);
+    strbuf_release(&p);
+    return found;
 }
 
 int sagemaker_import_read(const char *dir, struct sagemaker_import **out, struct strbuf *err)
@@ -1496,7 +2018,10 @@ int sagemaker_import_read(const char *dir, struct sagemaker_import **out, struct
     int rc = 0;
     struct sagemaker_import *im = NULL;
     if (!have_sys && !have_fw) {
-        strbuf_adds(err, "no SageMaker profiler output (system/ or framework/) found");
+        if (tensorflow_only(dir))
+            strbuf_adds(err, TF_ONLY);
+        else
+            strbuf_adds(err, "no SageMaker profiler output (system/ or framework/) found");
         rc = -ENOENT;
         goto out;
     }
@@ -1514,7 +2039,8 @@ int sagemaker_import_read(const char *dir, struct sagemaker_import **out, struct
     if (rc < 0)
         goto fail;
     if (!im->counts.points && !im->counts.events) {
-        strbuf_adds(err, "no system metrics or framework events in it");
+        strbuf_adds(err,
+                    tensorflow_only(dir) ? TF_ONLY : "no system metrics or framework events in it");
         rc = -ENODATA;
         goto fail;
     }
@@ -1532,12 +2058,6 @@ out:
 }
 
 /* ---- storing ----------------------------------------------------------------- */
-
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
 
 int64_t sagemaker_median_i64(int64_t *v, uint64_t n)
 {
@@ -1833,6 +2353,8 @@ void sagemaker_import_summary(const struct sagemaker_import *im, const struct ru
                 (unsigned long long)(c->lines_cut + c->lines_garbled),
                 (unsigned long long)c->lines_cut, (unsigned long long)c->lines_garbled,
                 (unsigned long long)c->duplicates, (unsigned long long)c->events_bad);
+    if (c->values_nonfinite)
+        strbuf_addf(o, ", %llu values not a number", (unsigned long long)c->values_nonfinite);
     if (c->files_unreadable)
         strbuf_addf(o, ", %llu files unreadable", (unsigned long long)c->files_unreadable);
     strbuf_adds(o, "; clock offsets: ");
@@ -1888,6 +2410,11 @@ void sagemaker_import_free(struct sagemaker_import *im)
     for (uint32_t i = 0; i < im->nprocs; i++)
         free(im->procs[i].name);
     free(im->procs);
+    free(im->streams);
+    for (uint32_t i = 0; i < im->nlanes; i++)
+        free(im->lanes[i].name);
+    free(im->lanes);
+    free(im->phases);
     for (uint32_t i = 0; i < im->nnames; i++)
         free(im->names[i]);
     free(im->names);

@@ -35,6 +35,7 @@ struct sagemaker_counts {
     uint64_t lines;            /* non-empty lines of the system files */
     uint64_t lines_cut;        /* last lines cut short (the writer was still writing) */
     uint64_t lines_garbled;    /* lines that are not one metric record */
+    uint64_t values_nonfinite; /* lines whose Value is NaN or +-Infinity (not stored) */
     uint64_t duplicates;       /* points at the time of an earlier one of their series */
     uint64_t points;           /* points stored, derived means included */
     uint64_t series;           /* series stored */
@@ -42,7 +43,7 @@ struct sagemaker_counts {
     uint64_t steps;            /* step spans among them */
     uint64_t events_bad;       /* trace elements that did not parse or made no sense */
     uint64_t events_ignored;   /* trace events of kinds strobe does not keep (flows, ...) */
-    uint64_t files_unreadable; /* files that could not be read or had no start time */
+    uint64_t files_unreadable; /* files that could not be read, were empty or had no start time */
 };
 
 struct sagemaker_node {

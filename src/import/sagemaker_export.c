@@ -178,6 +178,23 @@ static const struct ex_series *find_series(const struct ex_ctx *x, uint32_t node
     return NULL;
 }
 
+/* The names an imported series came with, kept in its meta ({"Type",
+ * "Name", "Dimension"}); -1 when it has none. */
+static int out_from_meta(struct ex_ctx *x, const struct ex_series *e)
+{
+    struct json_doc doc;
+    json_doc_init(&doc);
+    struct json *v = NULL;
+    int rc = -1;
+    if (e->meta && json_parse(&doc, e->meta, strlen(e->meta), &v) == 0 &&
+        json_str(json_get(v, "Type")) && json_str(json_get(v, "Name")) &&
+        json_str(json_get(v, "Dimension")))
+        rc = add_out(x, json_str(json_get(v, "Type")), json_str(json_get(v, "Name")),
+                     json_str(json_get(v, "Dimension")));
+    json_doc_release(&doc);
+    return rc;
+}
+
 /* The SageMaker identity of a series, the inverse of the import's mapping;
  * -1 when SageMaker has no such metric. */
 static int map_series(struct ex_ctx *x, const struct ex_series *e)
@@ -207,20 +224,11 @@ static int map_series(struct ex_ctx *x, const struct ex_series *e)
     }
     if (strcmp(e->name, "mem.used_pct") == 0 && !e->labels[0])
         return add_out(x, "memory", "MemoryUsedPercent", "MemoryUsedPercent");
+    int rc = out_from_meta(x, e);
+    if (rc != -1 || strncmp(e->name, "net.", 4) == 0)
+        return rc; /* an imported network series; a recording's interfaces have no equivalent */
     if (strncmp(e->name, "sagemaker.", 10) == 0) {
-        /* the names it came with, kept in its meta; else from its own name */
-        struct json_doc doc;
-        json_doc_init(&doc);
-        struct json *v = NULL;
-        int rc = -1;
-        if (e->meta && json_parse(&doc, e->meta, strlen(e->meta), &v) == 0 &&
-            json_str(json_get(v, "Type")) && json_str(json_get(v, "Name")) &&
-            json_str(json_get(v, "Dimension")))
-            rc = add_out(x, json_str(json_get(v, "Type")), json_str(json_get(v, "Name")),
-                         json_str(json_get(v, "Dimension")));
-        json_doc_release(&doc);
-        if (rc != -1)
-            return rc;
+        /* else from its own name */
         const char *rest = e->name + 10, *dot = strchr(rest, '.');
         char type[64];
         snprintf(type, sizeof(type), "%.*s", dot ? (int)(dot - rest) : (int)strlen(rest), rest);
@@ -467,7 +475,15 @@ static int export_system(struct ex_ctx *x)
 
 /* ---- framework events --------------------------------------------------------- */
 
+/*
+ * The layout smdebug's writer has (import/sagemaker.c says how it is read
+ * back): a file per process per hour, named <end-us>_<N>-<node>_... with N
+ * the process's rank, else its pid; in it the trace "pid" is a training
+ * phase ("Step:ModeKeys.EVAL", "Forward", ...) and each event carries the OS
+ * pid in args.pid.
+ */
 struct ex_ref {
+    uint32_t writer; /* the process whose file it goes to */
     int64_t hour;
     uint32_t thread;
     uint32_t index;
@@ -476,6 +492,8 @@ struct ex_ref {
 static int cmp_ref(const void *a, const void *b)
 {
     const struct ex_ref *x = a, *y = b;
+    if (x->writer != y->writer)
+        return (x->writer > y->writer) - (x->writer < y->writer);
     if (x->hour != y->hour)
         return (x->hour > y->hour) - (x->hour < y->hour);
     if (x->thread != y->thread)
@@ -512,8 +530,57 @@ static uint32_t proc_node(struct ex_ctx *x, const struct proc_info *p, size_t *c
     return n;
 }
 
+/* smdebug's names for the modes of Step:ModeKeys.*, by enum step_mode */
+static const char *const step_phases[STEP_MODE_COUNT] = {
+    "Step:ModeKeys.TRAIN", "Step:ModeKeys.EVAL", "Step:ModeKeys.PREDICT", "Step:ModeKeys.GLOBAL"};
+
+/* The training phase smdebug files an event under: the step's mode, the
+ * phases its PyTorch hook and data loader name, "strobe" for the rest. */
+static const char *phase_of(const char *name, int kind)
+{
+    static const struct {
+        const char *name, *phase;
+    } phases[] = {
+        {"data", "DataLoaderIter"},
+        {"dataloader.worker", "DataLoaderWorker"},
+        {"forward", "Forward"},
+        {"backward", "Backward(post-forward)"},
+    };
+    if (kind != STROBE_EV_COMPLETE && kind != STROBE_EV_SPAN_BEGIN && kind != STROBE_EV_SPAN_END)
+        return "strobe";
+    int mode = steps_mode_of(name);
+    if (mode >= 0 && kind == STROBE_EV_COMPLETE)
+        return step_phases[mode];
+    for (size_t i = 0; i < sizeof(phases) / sizeof(phases[0]); i++)
+        if (strcmp(name, phases[i].name) == 0)
+            return phases[i].phase;
+    return "strobe";
+}
+
+/* The phases of one file, numbered from 1 as they first appear (0 holds
+ * the start time), each announced by a process_name event there. */
+struct ex_phases {
+    const char *name[16];
+    uint32_t n;
+};
+
+static uint32_t phase_pid(struct ex_phases *ps, const char *phase, struct strbuf *o)
+{
+    for (uint32_t i = 0; i < ps->n; i++)
+        if (ps->name[i] == phase)
+            return i + 1;
+    if (ps->n == sizeof(ps->name) / sizeof(ps->name[0]))
+        return ps->n; /* cannot happen: phase_of has fewer */
+    ps->name[ps->n++] = phase;
+    strbuf_addf(o,
+                ",\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%u,\"args\":{\"name\":", ps->n);
+    strbuf_add_json_str(o, phase);
+    strbuf_adds(o, "}}");
+    return ps->n;
+}
+
 static void trace_event(struct strbuf *o, const struct run_events *e, const struct event *ev,
-                        int64_t pid, int64_t tid, int64_t base_ns,
+                        int64_t pid, int64_t tid, int64_t base_ns, struct ex_phases *ps,
                         struct sagemaker_export_counts *c)
 {
     const char *name = run_events_name(e, ev->name);
@@ -531,10 +598,12 @@ static void trace_event(struct strbuf *o, const struct run_events *e, const stru
             return;
         }
     }
-    int is_step = ev->kind == STROBE_EV_COMPLETE && strcmp(name, "step") == 0;
+    const char *phase = phase_of(name, ev->kind);
+    uint32_t phase_id = phase_pid(ps, phase, o);
+    int is_step = strncmp(phase, "Step:", 5) == 0;
     strbuf_adds(o, ",\n{\"name\":");
     if (is_step)
-        strbuf_adds(o, "\"Step:ModeKeys.TRAIN\"");
+        strbuf_add_json_str(o, phase);
     else if (ev->kind == STROBE_EV_STEP)
         strbuf_adds(o, "\"strobe.step\"");
     else
@@ -549,29 +618,37 @@ static void trace_event(struct strbuf *o, const struct run_events *e, const stru
     }
     if (kind == 'i')
         strbuf_adds(o, ",\"s\":\"t\"");
-    strbuf_addf(o, ",\"pid\":%" PRId64 ",\"tid\":%" PRId64, pid, tid);
-    if (is_step) {
-        strbuf_addf(o, ",\"args\":{\"step_num\":%" PRIu32 "}", ev->step);
-        c->steps++;
-    } else if (ev->kind == STROBE_EV_STEP) {
-        strbuf_addf(o, ",\"args\":{\"step_num\":%" PRId64 "}", ev->value);
-    } else if (ev->kind == STROBE_EV_COUNTER) {
+    strbuf_addf(o, ",\"pid\":%u,\"tid\":%" PRId64, phase_id, tid);
+    if (ev->kind == STROBE_EV_COUNTER) { /* every numeric arg is a counter */
         strbuf_adds(o, ",\"args\":{\"value\":");
         add_value(o, value);
         strbuf_addch(o, '}');
+    } else {
+        strbuf_addf(o, ",\"args\":{\"pid\":%" PRId64, pid);
+        if (is_step)
+            strbuf_addf(o, ",\"step_num\":%" PRIu32, ev->step);
+        else if (ev->kind == STROBE_EV_STEP)
+            strbuf_addf(o, ",\"step_num\":%" PRId64, ev->value);
+        strbuf_addch(o, '}');
     }
     strbuf_addch(o, '}');
+    c->steps += is_step;
     c->events++;
 }
 
+/* What strobe knows of a process and smdebug does not write (its comm,
+ * parent, rank, worker id): a metadata event smdebug's readers pass over. */
 static void process_meta(struct strbuf *o, const struct proc_info *p, size_t comm_len)
 {
-    strbuf_addf(o, ",\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%" PRId64 ",\"args\":{",
+    strbuf_addf(o,
+                ",\n{\"name\":\"strobe.process\",\"ph\":\"M\",\"pid\":0,\"args\":{\"pid\":%" PRId64,
                 p->pid);
     char comm[64];
     snprintf(comm, sizeof(comm), "%.*s", (int)comm_len, p->comm);
-    strbuf_adds(o, "\"name\":");
-    strbuf_add_json_str(o, comm);
+    if (*comm) {
+        strbuf_adds(o, ",\"name\":");
+        strbuf_add_json_str(o, comm);
+    }
     const int64_t *fields[] = {&p->ppid, &p->rank, &p->local_rank, &p->world_size, &p->worker_id};
     static const char *const keys[] = {"ppid", "rank", "local_rank", "world_size", "worker_id"};
     for (size_t k = 0; k < 5; k++)
@@ -580,14 +657,83 @@ static void process_meta(struct strbuf *o, const struct proc_info *p, size_t com
     strbuf_adds(o, "}}");
 }
 
-/* One node's events: one pythontimeline file per hour of their end times. */
+/* Where the events of each thread go. */
+struct ex_threads {
+    const uint32_t *node;   /* by thread: its node */
+    const uint32_t *writer; /* by thread: its process's index, nprocs + thread without one */
+    const size_t *comm_len; /* by process */
+};
+
+/* N of a writer's file names: its rank, else (a data-loader worker, or no
+ * rank) its pid, as smdebug's get_node_id. */
+static int64_t writer_prefix(const struct run_events *e, uint32_t writer, int64_t pid)
+{
+    if (writer >= e->nprocs)
+        return pid;
+    const struct proc_info *p = &e->procs[writer];
+    return p->rank >= 0 && p->worker_id < 0 ? p->rank : p->pid;
+}
+
+/* One writer's events of one hour, refs[a..b), as one file. */
+static int write_trace_file(struct ex_ctx *x, const struct run_events *e,
+                            const struct ex_threads *th, uint32_t node, const struct ex_ref *refs,
+                            uint32_t a, uint32_t b, struct strbuf *data, struct strbuf *path)
+{
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    for (uint32_t i = a; i < b; i++) {
+        const struct event *ev = &e->threads[refs[i].thread].ev[refs[i].index];
+        if (ev->ts_ns < lo)
+            lo = ev->ts_ns;
+        if (ev_end(ev) > hi)
+            hi = ev_end(ev);
+    }
+    /* a writer's first file starts at the run's start, as SageMaker's
+     * profiler starts its timeline when the job starts */
+    if ((a == 0 || refs[a - 1].writer != refs[a].writer) && x->r->start_ns > 0 &&
+        x->r->start_ns < lo)
+        lo = x->r->start_ns;
+    int64_t base_us = lo / 1000 - (lo % 1000 < 0);
+    int64_t end_us = hi / 1000 + (hi % 1000 > 0);
+    uint32_t w = refs[a].writer;
+    const struct thread_events *t0 = &e->threads[refs[a].thread];
+    strbuf_reset(data);
+    strbuf_addf(data,
+                "[\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":0,"
+                "\"args\":{\"start_time_since_epoch_in_micros\":%" PRId64 "}}",
+                base_us);
+    if (w < e->nprocs)
+        process_meta(data, &e->procs[w], th->comm_len[w]);
+    struct ex_phases ps = {.n = 0};
+    for (uint32_t i = a; i < b; i++) {
+        const struct thread_events *t = &e->threads[refs[i].thread];
+        trace_event(data, e, &t->ev[refs[i].index], t->pid, t->tid, base_us * 1000, &ps, x->c);
+    }
+    strbuf_adds(data, "\n]\n");
+    char hour[16];
+    hour_dir(hi / 1000000000 - (hi % 1000000000 < 0), hour);
+    strbuf_reset(path);
+    strbuf_addf(path, "%s/framework/pevents/%s", x->dir, hour);
+    int rc = mkdir_p(path->buf);
+    if (rc < 0) {
+        strbuf_addf(x->err, "cannot create '%s': %s", path->buf, strerror(-rc));
+        return rc;
+    }
+    strbuf_addf(path, "/%" PRId64 "_%" PRId64 "-%s_pythontimeline.json", end_us,
+                writer_prefix(e, w, t0->pid), x->nodes[node]);
+    if ((rc = write_file(x, path->buf, data)) == 0)
+        x->c->trace_files++;
+    return rc;
+}
+
+/* One node's events: a pythontimeline file per process per hour of their
+ * end times. */
 static int write_trace_node(struct ex_ctx *x, const struct run_events *e, uint32_t node,
-                            const uint32_t *thread_node, const size_t *comm_len)
+                            const struct ex_threads *th)
 {
     uint32_t n = 0, cap = 0;
     struct ex_ref *refs = NULL;
     for (uint32_t t = 0; t < e->nthreads; t++) {
-        if (thread_node[t] != node)
+        if (th->node[t] != node)
             continue;
         for (uint32_t i = 0; i < e->threads[t].n; i++) {
             if (array_grow((void **)&refs, &cap, n + 1, sizeof(*refs), 4096) < 0) {
@@ -595,7 +741,8 @@ static int write_trace_node(struct ex_ctx *x, const struct run_events *e, uint32
                 return -ENOMEM;
             }
             int64_t end = ev_end(&e->threads[t].ev[i]);
-            refs[n++] = (struct ex_ref){end / 3600000000000LL - (end % 3600000000000LL < 0), t, i};
+            refs[n++] = (struct ex_ref){th->writer[t],
+                                        end / 3600000000000LL - (end % 3600000000000LL < 0), t, i};
         }
     }
     if (n)
@@ -606,49 +753,9 @@ static int write_trace_node(struct ex_ctx *x, const struct run_events *e, uint32
     int rc = 0;
     for (uint32_t a = 0; a < n && rc == 0;) {
         uint32_t b = a;
-        int64_t lo = INT64_MAX, hi = INT64_MIN;
-        for (; b < n && refs[b].hour == refs[a].hour; b++) {
-            const struct event *ev = &e->threads[refs[b].thread].ev[refs[b].index];
-            if (ev->ts_ns < lo)
-                lo = ev->ts_ns;
-            if (ev_end(ev) > hi)
-                hi = ev_end(ev);
-        }
-        /* the first file's start is the run's, as SageMaker's profiler
-         * starts its timeline when the job starts */
-        if (a == 0 && x->r->start_ns > 0 && x->r->start_ns < lo)
-            lo = x->r->start_ns;
-        int64_t base_us = lo / 1000 - (lo % 1000 < 0);
-        int64_t end_us = hi / 1000 + (hi % 1000 > 0);
-        strbuf_reset(&data);
-        strbuf_addf(&data,
-                    "[\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":0,"
-                    "\"args\":{\"start_time_since_epoch_in_micros\":%" PRId64 "}}",
-                    base_us);
-        /* the processes that have events in this file */
-        for (uint32_t p = 0; p < e->nprocs; p++) {
-            int here = 0;
-            for (uint32_t t = 0; t < e->nthreads && !here; t++)
-                here = thread_node[t] == node && e->threads[t].pid == e->procs[p].pid;
-            if (here)
-                process_meta(&data, &e->procs[p], comm_len[p]);
-        }
-        for (uint32_t i = a; i < b; i++) {
-            const struct thread_events *th = &e->threads[refs[i].thread];
-            trace_event(&data, e, &th->ev[refs[i].index], th->pid, th->tid, base_us * 1000, x->c);
-        }
-        strbuf_adds(&data, "\n]\n");
-        char hour[16];
-        hour_dir(hi / 1000000000 - (hi % 1000000000 < 0), hour);
-        strbuf_reset(&path);
-        strbuf_addf(&path, "%s/framework/pevents/%s", x->dir, hour);
-        if ((rc = mkdir_p(path.buf)) < 0) {
-            strbuf_addf(x->err, "cannot create '%s': %s", path.buf, strerror(-rc));
-            break;
-        }
-        strbuf_addf(&path, "/%" PRId64 "_%s_pythontimeline.json", end_us, x->nodes[node]);
-        if ((rc = write_file(x, path.buf, &data)) == 0)
-            x->c->trace_files++;
+        while (b < n && refs[b].writer == refs[a].writer && refs[b].hour == refs[a].hour)
+            b++;
+        rc = write_trace_file(x, e, th, node, refs, a, b, &data, &path);
         a = b;
     }
     strbuf_release(&data);
@@ -670,29 +777,54 @@ static int export_framework(struct ex_ctx *x)
         return 0;
     }
     uint32_t *thread_node = malloc(e.nthreads * sizeof(*thread_node));
+    uint32_t *writer = malloc(e.nthreads * sizeof(*writer));
     uint32_t *proc_nodes = malloc((e.nprocs + 1) * sizeof(*proc_nodes));
     size_t *comm_len = malloc((e.nprocs + 1) * sizeof(*comm_len));
-    if (!thread_node || !proc_nodes || !comm_len)
+    if (!thread_node || !writer || !proc_nodes || !comm_len)
         rc = -ENOMEM;
     for (uint32_t p = 0; rc == 0 && p < e.nprocs; p++)
         proc_nodes[p] = proc_node(x, &e.procs[p], &comm_len[p]);
     for (uint32_t t = 0; rc == 0 && t < e.nthreads; t++) {
         uint32_t n = UINT32_MAX;
+        writer[t] = e.nprocs + t;
         for (uint32_t p = 0; p < e.nprocs && n == UINT32_MAX; p++)
-            if (e.procs[p].pid == e.threads[t].pid)
+            if (e.procs[p].pid == e.threads[t].pid) {
                 n = proc_nodes[p];
+                writer[t] = p;
+            }
         if (n == UINT32_MAX) /* events of a process with no row */
             rc = node_id(x, x->default_node, &n);
         thread_node[t] = n;
     }
+    struct ex_threads th = {thread_node, writer, comm_len};
     for (uint32_t node = 0; rc == 0 && node < x->nnodes; node++)
-        rc = write_trace_node(x, &e, node, thread_node, comm_len);
+        rc = write_trace_node(x, &e, node, &th);
     if (rc == -ENOMEM && !x->err->len)
         strbuf_adds(x->err, strerror(ENOMEM));
     free(thread_node);
+    free(writer);
     free(proc_nodes);
     free(comm_len);
     run_events_release(&e);
+    return rc;
+}
+
+/* The nodes of an import of several (its host, "algo-1,algo-2"), so that a
+ * process named by its node alone ("algo-2", a node with no metrics) finds
+ * it. */
+static int known_nodes(struct ex_ctx *x, const char *host)
+{
+    if (!host || !strchr(host, ','))
+        return 0;
+    int rc = 0;
+    for (const char *p = host; *p && rc == 0;) {
+        size_t n = strcspn(p, ",");
+        char *id = strndup(p, n);
+        uint32_t index;
+        rc = id ? node_id(x, id, &index) : -ENOMEM;
+        free(id);
+        p += n + (p[n] == ',');
+    }
     return rc;
 }
 
@@ -708,6 +840,8 @@ int sagemaker_export(struct store *s, const struct run_record *r, const char *di
                    !strchr(r->host, ',') && !strchr(r->host, '/');
     x.default_node = strdup(imported ? r->host : SM_DEFAULT_NODE);
     int rc = x.default_node ? mkdir_p(dir) : -ENOMEM;
+    if (rc == 0 && source && strcmp(source, "sagemaker") == 0)
+        rc = known_nodes(&x, r->host);
     if (rc < 0)
         strbuf_addf(err, "cannot create '%s': %s", dir, strerror(-rc));
     if (rc == 0 && (rc = s->ops->series_query(s, r->id, collect_series, &x)) < 0)

@@ -42,7 +42,7 @@ const char *trace_name(const struct trace *t, uint32_t id)
 
 static uint8_t cat_of(const char *name)
 {
-    if (strcmp(name, "step") == 0)
+    if (steps_mode_of(name) >= 0)
         return TRACE_CAT_STEP;
     if (strncmp(name, "comm:", 5) == 0)
         return TRACE_CAT_COMM;
@@ -135,11 +135,31 @@ static int collect_node(const struct series_record *sr, void *arg)
     return 0;
 }
 
-/* The node of a process: with several nodes, imports end its comm in @node. */
+/* The nodes of an import of several that have no metrics: its host is
+ * their ids, comma-separated ("algo-1,algo-2"). */
+static int host_nodes(struct trace *t, const char *host)
+{
+    if (!host || !strchr(host, ','))
+        return 0;
+    int rc = 0;
+    for (const char *p = host; *p && rc == 0;) {
+        size_t n = strcspn(p, ",");
+        char *id = strndup(p, n);
+        rc = id ? node_add(t, id) : -ENOMEM;
+        free(id);
+        p += n + (p[n] == ',');
+    }
+    return rc;
+}
+
+/* The node of a process: with several nodes, imports end its comm in @node,
+ * or make it the node alone when the process has no name. */
 static uint32_t proc_node(const struct trace *t, const char *comm)
 {
-    const char *at = t->nnodes > 1 && comm ? strrchr(comm, '@') : NULL;
-    int n = at ? node_find(t, at + 1) : -1;
+    if (t->nnodes < 2 || !comm)
+        return 0;
+    const char *at = strrchr(comm, '@');
+    int n = node_find(t, at ? at + 1 : comm);
     return n > 0 ? (uint32_t)n : 0;
 }
 
@@ -228,8 +248,21 @@ static int add_metrics_procs(struct trace *t)
 
 /* ---- the window ----------------------------------------------------------- */
 
-/* --steps A-B: from the earliest start of a step A (any process) to the
- * latest end of a step B. */
+/* Whether step span e is one of --mode's (by default the training steps,
+ * train and global, as the views pool them: the step numbers of another mode
+ * count from 0 again, so step 3 of an evaluation is not the third
+ * training step). */
+static int step_of_mode(const struct trace *t, const struct event *e, int mode)
+{
+    if (e->kind != STROBE_EV_COMPLETE || e->value < 0 ||
+        t->name_cat[e->name <= t->ev.nnames ? e->name : 0] != TRACE_CAT_STEP)
+        return 0;
+    int m = steps_mode_of(trace_name(t, e->name));
+    return mode < 0 ? m >= 0 && step_mode_is_training(m) : m == mode;
+}
+
+/* --steps A-B: from the earliest start of a step A of the mode (any
+ * process) to the latest end of a step B. */
 static int find_window(struct trace *t, const struct trace_options *opt, struct strbuf *err)
 {
     t->from_ns = INT64_MIN;
@@ -241,9 +274,7 @@ static int find_window(struct trace *t, const struct trace_options *opt, struct 
         const struct thread_events *th = &t->ev.threads[i];
         for (uint32_t j = 0; j < th->n; j++) {
             const struct event *e = &th->ev[j];
-            if (e->kind != STROBE_EV_COMPLETE || e->value < 0 ||
-                t->name_cat[e->name <= t->ev.nnames ? e->name : 0] != TRACE_CAT_STEP ||
-                strcmp(trace_name(t, e->name), "step") != 0)
+            if (!step_of_mode(t, e, opt->mode))
                 continue;
             if (e->step == opt->step_from && e->ts_ns < from)
                 from = e->ts_ns;
@@ -252,9 +283,10 @@ static int find_window(struct trace *t, const struct trace_options *opt, struct 
         }
     }
     if (from == INT64_MAX || to == INT64_MIN || to < from) {
-        strbuf_addf(err, "run %s has no step %u%s", t->run->id,
+        strbuf_addf(err, "run %s has no step %u%s (%s steps)", t->run->id,
                     from == INT64_MAX ? opt->step_from : opt->step_to,
-                    to < from && from != INT64_MAX && to != INT64_MIN ? " after its first" : "");
+                    to < from && from != INT64_MAX && to != INT64_MIN ? " after its first" : "",
+                    opt->mode < 0 ? "training" : step_mode_names[opt->mode]);
         return -ENOENT;
     }
     t->from_ns = from;
@@ -539,6 +571,7 @@ int trace_build(struct store *s, const struct run_record *r, const struct trace_
         return rc;
     t->end_ns = events_end(t);
     if ((rc = s->ops->series_query(s, r->id, collect_node, t)) < 0 ||
+        (rc = host_nodes(t, r->host)) < 0 ||
         (t->nnodes == 0 && (rc = node_add(t, r->host && *r->host ? r->host : "local")) < 0) ||
         (rc = add_metrics_procs(t)) < 0 || (rc = build_threads(t)) < 0) {
         if (!err->len)

@@ -31,7 +31,7 @@
 
 /* The category of a slice or instant, from its name. */
 enum trace_cat {
-    TRACE_CAT_STEP,       /* step */
+    TRACE_CAT_STEP,       /* step, step:eval, step:predict, step:global */
     TRACE_CAT_PHASE,      /* data, forward, backward, optimizer */
     TRACE_CAT_COMM,       /* comm:* */
     TRACE_CAT_OPERATOR,   /* op:* (torch.profiler operators) */
@@ -97,6 +97,7 @@ struct trace_counter {
 
 struct trace_options {
     uint32_t step_from, step_to; /* --steps A-B; both 0 for the whole run */
+    int mode;                    /* the steps' enum step_mode; -1: training (train, global) */
 };
 
 struct trace {

@@ -5,7 +5,8 @@ The test writes a SageMaker Debugger profiler directory itself: two nodes
 (algo-1, algo-2) of 2 cores and 1 GPU each, system metrics every 500 ms for
 60 s in one JSON-lines file per node per minute, and pythontimeline trace
 files with 100 steps per node (data, forward, backward as a B/E pair,
-optimizer, one other op). algo-2's clock runs 2.000 s ahead. One system file
+optimizer, one other op), each under its training phase as smdebug files
+them. algo-2's clock runs 2.000 s ahead. One system file
 ends in a line cut short, another holds a garbled line, and one trace file
 ends inside an event. Then: a directory with nothing in it, one that does
 not exist, and a round trip of a real recording through the SageMaker
@@ -47,7 +48,11 @@ def write_system(base):
                 ("gpu", "gpu0", "GPUUtilization", "gpu.util{gpu=0}", ts + 0.002),
                 ("gpu", "gpu0", "GPUMemoryUtilization", "gpu.mem_util{gpu=0}", ts + 0.002),
                 ("network", "ReceiveBytesPerSecond", "Algorithm",
-                 "sagemaker.network.Algorithm{name=ReceiveBytesPerSecond}", ts + 0.003),
+                 "net.rx_bytes_per_s{iface=algorithm}", ts + 0.003),
+                ("network", "TransmitBytesPerSecond", "Algorithm",
+                 "net.tx_bytes_per_s{iface=algorithm}", ts + 0.003),
+                ("network", "ReceiveBytesPerSecond", "Platform",
+                 "sagemaker.network.Platform{name=ReceiveBytesPerSecond}", ts + 0.003),
                 ("cpu", "cpu0", "I/OWaitPercentage", "cpu.iowait{core=0}", ts + 0.001),
                 ("cpu", "cpu1", "I/OWaitPercentage", "cpu.iowait{core=1}", ts + 0.001),
                 ("cpu", "cpu0", "CPUUtilization", "cpu.util{core=0}", ts + 0.001),
@@ -72,7 +77,7 @@ def write_system(base):
             cut = ("algo-1", "cpu.util{core=1}")
         if node == "algo-2" and minute == min(m for n, m in files if n == node):
             # a garbled line in the middle: cpu0's utilization of snapshot 10
-            i = 10 * 8 + 6
+            i = 10 * 10 + 8
             bad = lines[i].replace('"Value": ', '"Value": x')
             text = "\n".join(lines[:i] + [bad] + lines[i + 1:]) + "\n"
             garbled = ("algo-2", "cpu.util{core=0}", 10)
@@ -83,11 +88,19 @@ def write_system(base):
     return truth, cut, garbled
 
 
+# smdebug's writer files each event under a trace "pid" that is its training
+# phase (the process_name), with the OS pid in args.pid; forward and backward
+# are named after the module
+PHASES = {"Step:ModeKeys.TRAIN": 1, "DataLoaderIter": 2, "Forward": 3,
+          "Backward(post-forward)": 4, "Optimizer": 5, "Other": 6}
+
+
 def write_framework(base):
-    """{node: {step: true start}}; the files hold the node's own clock."""
+    """{node: {step: true start}}; the files hold the node's own clock, in
+    smdebug's layout: <end-us>_<pid>-<node>_pythontimeline.json."""
     starts = {}
     for node, skew in SKEW.items():
-        pid = tid = 4242  # the same pid on both nodes, as in containers
+        pid = 4242  # the same pid on both nodes, as in containers
         evs = [[], []]
         st = starts.setdefault(node, {})
         for k in range(1, STEPS + 1):
@@ -101,33 +114,33 @@ def write_framework(base):
             start_us = int(first * 1e6) - 1000
             out = [{"name": "process_name", "ph": "M", "pid": 0,
                     "args": {"start_time_since_epoch_in_micros": start_us}},
-                   {"name": "process_sort_index", "ph": "M", "pid": 0, "args": {"sort_index": 0}},
-                   {"name": "process_name", "ph": "M", "pid": pid, "args": {"name": "python"}}]
+                   {"name": "process_sort_index", "ph": "M", "pid": 0, "args": {"sort_index": 0}}]
+            out += [{"name": "process_name", "ph": "M", "pid": i, "args": {"name": ph}}
+                    for ph, i in PHASES.items()]
 
             def us(t):
                 return int(round(t * 1e6)) - start_us
+
+            def ev(name, phase, ph, t, dur=None, **args):
+                e = {"name": name, "pid": PHASES[phase], "ph": ph, "ts": us(t),
+                     "args": dict(pid=pid, **args)}
+                if dur is not None:
+                    e["dur"] = us(t + dur) - us(t)
+                return e
 
             end = 0
             for t, k in evs[half]:
                 d, f, b, o = 0.05, 0.15, 0.2, 0.03
                 step_num = k if k % 2 else str(k)  # smdebug writes some as strings
-                out.append({"name": "Step:ModeKeys.TRAIN", "ph": "X", "ts": us(t),
-                            "dur": us(t + d + f + b + o + 0.004) - us(t), "pid": pid,
-                            "tid": tid, "args": {"step_num": step_num}})
-                out.append({"name": "DataLoaderIter.__next__", "ph": "X", "ts": us(t + 0.001),
-                            "dur": us(t + 0.001 + d) - us(t + 0.001), "pid": pid, "tid": tid})
-                out.append({"name": "Forward pass", "ph": "X", "ts": us(t + 0.001 + d),
-                            "dur": us(t + 0.001 + d + f) - us(t + 0.001 + d), "pid": pid,
-                            "tid": tid})
-                out.append({"name": "backward", "ph": "B", "ts": us(t + 0.002 + d + f),
-                            "pid": pid, "tid": tid})
-                out.append({"name": "backward", "ph": "E", "ts": us(t + 0.002 + d + f + b),
-                            "pid": pid, "tid": tid})
-                out.append({"name": "Optimizer.step", "ph": "X",
-                            "ts": us(t + 0.003 + d + f + b), "dur": int(round(o * 1e6)), "pid": pid,
-                            "tid": tid})
-                out.append({"name": "some_other_op", "ph": "X", "ts": us(t + 0.0035 + d + f + b + o),
-                            "dur": 100, "pid": pid, "tid": tid})
+                out.append(ev("Step:ModeKeys.TRAIN", "Step:ModeKeys.TRAIN", "X", t,
+                              d + f + b + o + 0.004, step_num=step_num))
+                out.append(ev("_SingleProcessDataLoaderIter::GetNext", "DataLoaderIter", "X",
+                              t + 0.001, d))
+                out.append(ev("Net", "Forward", "X", t + 0.001 + d, f))
+                out.append(ev("Net", "Backward(post-forward)", "B", t + 0.002 + d + f))
+                out.append(ev("Net", "Backward(post-forward)", "E", t + 0.002 + d + f + b))
+                out.append(ev("Optimizer.step", "Optimizer", "X", t + 0.003 + d + f + b, o))
+                out.append(ev("some_other_op", "Other", "X", t + 0.0035 + d + f + b + o, 0.0001))
                 end = max(end, us(t + 0.5))
             end_us = start_us + end
             d = hour_dir(os.path.join(base, "framework", "pevents"), end_us / 1e6)
@@ -137,7 +150,7 @@ def write_framework(base):
                 text += ',\n{"name": "some_other_op", "ph": "X", "ts": 12'  # cut inside an event
             else:
                 text += "\n]\n"
-            with open(os.path.join(d, f"{end_us}_{node}_pythontimeline.json"), "w") as f:
+            with open(os.path.join(d, f"{end_us}_{pid}-{node}_pythontimeline.json"), "w") as f:
                 f.write(text)
     return starts
 
@@ -153,7 +166,7 @@ def read_export(d):
                     (r["Timestamp"], r["Value"]))
     for root, _, files in os.walk(os.path.join(d, "framework")):
         for fn in files:
-            node = fn.split("_", 1)[1].rsplit("_", 1)[0]
+            node = fn.split("_", 1)[1].rsplit("_", 1)[0].split("-", 1)[1]  # <N>-<node>
             evs = json.load(open(os.path.join(root, fn)))
             base = next(e["args"]["start_time_since_epoch_in_micros"] for e in evs
                         if e["ph"] == "M" and "start_time_since_epoch_in_micros" in e.get("args", {}))
@@ -234,8 +247,8 @@ check("import: 100 steps per node", [g["count"] for g in ranks] == [STEPS, STEPS
       [g["count"] for g in ranks])
 procs = {p["pid"]: p for p in r["processes"]}
 check("import: the pids that collide across nodes are told apart", len(procs) == 2, procs)
-check("import: each process carries its node",
-      sorted(p["comm"] for p in procs.values()) == ["python@algo-1", "python@algo-2"],
+check("import: each process carries its node (smdebug names no process)",
+      sorted(p["comm"] for p in procs.values()) == ["algo-1", "algo-2"],
       [p["comm"] for p in procs.values()])
 for g in ranks:
     ph = g["phases"]
@@ -311,7 +324,9 @@ check("export of the import: per-core CPU of both nodes",
       len(sysm.get("algo-2", {}).get(("cpu0", "CPUUtilization"), [])) == SNAPS - 1,
       {n: len(v.get(("cpu0", "CPUUtilization"), [])) for n, v in sysm.items()})
 check("export of the import: the kept SageMaker series go back under their own names",
-      ("ReceiveBytesPerSecond", "Algorithm") in sysm.get("algo-1", {}),
+      all(k in sysm.get("algo-1", {}) for k in (("ReceiveBytesPerSecond", "Algorithm"),
+                                                 ("TransmitBytesPerSecond", "Algorithm"),
+                                                 ("ReceiveBytesPerSecond", "Platform"))),
       list(sysm.get("algo-1", {}))[:12])
 
 # ---- nothing to import ------------------------------------------------------------

@@ -1,6 +1,7 @@
 /* The JSON reader (import/json.h): every value kind, every escape, exact
  * decimal scaling, element-at-a-time arrays, and garbage. */
 #include <errno.h>
+#include <math.h>
 
 #include "import/json.h"
 #include "test.h"
@@ -106,9 +107,10 @@ TEST(cut_short_is_enodata)
 TEST(garbage_is_ebadmsg)
 {
     static const char *const bad[] = {
-        "x",    "{]",  "[}",        "{1:2}",      "{\"a\" 1}", "[1 2]",    "01",
-        "1.e3", "+1",  ".5",        "-a",         "tru e",     "nulL",     "{\"a\":1,}",
-        "[,1]", "1 2", "{\"a\":x}", "\"a\"\"b\"", "NaN",       "Infinity",
+        "x",    "{]",         "[}",    "{1:2}", "{\"a\" 1}", "[1 2]",
+        "01",   "1.e3",       "+1",    ".5",    "-a",        "tru e",
+        "nulL", "{\"a\":1,}", "[,1]",  "1 2",   "{\"a\":x}", "\"a\"\"b\"",
+        "Nan",  "Infinite",   "-Inf0", "NaNa",  "-infinity",
     };
     struct json_doc d;
     json_doc_init(&d);
@@ -118,6 +120,35 @@ TEST(garbage_is_ebadmsg)
         if (rc != -EBADMSG)
             TEST_FAIL("'%s': %d, want -EBADMSG", bad[i], rc);
     }
+    json_doc_release(&d);
+}
+
+/* Python's json module writes NaN, Infinity and -Infinity for the floats
+ * JSON cannot hold: they parse, as numbers no integer or finite reading
+ * accepts. */
+TEST(python_nonfinite_numbers)
+{
+    struct json_doc d;
+    json_doc_init(&d);
+    struct json *v = parse(&d, "[NaN, Infinity, -Infinity, -1]", 0);
+    ASSERT(v && v->type == JSON_ARRAY && v->len == 4);
+    const struct json *e = v->child;
+    ASSERT(e->type == JSON_NUMBER && isnan(e->num));
+    ASSERT(e->next->type == JSON_NUMBER && isinf(e->next->num) && e->next->num > 0);
+    ASSERT(e->next->next->type == JSON_NUMBER && isinf(e->next->next->num) &&
+           e->next->next->num < 0);
+    for (const struct json *m = e; m != e->next->next->next; m = m->next) {
+        double x;
+        int64_t i;
+        ASSERT_EQ_INT(json_num(m, &x), -EINVAL);
+        ASSERT_EQ_INT(json_scaled_i64(m, 0, &i), -EINVAL);
+        ASSERT_EQ_INT(json_scaled_i64(m, 9, &i), -EINVAL);
+    }
+    int64_t i;
+    ASSERT_EQ_INT(json_scaled_i64(e->next->next->next, 0, &i), 0);
+    ASSERT_EQ_INT(i, -1);
+    parse(&d, "Infin", -ENODATA);
+    parse(&d, "-Infinity ", 0);
     json_doc_release(&d);
 }
 
@@ -300,6 +331,6 @@ TEST(garbage_never_crashes)
     json_doc_release(&d);
 }
 
-TEST_MAIN(values, string_escapes, cut_short_is_enodata, garbage_is_ebadmsg, depth_is_bounded,
-          scaled_integers_are_exact, array_elements_one_at_a_time, arena_reset_and_limit,
-          garbage_never_crashes)
+TEST_MAIN(values, string_escapes, cut_short_is_enodata, garbage_is_ebadmsg,
+          python_nonfinite_numbers, depth_is_bounded, scaled_integers_are_exact,
+          array_elements_one_at_a_time, arena_reset_and_limit, garbage_never_crashes)
