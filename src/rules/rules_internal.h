@@ -30,6 +30,11 @@ void scope_name(char *out, size_t cap, const char *node, int64_t gpu);
 /* The first series of metric m (and index, -1 any) of node node_id. */
 const struct rule_series *window_series_on(const struct rule_window *w, enum rule_metric m,
                                            int64_t index, uint32_t node_id);
+/* The series of metric m of node node_id that is the whole host's (no core,
+ * GPU or pid label): an import keeps the cores' cpu.iowait beside their
+ * mean, and index -1 above would take whichever the store lists first. */
+const struct rule_series *window_host_series(const struct rule_window *w, enum rule_metric m,
+                                             uint32_t node_id);
 
 /* The value of series s at time ts: its last point at or before ts +
  * SNAPSHOT_NS, scanning forward from *pos (kept between calls). */

@@ -64,6 +64,17 @@ const struct rule_series *window_series_on(const struct rule_window *w, enum rul
     return NULL;
 }
 
+const struct rule_series *window_host_series(const struct rule_window *w, enum rule_metric m,
+                                             uint32_t node_id)
+{
+    for (uint32_t i = 0; i < w->nseries; i++) {
+        const struct rule_series *s = &w->series[i];
+        if (s->metric == m && s->node_id == node_id && s->index < 0)
+            return s;
+    }
+    return NULL;
+}
+
 int series_value_at(const struct rule_series *s, uint32_t *pos, int64_t ts, double *out)
 {
     if (!s)
@@ -174,8 +185,8 @@ static void bottleneck_snapshots(const struct rule_ctx *c, const struct rule_win
     struct cursor gpus[MAX_GPUS];
     uint32_t ngpus;
     int ncores = bottleneck_series(st, w, id, gpus, &ngpus);
-    const struct rule_series *snap = window_series_on(w, RM_CPU_UTIL, -1, id);
-    const struct rule_series *iow = window_series_on(w, RM_CPU_IOWAIT, -1, id);
+    const struct rule_series *snap = window_host_series(w, RM_CPU_UTIL, id);
+    const struct rule_series *iow = window_host_series(w, RM_CPU_IOWAIT, id);
     uint32_t iopos = 0;
     *busiest = 0;
     for (uint32_t i = 0; snap && ncores >= 0 && i < snap->n; i++) {
@@ -634,7 +645,7 @@ static void batch_node_window(struct rule_ctx *c, const struct rule_window *w,
     uint64_t patience = (uint64_t)c->param[3];
     uint32_t window = c->param[4] < 1 ? 1 : (uint32_t)c->param[4];
     struct batch_node *bn = &st->node[id];
-    batch_push_cpu(bn, window_series_on(w, RM_CPU_UTIL, -1, id), patience, window);
+    batch_push_cpu(bn, window_host_series(w, RM_CPU_UTIL, id), patience, window);
     struct batch_gpus g;
     batch_gpus(c, w, bn, id, scratch, &g);
     c->result->datapoints = bn->seen;
@@ -1228,7 +1239,7 @@ static double loader_median(struct loader_state *st)
  * fired, whatever the run's median (4) said at its end. */
 static void loader_judge(struct rule_ctx *c, const struct rule_window *w, struct loader_state *st)
 {
-    int cores = rules_run(c->eng)->cpu_count > 0 ? rules_run(c->eng)->cpu_count : 1;
+    int cores = rules_run(c->eng)->cpu_count;
     double median = loader_median(st);
     if (!isfinite(median))
         return;
@@ -1271,6 +1282,8 @@ static void loader_finish(struct rule_ctx *c, const struct rule_window *w, void 
     struct loader_state *st = p;
     if (!st->n)
         not_yet(c, "no data loading seen (no DataLoader)");
+    else if (rules_run(c->eng)->cpu_count <= 0) /* an import without CPU metrics */
+        rule_status(c, RULE_NA, "the number of cores is unknown (no CPU metrics in the run)");
     else if (!rules_run(c->eng)->running) /* a run still recording is not over */
         loader_judge(c, w, st);
 }
@@ -1338,17 +1351,6 @@ static void usage_release(void *p)
             sketch_release(&st->node[n].sk[u]);
     free(st->node);
     free(st->cur);
-}
-
-/* The series of metric m of node id that is the whole host's (no core,
- * GPU or pid): an import keeps the cores' cpu.iowait beside their mean. */
-static const struct rule_series *usage_host_series(const struct rule_window *w, enum rule_metric m,
-                                                   uint32_t id)
-{
-    for (uint32_t i = 0; i < w->nseries; i++)
-        if (w->series[i].metric == m && w->series[i].node_id == id && w->series[i].index < 0)
-            return &w->series[i];
-    return NULL;
 }
 
 static void usage_add_all(struct sketch *sk, const struct rule_series *s)
@@ -1431,15 +1433,15 @@ static void usage_node_window(struct usage_state *st, const struct rule_window *
 {
     struct usage_node *un = &st->node[id];
     un->seen = 1;
-    usage_add_all(&un->sk[U_CPU], usage_host_series(w, RM_CPU_UTIL, id));
-    const struct rule_series *tot = usage_host_series(w, RM_MEM_TOTAL, id);
+    usage_add_all(&un->sk[U_CPU], window_host_series(w, RM_CPU_UTIL, id));
+    const struct rule_series *tot = window_host_series(w, RM_MEM_TOTAL, id);
     if (tot && tot->n)
         un->mem_total = tot->v[tot->n - 1];
-    const struct rule_series *used = usage_host_series(w, RM_MEM_USED, id);
+    const struct rule_series *used = window_host_series(w, RM_MEM_USED, id);
     for (uint32_t i = 0; used && un->mem_total > 0 && i < used->n; i++)
         sketch_add(&un->sk[U_MEM], 100.0 * used->v[i] / un->mem_total);
-    usage_add_all(&un->sk[U_MEM], usage_host_series(w, RM_MEM_USED_PCT, id));
-    usage_add_all(&un->sk[U_IO], usage_host_series(w, RM_CPU_IOWAIT, id));
+    usage_add_all(&un->sk[U_MEM], window_host_series(w, RM_MEM_USED_PCT, id));
+    usage_add_all(&un->sk[U_IO], window_host_series(w, RM_CPU_IOWAIT, id));
     usage_sum(st, &un->sk[U_NET], w, id, RM_NET_RX, RM_NET_TX);
     usage_sum(st, &un->sk[U_DISK], w, id, RM_DISK_READ, RM_DISK_WRITE);
     usage_gpus(st, w, id);

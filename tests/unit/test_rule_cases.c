@@ -155,7 +155,8 @@ static int parse_line(struct rcase *c, char *line)
         return 0;
     }
     if (strcmp(key, "cpus") == 0)
-        return (c->cpus = atoi(rest)) > 0 ? 0 : -1;
+        return (c->cpus = atoi(rest)) >= 0 ? 0
+                                           : -1; /* 0: unknown, as an import without CPU metrics */
     char word[64];
     if (strcmp(key, "duration") == 0 || strcmp(key, "interval") == 0 ||
         strcmp(key, "window") == 0) {
