@@ -89,5 +89,190 @@ var strobeFormat = (function () {
     return clock(ra, hours) + '-' + clock(rb, hours);
   }
 
-  return {NONE: NONE, num: num, dur: dur, bytes: bytes, pct: pct, byUnit: byUnit, offsetRange: offsetRange};
+  /* ---- chart axes ---------------------------------------------------------
+   * The ticks of a chart's axis, for both pages' uPlot charts. Every label of
+   * one axis is written in one unit, chosen from the scale's range (bytes in
+   * B, KiB, MiB... of 1024; durations in ns, µs, ms, s, min or h; counts and
+   * other units in k, M, G, T of 1000, and as 2.5e-7 / 3.5e+15 below 0.001
+   * and past T), and the ticks are round numbers *of that unit* (1, 2, 2.5 or
+   * 5 times a power of ten; 15 and 30 s or min too), written with as many
+   * decimals as the step needs. So labels read in order and never repeat:
+   * decimal ticks written in binary units with three digits had read
+   * "19.1 MiB/s, 38.1 MiB/s", too wide for the report's fixed axis, and
+   * clipped on the canvas to "9.1", "8.1" (the disk chart's "0, 7.7 MiB/s,
+   * 5.4 MiB/s"). axisSize() makes a y axis as wide as its widest label.
+   *
+   * ticks(unit, lo, hi, minIncr) is the plan for a scale from lo to hi whose
+   * ticks must be at least minIncr apart: {splits, labels, incr, name}. unit
+   * is a metric's unit ('bytes', 'bytes/s', 'pct', 'ms', 's', 'count', 'W',
+   * ...) or 'int' for whole numbers (steps, runs, findings). */
+  var BIN = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB', 'EiB'];
+  var SI = ['', 'k', 'M', 'G', 'T'];
+
+  /* The unit the labels of an axis over [lo, hi] are written in: div is its
+   * size in the values' own unit. The largest that holds the values, or,
+   * zoomed into a narrow range far from zero, the largest whose step is not
+   * under a thousandth of it: "50000.2 s", not "13.88894 h". */
+  function tickUnit(unit, lo, hi, minIncr) {
+    var a = Math.max(Math.abs(lo), Math.abs(hi)), i;
+    if (!isFinite(a)) a = 0;
+    if (minIncr > 0 && isFinite(minIncr)) a = Math.min(a, minIncr * 1000);
+    if (unit === 'bytes' || unit === 'bytes/s') {
+      for (i = 0; i < BIN.length - 1 && a >= Math.pow(1024, i + 1);) i++;
+      return {div: Math.pow(1024, i), name: BIN[i] + (unit === 'bytes/s' ? '/s' : ''), whole: i === 0};
+    }
+    if (unit === 'ms' || unit === 's') {
+      var f = unit === 'ms' ? 1e-3 : 1, s = a * f;  /* f: seconds in one of the values' unit */
+      var d = s >= 5 * 3600 ? [3600, 'h', 'h'] : s >= 300 ? [60, 'min', 'sexa'] : s >= 1 || s === 0 ? [1, 's', 'sexa'] :
+        s >= 1e-3 ? [1e-3, 'ms'] : s >= 1e-6 ? [1e-6, 'µs'] : [1e-9, 'ns'];
+      return {div: d[0] / f, name: d[1], mults: d[2]};
+    }
+    var suffix = unit && unit !== 'count' && unit !== 'int' && unit !== 'pct' ? unit : '';
+    if (unit === 'pct') suffix = '%';
+    if (a >= 999.5e12 || (a > 0 && a < 1e-3)) return {div: 1, name: suffix, exp: true, whole: unit === 'int'};
+    i = a >= 1e4 && unit !== 'pct' ? Math.min(4, Math.floor(Math.log10(a) / 3)) : 0;
+    return {div: Math.pow(1000, i), name: SI[i] + (SI[i] && suffix ? ' ' : '') + suffix, zero: suffix,
+      whole: unit === 'int'};
+  }
+
+  /* Round steps of the display unit, ten times M/10 a power of ten each:
+   * {m10: M, n}: the step is M * 10^(n-1). */
+  function steps(u, lo10, hi10) {
+    var out = [];
+    for (var n = lo10; n <= hi10; n++) {
+      var ms = [10, 20, 25, 50];
+      if (u.mults === 'sexa' && n >= 1) ms = [10, 15, 20, 30, 60];
+      if (u.mults === 'h' && n >= 0) ms = [10, 20, 30, 60];
+      ms.forEach(function (m) {
+        var v = Number(m + 'e' + (n - 1));
+        if (!u.whole || v === Math.round(v)) out.push({m10: m, n: n, v: v});  /* whole: 1, 2, 5, 10, 20, 25 ... */
+      });
+    }
+    return out.sort(function (a, b) { return a.v - b.v; });
+  }
+  /* k steps as a number of the display unit: exact decimal, no k * 0.1 drift */
+  function stepValue(st, k) { return Number((k * st.m10) + 'e' + (st.n - 1)); }
+  function decimals(st) { return Math.max(0, (st.m10 % 10 ? 1 : 0) - st.n); }
+
+  function ticks(unit, lo, hi, minIncr) {
+    var u = tickUnit(unit, lo, hi, minIncr), div = u.div;
+    /* whole numbers (bytes under a KiB, counts of things) unless no whole one is in range */
+    if (u.whole && Math.floor(hi / div) - Math.ceil(lo / div) < 1) u.whole = false;
+    var out = {splits: [], labels: [], incr: 0, name: u.name};
+    if (!isFinite(lo) || !isFinite(hi) || hi < lo) return out;
+    var a = lo / div, b = hi / div, want = minIncr / div;
+    if (hi === lo) {   /* a scale of one value: that value, as precise as a tick's */
+      out.splits.push(lo);
+      out.labels.push(lo === 0 ? '0' + (u.name ? ' ' + u.name : '') :
+        (u.exp ? a.toExponential(6).replace(/\.?0+e/, 'e') : String(Number(a.toPrecision(7)))) + (u.name ? ' ' + u.name : ''));
+      return out;
+    }
+    if (!(want > 0) || !isFinite(want)) want = (b - a) / 4 || Math.abs(a) || 1;
+    /* at most 400 ticks however small the space asked for */
+    want = Math.max(want, (b - a) / 400, u.whole ? 1 : 0);
+    var e = Math.floor(Math.log10(want)), all = steps(u, e - 2, e + 2), j = 0;
+    while (all[j].v < want * (1 - 1e-9)) j++;
+    /* two ticks at least: a smaller step, down to a quarter of the space,
+     * where one step leaves a single tick in range */
+    function count(x) { return Math.floor(b / x.v + 1e-9) - Math.ceil(a / x.v - 1e-9) + 1; }
+    while (count(all[j]) < 2 && j > 0 && all[j - 1].v >= want / 4) j--;
+    var st = all[j];
+    out.incr = st.v * div;
+    var k0 = Math.ceil(a / st.v - 1e-9), k1 = Math.floor(b / st.v + 1e-9);
+    var fmt = tickFormat(u, st);
+    for (var k = k0; k <= k1; k++) {
+      var v = stepValue(st, k) * div;
+      out.splits.push(v === 0 ? 0 : v);
+      out.labels.push(fmt(k));
+    }
+    return out;
+  }
+  /* The label of the k-th step from zero. */
+  function tickFormat(u, st) {
+    var sfx = u.name ? ' ' + u.name : '', dec = decimals(st), lsd = st.n - (st.m10 % 10 ? 1 : 0);
+    var zero = '0' + (u.zero !== undefined ? (u.zero ? ' ' + u.zero : '') : sfx);   /* "0", not "0 k" */
+    return function (k) {
+      var x = stepValue(st, k);
+      if (x === 0) return zero;
+      if (!u.exp) return x.toFixed(dec) + sfx;
+      var e = Number(x.toExponential().split('e')[1]);
+      return x.toExponential(Math.max(0, e - lsd)) + sfx;
+    };
+  }
+
+  /* uPlot's axis options for values of a unit (see ticks above). uPlot's own
+   * increments are decimal; its incrs are replaced by one step too large to
+   * miss, so that the splits function learns from (incr, space) how many
+   * pixels a unit of the scale takes, and picks its own step from that. */
+  function axis(unit, extra) {
+    function plan(u, i, incr, space) {
+      var ax = u.axes[i], sc = u.scales[ax.scale];
+      return ticks(unit, sc.min, sc.max, ax._space * incr / space);
+    }
+    var o = {
+      /* a horizontal axis' ticks as far apart as its widest label and a gap */
+      space: function (u, i, mn, mx, dim) {
+        if (u.axes[i].side % 2) return 30;
+        var w = 0;
+        ticks(unit, mn, mx, 60 * (mx - mn) / dim).labels.forEach(function (l) { w = Math.max(w, textWidth(u, i, l)); });
+        return Math.max(50, Math.ceil(w) + 20);
+      },
+      incrs: function (u, i, mn, mx) { return [Math.max(5, Math.abs(mx - mn) * 1e6, Math.abs(mx) * 1e3)]; },
+      splits: function (u, i, mn, mx, incr, space) { return plan(u, i, incr, space).splits; },
+      values: function (u, splits, i, space, incr) {
+        var p = plan(u, i, incr, space), ax = u.axes[i];
+        return splits.map(function (v) {
+          var j = p.splits.indexOf(v), l = j < 0 ? '' : p.labels[j];
+          /* a horizontal axis' label centred on a tick at the plot's right
+           * edge would stick out of the canvas: left out */
+          if (l && ax.side % 2 === 0 && u.valToPos(v, ax.scale) + u.bbox.left / devicePixelRatio +
+              textWidth(u, i, l) / 2 > u.width) l = '';
+          return l;
+        });
+      }
+    };
+    Object.keys(extra || {}).forEach(function (k) { o[k] = extra[k]; });
+    return o;
+  }
+
+  /* A y axis as wide as its widest label, at least min px: a fixed width
+   * cut the first digits off "19.1 MiB/s" or "-1.23e+18". */
+  var measurer = null;
+  function textWidth(u, i, text) {
+    if (!measurer) measurer = document.createElement('canvas').getContext('2d');
+    var f = u.axes[i].font;   /* [font at the device's pixel ratio, its px, its CSS px] */
+    measurer.font = f[0];
+    return measurer.measureText(String(text)).width * f[2] / f[1];
+  }
+  function axisSize(min) {
+    return function (u, values, i) {
+      var ax = u.axes[i], w = 0;
+      (values || []).forEach(function (v) { if (v != null && v !== '') w = Math.max(w, textWidth(u, i, v)); });
+      return Math.max(min || 0, Math.ceil(w) + (ax.ticks && ax.ticks.show !== false ? ax.ticks.size : 0) + ax.gap + 6);
+    };
+  }
+
+  /* Labels of a horizontal axis at fixed splits (a sweep's parameter values)
+   * left out where they would overlap the one before: '' draws nothing. */
+  function thin(u, i, splits, labels) {
+    var ax = u.axes[i], end = -Infinity;
+    return labels.map(function (l, j) {
+      var x = u.valToPos(splits[j], ax.scale), w = textWidth(u, i, l);
+      if (x - w / 2 < end + 8) return '';
+      end = x + w / 2;
+      return l;
+    });
+  }
+
+  /* Labels for ticks at given values (a sweep's parameter values): as num()
+   * writes them, with more digits where two would read the same. */
+  function distinctLabels(vs) {
+    var out = vs.map(num);
+    for (var p = 4; p <= 17 && out.some(function (x, i) { return i && x === out[i - 1]; }); p++)
+      out = vs.map(function (v) { return missing(v) ? NONE : String(Number(v.toPrecision(p))); });
+    return out;
+  }
+
+  return {NONE: NONE, num: num, dur: dur, bytes: bytes, pct: pct, byUnit: byUnit, offsetRange: offsetRange,
+    ticks: ticks, axis: axis, axisSize: axisSize, textWidth: textWidth, thin: thin, distinctLabels: distinctLabels};
 })();

@@ -153,17 +153,9 @@
     onCleanup(function () { u.destroy(); });
     return c;
   }
-  /* A y axis as wide as its longest label (at least min px): a fixed width
-   * cut the first digits off "-1.23e+18" or "-123 MiB/s". */
-  var measure = document.createElement('canvas').getContext('2d');
-  function axisSize(min) {
-    return function (u, values) {
-      measure.font = '12px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif';
-      var w = 0;
-      (values || []).forEach(function (v) { w = Math.max(w, measure.measureText(String(v)).width); });
-      return Math.max(min, Math.ceil(w) + 24);
-    };
-  }
+  /* Axes: ticks, labels and a y axis as wide as its widest label are
+   * web/common/format.js's axis() and axisSize(), as in the report. */
+  var axisSize = F.axisSize;
   /* A y range from 0 to a little above the highest value shown. */
   function fromZero(u, mn, mx) { return [Math.min(0, mn), mx > 0 ? mx * 1.08 : 1]; }
   /* Findings shaded on a chart's time axis, under the series. */
@@ -424,8 +416,7 @@
         cursor: {sync: {key: 'run-' + id, setSeries: false}, drag: {x: true, y: false},
           bind: {dblclick: function () { return function () { setZoom(null, true); return null; }; }}},
         scales: {x: {time: false, min: zoom ? zoom.a : 0, max: zoom ? zoom.b : end}},
-        axes: [{values: function (u, v) { return v.map(dur); }},
-          {size: axisSize(72), values: function (u, v) { return v.map(function (x) { return byUnit(x, unit); }); }}],
+        axes: [F.axis('s'), F.axis(unit, {size: axisSize(50)})],
         legend: {live: true},
         hooks: {setScale: [onScale], drawAxes: [shadeHook(ranges)]},
         series: [{label: 'time', value: function (u, v) { return v === null ? '–' : dur(v); }}]
@@ -974,8 +965,8 @@
           width: chartWidth(chartBox), height: 380,
           cursor: {drag: {x: true, y: false}},
           scales: {x: {time: false}},
-          axes: [{label: mode === 'step' ? 'step' : 'seconds since start', values: function (u, v) { return v.map(mode === 'step' ? num : dur); }},
-            {size: axisSize(76), values: function (u, v) { return v.map(function (x) { return byUnit(x, unit); }); }}],
+          axes: [F.axis(mode === 'step' ? 'int' : 's', {label: mode === 'step' ? 'step' : 'time since start'}),
+            F.axis(unit, {size: axisSize(50)})],
           series: [{label: mode === 'step' ? 'step' : 'time', value: function (u, v) { return v === null ? '–' : mode === 'step' ? num(v) : dur(v); }}].concat(state.runs.map(function (r, i) {
             return {label: r.name || shortId(r.id), stroke: PAL[i % PAL.length], width: 1.6, spanGaps: true, show: hid.indexOf(r.id) < 0, value: fmt};
           })),
@@ -1192,8 +1183,9 @@
   /* sweep view                                                              */
   /* ====================================================================== */
   var SWEEP_Y = [
-    ['samples_per_s', 'samples/s', num, 1], ['step_p50_s', 'step p50', dur, -1], ['duration_s', 'duration', dur, -1],
-    ['cpu_util_pct', 'mean CPU', pct, 0], ['gpu_util_pct', 'mean GPU util', pct, 1], ['steps', 'steps', num, 0], ['findings', 'findings', num, -1]];
+    ['samples_per_s', 'samples/s', num, 1, ''], ['step_p50_s', 'step p50', dur, -1, 's'], ['duration_s', 'duration', dur, -1, 's'],
+    ['cpu_util_pct', 'mean CPU', pct, 0, 'pct'], ['gpu_util_pct', 'mean GPU util', pct, 1, 'pct'], ['steps', 'steps', num, 0, 'int'],
+    ['findings', 'findings', num, -1, 'int']];  /* key, name, format, better (1 higher, -1 lower), axis unit */
   function sweepView(token) {
     var q = route.q;
     busy();
@@ -1261,8 +1253,10 @@
         cursor: {drag: {x: false, y: false}},
         scales: {x: {time: false, range: function (u, mn, mx) { var p = (mx - mn) * 0.06 || 1; return [mn - p, mx + p]; }},
           y: {range: fromZero}},
-        axes: [{label: par, splits: function () { return xsAll; }, values: function (u, v) { return v.map(function (x) { return numeric ? num(x) : (Number.isInteger(x) && cats[x] !== undefined ? cats[x] : ''); }); }},
-          {size: axisSize(76), label: Y[1], values: function (u, v) { return v.map(Y[2]); }}],
+        /* x: a tick at each value of the parameter, those that would overlap left unlabelled */
+        axes: [{label: par, splits: function () { return xsAll; }, values: function (u, v, i) {
+          return F.thin(u, i, v, numeric ? F.distinctLabels(v) : v.map(function (x) { return Number.isInteger(x) && cats[x] !== undefined ? cats[x] : ''; }));
+        }}, F.axis(Y[4], {size: axisSize(50), label: Y[1]})],
         series: [{label: par, value: function (u, v) { return v === null ? '–' : numeric ? num(v) : cats[v]; }},
           {label: 'mean', stroke: '#2f6fdb', width: 2, spanGaps: true, value: function (u, v) { return Y[2](v); }, points: {show: false}},
           {label: 'run', stroke: '#2f6fdb', width: 0, paths: function () { return null; }, points: ptStyle, value: function (u, v) { return Y[2](v); }}]

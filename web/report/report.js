@@ -168,8 +168,8 @@
       cursor: {sync: {key: 'strobe', setSeries: false}, drag: {x: true, y: false}},
       scales: {x: {time: false, min: 0, max: runEnd}},
       legend: {live: true},
-      axes: [{values: function (u, v) { return v.map(function (x) { return dur(x); }); }},
-        {size: 70, values: function (u, v) { return v.map(function (x) { return byUnit(x, unit); }); }}],
+      /* ticks and labels: web/common/format.js's axis() */
+      axes: [F.axis('s'), F.axis(unit, {size: F.axisSize(50)})],
       hooks: {setScale: [passZoom]},
       series: [{value: function (u, v) { return v == null ? F.NONE : dur(v); }}]
     };
@@ -207,8 +207,17 @@
     });
     var o = baseOpts('CPU per core (busy %, mean per bucket)', '', Math.min(320, 60 + cores.length * 8));
     o.scales.y = {range: [0, cores.length]};
-    o.axes[1] = {size: 70, values: function (u, v) { return v.map(function (x) {
-      return Number.isInteger(x) && x < cores.length ? 'core ' + cores[x].labels.slice(5) : ''; }); }};
+    /* a label in the middle of its row, every step-th row (step: uPlot's
+     * increment for 14 px, rounded up to whole rows) */
+    o.axes[1] = {size: F.axisSize(50), space: 14,
+      splits: function (u, i, mn, mx, incr) {
+        var out = [], step = Math.max(1, Math.ceil(incr - 1e-9));
+        for (var r = 0; r < cores.length; r += step) out.push(r + 0.5);
+        return out;
+      },
+      values: function (u, v) { return v.map(function (x) {
+        var r = Math.floor(x);
+        return r >= 0 && r < cores.length ? 'core ' + cores[r].labels.slice(5) : ''; }); }};
     o.series.push({label: 'cores', stroke: 'transparent', points: {show: false}, paths: function () { return null; }});
     o.legend = {show: false};
     o.hooks.draw = [function (u) {
@@ -238,7 +247,6 @@
     var st = D.steps;
     if (!st) return;
     var o = baseOpts('Step duration', 'ms');
-    o.axes[1].values = function (u, v) { return v.map(function (x) { return dur(x / 1e3); }); };
     var ms = function (u, v) { return v == null ? F.NONE : dur(v / 1e3); };
     var data;
     if (st.t) {
@@ -305,7 +313,7 @@
     g.appendChild(box);
     new uPlot({title: 'Histogram of step durations', width: Math.max(300, chartWidth() / 2 - 20), height: 200,
       scales: {x: {time: false}}, legend: {show: false}, cursor: {drag: {x: false, y: false}},
-      axes: [{values: function (u, v) { return v.map(function (x) { return dur(x / 1e3); }); }}, {size: 50}],
+      axes: [F.axis('ms'), F.axis('int', {size: F.axisSize(40)})],
       series: [{}, {label: 'steps', fill: '#2f6fdb99', stroke: '#2f6fdb',
         paths: uPlot.paths.bars({size: [0.92]})}]}, [hx, h.counts], box);
     g.appendChild(table(['Process', 'Steps', 'Mean', 'p50', 'p95', 'Max'], D.groups.map(function (x) {
