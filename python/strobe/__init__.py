@@ -78,9 +78,9 @@ def _step(n=None, notify=False):
         offset = _first_offset(n) if first else _step_offset
         if not 0 <= n + offset < 2**32:
             _strobe.step(n + offset)  # raises, before anything changes
-        closed = _steps.clock.before_explicit_step()  # the step in progress ends here
-        if first and not closed:  # it had done no work: its number is free again
-            offset = _first_offset(n, _current_step - 1)
+        last = _steps.clock.before_explicit_step()  # the step in progress ends here
+        if first:  # after the last step counted automatically (a step that did no work is none)
+            offset = _first_offset(n, last)
         _script_step, _step_offset = n, offset
         script_n, n = n, n + offset
     else:
@@ -111,7 +111,8 @@ def _step(n=None, notify=False):
 def _first_offset(n, last_counted=None):
     """At the first step(n): how far to shift the script's numbers so that
     they follow the steps the capture counted and closed before it
-    (last_counted, the current step unless it is dropped)."""
+    (last_counted: the number of the last of them, 0 for none; the current
+    step when not given, to check the range before anything changes)."""
     last = _current_step if last_counted is None else last_counted
     return max(0, last + 1 - n) if last > 0 else 0
 
@@ -153,3 +154,4 @@ def _decorate(sp, fn):
 
 _strobe._set_decorator(_decorate)
 _steps.clock._step_fn = _step  # automatic steps (the PyTorch capture) count without listeners
+_steps._package = _sys.modules[__name__]

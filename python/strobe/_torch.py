@@ -7,9 +7,15 @@ What it records (docs/events.md has the full list and what is not captured):
     forward            the outermost nn.Module call on a thread (the loss
                        module called outside the model is a second one)
     backward           torch.autograd.backward (so Tensor.backward too)
-    optimizer          Optimizer.step of every optimizer
-    step               one per step of the first optimizer that steps, or per
-                       strobe.step() when the script calls it (see _steps)
+    optimizer          Optimizer.step of every optimizer, and
+                       GradScaler.step(optimizer) around it
+    step               one per training step (see _steps): per step of the
+                       first optimizer that steps, per backward pass while no
+                       optimizer has stepped (parameters updated by hand), or
+                       per strobe.step() when the script calls it
+    step:eval          one per evaluation iteration: forwards without
+                       autograd (torch.no_grad(), model.eval()) and no
+                       backward, kept apart from the training steps
     comm:<name>        torch.distributed collectives, barriers, send/recv
     comm:allreduce     DDP's gradient buckets, launch to completion, through
                        a communication hook (on the thread that completes it)
@@ -17,6 +23,12 @@ What it records (docs/events.md has the full list and what is not captured):
     strobe.rank, strobe.local_rank, strobe.world_size, strobe.worker_id
                        who the process is, from the environment and from
                        init_process_group / get_worker_info
+
+The step clock hears of each phase: its kind, which module or optimizer it
+is (an iteration begins as the one before began), whether a forward ran
+without autograd, and whether it ran inside an optimizer step (a closure's
+forward and backward) or a backward pass (activation checkpointing's
+recomputation), which begin no iteration.
 
 Every wrapper is exception-safe (the span ends, the exception goes on) and
 never raises on its own account: a hook that cannot be installed is skipped
@@ -84,8 +96,8 @@ def _wrap_dataloader(torch):
     @functools.wraps(orig)
     def __next__(self):
         t0 = _mono()
-        _clock.phase_begin(t0)
-        outer = getattr(_tls, "in_data", False)
+        _clock.phase_begin(t0, _steps.DATA)
+        outer = _tls.in_data
         _tls.in_data = True
         try:
             return orig(self)
@@ -96,13 +108,26 @@ def _wrap_dataloader(torch):
             _tls.in_data = outer
             t1 = _mono()
             _complete("data", t0, t1 - t0)
-            _clock.phase_end(t1, work=False)
+            _clock.phase_end(t1, _steps.DATA)
 
     cls.__next__ = __next__
 
 
 _worker = {"checked": False, "in_worker": False}
-_tls = threading.local()  # in_data, in_forward, in_optimizer: this thread is inside one
+
+
+class _ThreadState(threading.local):
+    """What this thread is inside of; the class attributes are each new
+    thread's values, so a wrapper reads them without getattr's default."""
+
+    in_data = False  # a DataLoader fetch
+    in_forward = False  # an outermost module call
+    in_backward = False  # an outermost backward
+    in_optimizer = False  # a wrapped optimizer (or GradScaler) step
+    hook_step = None  # id() of the optimizer whose torch 2 step hooks are running
+
+
+_tls = _ThreadState()
 
 
 def _forked():
@@ -113,7 +138,9 @@ def _forked():
     _worker["in_worker"] = False
     _tls.in_data = False
     _tls.in_forward = False
+    _tls.in_backward = False
     _tls.in_optimizer = False
+    _tls.hook_step = None
 
 
 def _in_worker():
@@ -145,7 +172,7 @@ def _wrap_fetchers(torch):
                 timed = _in_worker()  # in the main process the fetch is inside "data"
                 if timed:
                     t0 = _mono()
-                    outer = getattr(_tls, "in_data", False)
+                    outer = _tls.in_data
                     _tls.in_data = True  # a transform's module calls are no forward
                 try:
                     return orig(self, *args, **kwargs)
@@ -165,19 +192,38 @@ def _wrap_fetchers(torch):
 # ---- forward, backward, optimizer ------------------------------------------
 
 
+def _inside():
+    """What this thread is inside of: "optimizer" (a closure's phases),
+    "backward" (activation checkpointing recomputes forwards there), or None."""
+    if _tls.in_optimizer or _tls.hook_step is not None:
+        return "optimizer"
+    return "backward" if _tls.in_backward else None
+
+
 def _wrap_module_call(torch):
     module_cls = torch.nn.Module
     orig = module_cls.__call__
+    grad_enabled = torch.is_grad_enabled
 
     @functools.wraps(orig)
     def __call__(self, *args, **kwargs):
         # nested: only the outermost counts; and a module inside a fetch
         # (a transform) is part of the data phase
-        timed = not (getattr(_tls, "in_forward", False) or getattr(_tls, "in_data", False))
+        tls = _tls
+        timed = not (tls.in_forward or tls.in_data)
         if timed:
-            _tls.in_forward = True
+            tls.in_forward = True
             t0 = _mono()
-            _clock.phase_begin(t0)
+            # _inside(), inlined: this is the most frequent wrapper
+            if tls.in_optimizer or tls.hook_step is not None:
+                inside = "optimizer"
+            else:
+                inside = "backward" if tls.in_backward else None
+            if inside is None:
+                # without autograd (no_grad, inference_mode) or in eval():
+                # what an evaluation iteration's forwards look like
+                free = not grad_enabled() or not getattr(self, "training", True)
+                _clock.phase_begin(t0, _steps.FORWARD, id(self), free)
         try:
             return orig(self, *args, **kwargs)
         except BaseException as e:
@@ -185,10 +231,11 @@ def _wrap_module_call(torch):
             raise
         finally:
             if timed:
-                _tls.in_forward = False
+                tls.in_forward = False
                 t1 = _mono()
                 _complete("forward", t0, t1 - t0)
-                _clock.phase_end(t1)
+                if inside is None:
+                    _clock.phase_end(t1, _steps.FORWARD)
 
     module_cls.__call__ = __call__
 
@@ -198,8 +245,16 @@ def _wrap_backward(torch):
 
     @functools.wraps(orig)
     def backward(*args, **kwargs):
+        # a backward inside another (checkpointing's) is no backward pass
+        outer = not _tls.in_backward
         t0 = _mono()
-        _clock.phase_begin(t0)
+        if outer:
+            inside = _inside()
+            _tls.in_backward = True
+            if inside is None:
+                _clock.phase_begin(t0, _steps.BACKWARD)
+            else:  # a closure's backward, inside the optimizer step
+                _clock.inner_backward()
         try:
             return orig(*args, **kwargs)
         except BaseException as e:
@@ -208,21 +263,30 @@ def _wrap_backward(torch):
         finally:
             t1 = _mono()
             _complete("backward", t0, t1 - t0)
-            _clock.phase_end(t1)
+            if outer:
+                _tls.in_backward = False
+                if inside is None:
+                    _clock.phase_end(t1, _steps.BACKWARD)
 
     torch.autograd.backward = backward
 
 
-def _timed_step(orig):
+def _timed_step(orig, optimizer_of=None):
+    """orig (an optimizer's step, or GradScaler's step(optimizer, ...))
+    timed as one optimizer phase; optimizer_of(self, args, kwargs) says which
+    optimizer steps (self when None)."""
+
     @functools.wraps(orig)
     def step(self, *args, **kwargs):
-        # a subclass's step calling super().step(), both wrapped, or an
-        # optimizer stepping another (Lookahead): one optimizer step
-        timed = not getattr(_tls, "in_optimizer", False)
+        # a subclass's step calling super().step(), both wrapped, an
+        # optimizer stepping another (Lookahead), or GradScaler.step calling
+        # the optimizer's: one optimizer step
+        timed = _inside() != "optimizer"
         if timed:
             _tls.in_optimizer = True
             t0 = _mono()
-            _clock.phase_begin(t0)
+            who = self if optimizer_of is None else optimizer_of(self, args, kwargs)
+            _clock.phase_begin(t0, _steps.OPTIMIZER, id(who))
         try:
             return orig(self, *args, **kwargs)
         except BaseException as e:
@@ -233,11 +297,21 @@ def _timed_step(orig):
                 _tls.in_optimizer = False
                 t1 = _mono()
                 _complete("optimizer", t0, t1 - t0)
-                _clock.phase_end(t1)
-                _clock.optimizer_end(self, t1)
+                _clock.phase_end(t1, _steps.OPTIMIZER)
+                _clock.optimizer_end(who, t1)
 
     step._strobe_wrapped = True
     return step
+
+
+def _wrap_step_of_class(cls, optimizer_of=None):
+    """Wrap step where cls's MRO defines it, once."""
+    for c in cls.__mro__:
+        step = c.__dict__.get("step")
+        if step is not None:
+            if not getattr(step, "_strobe_wrapped", False):
+                c.step = _timed_step(step, optimizer_of)
+            return
 
 
 def _optimizer_hooks(torch):
@@ -264,17 +338,27 @@ def _wrap_optimizers(torch):
         started = {}  # id(optimizer) -> start; a step that raised leaves it, the next overwrites
 
         def pre_hook(optimizer, args, kwargs):
+            if _tls.in_optimizer:
+                return  # inside GradScaler.step: that is the optimizer phase
+            outer = _tls.hook_step
+            if outer is not None and outer != id(optimizer):
+                return  # an optimizer stepping another (Lookahead): one step
+            # (the same optimizer again: its last step raised before the post-hook)
             t0 = _mono()
-            _clock.phase_begin(t0)
+            _tls.hook_step = id(optimizer)
             started[id(optimizer)] = t0
+            _clock.phase_begin(t0, _steps.OPTIMIZER, id(optimizer))
 
         def post_hook(optimizer, args, kwargs):
+            if _tls.hook_step != id(optimizer):
+                return
+            _tls.hook_step = None
             t1 = _mono()
             t0 = started.pop(id(optimizer), None)
             if t0 is None:
                 return
             _complete("optimizer", t0, t1 - t0)
-            _clock.phase_end(t1)
+            _clock.phase_end(t1, _steps.OPTIMIZER)
             _clock.optimizer_end(optimizer, t1)
 
         register_pre(pre_hook)
@@ -291,14 +375,53 @@ def _wrap_optimizers(torch):
         except BaseException as e:
             _hide(e)
             raise
-        for cls in type(self).__mro__:  # the class that defines step
-            step = cls.__dict__.get("step")
-            if step is not None:
-                if not getattr(step, "_strobe_wrapped", False):
-                    cls.step = _timed_step(step)
-                break
+        _wrap_step_of_class(type(self))  # the class that defines step
 
     opt.__init__ = __init__
+
+
+def _scaler_classes(torch):
+    """The GradScaler classes this torch has (torch.cuda.amp's; torch 2.3
+    moved the code to torch.amp and torch.cpu.amp)."""
+    found = []
+    for path in ("cuda.amp", "amp", "cpu.amp"):
+        mod = torch
+        for part in path.split("."):
+            mod = getattr(mod, part, None)
+        cls = getattr(mod, "GradScaler", None)
+        if isinstance(cls, type) and cls not in found:
+            found.append(cls)
+    return found
+
+
+def _wrap_grad_scaler(torch):
+    """GradScaler.step(optimizer) as that optimizer's step: one optimizer
+    phase around the scaler's work, and a step boundary also when the scaler
+    skips the optimizer's step (inf or NaN gradients). Wrapped per class when
+    its first instance is made, so a subclass the script defines counts too."""
+
+    def optimizer_arg(self, args, kwargs):
+        return args[0] if args else kwargs.get("optimizer", self)
+
+    for cls in _scaler_classes(torch):
+        orig_init = cls.__init__
+        if getattr(orig_init, "_strobe_wrapped", False):
+            continue
+
+        def make(orig_init):
+            @functools.wraps(orig_init)
+            def __init__(self, *args, **kwargs):
+                try:
+                    orig_init(self, *args, **kwargs)
+                except BaseException as e:
+                    _hide(e)
+                    raise
+                _wrap_step_of_class(type(self), optimizer_arg)
+
+            __init__._strobe_wrapped = True
+            return __init__
+
+        cls.__init__ = make(orig_init)
 
 
 # ---- distributed -----------------------------------------------------------
@@ -468,6 +591,7 @@ _PARTS = (
     ("forward", _wrap_module_call),
     ("backward", _wrap_backward),
     ("optimizer", _wrap_optimizers),
+    ("GradScaler", _wrap_grad_scaler),
     ("torch.distributed", _wrap_distributed),
 )
 
@@ -489,6 +613,7 @@ def install():
         except Exception as e:  # an unexpected torch: lose that part, not the run
             _note(f"PyTorch capture of {what} is off: {type(e).__name__}: {e}")
     _announce_rank()
+    _steps.watch_multiprocessing()
     if os.environ.get("STROBE_TORCH_PROFILE"):
         try:
             from strobe import _torch_profile

@@ -231,6 +231,7 @@ struct group_acc {
     uint32_t n, cap;
     double phase_ns[PHASE_COUNT];
     double comm_all;
+    uint64_t backward_passes;
     struct phase_span *windows; /* the process's steps, every thread: comm is counted inside them */
     uint32_t nwin, wcap;
 };
@@ -248,18 +249,25 @@ static struct group_acc *group_for(struct group_acc **gs, uint32_t *n, uint32_t 
     return g;
 }
 
-/* What a name is to the phase arithmetic: a step, a phase (enum phase), or
- * nothing (SPAN_NONE); looked up once a name, not once an event. */
+/* What a name is to the phase arithmetic: a step of the modes walked, a
+ * phase (enum phase), or nothing (SPAN_NONE); looked up once a name, not
+ * once an event. A step span of another mode is nothing. */
 enum { SPAN_NONE = -2, SPAN_STEP = -1 };
-static int8_t *name_kinds(const struct run_events *e)
+static int8_t *name_kinds(const struct run_events *e, unsigned modes)
 {
     int8_t *k = malloc(e->nnames + 1);
     if (!k)
         return NULL;
     for (uint32_t id = 0; id <= e->nnames; id++) {
         const char *name = run_events_name(e, id);
+        int m = steps_mode_of(name);
         int p = steps_phase_of(name);
-        k[id] = (int8_t)(strcmp(name, "step") == 0 ? SPAN_STEP : p >= 0 ? p : SPAN_NONE);
+        int kind = SPAN_NONE;
+        if (m >= 0)
+            kind = (modes >> m) & 1u ? SPAN_STEP : SPAN_NONE;
+        else if (p >= 0)
+            kind = p;
+        k[id] = (int8_t)kind;
     }
     return k;
 }
@@ -271,12 +279,27 @@ static int span_kind(const int8_t *kinds, uint32_t nnames, const struct event *e
     return kinds[ev->name];
 }
 
-int steps_walk_thread(const struct run_events *e, const struct thread_events *t, steps_row_fn *row,
-                      void *arg)
+/* Backward passes among ph[0..n) (sorted with steps_cmp_span) that begin in
+ * [s0, s1): backward spans no other backward span holds. */
+static uint64_t backward_passes(const struct phase_span *ph, uint32_t n, int64_t s0, int64_t s1)
+{
+    uint64_t passes = 0;
+    int64_t reach = INT64_MIN; /* the end of the outermost backward so far */
+    for (uint32_t i = 0; i < n; i++) {
+        if (ph[i].phase != PHASE_BACKWARD || ph[i].start < reach)
+            continue;
+        reach = ph[i].end;
+        passes += ph[i].start >= s0 && ph[i].start < s1;
+    }
+    return passes;
+}
+
+int steps_walk_thread_modes(const struct run_events *e, const struct thread_events *t,
+                            unsigned modes, steps_sink_fn *fn, void *arg)
 {
     /* counted first, so that a thread of a million steps and four million
      * other events takes 32 B a step and a phase, not 32 B an event twice */
-    int8_t *kinds = name_kinds(e);
+    int8_t *kinds = name_kinds(e, modes);
     if (!kinds)
         return -ENOMEM;
     uint32_t nsteps = 0, nph = 0;
@@ -308,7 +331,7 @@ int steps_walk_thread(const struct run_events *e, const struct thread_events *t,
     array_sort(ph, nph, sizeof(*ph), steps_cmp_span);
     int rc = 0;
     uint32_t first = 0;
-    for (uint32_t i = 0; i < nsteps; i++) {
+    for (uint32_t i = 0; i < nsteps && rc == 0; i++) {
         while (first < nph && ph[first].start < steps[i].start)
             first++;
         /* spans that began before the step and run into it count for their
@@ -320,12 +343,14 @@ int steps_walk_thread(const struct run_events *e, const struct thread_events *t,
         uint32_t last = first;
         while (last < nph && ph[last].start < steps[i].end)
             last++;
-        double *out = row(arg, &steps[i]);
-        if (!out) {
-            rc = -ENOMEM;
+        struct step_sink out = {0};
+        rc = fn(arg, &steps[i], &out);
+        if (rc < 0)
             break;
-        }
-        steps_phase_times(ph + from, last - from, steps[i].start, steps[i].end, out);
+        if (out.backward_passes)
+            *out.backward_passes +=
+                backward_passes(ph + from, last - from, steps[i].start, steps[i].end);
+        steps_phase_times(ph + from, last - from, steps[i].start, steps[i].end, out.phase_ns);
         first = last;
     }
     free(steps);
@@ -333,16 +358,38 @@ int steps_walk_thread(const struct run_events *e, const struct thread_events *t,
     return rc;
 }
 
-/* A step of g's process: its duration and window kept, its phases summed. */
-static double *group_row(void *arg, const struct phase_span *step)
+struct row_adapter {
+    steps_row_fn *row;
+    void *arg;
+};
+
+static int row_sink(void *arg, const struct phase_span *step, struct step_sink *out)
+{
+    struct row_adapter *a = arg;
+    out->phase_ns = a->row(a->arg, step);
+    return out->phase_ns ? 0 : -ENOMEM;
+}
+
+int steps_walk_thread(const struct run_events *e, const struct thread_events *t, steps_row_fn *row,
+                      void *arg)
+{
+    struct row_adapter a = {row, arg};
+    return steps_walk_thread_modes(e, t, STEP_MODES_TRAINING, row_sink, &a);
+}
+
+/* A step of g's process: its duration and window kept, its phases and
+ * backward passes summed. */
+static int group_row(void *arg, const struct phase_span *step, struct step_sink *out)
 {
     struct group_acc *g = arg;
     if (array_grow((void **)&g->windows, &g->wcap, g->nwin + 1, sizeof(*g->windows), 256) < 0 ||
         array_grow((void **)&g->durs, &g->cap, g->n + 1, sizeof(*g->durs), 256) < 0)
-        return NULL;
+        return -ENOMEM;
     g->windows[g->nwin++] = *step;
     g->durs[g->n++] = (double)(step->end - step->start);
-    return g->phase_ns;
+    out->phase_ns = g->phase_ns;
+    out->backward_passes = &g->backward_passes;
+    return 0;
 }
 
 /* The time [start, end) spans cover together, each instant once; sorts them. */
@@ -465,7 +512,8 @@ static void count_workers(const struct run_events *e, struct step_analysis *a)
         }
 }
 
-int step_analysis_run(const struct run_events *e, struct step_analysis *out)
+/* The steps of the modes in the set, grouped by process, into out. */
+static int analyze_modes(const struct run_events *e, unsigned modes, struct step_groups *out)
 {
     memset(out, 0, sizeof(*out));
     struct group_acc *gs = NULL;
@@ -473,7 +521,7 @@ int step_analysis_run(const struct run_events *e, struct step_analysis *out)
     int rc = 0;
     for (uint32_t i = 0; i < e->nthreads && rc == 0; i++) {
         struct group_acc *g = group_for(&gs, &n, &cap, e->threads[i].pid);
-        rc = g ? steps_walk_thread(e, &e->threads[i], group_row, g) : -ENOMEM;
+        rc = g ? steps_walk_thread_modes(e, &e->threads[i], modes, group_row, g) : -ENOMEM;
     }
     for (uint32_t i = 0; rc == 0 && i < n; i++)
         rc = comm_in_steps(e, &gs[i]);
@@ -489,16 +537,15 @@ int step_analysis_run(const struct run_events *e, struct step_analysis *out)
         duration_stats_of(gs[i].durs, gs[i].n, &g->steps);
         memcpy(g->phase_ns, gs[i].phase_ns, sizeof(g->phase_ns));
         g->comm_all_threads_ns = gs[i].comm_all;
+        g->backward_passes = gs[i].backward_passes;
     }
     for (uint32_t i = 0; i < n; i++) {
         free(gs[i].durs);
         free(gs[i].windows);
     }
     free(gs);
-    if (rc < 0) {
-        step_analysis_release(out);
+    if (rc < 0)
         return rc;
-    }
     if (out->ngroups) /* groups is NULL when there are none */
         qsort(out->groups, out->ngroups, sizeof(*out->groups), cmp_group);
     for (uint32_t i = 1; i < out->ngroups; i++)
@@ -506,6 +553,23 @@ int step_analysis_run(const struct run_events *e, struct step_analysis *out)
             (out->groups[i].rank == 0 ||
              out->groups[i].steps.count > out->groups[out->primary].steps.count))
             out->primary = i;
+    return 0;
+}
+
+int step_analysis_run(const struct run_events *e, struct step_analysis *out)
+{
+    memset(out, 0, sizeof(*out));
+    struct step_groups train;
+    int rc = analyze_modes(e, STEP_MODES_TRAINING, &train);
+    out->groups = train.groups;
+    out->ngroups = train.ngroups;
+    out->primary = train.primary;
+    if (rc == 0)
+        rc = analyze_modes(e, STEP_MODES_EVAL, &out->eval);
+    if (rc < 0) {
+        step_analysis_release(out);
+        return rc;
+    }
     count_workers(e, out);
     return 0;
 }
@@ -513,12 +577,18 @@ int step_analysis_run(const struct run_events *e, struct step_analysis *out)
 void step_analysis_release(struct step_analysis *a)
 {
     free(a->groups);
+    free(a->eval.groups);
     memset(a, 0, sizeof(*a));
 }
 
 double step_group_share(const struct step_group *g, enum phase p)
 {
     return g->steps.total_ns > 0 ? g->phase_ns[p] / g->steps.total_ns : 0.0;
+}
+
+double step_group_backward_per_step(const struct step_group *g)
+{
+    return g->steps.count ? (double)g->backward_passes / (double)g->steps.count : 0.0;
 }
 
 void duration_stats_json(struct strbuf *o, const struct duration_stats *s)

@@ -2,12 +2,17 @@
  * Steps and phases of a run, from its stored framework events: the numbers
  * `strobe show` prints, and later the rules and the report read.
  *
- * A step is a `step` span (strobe's PyTorch capture emits one per optimizer
- * step, or per explicit strobe.step()). Its phases are the spans named data,
- * forward, backward, optimizer and comm:* on the same thread inside it; each
- * phase counts its exclusive time (a comm span inside backward is comm, not
- * backward), and what no phase covers is "other", so the shares of a step add
- * up to its duration exactly.
+ * A step is a step span: "step" or "step:global" for a training step
+ * (strobe's PyTorch capture emits one per optimizer step, per backward pass
+ * while no optimizer steps, or per explicit strobe.step()), "step:eval" for
+ * an evaluation iteration, which is counted apart (see enum step_mode). Its
+ * phases are the spans named data, forward, backward, optimizer and comm:*
+ * on the same thread inside it; each phase counts its exclusive time (a comm
+ * span inside backward is comm, not backward), and what no phase covers is
+ * "other", so the shares of a step add up to its duration exactly. The
+ * backward passes of a step are its backward spans that no other backward
+ * span holds (activation checkpointing's inner ones are not passes), those
+ * inside an optimizer span (a closure's) included.
  */
 #ifndef STROBE_ANALYZE_STEPS_H
 #define STROBE_ANALYZE_STEPS_H
@@ -77,14 +82,24 @@ struct step_group { /* the steps of one process (a rank, or the main process) */
     struct duration_stats steps;
     double phase_ns[PHASE_COUNT]; /* summed over its steps */
     double comm_all_threads_ns;   /* comm:* spans on every thread (DDP's overlap with backward) */
+    uint64_t backward_passes;     /* outermost backward spans beginning inside its steps */
+};
+
+/* The steps of some modes, by process. */
+struct step_groups {
+    struct step_group *groups; /* processes with such steps, by rank then pid */
+    uint32_t ngroups;
+    uint32_t primary; /* the group the headline figures come from: rank 0, or the most steps */
 };
 
 struct step_analysis {
+    /* training steps (modes TRAIN and GLOBAL): every figure but eval's */
     struct step_group *groups; /* processes with steps, by rank then pid */
     uint32_t ngroups;
     uint32_t primary;      /* the group the headline figures come from: rank 0, or the most steps */
     uint32_t workers;      /* data-loader worker processes seen */
     double worker_busy_ns; /* their dataloader.worker spans, summed */
+    struct step_groups eval; /* evaluation steps ("step:eval"), apart */
 };
 
 /* A span inside a step, for the phase arithmetic (shared with the rules). */
@@ -128,17 +143,42 @@ int steps_cmp_span(const void *a, const void *b);
  * PHASE_OTHER. Nesting: a span's time minus what its direct children cover. */
 void steps_phase_times(struct phase_span *ph, uint32_t n, int64_t s0, int64_t s1, double *out);
 
-/* Walk thread t's steps in time order. For each, row(arg, step) returns the
- * array (PHASE_COUNT) its phase times are added to, or NULL to stop with
- * -ENOMEM; only the phases on the step's own thread count. 0 or -ENOMEM. */
+/* Step modes as a set of bits (1 << enum step_mode), for the walks. */
+#define STEP_MODES_TRAINING ((1u << STEP_MODE_TRAIN) | (1u << STEP_MODE_GLOBAL))
+#define STEP_MODES_EVAL     (1u << STEP_MODE_EVAL)
+
+/* Where a walk adds one step's figures: phase_ns[PHASE_COUNT], and
+ * *backward_passes when it is not NULL. */
+struct step_sink {
+    double *phase_ns;
+    uint64_t *backward_passes;
+};
+
+/* Walk thread t's steps of the modes in the set, in time order. For each,
+ * fn(arg, step, &sink) sets sink's phase_ns (and backward_passes, or leaves
+ * it NULL) and returns 0, or -ENOMEM to stop; only the phases on the step's
+ * own thread count. 0 or -ENOMEM. */
+typedef int steps_sink_fn(void *arg, const struct phase_span *step, struct step_sink *out);
+int steps_walk_thread_modes(const struct run_events *e, const struct thread_events *t,
+                            unsigned modes, steps_sink_fn *fn, void *arg);
+
+/* Walk thread t's training steps in time order. For each, row(arg, step)
+ * returns the array (PHASE_COUNT) its phase times are added to, or NULL to
+ * stop with -ENOMEM; only the phases on the step's own thread count. 0 or
+ * -ENOMEM. */
 typedef double *steps_row_fn(void *arg, const struct phase_span *step);
 int steps_walk_thread(const struct run_events *e, const struct thread_events *t, steps_row_fn *row,
                       void *arg);
 
+/* Training steps, eval steps and workers of e, into out, which
+ * step_analysis_release() frees. 0, or -ENOMEM with nothing held. */
 int step_analysis_run(const struct run_events *e, struct step_analysis *out);
 void step_analysis_release(struct step_analysis *a);
 
 /* Share (0..1) of phase p in group g's step time. */
 double step_group_share(const struct step_group *g, enum phase p);
+/* Backward passes per step of g (4 with four micro-batches a step), 0
+ * without steps. */
+double step_group_backward_per_step(const struct step_group *g);
 
 #endif

@@ -66,6 +66,31 @@ static void json_operators(struct strbuf *o, const struct run_events *e)
     operator_stats_release(&s);
 }
 
+/* "4 backward passes per step" where a step had other than one (gradient
+ * accumulation, a closure optimizer, a GAN), on a line of its own. */
+static void print_backward_line(const struct step_group *g)
+{
+    double per_step = step_group_backward_per_step(g);
+    if (g->backward_passes && per_step != 1.0)
+        printf("          %.3g backward passes per step\n", per_step);
+}
+
+/* The evaluation steps, apart from the training ones: their line and the
+ * phases they spent time in. */
+static void print_eval(const struct step_analysis *a)
+{
+    if (!a->eval.ngroups)
+        return;
+    const struct step_group *g = &a->eval.groups[a->eval.primary];
+    printf("eval      ");
+    print_group_line(g);
+    printf(" (apart from training)\n         ");
+    for (int p = 0; p < PHASE_COUNT; p++)
+        if (g->phase_ns[p] > 0)
+            printf(" %s %.1f%%", phase_names[p], 100.0 * step_group_share(g, (enum phase)p));
+    printf("\n");
+}
+
 void show_steps_text(const struct run_record *r, const struct run_events *e,
                      const struct step_analysis *a)
 {
@@ -78,7 +103,9 @@ void show_steps_text(const struct run_record *r, const struct run_events *e,
         print_group_line(g);
         if (g->rank >= 0)
             printf("  (rank %lld)", (long long)g->rank);
-        printf("\nphases   ");
+        printf("\n");
+        print_backward_line(g);
+        printf("phases   ");
         for (int p = 0; p < PHASE_COUNT; p++)
             printf(" %s %.1f%%", phase_names[p], 100.0 * step_group_share(g, (enum phase)p));
         printf("\n");
@@ -99,6 +126,7 @@ void show_steps_text(const struct run_record *r, const struct run_events *e,
             print_group_line(g);
             printf("\n");
         }
+    print_eval(a);
     if (a->workers) {
         double run_ns = run_record_duration_s(r) * 1e9;
         printf("workers   %u data-loader workers, busy %.1f%% of the run on average\n", a->workers,
@@ -140,6 +168,26 @@ static void json_group_steps(struct strbuf *o, const struct step_group *g)
     else
         strbuf_adds(o, "null,");
     duration_stats_json(o, &g->steps);
+    strbuf_addf(o, ",\"backward_passes\":%llu,\"backward_per_step\":",
+                (unsigned long long)g->backward_passes);
+    strbuf_add_json_num(o, step_group_backward_per_step(g));
+}
+
+/* ,"<steps_key>":{...},"<phases_key>":{...} for the primary group of gs, or
+ * nulls without steps. */
+static void json_primary(struct strbuf *o, const struct step_groups *gs, const char *steps_key,
+                         const char *phases_key)
+{
+    const struct step_group *g = gs->ngroups ? &gs->groups[gs->primary] : NULL;
+    strbuf_addf(o, ",\"%s\":", steps_key);
+    if (!g) {
+        strbuf_addf(o, "null,\"%s\":null", phases_key);
+        return;
+    }
+    strbuf_addch(o, '{');
+    json_group_steps(o, g);
+    strbuf_addf(o, "},\"%s\":", phases_key);
+    json_phases(o, g);
 }
 
 void show_steps_json(struct strbuf *o, const struct run_record *r, const struct run_events *e,
@@ -149,16 +197,9 @@ void show_steps_json(struct strbuf *o, const struct run_record *r, const struct 
                 (unsigned long long)e->events, (long long)e->bytes, (long long)r->events_dropped);
     strbuf_addf(o, ",\"invalid_events\":%lld", (long long)r->events_invalid);
     json_operators(o, e);
-    const struct step_group *g = a->ngroups ? &a->groups[a->primary] : NULL;
-    strbuf_adds(o, ",\"steps\":");
-    if (g) {
-        strbuf_addch(o, '{');
-        json_group_steps(o, g);
-        strbuf_adds(o, "},\"phases\":");
-        json_phases(o, g);
-    } else {
-        strbuf_adds(o, "null,\"phases\":null");
-    }
+    struct step_groups train = {a->groups, a->ngroups, a->primary};
+    json_primary(o, &train, "steps", "phases");
+    json_primary(o, &a->eval, "eval_steps", "eval_phases");
     strbuf_adds(o, ",\"ranks\":[");
     for (uint32_t i = 0; i < a->ngroups; i++) {
         const struct step_group *x = &a->groups[i];

@@ -34,8 +34,8 @@ static int cmp_dbl(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The steps of the process the headline figures come from (step_analysis'
- * primary group), in time order. */
+/* The training steps of the process the headline figures come from
+ * (step_analysis' primary group), in time order. */
 static int steps_collect(const struct run_events *e, const struct step_analysis *a,
                          struct step_list *out)
 {
@@ -57,7 +57,7 @@ static int steps_collect(const struct run_events *e, const struct step_analysis 
         for (uint32_t j = 0; j < t->n; j++) {
             const struct event *ev = &t->ev[j];
             if (ev->kind == STROBE_EV_COMPLETE && ev->value >= 0 &&
-                strcmp(run_events_name(e, ev->name), "step") == 0)
+                step_mode_is_training(steps_mode_of(run_events_name(e, ev->name))))
                 out->s[out->n++] = (struct step_span){ev->ts_ns, ev->value};
         }
     }
@@ -222,6 +222,9 @@ static int add_steps(struct strbuf *o, const struct run_record *r, const struct 
     strbuf_addf(o, ",\"steps\":{\"pid\":%lld,\"rank\":%lld,", (long long)g->pid,
                 (long long)g->rank);
     duration_stats_json(o, &g->steps);
+    strbuf_addf(o, ",\"backward_passes\":%llu,\"backward_per_step\":",
+                (unsigned long long)g->backward_passes);
+    strbuf_add_json_num(o, step_group_backward_per_step(g));
     strbuf_addf(o, ",\"threshold_ms\":%.6g", l->threshold / 1e6);
     add_step_series(o, r, l);
     if (add_outliers(o, r, l) < 0 || add_histogram(o, l) < 0)
@@ -251,6 +254,26 @@ static void add_phases(struct strbuf *o, const struct step_analysis *a)
     strbuf_addch(o, ']');
 }
 
+/* The evaluation steps of their primary process, apart from the training
+ * ones: statistics and phase times, or null without any. */
+static void add_eval_steps(struct strbuf *o, const struct step_analysis *a)
+{
+    if (!a->eval.ngroups) {
+        strbuf_adds(o, ",\"eval_steps\":null");
+        return;
+    }
+    const struct step_group *g = &a->eval.groups[a->eval.primary];
+    strbuf_addf(o, ",\"eval_steps\":{\"pid\":%lld,\"rank\":%lld,", (long long)g->pid,
+                (long long)g->rank);
+    duration_stats_json(o, &g->steps);
+    strbuf_adds(o, ",\"phase_ns\":[");
+    for (int p = 0; p < PHASE_COUNT; p++) {
+        strbuf_adds(o, p ? "," : "");
+        strbuf_add_json_num(o, g->phase_ns[p]);
+    }
+    strbuf_adds(o, "]}");
+}
+
 /* Workers, what each was busy with (dataloader.worker spans), and the share
  * of step time the primary process waited for data. */
 static void add_dataloader(struct strbuf *o, const struct run_events *e,
@@ -261,8 +284,8 @@ static void add_dataloader(struct strbuf *o, const struct run_events *e,
     strbuf_adds(o, ",\"data_share\":");
     strbuf_add_json_num(o, a->ngroups ? step_group_share(&a->groups[a->primary], PHASE_DATA) : 0);
     strbuf_adds(o, ",\"list\":[");
-    uint32_t shown = 0;
-    for (uint32_t i = 0; i < e->nprocs && shown < REPORT_WORKERS; i++) {
+    uint32_t shown = 0; /* every worker: a cap here listed 64 of a count that said more */
+    for (uint32_t i = 0; i < e->nprocs; i++) {
         const struct proc_info *p = &e->procs[i];
         if (p->worker_id < 0)
             continue;
@@ -345,6 +368,7 @@ int report_add_events(struct strbuf *o, const struct run_record *r, const struct
     if (rc < 0)
         return rc;
     add_phases(o, a);
+    add_eval_steps(o, a);
     add_dataloader(o, e, a);
     return add_ops(o, e);
 }

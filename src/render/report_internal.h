@@ -16,7 +16,6 @@
 #define REPORT_OUTLIERS    2000 /* the longest outliers drawn one by one */
 #define REPORT_HIST_BINS   40
 #define REPORT_TOP_OPS     25
-#define REPORT_WORKERS     64 /* data-loader workers listed one by one */
 
 /* The k-th smallest of v[0..n), looking only at v[from..n) (which must hold
  * the n - from largest): Hoare's selection, O(n), where sorting 86 M points

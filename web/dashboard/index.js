@@ -575,7 +575,11 @@
       var card = function (k, v, n) { cards.appendChild(h('div', {class: 'card'}, h('div', {class: 'k', text: k}), h('div', {class: 'v', text: v}), n ? h('div', {class: 'n', text: n}) : null)); };
       var mean = function (name) { var s = (r.metrics || {})[name]; return s ? s.mean : null; };
       card('duration', dur(r.duration_s), r.status === 'running' ? 'still recording' : (r.signal ? 'signal ' + r.signal : r.exit_code != null ? 'exit ' + r.exit_code : 'no exit recorded'));
-      card('steps', st.count ? String(st.count) : '–', st.count ? 'p50 ' + dur(st.p50_ns / 1e9) + ' · p95 ' + dur(st.p95_ns / 1e9) : null);
+      card('steps', st.count ? String(st.count) : '–', st.count ? 'p50 ' + dur(st.p50_ns / 1e9) + ' · p95 ' + dur(st.p95_ns / 1e9) +
+        (st.backward_passes && st.backward_per_step !== 1 ? ' · ' + (+st.backward_per_step.toPrecision(3)) + ' backward passes each' : '') : null);
+      /* evaluation iterations (no_grad, eval()): counted apart from the training steps */
+      var ev = r.eval_steps;
+      if (ev && ev.count) card('eval steps', String(ev.count), 'p50 ' + dur(ev.p50_ns / 1e9) + ' · apart from training');
       /* samples/s and the means as the runs list has them (its row of this
        * run): gpu.util is per GPU (gpu.util{gpu=0}, no bare series), and
        * samples/s may come from the batch size over the mean step */

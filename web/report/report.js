@@ -320,6 +320,29 @@
       return [x.rank >= 0 ? 'rank ' + x.rank : 'pid ' + x.pid, String(x.count), dur(x.mean_ns / 1e9),
         dur(x.p50_ns / 1e9), dur(x.p95_ns / 1e9), dur(x.max_ns / 1e9)];
     }), [0, 1, 1, 1, 1, 1]));
+    /* gradient accumulation, a closure optimizer or a GAN: not one pass a step */
+    if (st.backward_passes && st.backward_per_step !== 1)
+      s.appendChild(el('p', {'data-key': 'steps.backward_per_step', 'data-value': String(st.backward_per_step)},
+        (+st.backward_per_step.toPrecision(3)) + ' backward passes per step (' + st.backward_passes + ' in all).'));
+  })();
+
+  /* ---- evaluation steps, apart from training ---------------------------- */
+  (function () {
+    var ev = D.eval_steps;
+    if (!ev) return;
+    var s = section('eval_steps', 'Evaluation steps', 'Iterations that ran forwards without ' +
+      'autograd (torch.no_grad(), model.eval()) and no backward pass: counted apart, never ' +
+      'in the training steps above.');
+    s.appendChild(table(['Process', 'Eval steps', 'Mean', 'p50', 'p95', 'Max', 'Total'], [[
+      ev.rank >= 0 ? 'rank ' + ev.rank : 'pid ' + ev.pid, String(ev.count), dur(ev.mean_ns / 1e9),
+      dur(ev.p50_ns / 1e9), dur(ev.p95_ns / 1e9), dur(ev.max_ns / 1e9), dur(ev.total_ns / 1e9)]],
+    [0, 1, 1, 1, 1, 1, 1]));
+    s.lastChild.setAttribute('data-key', 'eval_steps.count');
+    s.lastChild.setAttribute('data-value', String(ev.count));
+    var tot = ev.phase_ns.reduce(function (a, b) { return a + b; }, 0) || 1;
+    add(s, stackedBar(D.phase_names.map(function (p, i) {
+      return {label: p, value: ev.phase_ns[i] / tot, color: PHASE_COLORS[p]};
+    })));
   })();
 
   /* ---- phases ----------------------------------------------------------- */
