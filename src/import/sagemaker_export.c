@@ -14,6 +14,7 @@
 
 #include "analyze/steps.h"
 #include "common/array.h"
+#include "common/strlist.h"
 #include "import/json.h"
 #include "import/sagemaker.h"
 #include "import/sagemaker_format.h"
@@ -809,6 +810,15 @@ static int export_framework(struct ex_ctx *x)
     return rc;
 }
 
+static int add_known_node(const char *item, size_t len, void *arg)
+{
+    char *id = strndup(item, len);
+    uint32_t index;
+    int rc = id ? node_id(arg, id, &index) : -ENOMEM;
+    free(id);
+    return rc;
+}
+
 /* The nodes of an import of several (its host, "algo-1,algo-2"), so that a
  * process named by its node alone ("algo-2", a node with no metrics) finds
  * it. */
@@ -816,16 +826,7 @@ static int known_nodes(struct ex_ctx *x, const char *host)
 {
     if (!host || !strchr(host, ','))
         return 0;
-    int rc = 0;
-    for (const char *p = host; *p && rc == 0;) {
-        size_t n = strcspn(p, ",");
-        char *id = strndup(p, n);
-        uint32_t index;
-        rc = id ? node_id(x, id, &index) : -ENOMEM;
-        free(id);
-        p += n + (p[n] == ',');
-    }
-    return rc;
+    return strlist_each(host, add_known_node, x);
 }
 
 int sagemaker_export(struct store *s, const struct run_record *r, const char *dir,

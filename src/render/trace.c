@@ -13,6 +13,7 @@
 #include <zlib.h>
 
 #include "common/array.h"
+#include "common/strlist.h"
 
 const char *const trace_cat_names[TRACE_CAT_COUNT] = {"step",       "phase", "comm",    "operator",
                                                       "dataloader", "span",  "instant", "finding"};
@@ -135,21 +136,21 @@ static int collect_node(const struct series_record *sr, void *arg)
     return 0;
 }
 
+static int add_host_node(const char *item, size_t len, void *arg)
+{
+    char *id = strndup(item, len);
+    int rc = id ? node_add(arg, id) : -ENOMEM;
+    free(id);
+    return rc;
+}
+
 /* The nodes of an import of several that have no metrics: its host is
  * their ids, comma-separated ("algo-1,algo-2"). */
 static int host_nodes(struct trace *t, const char *host)
 {
     if (!host || !strchr(host, ','))
         return 0;
-    int rc = 0;
-    for (const char *p = host; *p && rc == 0;) {
-        size_t n = strcspn(p, ",");
-        char *id = strndup(p, n);
-        rc = id ? node_add(t, id) : -ENOMEM;
-        free(id);
-        p += n + (p[n] == ',');
-    }
-    return rc;
+    return strlist_each(host, add_host_node, t);
 }
 
 /* The node of a process: with several nodes, imports end its comm in @node,

@@ -12,6 +12,7 @@
 #include <strings.h> /* strncasecmp */
 
 #include "common/array.h"
+#include "common/strlist.h"
 #include "rules/rules.h"
 #include "rules/stats.h"
 
@@ -255,14 +256,7 @@ static int apply_param(struct rules_engine *e, const char *text, struct strbuf *
 
 static int rule_listed(const char *list, const char *name)
 {
-    size_t len = strlen(name);
-    for (const char *p = list; *p;) {
-        size_t n = strcspn(p, ",");
-        if (n == len && strncmp(p, name, n) == 0)
-            return 1;
-        p += n + (p[n] == ',');
-    }
-    return 0;
+    return strlist_has(list, name, strlen(name));
 }
 
 /* Every name known, and at least one: a list of nothing but commas would

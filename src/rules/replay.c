@@ -8,6 +8,7 @@
 #include "codec/events.h"
 #include "codec/gorilla.h"
 #include "common/array.h"
+#include "common/strlist.h"
 
 struct kept_block {
     uint8_t *data;
@@ -106,18 +107,6 @@ static int on_name(int64_t id, const char *name, void *arg)
     return 0;
 }
 
-/* Whether name[0..len) is one of the comma-separated nodes. */
-static int node_listed(const char *nodes, const char *name, size_t len)
-{
-    for (const char *p = nodes; *p;) {
-        size_t n = strcspn(p, ",");
-        if (n == len && memcmp(p, name, len) == 0)
-            return 1;
-        p += n + (p[n] == ',');
-    }
-    return 0;
-}
-
 /* The node of a process of an import of several nodes: its comm ends in
  * "@<node>", or is the node alone (docs/import.md); NULL elsewhere. */
 static const char *process_node(const struct replay *rp, const char *comm)
@@ -126,7 +115,7 @@ static const char *process_node(const struct replay *rp, const char *comm)
         return NULL;
     const char *at = strrchr(comm, '@');
     const char *node = at ? at + 1 : comm;
-    return node_listed(rp->nodes, node, strlen(node)) ? node : NULL;
+    return strlist_has(rp->nodes, node, strlen(node)) ? node : NULL;
 }
 
 static int on_process(const struct process_record *p, void *arg)

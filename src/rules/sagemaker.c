@@ -1,6 +1,6 @@
 /*
  * SageMaker Debugger's built-in profiler rules, with the names, parameters
- * and defaults its SDK sends (../shared/reference/rules.md; docs/rules.md
+ * and defaults its SDK sends (docs/rules.md
  * says where strobe reads them differently and why). Patience and windows
  * count datapoints, as SageMaker's do: a datapoint is one host snapshot (a
  * frame of the recorder, every --interval).
