@@ -12,31 +12,6 @@
 
 #define NPARAMS(a) ((uint32_t)(sizeof(a) / sizeof((a)[0])))
 
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* The ranks in the window's training steps (-1 for steps without a rank),
- * sorted, each once, into *out (malloc'd, the caller frees; NULL when there
- * are none or no memory: then 0). As many as there are: a run of 256 ranks
- * has 256. */
-static uint32_t window_ranks(const struct rule_window *w, int64_t **out)
-{
-    *out = NULL;
-    if (!w->nsteps || !(*out = malloc(w->nsteps * sizeof(**out))))
-        return 0;
-    for (uint32_t i = 0; i < w->nsteps; i++)
-        (*out)[i] = w->steps[i].rank;
-    qsort(*out, w->nsteps, sizeof(**out), cmp_i64);
-    uint32_t n = 1;
-    for (uint32_t i = 1; i < w->nsteps; i++)
-        if ((*out)[i] != (*out)[n - 1])
-            (*out)[n++] = (*out)[i];
-    return n;
-}
-
 /* A process's steps are judged on their own: a rank of a node (ranks may
  * repeat across imported nodes), or the steps without a rank of a node. */
 struct rank_key {
@@ -52,8 +27,10 @@ static int cmp_rank_key(const void *a, const void *b)
     return (x->rank > y->rank) - (x->rank < y->rank);
 }
 
-/* window_ranks() by node: the (node, rank) pairs of the window's training
- * steps, sorted, each once. */
+/* The (node, rank) pairs of the window's training steps (rank -1 for steps
+ * without a rank), sorted, each once, into *out (malloc'd, the caller frees;
+ * NULL when there are none or no memory: then 0). As many as there are: a
+ * run of 40 ranks on 20 nodes has 40. */
 static uint32_t window_rank_keys(const struct rule_window *w, struct rank_key **out)
 {
     *out = NULL;
@@ -78,7 +55,7 @@ static void rank_scope(char *out, size_t cap, int64_t rank)
 }
 
 /* rank_scope() with the node of an imported run: "node=algo-2,rank=1",
- * "node=algo-2". */
+ * "node=algo-2"; "rank=1" or "node" for a recording. */
 static void key_scope(const struct rule_ctx *c, char *out, size_t cap, const struct rank_key *k)
 {
     const char *node = rules_node_name(c->eng, k->node);
@@ -88,6 +65,17 @@ static void key_scope(const struct rule_ctx *c, char *out, size_t cap, const str
         snprintf(out, cap, "node=%s,rank=%lld", node, (long long)k->rank);
     else
         snprintf(out, cap, "node=%s", node);
+}
+
+/* The key in words: "rank 1", "rank 1 on algo-2" for an imported node (ranks
+ * may repeat across nodes), "the steps without a rank" (on algo-2). */
+static void key_who(const struct rule_ctx *c, char *out, size_t cap, const struct rank_key *k)
+{
+    const char *node = rules_node_name(c->eng, k->node);
+    int n = k->rank >= 0 ? snprintf(out, cap, "rank %lld", (long long)k->rank)
+                         : snprintf(out, cap, "the steps without a rank");
+    if (*node && n >= 0 && (size_t)n < cap)
+        snprintf(out + n, cap - (size_t)n, " on %s", node);
 }
 
 /* For a rule that judges training steps: at the end of a run without any,
@@ -213,8 +201,8 @@ const struct rule_def rule_input_bound = {
 
 /* One rank's steps in a window, or in every window so far. */
 struct rank_reading {
-    int64_t rank, pid;
-    uint32_t node_id;
+    struct rank_key key; /* its node and rank: ranks repeat across imported nodes */
+    int64_t pid;
     struct step_totals tot; /* its steps; comm_exposed_ns: what it waited in */
     double *work;           /* each step's work, ns (malloc'd) */
     uint32_t nwork, work_cap;
@@ -225,7 +213,7 @@ struct rank_reading {
     double cpu_ns, cpu_cover_ns, runq_ns, runq_cover_ns;
 };
 
-/* The ranks of a window or of the run, sorted by rank. */
+/* The ranks of a window or of the run, sorted by (node, rank). */
 struct rank_set {
     struct rank_reading *r;
     uint32_t n, cap;
@@ -234,7 +222,7 @@ struct rank_set {
 };
 
 struct straggler_state {
-    int64_t rank;        /* the rank that lagged in the last window */
+    struct rank_key key; /* the rank that lagged in the last window */
     uint32_t streak;     /* consecutive windows it did */
     uint32_t judged;     /* windows with two ranks or more */
     int fired;           /* a window fired */
@@ -284,19 +272,20 @@ static void rank_set_release(struct rank_set *s)
     memset(s, 0, sizeof(*s));
 }
 
-/* Rank's reading in s, a new one (zeroed) inserted where it is missing;
- * NULL without memory. Pointers into s last until the next insertion. */
-static struct rank_reading *rank_set_get(struct rank_set *s, int64_t rank)
+/* The reading of k's rank in s, a new one (zeroed) inserted where it is
+ * missing; NULL without memory. Pointers into s last until the next
+ * insertion. */
+static struct rank_reading *rank_set_get(struct rank_set *s, const struct rank_key *k)
 {
     uint32_t lo = 0, hi = s->n;
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
-        if (s->r[mid].rank < rank)
+        if (cmp_rank_key(&s->r[mid].key, k) < 0)
             lo = mid + 1;
         else
             hi = mid;
     }
-    if (lo < s->n && s->r[lo].rank == rank)
+    if (lo < s->n && !cmp_rank_key(&s->r[lo].key, k))
         return &s->r[lo];
     if (straggler_grow((void **)&s->r, &s->cap, s->n + 1, sizeof(*s->r), 8) < 0)
         return NULL;
@@ -304,7 +293,7 @@ static struct rank_reading *rank_set_get(struct rank_set *s, int64_t rank)
     s->n++;
     struct rank_reading *r = &s->r[lo];
     memset(r, 0, sizeof(*r));
-    r->rank = rank;
+    r->key = *k;
     r->tot.slowest_phase = -1;
     r->first_ns = INT64_MAX;
     r->last_ns = INT64_MIN;
@@ -341,20 +330,20 @@ static void series_integrate(const struct rule_series *s, int64_t a, int64_t b, 
  * without memory. */
 static int window_readings(const struct rule_window *w, struct rank_set *s)
 {
-    int64_t *ranks;
-    uint32_t nr = window_ranks(w, &ranks);
+    struct rank_key *keys;
+    uint32_t nr = window_rank_keys(w, &keys);
     for (uint32_t i = 0; i < nr; i++) /* sorted: each is appended */
-        if (ranks[i] >= 0 && !rank_set_get(s, ranks[i])) {
-            free(ranks);
+        if (keys[i].rank >= 0 && !rank_set_get(s, &keys[i])) {
+            free(keys);
             return -1;
         }
-    free(ranks);
+    free(keys);
     int64_t a = INT64_MAX, b = INT64_MIN;
     for (uint32_t i = 0; i < w->nsteps; i++) {
         const struct rule_step *st = &w->steps[i];
         if (st->rank < 0)
             continue;
-        struct rank_reading *r = rank_set_get(s, st->rank);
+        struct rank_reading *r = rank_set_get(s, &(struct rank_key){st->node_id, st->rank});
         if (!r)
             return -1;
         double before = r->tot.comm_exposed_ns;
@@ -362,15 +351,14 @@ static int window_readings(const struct rule_window *w, struct rank_set *s)
         reading_add_work(r,
                          (double)(st->end_ns - st->start_ns) - (r->tot.comm_exposed_ns - before));
         r->pid = st->pid;
-        r->node_id = st->node_id;
         r->first_ns = st->start_ns < r->first_ns ? st->start_ns : r->first_ns;
         r->last_ns = st->end_ns > r->last_ns ? st->end_ns : r->last_ns;
     }
     for (uint32_t i = 0; i < s->n; i++) {
         struct rank_reading *r = &s->r[i];
-        series_integrate(window_series_on(w, RM_PROC_CPU_PID, r->pid, r->node_id), r->first_ns,
+        series_integrate(window_series_on(w, RM_PROC_CPU_PID, r->pid, r->key.node), r->first_ns,
                          r->last_ns, &r->cpu_ns, &r->cpu_cover_ns);
-        series_integrate(window_series_on(w, RM_PROC_RUNQ_PID, r->pid, r->node_id), r->first_ns,
+        series_integrate(window_series_on(w, RM_PROC_RUNQ_PID, r->pid, r->key.node), r->first_ns,
                          r->last_ns, &r->runq_ns, &r->runq_cover_ns);
         a = r->first_ns < a ? r->first_ns : a;
         b = r->last_ns > b ? r->last_ns : b;
@@ -403,14 +391,13 @@ static int rank_set_merge(struct rank_set *run, const struct rank_set *w)
 {
     for (uint32_t i = 0; i < w->n; i++) {
         const struct rank_reading *x = &w->r[i];
-        struct rank_reading *r = rank_set_get(run, x->rank);
+        struct rank_reading *r = rank_set_get(run, &x->key);
         if (!r)
             return -1;
         step_totals_merge(&r->tot, &x->tot);
         for (uint32_t k = 0; k < x->nwork; k++)
             reading_add_work(r, x->work[k]);
         r->pid = x->pid;
-        r->node_id = x->node_id;
         r->first_ns = x->first_ns < r->first_ns ? x->first_ns : r->first_ns;
         r->last_ns = x->last_ns > r->last_ns ? x->last_ns : r->last_ns;
         r->cpu_ns += x->cpu_ns;
@@ -606,15 +593,16 @@ static void straggler_fire(struct rule_ctx *c, const struct rank_set *s,
                            const char *span)
 {
     const struct rank_reading *r = &s->r[v->slow];
-    char cause[640], scope[32], ev[512];
+    char cause[640], scope[192], who[192], ev[512];
     straggler_cause(s, v->slow, 1.0 + v->lag_pct / 100.0, cause, sizeof(cause));
-    rank_scope(scope, sizeof(scope), r->rank);
+    key_scope(c, scope, sizeof(scope), &r->key);
+    key_who(c, who, sizeof(who), &r->key);
     step_totals_text(&r->tot, ev, sizeof(ev));
     rule_fire_range(c, t0, t1, scope, ev,
-                    "rank %lld (pid %lld) works %.0f %% longer per step than the others (median "
+                    "%s (pid %lld) works %.0f %% longer per step than the others (median "
                     "%.1f ms against %.1f ms, waiting excluded) %s; likely cause: %s",
-                    (long long)r->rank, (long long)r->pid, v->lag_pct, v->work_ns / 1e6,
-                    v->ref_ns / 1e6, span, cause);
+                    who, (long long)r->pid, v->lag_pct, v->work_ns / 1e6, v->ref_ns / 1e6, span,
+                    cause);
 }
 
 static void straggler_window(struct rule_ctx *c, const struct rule_window *w, void *p)
@@ -644,17 +632,19 @@ static void straggler_window(struct rule_ctx *c, const struct rule_window *w, vo
         rank_set_release(&st->run);
         st->run_dropped = 1;
     }
-    int64_t rank = s.r[v.slow].rank;
+    struct rank_key key = s.r[v.slow].key;
     if (v.lag_pct <= threshold) {
         st->streak = 0;
         rule_status(c, RULE_OK, "the slowest rank works %.0f %% longer than the others", v.lag_pct);
         goto out;
     }
-    st->streak = st->rank == rank ? st->streak + 1 : 1;
-    st->rank = rank;
+    st->streak = !cmp_rank_key(&st->key, &key) ? st->streak + 1 : 1;
+    st->key = key;
     if (st->streak < windows) {
-        rule_status(c, RULE_OK, "rank %lld lagged %.0f %% in %u window(s) of %u", (long long)rank,
-                    v.lag_pct, st->streak, windows);
+        char who[192];
+        key_who(c, who, sizeof(who), &key);
+        rule_status(c, RULE_OK, "%s lagged %.0f %% in %u window(s) of %u", who, v.lag_pct,
+                    st->streak, windows);
         goto out;
     }
     char span[48];
@@ -767,12 +757,8 @@ static void comm_window(struct rule_ctx *c, const struct rule_window *w, void *p
     if (least > threshold) {
         char ev[512];
         window_steps_text(w, -2, ev, sizeof(ev));
-        char who[192] = "the steps without a rank"; /* ranks -1: no rank, and no pid here */
-        const char *node = rules_node_name(c->eng, least_key.node);
-        if (least_key.rank >= 0)
-            snprintf(who, sizeof(who), "rank %lld", (long long)least_key.rank);
-        if (*node) /* an imported run: ranks may repeat across nodes */
-            snprintf(who + strlen(who), sizeof(who) - strlen(who), " on %s", node);
+        char who[192];
+        key_who(c, who, sizeof(who), &least_key);
         rule_fire_range(c, w->t0, w->t1, "node", ev,
                         "collectives take %.0f %% or more of step time on every rank (least: %s, "
                         "%.0f %%; most %.0f %%)",

@@ -15,6 +15,13 @@ directories itself and imports them:
   metadata), 120 steps of 250 ms each: every rank computes 100 ms and waits
   150 ms in the all-reduce, rank 173 computes 200 ms and waits 50 ms.
   Straggler must name rank 173, and only it.
+- 20 nodes of 2 ranks each, files named `<end-us>_<rank>-algo-N_...` as
+  smdebug names them, once with the job's global ranks (0..39) and once with
+  each node's local ranks (0 and 1 on every node, which repeat across
+  nodes); rank 1 of algo-7 (global rank 13) computes twice as long. Straggler
+  keys a rank by its node: `strobe rules` and the import's own findings must
+  name node=algo-7 and that rank, and nothing else (keyed by rank alone, the
+  local ranks of 20 nodes merged into two and the straggler was lost).
 
 Then the report (its data) and the dashboard's API must list all 64 nodes'
 series and all 256 ranks.
@@ -33,6 +40,7 @@ from strobetest import *
 T0 = 1700000040.0  # on a minute: the 120 s span two files per node
 NODES, BOUND = 64, 37
 RANKS, SLOW, STEPS = 256, 173, 120
+JOB_NODES, PER_NODE, SLOW_NODE, SLOW_LOCAL = 20, 2, 7, 1
 
 
 def hour_dir(base, t):
@@ -99,6 +107,47 @@ def write_ranks(base):
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, f"{int(T0)}.algo-1.json"), "w") as f:
         f.write("\n".join(lines) + "\n")
+
+
+def write_job(base, global_ranks):
+    """20 nodes of 2 ranks, one trace file per rank named as smdebug names
+    it: the rank (global, or the node's local one) before the node. Each
+    node's processes have the same pids (5000, 5001), as separate hosts do.
+    Rank 1 of algo-7 works 200 ms a step, the others 100 ms and wait the
+    rest of the 250 ms step in the all-reduce."""
+    start_us = int(T0 * 1e6)
+    d = hour_dir(os.path.join(base, "framework", "pevents"), T0)
+    os.makedirs(d, exist_ok=True)
+    end = 1_000_000 + STEPS * 250_000
+    lines = {}
+    for n in range(1, JOB_NODES + 1):
+        node = f"algo-{n}"
+        for local in range(PER_NODE):
+            rank = (n - 1) * PER_NODE + local if global_ranks else local
+            pid = 5000 + local
+            ev = [{"name": "process_name", "ph": "M", "pid": 0,
+                   "args": {"start_time_since_epoch_in_micros": start_us, "name": "python"}}]
+            slow = n == SLOW_NODE and local == SLOW_LOCAL
+            work = 200_000 if slow else 100_000
+            for k in range(STEPS):
+                t = 1_000_000 + k * 250_000
+                ev.append({"name": "Step:ModeKeys.TRAIN", "ph": "X", "ts": t, "dur": 250_000,
+                           "pid": 0, "tid": pid, "args": {"step_num": k + 1, "pid": pid}})
+                ev.append({"name": "Forward pass", "ph": "X", "ts": t, "dur": work, "pid": 0,
+                           "tid": pid, "args": {"pid": pid}})
+                ev.append({"name": "allreduce", "ph": "X", "ts": t + work,
+                           "dur": 250_000 - work, "pid": 0, "tid": pid, "args": {"pid": pid}})
+            name = f"{start_us + end}_{rank}-{node}_pythontimeline.json"
+            with open(os.path.join(d, name), "w") as f:
+                f.write("[\n" + ",\n".join(json.dumps(e, separators=(",", ":")) for e in ev)
+                        + "\n]\n")
+        lines[node] = [system_line(node, "cpu", f"cpu{c}", "CPUUtilization", 50.0, T0 + 0.5 * k)
+                       for k in range(int((end / 1e6 + 1) / 0.5)) for c in range(2)]
+    d = hour_dir(os.path.join(base, "system", "incremental"), T0)
+    os.makedirs(d, exist_ok=True)
+    for node, ls in lines.items():
+        with open(os.path.join(d, f"{int(T0)}.{node}.json"), "w") as f:
+            f.write("\n".join(ls) + "\n")
 
 
 def import_dir(db, base, name):
@@ -223,5 +272,39 @@ served = sorted(x["rank"] for x in (run or {}).get("ranks", []))
 check("the API lists the steps of all 256 ranks", status == 200 and served == list(range(RANKS)),
       (status, len(served)))
 srv.stop()
+
+# ---- 20 nodes of 2 ranks, one straggler (node, rank) -----------------------------
+for global_ranks in (True, False):
+    kind = "global" if global_ranks else "local"
+    name = f"job20-{kind}"
+    slow_rank = (SLOW_NODE - 1) * PER_NODE + SLOW_LOCAL if global_ranks else SLOW_LOCAL
+    want = [f"node=algo-{SLOW_NODE},rank={slow_rank}"]
+    job = os.path.join(base, name)
+    write_job(job, global_ranks)
+    # the import evaluates the rules and stores their findings
+    p = strobe("import", "sagemaker", "--name", name, "--rules", "Straggler", job, store=db,
+               timeout=300)
+    check(f"{name}: the import exits 0", p.returncode == 0, p.stderr[-800:])
+    check(f"{name}: the import's summary has the Straggler finding",
+          "rules: 1 finding (Straggler)" in p.stdout, p.stdout[-400:])
+    info = show(db, name)
+    procs = [(x.get("comm", "").rsplit("@", 1)[-1], x["rank"]) for x in info["processes"]
+             if x.get("rank") is not None]
+    want_procs = sorted((f"algo-{n}", (n - 1) * PER_NODE + k if global_ranks else k)
+                        for n in range(1, JOB_NODES + 1) for k in range(PER_NODE))
+    check(f"{name}: the import has 40 ranks, 2 on each of 20 nodes", sorted(procs) == want_procs,
+          sorted(procs)[:4])
+    st = [f["scope"] for f in info.get("findings", []) if f["rule"] == "Straggler"]
+    check(f"{name}: the import's findings name rank {slow_rank} of algo-{SLOW_NODE} alone",
+          st == want, st)
+    r = rules_json(db, name)
+    st = [f["scope"] for f in r["findings"] if f["rule"] == "Straggler"]
+    check(f"{name}: strobe rules names rank {slow_rank} of algo-{SLOW_NODE}, and no other",
+          st == want, st)
+    ev = [f["evidence"] for f in r["findings"] if f["rule"] == "Straggler"]
+    check(f"{name}: its evidence names the rank and its node, twice the others' work",
+          ev and f"rank {slow_rank} on algo-{SLOW_NODE} " in ev[0]
+          and "works 100 % longer" in ev[0], ev)
+
 shutil.rmtree(base, ignore_errors=True)
 done()
