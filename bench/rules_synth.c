@@ -8,6 +8,7 @@
  *
  *   build/bench/rules_synth --store PATH [--hours 24] [--hz 10] [--steps 1000000]
  *                           [--seed N] [--name synthetic-24h] [--worker-events]
+ *                           [--procs N]
  *
  * Prints one JSON line: the run id and its sizes (series, points, steps,
  * events, event blocks, store bytes), the nominal step period, how far the
@@ -35,6 +36,13 @@
  *   (in the process tree either way) also write events as the PyTorch capture
  *   records them: one dataloader.worker span per batch, role "dataloader",
  *   new processes every epoch; a seventh event per step.
+ * - with --procs N, N more processes of the job (pids 100000 on, children of
+ *   the training process, comm "filler"), each with its proc.cpu{pid=P}
+ *   series as the process collector writes it (its metadata pid, ppid, comm),
+ *   the k-th (from 0) steady at (k + 1) / 100 % of a core: the last one is
+ *   the busiest. They take no random numbers, so the rest of the run is the
+ *   same with or without them. For the views that list processes (`strobe
+ *   show`'s busiest processes), past any count they might cap.
  *
  * The 100 series (names of docs/metrics.md), 52 for the host and the job and
  * 48 for the GPUs. The list asked for had 110; to make it 100, gpu.power_w and
@@ -451,6 +459,8 @@ struct synth {
     struct series_table series;
     int64_t *series_ids;                                             /* store id per table index */
     uint32_t s_host[H_COUNT], s_core[NCORES], s_gpu[NGPUS][G_COUNT]; /* table indexes */
+    uint32_t nprocs;                                                 /* --procs */
+    uint32_t *s_proc; /* their proc.cpu's table indexes */
     /* what carries over from frame to frame */
     double mem_noise, rss_noise, cache_bytes;
     int64_t restart_ns; /* when the data-loader workers last (re)started */
@@ -857,6 +867,8 @@ static int frame(struct synth *y, int64_t f)
         put(y, y->s_host[H_NET_TX], per_s(tx, iv));
         put(y, y->s_host[H_CG_THROTTLED], per_s(throttled_ns, iv) / 1e7);
         put(y, y->s_host[H_PROC_CPU], per_s(job_ticks * (NS_PER_S / USER_HZ), iv) * 100 / 1e9);
+        for (uint32_t k = 0; k < y->nprocs; k++)
+            put(y, y->s_proc[k], (double)(k + 1) / 100);
     }
 
     /* ---- memory: host and cgroup gauges */
@@ -944,6 +956,17 @@ static int define_series(struct synth *y)
             snprintf(labels, sizeof(labels), "gpu=%d", g);
             rc = series_get(t, gpu_series[i].name, labels, gpu_series[i].unit, &y->s_gpu[g][i]);
         }
+    if (rc == 0 && y->nprocs && !(y->s_proc = calloc(y->nprocs, sizeof(*y->s_proc))))
+        rc = -ENOMEM;
+    for (uint32_t k = 0; rc == 0 && k < y->nprocs; k++) {
+        char meta[128];
+        snprintf(labels, sizeof(labels), "pid=%u", 100000 + k);
+        rc = series_get(t, "proc.cpu", labels, "pct", &y->s_proc[k]);
+        snprintf(meta, sizeof(meta), "{\"pid\":%u,\"ppid\":%d,\"comm\":\"filler\",\"root\":false}",
+                 100000 + k, JOB_PID);
+        if (rc == 0)
+            series_set_meta(t, y->s_proc[k], meta);
+    }
     if (rc < 0)
         return rc;
     series_set_meta(t, y->s_host[H_CG_USED],
@@ -1061,7 +1084,7 @@ static double mono_s(void)
 static void usage(void)
 {
     fprintf(stderr, "usage: rules_synth --store PATH [--hours 24] [--hz 10] [--steps 1000000] "
-                    "[--seed N] [--name synthetic-24h] [--worker-events]\n");
+                    "[--seed N] [--name synthetic-24h] [--worker-events] [--procs N]\n");
     exit(2);
 }
 
@@ -1072,6 +1095,7 @@ int main(int argc, char **argv)
     long long steps = 1000000;
     unsigned long long seed = 1;
     int worker_events = 0;
+    long long procs = 0;
     static const struct option longopts[] = {
         {"store", required_argument, NULL, 'S'},
         {"hours", required_argument, NULL, 'H'},
@@ -1080,6 +1104,7 @@ int main(int argc, char **argv)
         {"seed", required_argument, NULL, 's'},
         {"name", required_argument, NULL, 'N'},
         {"worker-events", no_argument, NULL, 'w'},
+        {"procs", required_argument, NULL, 'p'}, /* N more processes */
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -1108,6 +1133,9 @@ int main(int argc, char **argv)
         case 'w':
             worker_events = 1;
             break;
+        case 'p':
+            procs = strtoll(optarg, &end, 10);
+            break;
         default:
             usage();
         }
@@ -1115,7 +1143,8 @@ int main(int argc, char **argv)
             usage();
     }
     if (!store_path || optind != argc || !(hours > 0 && hours <= 24 * 31) ||
-        !(hz > 0 && hz <= 1000) || steps < 1 || steps > UINT32_MAX / 2)
+        !(hz > 0 && hz <= 1000) || steps < 1 || steps > UINT32_MAX / 2 || procs < 0 ||
+        procs > 1000000)
         usage();
 
     double t0 = mono_s();
@@ -1132,6 +1161,7 @@ int main(int argc, char **argv)
     y->ep_cursor = 0;
     y->restart_ns = INT64_MIN;
     y->nstreams = 1 + (worker_events ? NWORKERS : 0);
+    y->nprocs = (uint32_t)procs;
     for (int i = 0; i < y->nstreams; i++) {
         y->streams[i].pid = JOB_PID + i;
         if (!(y->streams[i].buf = malloc(EVENT_BLOCK_EVENTS * sizeof(struct event))))
@@ -1215,6 +1245,7 @@ int main(int argc, char **argv)
     series_table_release(&y->series);
     event_encoder_release(&y->enc);
     free(y->series_ids);
+    free(y->s_proc);
     for (int i = 0; i < y->nstreams; i++)
         free(y->streams[i].buf);
     free(y->ev_out);

@@ -280,15 +280,24 @@ static void process_role(const struct show_ctx *c, long long pid, char *out, siz
     }
 }
 
+/* The TOP_PROCESSES busiest of every process with a series, however many
+ * there are (a fixed list once stopped at 4096 while saying "N seen"). */
 static void print_processes(const struct show_ctx *c)
 {
-    const struct metric_row *procs[4096];
     size_t n = 0;
-    for (size_t i = 0; i < c->n && n < 4096; i++)
-        if (strcmp(c->rows[i].name, "proc.cpu") == 0 && c->rows[i].labels[0])
-            procs[n++] = &c->rows[i];
+    for (size_t i = 0; i < c->n; i++)
+        n += strcmp(c->rows[i].name, "proc.cpu") == 0 && c->rows[i].labels[0];
     if (!n)
         return;
+    const struct metric_row **procs = malloc(n * sizeof(*procs));
+    if (!procs) {
+        printf("\nbusiest processes (%zu seen): not listed, out of memory\n", n);
+        return;
+    }
+    n = 0;
+    for (size_t i = 0; i < c->n; i++)
+        if (strcmp(c->rows[i].name, "proc.cpu") == 0 && c->rows[i].labels[0])
+            procs[n++] = &c->rows[i];
     qsort(procs, n, sizeof(procs[0]), cmp_cpu_desc);
     printf("\nbusiest processes (%zu seen)\n  %7s %7s  %-16s %-12s %10s %9s %9s %11s\n", n, "PID",
            "PPID", "COMM", "ROLE", "CPU TIME", "CPU MEAN", "CPU MAX", "RSS MAX");
@@ -305,6 +314,7 @@ static void print_processes(const struct show_ctx *c)
                isnan(procs[i]->st.max) ? 0.0 : procs[i]->st.max,
                r ? fmt_bytes(r->st.max, rss, sizeof(rss)) : "-");
     }
+    free(procs);
 }
 
 /* Copy the JSON object at *p (which starts with '{') into out and move *p
