@@ -9,8 +9,10 @@
 #include "common/array.h"
 
 /* The series compare shows, in this order. A labelled series counts only
- * when its labels are exactly one gpu=N: per-process GPU series
- * (gpu=N,pid=P) and per-core CPU series are detail for strobe show. */
+ * when its labels are exactly one gpu=N, or the node of an imported run of
+ * several nodes (node=X, gpu=N,node=X: labels are sorted), whose every
+ * series has one: per-process GPU series (gpu=N,pid=P) and per-core CPU
+ * series are detail for strobe show. */
 static const struct {
     const char *name;
     int per_gpu;
@@ -21,14 +23,21 @@ static const struct {
 
 #define NCOMPARED (sizeof(compared_series) / sizeof(compared_series[0]))
 
+/* Whether labels is "node=X" alone (also when empty: no node). */
+static int node_only(const char *labels)
+{
+    return !*labels || (strncmp(labels, "node=", 5) == 0 && !strchr(labels, ','));
+}
+
 static int compared_index(const struct series_record *sr)
 {
     for (size_t i = 0; i < NCOMPARED; i++) {
         if (strcmp(sr->name, compared_series[i].name) != 0)
             continue;
         if (!compared_series[i].per_gpu)
-            return sr->labels[0] ? -1 : (int)i;
-        int one_gpu = strncmp(sr->labels, "gpu=", 4) == 0 && !strchr(sr->labels, ',');
+            return node_only(sr->labels) ? (int)i : -1;
+        const char *comma = strchr(sr->labels, ',');
+        int one_gpu = strncmp(sr->labels, "gpu=", 4) == 0 && (!comma || node_only(comma + 1));
         return one_gpu ? (int)i : -1;
     }
     return -1;
@@ -58,17 +67,22 @@ static int keep_series(const struct series_record *sr, void *arg)
     }
     struct compare_metric *x = &c->metrics[c->nmetrics];
     memset(x, 0, sizeof(*x));
-    snprintf(x->key, sizeof(x->key), sr->labels[0] ? "%s{%s}" : "%s%s", sr->name, sr->labels);
+    size_t len = strlen(sr->name) + strlen(sr->labels) + 3;
+    if (!(x->key = malloc(len))) {
+        m->rc = -ENOMEM;
+        return 1;
+    }
+    snprintf(x->key, len, sr->labels[0] ? "%s{%s}" : "%s%s", sr->name, sr->labels);
     snprintf(x->unit, sizeof(x->unit), "%s", sr->unit);
     struct series_summary sum = {0};
     /* a second query while the series query steps: SQLite allows it */
     int rc = store_series_stats(m->s, sr->id, m->interval_ns, &sum);
     x->st = sum.st;
+    m->order[c->nmetrics++] = (uint8_t)idx; /* counted, so that its key is freed */
     if (rc < 0) {
         m->rc = rc;
         return 1;
     }
-    m->order[c->nmetrics++] = (uint8_t)idx;
     return 0;
 }
 
@@ -168,6 +182,8 @@ int compare_run_load(struct store *s, const struct run_record *r, struct compare
 void compare_run_release(struct compare_run *c)
 {
     run_record_release(&c->rec);
+    for (uint32_t i = 0; i < c->nmetrics; i++)
+        free(c->metrics[i].key);
     free(c->metrics);
     for (uint32_t i = 0; i < c->nfindings; i++)
         free(c->findings[i]);

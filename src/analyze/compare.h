@@ -29,11 +29,10 @@
 #define COMPARE_PHASE_POINTS   2.0 /* share change, in points, that counts as significant */
 #define COMPARE_STEP_MIN_PCT   1.0 /* step means closer than this are never marked */
 #define COMPARE_METRIC_MIN_PCT 5.0 /* metric means closer than this are never marked */
-#define COMPARE_KEY_MAX        96
 
 /* One summarised series: name, or name{labels}. */
 struct compare_metric {
-    char key[COMPARE_KEY_MAX];
+    char *key; /* malloc'd: a node's name may be long, and a cut key would match another's */
     char unit[16];
     struct point_stats st;
 };
@@ -54,7 +53,8 @@ struct compare_run {
 /*
  * Load what compare shows of run r (copied into out->rec): steps and phases
  * from its framework events, the utilization series (cpu.util, proc.cpu,
- * proc.rss_bytes, mem.used_bytes, gpu.util{gpu=N}, gpu.mem_used_bytes{gpu=N})
+ * proc.rss_bytes, mem.used_bytes, gpu.util{gpu=N}, gpu.mem_used_bytes{gpu=N};
+ * each node's, {node=X} and {gpu=N,node=X}, in an import of several nodes)
  * from its points, and its stored findings (none in a store from before the
  * rules). 0, or negative with s->err set; out is always safe to release.
  */

@@ -250,9 +250,11 @@ static const char *metric_text(double v, const char *unit, char *buf, size_t cap
 static void metric_row(const char *key, const char *stat, const struct compare_run *runs,
                        uint32_t n)
 {
-    char label[COMPARE_KEY_MAX + 8];
-    snprintf(label, sizeof(label), "%s %s", key, stat);
-    emit("  %-*s", LABEL_W - 2, label);
+    struct strbuf label;
+    strbuf_init(&label);
+    strbuf_addf(&label, "%s %s", key, stat);
+    emit("  %-*s", LABEL_W - 2, label.buf);
+    strbuf_release(&label);
     const struct compare_metric *base = compare_run_metric(&runs[0], key);
     for (uint32_t i = 0; i < n; i++) {
         const struct compare_metric *m = compare_run_metric(&runs[i], key);

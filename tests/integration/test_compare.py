@@ -4,8 +4,9 @@ differ in one parameter and in the length of their data phase; the compare
 JSON against `strobe show --json` of each run and against the workload; the
 text's marked difference; the errors."""
 import json
+import os
 
-from strobetest import PYTHON, check, done, near, show, store_path, strobe
+from strobetest import PYTHON, TMP, check, done, near, show, store_path, strobe
 
 # Steps through strobe's Python API: DATA_S waiting for data, then 10 ms
 # forward and 6 ms backward. Run A waits 4 ms (data ~20 % of a step, under
@@ -122,6 +123,45 @@ check("findings: InputBound new", any("InputBound" in l and l.rstrip().endswith(
                                       for l in lines), t.stdout)
 check("within 100 columns", max(len(l) for l in lines) <= 100, max(len(l) for l in lines))
 check("no trailing blanks", all(l == l.rstrip() for l in lines))
+
+# two imports of two nodes each: every series of an import of several nodes
+# has its node's label, and compare once showed none of them (nor said so)
+T0 = 1700000040.0
+
+
+def write_nodes(base, cpu_pct):
+    d = os.path.join(base, "system", "incremental", "2023111422")
+    os.makedirs(d, exist_ok=True)
+    for n in (1, 2):
+        node = f"algo-{n}"
+        lines = []
+        for k in range(60):
+            ts = T0 + 0.5 * k
+            lines += [json.dumps({"Type": "cpu", "Name": f"cpu{c}", "Dimension": "CPUUtilization",
+                                  "Value": cpu_pct * n, "NodeId": node, "Timestamp": ts})
+                      for c in range(2)]
+            lines.append(json.dumps({"Type": "gpu", "Name": "gpu0", "Dimension": "GPUUtilization",
+                                     "Value": 80.0, "NodeId": node, "Timestamp": ts}))
+        with open(os.path.join(d, f"{int(T0)}.{node}.json"), "w") as f:
+            f.write("\n".join(lines) + "\n")
+
+
+for name, pct in (("nodes-a", 20.0), ("nodes-b", 30.0)):
+    write_nodes(os.path.join(TMP, name), pct)
+    p = strobe("import", "sagemaker", "--name", name, "--rules", "none", os.path.join(TMP, name),
+               store=db)
+    check(f"import {name} exits 0", p.returncode == 0, p.stderr)
+c = strobe("compare", "--json", "nodes-a", "nodes-b", store=db)
+check("compare of two imports of two nodes exits 0", c.returncode == 0, c.stderr)
+d = json.loads(c.stdout) if c.returncode == 0 else {"runs": [{}, {}]}
+want = {"cpu.util{node=algo-1}": (20.0, 30.0), "cpu.util{node=algo-2}": (40.0, 60.0),
+        "gpu.util{gpu=0,node=algo-1}": (80.0, 80.0), "gpu.util{gpu=0,node=algo-2}": (80.0, 80.0)}
+got = {k: tuple(r.get("metrics", {}).get(k, {}).get("mean") for r in d["runs"]) for k in want}
+check("compare has every node's CPU and GPU, with their means", got == want, got)
+t = strobe("compare", "nodes-a", "nodes-b", store=db)
+rows = [l.split()[0] for l in t.stdout.splitlines()
+        if l.startswith("  ") and l.split()[1:2] == ["mean"] and "{" in l.split()[0]]
+check("its text has a row for each node's series", sorted(rows) == sorted(want), rows)
 
 # errors: one line each, usage errors 2, a missing run 1
 for name, args, rc in (("one run", ["cmp-a"], 2),
