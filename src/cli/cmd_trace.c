@@ -103,6 +103,14 @@ static int write_trace(struct store *s, const struct run_record *r, const struct
     if (t.corrupt_blocks)
         log_warn("%" PRIu64 " damaged block%s of run %s's series skipped", t.corrupt_blocks,
                  t.corrupt_blocks == 1 ? "" : "s", r->id);
+    if (t.crowded)
+        log_warn("%" PRIu64 " slice%s overlapped more than %d others on one thread: drawn on its "
+                 "last lane, out of their nesting",
+                 t.crowded, t.crowded == 1 ? "" : "s", TRACE_LANES_MAX - 1);
+    if (t.too_deep)
+        log_warn("%" PRIu64 " slice%s nested more than %d deep on one lane: in Perfetto's format "
+                 "the innermost open one ends where a deeper one begins",
+                 t.too_deep, t.too_deep == 1 ? "" : "s", TRACE_DEPTH_MAX);
     if (strcmp(path, "-") != 0)
         log_note("wrote %s: %" PRIu64 " slices, %" PRIu64 " instants, %" PRIu64
                  " counter points, %u findings (%.1f MiB%s)",

@@ -395,10 +395,11 @@ static int add_event(struct trace *t, struct trace_thread *th, const struct even
 }
 
 /* Lanes: each slice goes to the first lane where it nests properly inside
- * what is open there (begins after, ends before its parent). */
-static void assign_lanes(struct trace_thread *th)
+ * what is open there (begins after, ends before its parent). What the lanes
+ * cannot hold is counted into t, for one warning. */
+static void assign_lanes(struct trace *t, struct trace_thread *th)
 {
-    int64_t open[TRACE_LANES_MAX][64]; /* ends of the slices open on each lane */
+    int64_t open[TRACE_LANES_MAX][TRACE_DEPTH_MAX]; /* ends of the slices open on each lane */
     uint32_t depth[TRACE_LANES_MAX] = {0};
     th->lanes = th->nslices ? 1 : 0;
     for (uint32_t i = 0; i < th->nslices; i++) {
@@ -410,11 +411,15 @@ static void assign_lanes(struct trace_thread *th)
             if (l == TRACE_LANES_MAX - 1 || !depth[l] || open[l][depth[l] - 1] >= s->end_ns)
                 break;
         }
+        if (depth[l] && open[l][depth[l] - 1] < s->end_ns)
+            t->crowded++; /* the last lane, and it does not nest there */
         s->lane = (uint8_t)l;
         if (l + 1 > th->lanes)
             th->lanes = (uint8_t)(l + 1);
-        if (depth[l] < 64)
+        if (depth[l] < TRACE_DEPTH_MAX)
             open[l][depth[l]++] = s->end_ns;
+        else
+            t->too_deep++;
     }
 }
 
@@ -443,7 +448,7 @@ static int build_threads(struct trace *t)
         src->n = src->cap = 0;
         array_sort(th->slices, th->nslices, sizeof(*th->slices), cmp_slice);
         array_sort(th->instants, th->ninstants, sizeof(*th->instants), cmp_instant);
-        assign_lanes(th);
+        assign_lanes(t, th);
     }
     return 0;
 }

@@ -65,6 +65,9 @@ struct trace_instant {
  * lanes (Perfetto's begin/end pairs need proper nesting); beyond this many
  * the last lane takes the rest. */
 #define TRACE_LANES_MAX 8
+/* Slices open at once on one lane that Perfetto's writer nests; a deeper
+ * one closes the innermost first. Both limits are counted (struct trace). */
+#define TRACE_DEPTH_MAX 64
 
 struct trace_thread {
     int64_t pid, tid;
@@ -123,7 +126,9 @@ struct trace {
     /* counts of what is in the trace, for the summary line and the tests */
     uint64_t slices, instants, points; /* points: counted as the writer reads them */
     uint64_t corrupt_blocks;           /* blocks that did not decode: skipped */
-    int read_failed; /* a counter's points could not be read: store->err says why */
+    uint64_t crowded;  /* slices on the last lane that do not nest there (drawn out of place) */
+    uint64_t too_deep; /* slices nested deeper than TRACE_DEPTH_MAX on a lane (ended early) */
+    int read_failed;   /* a counter's points could not be read: store->err says why */
 };
 
 /*

@@ -357,7 +357,7 @@ static int slice_end(struct perfetto *w, uint64_t track, int64_t ts_ns)
 static int write_slices(struct perfetto *w, uint32_t ti)
 {
     const struct trace_thread *th = &w->t->threads[ti];
-    int64_t open[TRACE_LANES_MAX][64];
+    int64_t open[TRACE_LANES_MAX][TRACE_DEPTH_MAX];
     uint32_t depth[TRACE_LANES_MAX] = {0};
     int rc = 0;
     for (uint32_t i = 0; i < th->nslices && rc == 0; i++) {
@@ -366,7 +366,7 @@ static int write_slices(struct perfetto *w, uint32_t ti)
         uint64_t track = lane_uuid(w, ti, l);
         while (rc == 0 && depth[l] && open[l][depth[l] - 1] <= s->start_ns)
             rc = slice_end(w, track, open[l][--depth[l]]);
-        if (rc == 0 && depth[l] == 64) /* deeper than kept: close the innermost now */
+        if (rc == 0 && depth[l] == TRACE_DEPTH_MAX) /* deeper than kept: close the innermost now */
             rc = slice_end(w, track, open[l][--depth[l]]);
         named_event(w, TYPE_SLICE_BEGIN, track, s->name, s->cat);
         if (s->cat == TRACE_CAT_STEP)

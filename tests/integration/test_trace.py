@@ -291,4 +291,33 @@ if decoded:
         start_ns + round(x["ts"] * 1000) for x in slices), begin_ts[:3])
     check("the hostile span name is interned intact", SPAN in names.values(), names)
 print(f"# Chrome {len(raw)} bytes, Perfetto {len(pf)} bytes for {len(ev)} events")
+
+# What the lanes cannot hold is said, not left out of sight: on one thread,
+# 12 spans that each overlap the next (staggered, none nesting: 8 lanes take
+# 8, the last lane takes 4 out of their nesting) and 70 spans nested inside
+# each other on their own thread (64 are kept open on a lane).
+CROWD = r"""
+import threading, strobe
+t0 = strobe.monotonic_ns()
+for i in range(12):
+    strobe.complete("overlap", t0 + i * 1000, 20000)
+def deep():
+    for i in range(70):
+        strobe.complete("nest", t0 + i * 100, 100000 - i * 200)
+th = threading.Thread(target=deep)
+th.start()
+th.join()
+"""
+db2 = store_path("crowded.db")
+p = strobe("run", "--quiet", "--no-report", "--", PYTHON, "-c", CROWD, store=db2, timeout=120)
+if check("the crowded workload runs", p.returncode == 0, p.stderr):
+    for fmt, out in (("chrome", "crowd.json"), ("perfetto", "crowd.pftrace")):
+        p = strobe("trace", "--format", fmt, "-o", os.path.join(TMP, out), "last", store=db2)
+        warns = [l for l in p.stderr.splitlines() if "warning" in l]
+        check(f"{fmt}: one warning for the 4 slices past 8 lanes",
+              any(l.count("4 slices overlapped more than 7 others") for l in warns), warns)
+        check(f"{fmt}: one warning for the 6 slices nested past 64",
+              any("6 slices nested more than 64 deep" in l for l in warns), warns)
+        check(f"{fmt}: two warnings in all, exit 0", len(warns) == 2 and p.returncode == 0,
+              (p.returncode, warns))
 done()
