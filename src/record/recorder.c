@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
@@ -71,6 +72,10 @@ struct recorder {
      * SIGPIPE and SIGCHLD (nohup's ignored SIGHUP stays ignored; they had
      * been reset to the default) */
     struct sigaction old_forwarded[N_FORWARDED], old_pipe, old_chld;
+    /* the fd limit strobe was started with, the job's again at exec; strobe
+     * raises its own to the hard limit (a wide tree keeps fds per process) */
+    struct rlimit old_nofile;
+    int nofile_raised;
     pid_t child;
     int child_status;
     int child_done;
@@ -377,6 +382,8 @@ static void exec_child(struct recorder *r, int report_fd)
     sigprocmask(SIG_SETMASK, &r->old_mask, NULL);
     for (size_t i = 0; i < 2; i++)
         log_tee_child_setup(&r->logs[i]);
+    if (r->nofile_raised)
+        setrlimit(RLIMIT_NOFILE, &r->old_nofile);
     if (r->child_env)
         execvpe(r->o->argv[0], r->o->argv, r->child_env);
     else
@@ -885,6 +892,35 @@ static void warn_losses(struct recorder *r)
         log_warn("%llu GPU readings were dropped: the GPU queue was full (the host sampler "
                  "fell behind)",
                  (unsigned long long)gpu_dropped(r));
+    if (r->tree.uncharted)
+        log_warn("%u processes of the job had no series of their own (strobe keeps them for the "
+                 "first %d): they count in the tree's totals (proc.cpu, proc.rss_bytes, ...)",
+                 r->tree.uncharted, PROC_SERIES_MAX);
+    int err;
+    uint32_t unfollowed = proc_tree_unfollowed(&r->tree, &err);
+    if (unfollowed) {
+        struct rlimit rl;
+        if (err == EMFILE && getrlimit(RLIMIT_NOFILE, &rl) == 0)
+            log_warn("%u processes of the job could not be followed all along: strobe ran out "
+                     "of file descriptors (ulimit -n %llu%s)",
+                     unfollowed, (unsigned long long)rl.rlim_cur,
+                     rl.rlim_cur == rl.rlim_max ? ", the hard limit" : "");
+        else
+            log_warn("%u processes of the job could not be followed all along: %s", unfollowed,
+                     err == ENFILE ? "the system's file table is full" : strerror(err));
+    }
+}
+
+/* strobe's own fd limit up to the hard one: the process tree keeps fds per
+ * process (proctree.h). The job gets the one strobe was started with. */
+static void raise_fd_limit(struct recorder *r)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= rl.rlim_max)
+        return;
+    r->old_nofile = rl;
+    rl.rlim_cur = rl.rlim_max;
+    r->nofile_raised = setrlimit(RLIMIT_NOFILE, &rl) == 0;
 }
 
 static void summary(struct recorder *r, int final_rc)
@@ -981,6 +1017,7 @@ int recorder_run(const struct recorder_opts *o)
     batch_init(&r.batch);
     run_record_init(&r.run);
     int exit_status = RECORDER_EXIT_SELF;
+    raise_fd_limit(&r); /* before the tree sets its fd budget */
     proc_tree_init(&r.tree, &r.env);
     if (series_table_init(&r.series) < 0 || open_roots(&r) < 0 ||
         choose_proc_source(&r.tree, o->proc_source) < 0 || open_store_and_run(&r) < 0)

@@ -194,10 +194,30 @@ static __always_inline void add_runq(struct procbpf_proc *o, struct task_struct 
     *seen = now;
 }
 
-/* The children of one thread (only thread-group leaders are linked there). */
+/* Thread tid of pids[parent] had children the run did not list: the
+ * recorder reads its children file. */
+static __always_inline void cut_thread(struct procbpf_shared *s, s32 parent, s32 tid)
+{
+    u32 j = s->ncut;
+    if (j >= PROCBPF_MAX_CUT) {
+        s->kids_lost = 1; /* the recorder looks everywhere */
+        return;
+    }
+    s->cut[j].parent = parent;
+    s->cut[j].tid = tid;
+    s->ncut = j + 1;
+}
+
+/* The children of one thread (only thread-group leaders are linked there),
+ * of pids[parent]. Once the list is full, a run's first process has the
+ * thread cut, so that a run again from it would not fill it the same way;
+ * a later one ends the listing (kids_from), and the recorder runs again
+ * from there. */
 static __always_inline void list_children(struct procbpf_shared *s, struct task_struct *t,
                                           s32 parent)
 {
+    if (s->kids_from < s->n)
+        return; /* the list filled at an earlier process */
     u64 head = (u64)&t->children;
     u64 sibling_off = bpf_core_field_offset(struct task_struct, sibling);
     u64 pos = (u64)BPF_CORE_READ(t, children.next);
@@ -208,13 +228,16 @@ static __always_inline void list_children(struct procbpf_shared *s, struct task_
         if (!pos || pos == head)
             break;
         if (*k == PROCBPF_MAX_CHILDREN_PER_THREAD - 1) {
-            s->kids_lost = 1; /* more than one walk may take */
+            cut_thread(s, parent, t->pid); /* more than one walk may take */
             break;
         }
         struct task_struct *c = (struct task_struct *)(pos - sibling_off);
         u32 j = s->nkids;
         if (j >= PROCBPF_MAX_KIDS) {
-            s->kids_lost = 1;
+            if (parent == 0)
+                cut_thread(s, parent, t->pid);
+            else
+                s->kids_from = (u32)parent;
             break;
         }
         s->kids[j].parent = parent;
@@ -297,12 +320,15 @@ int read_tree(void *ctx)
         return 1;
     if (s->op == PROCBPF_FIND_CPUS)
         return find_cpu_offsets(s);
-    s->nkids = 0;
-    s->kids_lost = 0;
-    s->read_ns = bpf_ktime_get_ns(); /* the counters' time, whenever the syscall ran */
     u32 n = s->n;
     if (n > PROCBPF_MAX_PROCS)
         n = PROCBPF_MAX_PROCS;
+    s->n = n;
+    s->nkids = 0;
+    s->kids_lost = 0;
+    s->kids_from = n;
+    s->ncut = 0;
+    s->read_ns = bpf_ktime_get_ns(); /* the counters' time, whenever the syscall ran */
     struct bpf_iter_num it;
     int *ip;
     bpf_iter_num_new(&it, 0, (int)n);

@@ -115,6 +115,9 @@ int procbpf_read(struct procbpf *b, const pid_t *pids, uint32_t n, uint32_t kids
     out->proc = s->out;
     out->kids = s->kids;
     out->nkids = s->nkids < PROCBPF_MAX_KIDS ? s->nkids : PROCBPF_MAX_KIDS;
+    out->kids_from = s->kids_from < n ? s->kids_from : n;
+    out->cut = s->cut;
+    out->ncut = s->ncut < PROCBPF_MAX_CUT ? s->ncut : PROCBPF_MAX_CUT;
     out->kids_lost = s->kids_lost != 0;
     out->read_ns = (int64_t)s->read_ns;
     return 0;

@@ -38,7 +38,12 @@ struct procbpf_result {
     const struct procbpf_proc *proc; /* n of them, in the order of pids */
     const struct procbpf_kid *kids;  /* children of their threads */
     uint32_t nkids;
-    int kids_lost;   /* more children than listed: look in procfs too */
+    /* pids[kids_from..n) had their children listed in part or not at all:
+     * run again from there (kids_only n - kids_from); n when all were */
+    uint32_t kids_from;
+    const struct procbpf_cut *cut; /* threads whose children files hold more */
+    uint32_t ncut;
+    int kids_lost;   /* more threads were cut than listed: look in procfs everywhere */
     int64_t read_ns; /* CLOCK_MONOTONIC as the program began to read */
 };
 int procbpf_read(struct procbpf *b, const pid_t *pids, uint32_t n, uint32_t kids_only,

@@ -9,11 +9,17 @@
 
 /* Processes one run of the program reads; more are read in several runs. */
 #define PROCBPF_MAX_PROCS 1024
-/* Children listed in one run, and walked per thread: past either the run
- * says so (kids_lost) and the recorder looks for children through procfs
- * that frame. Far above what a training job has. */
+/* Children listed in one run, and walked per thread. When the list fills
+ * while a run's first process is walked, or a thread has more children than
+ * one walk takes, that thread is cut (cut[]) and the recorder reads its
+ * children file; when it fills at a later process, listing stops there
+ * (kids_from) and the recorder runs the program again from that process,
+ * for children only. Far above what a training job has. */
 #define PROCBPF_MAX_KIDS                4096
 #define PROCBPF_MAX_CHILDREN_PER_THREAD 4096
+/* Threads cut in one run; past them kids_lost, and the recorder looks for
+ * children through procfs everywhere that frame. */
+#define PROCBPF_MAX_CUT 64
 /* CPUs whose share of the RSS counters the program sums; on a machine with
  * more online, the RSS comes from statm. */
 #define PROCBPF_MAX_CPUS 1024
@@ -48,10 +54,20 @@ struct procbpf_kid {
     __s32 pid;
 };
 
+/* A thread whose children the run did not all list. */
+struct procbpf_cut {
+    __s32 parent; /* index into pids[] of its process */
+    __s32 tid;
+};
+
 struct procbpf_shared {
     __u32 n;         /* in: pids[0..n) to read */
     __u32 nkids;     /* out: kids[0..nkids) */
-    __u32 kids_lost; /* out: children past PROCBPF_MAX_KIDS were not listed */
+    __u32 kids_lost; /* out: more threads were cut than cut[] holds */
+    /* out: pids[kids_from..n) had their children listed in part or not at
+     * all (the list was full); n when every process's were */
+    __u32 kids_from;
+    __u32 ncut; /* out: cut[0..ncut) */
     /* in: pids[0..kids_only) are walked for their children only; their own
      * readings are left unread (pid and found only) */
     __u32 kids_only;
@@ -67,6 +83,7 @@ struct procbpf_shared {
     __s32 pids[PROCBPF_MAX_PROCS];
     struct procbpf_proc out[PROCBPF_MAX_PROCS];
     struct procbpf_kid kids[PROCBPF_MAX_KIDS];
+    struct procbpf_cut cut[PROCBPF_MAX_CUT];
 };
 
 #endif

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,10 +33,25 @@ int proc_source_parse(const char *s)
     return -1;
 }
 
+/* The fds the tree may keep: the soft RLIMIT_NOFILE less a reserve for the
+ * rest of strobe (store, collectors, the GPU driver's devices, the files a
+ * reading past the budget opens for a moment). */
+static uint32_t fd_budget(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+        return 0;
+    uint64_t cur = rl.rlim_cur == RLIM_INFINITY ? UINT32_MAX : (uint64_t)rl.rlim_cur;
+    uint64_t reserve = cur / 16 + (cur / 2 < 256 ? cur / 2 : 256);
+    uint64_t budget = cur - reserve;
+    return budget > UINT32_MAX / 2 ? UINT32_MAX / 2 : (uint32_t)budget;
+}
+
 int proc_tree_init(struct proc_tree *t, const struct sample_env *env)
 {
     memset(t, 0, sizeof(*t));
     t->env = env;
+    t->fd_budget = fd_budget();
     t->self_children = (struct pfile)PFILE_INIT;
     struct timespec boot, mono;
     if (clock_gettime(CLOCK_BOOTTIME, &boot) == 0 && clock_gettime(CLOCK_MONOTONIC, &mono) == 0)
@@ -44,13 +60,100 @@ int proc_tree_init(struct proc_tree *t, const struct sample_env *env)
     return 0;
 }
 
-static void entry_close(struct proc_entry *e)
+/* ---- file descriptors ------------------------------------------------------
+ * Every fd an entry keeps is counted in t->fds, against t->fd_budget. */
+
+/* Whether the entries may keep n more fds. */
+static int fds_allow(const struct proc_tree *t, uint32_t n)
+{
+    return t->fds + n <= t->fd_budget;
+}
+
+/* The fds an entry of the tree's source keeps: its /proc/PID and what is
+ * read each frame (through BPF statm, where the program does not sum the
+ * RSS itself). */
+static uint32_t entry_cost(const struct proc_tree *t)
+{
+    return t->bpf ? 2 : 1 + PF_COUNT;
+}
+
+/* Whether a failure is want of fds or memory, not a process gone. */
+static int short_of(int rc)
+{
+    return rc == -EMFILE || rc == -ENFILE || rc == -ENOMEM;
+}
+
+/* Open e's /proc/PID and keep it. 0 or -errno. */
+static int entry_open_dir(struct proc_tree *t, struct proc_entry *e)
+{
+    if (e->dirfd >= 0)
+        return 0;
+    char path[32];
+    snprintf(path, sizeof(path), "%d", (int)e->pid);
+    e->dirfd = openat(t->env->proc_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (e->dirfd < 0)
+        return -errno;
+    t->fds++;
+    return 0;
+}
+
+/* Open file k of e, rel under its /proc/PID: relative to its kept fd, else
+ * through the proc root. 0 or -errno. */
+static int entry_file_open(struct proc_tree *t, struct proc_entry *e, int k, const char *rel)
+{
+    int rc;
+    if (e->dirfd >= 0) {
+        rc = pfile_open(&e->f[k], e->dirfd, rel);
+    } else {
+        char path[96];
+        snprintf(path, sizeof(path), "%d/%s", (int)e->pid, rel);
+        rc = pfile_open(&e->f[k], t->env->proc_fd, path);
+    }
+    if (rc == 0)
+        t->fds++;
+    return rc;
+}
+
+/* Close file k of e, keeping its buffer. */
+static void entry_file_close(struct proc_tree *t, struct proc_entry *e, int k)
+{
+    if (e->f[k].fd < 0)
+        return;
+    pfile_close(&e->f[k]);
+    t->fds--;
+}
+
+/* Close every fd of e, keeping the buffers. */
+static void entry_close(struct proc_tree *t, struct proc_entry *e)
 {
     for (int i = 0; i < PF_COUNT; i++)
-        pfile_close(&e->f[i]);
-    if (e->dirfd >= 0)
+        entry_file_close(t, e, i);
+    if (e->dirfd >= 0) {
         close(e->dirfd);
+        t->fds--;
+    }
     e->dirfd = -1;
+}
+
+/* A reading of e failed for want of fds or memory: counted once. */
+static void entry_lost(struct proc_tree *t, struct proc_entry *e, int rc)
+{
+    t->unfollowed += !e->lost;
+    t->unfollowed_err = -rc;
+    e->lost = 1;
+}
+
+/* A process or a children file could not be taken in this frame. */
+static void untracked(struct proc_tree *t, int rc)
+{
+    t->untracked++;
+    t->unfollowed_err = -rc;
+}
+
+uint32_t proc_tree_unfollowed(const struct proc_tree *t, int *err)
+{
+    *err = t->unfollowed_err;
+    return t->unfollowed + t->untracked_peak;
 }
 
 static void entry_free_buffers(struct proc_entry *e)
@@ -65,7 +168,7 @@ static void entry_free_buffers(struct proc_entry *e)
 void proc_tree_release(struct proc_tree *t)
 {
     for (uint32_t i = 0; i < t->n; i++) {
-        entry_close(&t->e[i]);
+        entry_close(t, &t->e[i]);
         entry_free_buffers(&t->e[i]);
     }
     /* slots past n keep buffers for reuse */
@@ -77,6 +180,7 @@ void proc_tree_release(struct proc_tree *t)
     procbpf_close(t->bpf);
     free(t->bpf_pids);
     free(t->bpf_kids);
+    free(t->bpf_cuts);
     memset(t, 0, sizeof(*t));
 }
 
@@ -219,20 +323,39 @@ static int entry_read(struct proc_entry *e, long page_bytes)
     return 0;
 }
 
-/* The files only the procfs source reads: opened with the entry when that
- * is the source, else only if BPF ever fails mid-run. 0 or -errno (stat). */
-static int entry_open_procfs(struct proc_entry *e)
+/* The files only the procfs source reads (statm too, which BPF reads only
+ * where it does not sum the RSS): opened with the entry when that is the
+ * source, else only if BPF fails mid-run. The children file only for an
+ * entry that keeps its files (discovery reads the others' by name). 0 or
+ * -errno (stat). */
+static int entry_open_procfs(struct proc_tree *t, struct proc_entry *e)
 {
-    int rc = pfile_open(&e->f[PF_STAT], e->dirfd, "stat");
+    int rc = entry_file_open(t, e, PF_STAT, "stat");
     if (rc < 0)
         return rc;
     /* the rest may fail (io needs ptrace access): those series stay empty */
-    pfile_open(&e->f[PF_IO], e->dirfd, "io");
-    pfile_open(&e->f[PF_SCHEDSTAT], e->dirfd, "schedstat");
-    char path[64];
-    snprintf(path, sizeof(path), "task/%d/children", (int)e->pid);
-    pfile_open(&e->f[PF_CHILDREN], e->dirfd, path);
+    if (e->f[PF_IO].fd < 0)
+        entry_file_open(t, e, PF_IO, "io");
+    if (e->f[PF_STATM].fd < 0)
+        entry_file_open(t, e, PF_STATM, "statm");
+    if (e->f[PF_SCHEDSTAT].fd < 0)
+        entry_file_open(t, e, PF_SCHEDSTAT, "schedstat");
+    if (e->kept && e->f[PF_CHILDREN].fd < 0) {
+        char path[64];
+        snprintf(path, sizeof(path), "task/%d/children", (int)e->pid);
+        entry_file_open(t, e, PF_CHILDREN, path);
+    }
     return 0;
+}
+
+/* Under BPF, after a procfs reading (the fallback): the files BPF does not
+ * need go, lest they take the budget's room. */
+static void entry_close_procfs(struct proc_tree *t, struct proc_entry *e)
+{
+    entry_file_close(t, e, PF_STAT);
+    entry_file_close(t, e, PF_IO);
+    entry_file_close(t, e, PF_SCHEDSTAT);
+    entry_file_close(t, e, PF_CHILDREN);
 }
 
 static uint64_t ticks_ns(const struct proc_tree *t, uint64_t ticks)
@@ -240,14 +363,28 @@ static uint64_t ticks_ns(const struct proc_tree *t, uint64_t ticks)
     return ticks * (uint64_t)(NS_PER_S / t->env->ticks_per_s);
 }
 
-/* Read one process through procfs: 0, or -ESRCH once it has been reaped. */
+/* Read one process through procfs: 0, -ESRCH once it has been reaped (or
+ * its pid names another process), or -EMFILE/-ENFILE/-ENOMEM when its
+ * files could not be opened. An entry past the fd budget opens them for
+ * this reading and closes them after; one found when the budget has room
+ * again keeps them from now on. */
 static int entry_read_procfs(struct proc_tree *t, struct proc_entry *e)
 {
-    int rc = e->f[PF_STAT].fd >= 0 ? 0 : entry_open_procfs(e);
+    if (!e->kept && !t->bpf && fds_allow(t, entry_cost(t)) && entry_open_dir(t, e) == 0)
+        e->kept = 1; /* its starttime, checked below, shows the same process */
+    int rc = e->f[PF_STAT].fd >= 0 ? 0 : entry_open_procfs(t, e);
     if (rc == 0)
         rc = entry_read(e, t->env->page_bytes);
+    if (rc == 0 && e->start_ticks && e->st.starttime != e->start_ticks)
+        rc = -ESRCH; /* read by name: the pid names another process now */
+    if (!e->kept)
+        entry_close(t, e);
+    else if (t->bpf)
+        entry_close_procfs(t, e);
     if (rc < 0)
         return rc;
+    e->start_ticks = e->st.starttime;
+    e->unread = 0;
     e->cpu_ns = ticks_ns(t, e->st.utime + e->st.stime);
     e->child_cpu_ns = ticks_ns(t, e->st.cutime + e->st.cstime);
     /* under BPF (this a fallback) the program keeps each thread's last
@@ -261,6 +398,22 @@ static int entry_read_procfs(struct proc_tree *t, struct proc_entry *e)
     return 0;
 }
 
+/* statm's resident pages of e (BPF did not sum them): through its kept
+ * file, opened at the first need; by name for an entry past the budget.
+ * 0 or -errno. */
+static int entry_read_statm(struct proc_tree *t, struct proc_entry *e, uint64_t *pages)
+{
+    if (e->f[PF_STATM].fd < 0) {
+        int rc = entry_file_open(t, e, PF_STATM, "statm");
+        if (rc < 0)
+            return rc;
+    }
+    int rc = pfile_read_statm(&e->f[PF_STATM], pages);
+    if (!e->kept)
+        entry_file_close(t, e, PF_STATM);
+    return rc;
+}
+
 /* Take what the BPF program read of e; the RSS from statm where the program
  * did not sum it (rss_ok 0). -ESRCH when the process is gone,
  * or its pid now names another one. */
@@ -268,6 +421,7 @@ static int entry_take_bpf(struct proc_tree *t, struct proc_entry *e, const struc
 {
     if (!p->found || (e->start_ns && p->start_ns != e->start_ns))
         return -ESRCH;
+    e->unread = 0;
     e->start_ns = p->start_ns;
     e->born_mono_ns = (int64_t)p->start_ns; /* task->start_time is CLOCK_MONOTONIC */
     size_t n = strnlen(p->comm, sizeof(p->comm));
@@ -289,7 +443,7 @@ static int entry_take_bpf(struct proc_tree *t, struct proc_entry *e, const struc
     uint64_t pages;
     if (p->rss_ok)
         e->rss_bytes = p->rss_pages * (uint64_t)t->env->page_bytes;
-    else if (pfile_read_statm(&e->f[PF_STATM], &pages) == 0)
+    else if (entry_read_statm(t, e, &pages) == 0)
         e->rss_bytes = pages * (uint64_t)t->env->page_bytes;
     else
         e->rss_bytes = 0; /* a zombie: no memory left */
@@ -307,29 +461,37 @@ static int entry_refresh(struct proc_tree *t, struct proc_entry *e)
     return entry_take_bpf(t, e, &r.proc[0]);
 }
 
+/* Open what e keeps, where the budget has room; past it (or where the fds
+ * ran out) nothing, and each reading opens its files. 0 or -errno. */
 static int entry_open(struct proc_tree *t, struct proc_entry *e, pid_t pid)
 {
-    char path[64];
-    snprintf(path, sizeof(path), "%d", (int)pid);
-    e->dirfd = openat(t->env->proc_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (e->dirfd < 0)
-        return -errno;
     e->pid = pid;
-    pfile_open(&e->f[PF_STATM], e->dirfd, "statm"); /* both sources read it */
-    int rc = t->bpf ? 0 : entry_open_procfs(e);
-    if (rc < 0)
-        entry_close(e);
-    return rc;
+    e->kept = fds_allow(t, entry_cost(t)) ? 1 : 0;
+    if (!e->kept)
+        return 0;
+    int rc = entry_open_dir(t, e);
+    if (rc == 0 && !t->bpf)
+        rc = entry_open_procfs(t, e);
+    if (rc < 0) {
+        entry_close(t, e);
+        e->kept = 0;
+    }
+    return short_of(rc) ? 0 : rc; /* short: read by name, if that can be */
 }
 
-/* Start tracking pid; snap is what BPF read of it already, or NULL. */
+/* Start tracking pid; snap is what BPF read of it already, or NULL. A
+ * process that cannot be read for want of fds or memory is tracked
+ * unread (counted, and read once it can be). NULL when it is gone or
+ * cannot be tracked at all. */
 static struct proc_entry *tree_add(struct proc_tree *t, pid_t pid, const struct procbpf_proc *snap)
 {
     if (t->n == t->cap) {
         uint32_t cap = t->cap ? t->cap * 2 : 16;
         struct proc_entry *e = realloc(t->e, cap * sizeof(*e));
-        if (!e)
+        if (!e) {
+            untracked(t, -ENOMEM);
             return NULL;
+        }
         for (uint32_t i = t->cap; i < cap; i++) {
             memset(&e[i], 0, sizeof(e[i]));
             e[i].dirfd = -1;
@@ -350,14 +512,21 @@ static struct proc_entry *tree_add(struct proc_tree *t, pid_t pid, const struct 
     e->thr = thr;
     e->thr_cap = thr_cap;
     e->dirfd = -1;
-    if (entry_open(t, e, pid) < 0 ||
-        (snap ? entry_take_bpf(t, e, snap) : entry_refresh(t, e)) < 0) {
-        entry_close(e);
+    int rc = entry_open(t, e, pid);
+    if (rc == 0)
+        rc = snap ? entry_take_bpf(t, e, snap) : entry_refresh(t, e);
+    if (rc < 0 && !short_of(rc)) {
+        entry_close(t, e);
         return NULL;
+    }
+    if (rc < 0) {
+        e->unread = 1;
+        entry_lost(t, e, rc);
     }
     snprintf(e->comm, sizeof(e->comm), "%s", e->st.comm);
     if (index_add(t, t->n + 1) < 0) {
-        entry_close(e);
+        untracked(t, -ENOMEM);
+        entry_close(t, e);
         return NULL;
     }
     t->n++;
@@ -376,7 +545,7 @@ static void tree_remove(struct proc_tree *t, uint32_t i)
         for (size_t k = 0; k < sizeof(s) / sizeof(s[0]); k++)
             series_retire(t->series, s[k]);
     }
-    entry_close(e);
+    entry_close(t, e);
     index_delete(t, e->pid);
     t->n--;
     if (i != t->n) {
@@ -431,8 +600,10 @@ void proc_tree_reap_prepare(struct proc_tree *t, pid_t pid)
         e = tree_add(t, pid, NULL); /* an orphan that came and went between samples */
     if (!e)
         return;
-    entry_refresh(t, e); /* a zombie still shows its whole group's final totals */
-    if (!t->series) {    /* the proc collector is off: no frame will emit it */
+    int rc = entry_refresh(t, e); /* a zombie still shows its whole group's final totals */
+    if (short_of(rc))
+        entry_lost(t, e, rc);
+    if (!t->series) { /* the proc collector is off: no frame will emit it */
         totals_add_entry(&t->reaped, e);
         tree_remove(t, (uint32_t)(e - t->e));
         return;
@@ -450,9 +621,25 @@ static void discover_one(pid_t pid, void *arg)
     tree_add(t, pid, NULL);
 }
 
-static void read_children(struct proc_tree *t, struct pfile *f)
+/* The children list of entry who (-1: the recorder's own) could not be
+ * read for want of fds or memory: that process was not followed all along. */
+static void list_lost(struct proc_tree *t, int64_t who, int rc)
 {
-    if (f->fd < 0 || pfile_read(f) < 0)
+    if (who >= 0)
+        entry_lost(t, &t->e[who], rc);
+    else
+        untracked(t, rc);
+}
+
+/* Track the children f, entry who's list, holds. */
+static void read_children(struct proc_tree *t, struct pfile *f, int64_t who)
+{
+    if (f->fd < 0)
+        return;
+    int rc = pfile_read(f);
+    if (short_of(rc))
+        list_lost(t, who, rc);
+    if (rc < 0)
         return;
     /* discover_one may grow t->e, moving the struct f lives in (not its
      * heap buffer): take the buffer first */
@@ -520,14 +707,54 @@ static void threads_prune(struct proc_tree *t, struct proc_entry *e)
     e->nthr = n;
 }
 
+/* Track the children that file path, relative to dirfd, entry who's
+ * list, holds: opened into scratch for this read. */
+static void read_children_at(struct proc_tree *t, int dirfd, const char *path,
+                             struct pfile *scratch, int64_t who)
+{
+    int rc = pfile_open(scratch, dirfd, path);
+    if (rc == 0)
+        read_children(t, scratch, who); /* may move t->e, not scratch */
+    else if (short_of(rc))
+        list_lost(t, who, rc);
+    pfile_close(scratch);
+}
+
+/* The children of entry i's main thread: from its kept file, else (BPF, or
+ * past the fd budget) from the file opened by name. */
+static void read_main_children(struct proc_tree *t, uint32_t i, struct pfile *scratch)
+{
+    struct proc_entry *e = &t->e[i];
+    if (e->f[PF_CHILDREN].fd >= 0) {
+        read_children(t, &e->f[PF_CHILDREN], i);
+        return;
+    }
+    char path[64];
+    if (e->dirfd >= 0) {
+        snprintf(path, sizeof(path), "task/%d/children", (int)e->pid);
+        read_children_at(t, e->dirfd, path, scratch, i);
+    } else {
+        snprintf(path, sizeof(path), "%d/task/%d/children", (int)e->pid, (int)e->pid);
+        read_children_at(t, t->env->proc_fd, path, scratch, i);
+    }
+}
+
 /* Walk every thread of entry i but the main one, once a second: the
  * children of threads other than the main one appear only in that thread's
  * children file, and each thread's run-queue wait is in its schedstat. */
 static void scan_thread_children(struct proc_tree *t, uint32_t i, struct pfile *scratch)
 {
-    int taskfd = openat(t->e[i].dirfd, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (taskfd < 0)
+    char task[32];
+    snprintf(task, sizeof(task), "%d/task", (int)t->e[i].pid);
+    int taskfd = t->e[i].dirfd >= 0
+                     ? openat(t->e[i].dirfd, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+                     : openat(t->env->proc_fd, task, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (taskfd < 0) {
+        int rc = -errno;
+        if (short_of(rc))
+            entry_lost(t, &t->e[i], rc);
         return;
+    }
     char dents[4096];
     pid_t pid = t->e[i].pid;
     uint32_t hint = 0;
@@ -542,9 +769,7 @@ static void scan_thread_children(struct proc_tree *t, uint32_t i, struct pfile *
                 continue;
             char path[64];
             snprintf(path, sizeof(path), "%ld/children", tid);
-            if (pfile_open(scratch, taskfd, path) == 0)
-                read_children(t, scratch); /* may move t->e: i stays */
-            pfile_close(scratch);
+            read_children_at(t, taskfd, path, scratch, i); /* may move t->e: i stays */
             if (!t->bpf) /* BPF reads every thread's wait itself */
                 thread_wait_read(t, i, taskfd, (pid_t)tid, scratch, &hint);
         }
@@ -555,11 +780,11 @@ static void scan_thread_children(struct proc_tree *t, uint32_t i, struct pfile *
 
 static void discover(struct proc_tree *t, int walk, struct pfile *scratch)
 {
-    read_children(t, &t->self_children);
+    read_children(t, &t->self_children, -1);
     /* entries appended during the loop are walked too: a new child's own
      * children are found in the same sample */
     for (uint32_t i = 0; i < t->n; i++) {
-        read_children(t, &t->e[i].f[PF_CHILDREN]);
+        read_main_children(t, i, scratch);
         if (walk)
             scan_thread_children(t, i, scratch);
     }
@@ -812,31 +1037,102 @@ static void bpf_note_kid(struct proc_tree *t, pid_t pid, uint32_t *nkids)
             return;
     if (pids_reserve(&t->bpf_kids, &t->bpf_kids_cap, *nkids + 1) == 0)
         t->bpf_kids[(*nkids)++] = pid;
+    else
+        untracked(t, -ENOMEM);
+}
+
+/* Keep a thread a run cut: its children file is read once the runs are
+ * done. 0, or -ENOMEM (the frame then looks everywhere). */
+static int bpf_note_cut(struct proc_tree *t, pid_t pid, pid_t tid, uint32_t *ncuts)
+{
+    if (*ncuts == t->bpf_cuts_cap) {
+        uint32_t cap = t->bpf_cuts_cap ? 2 * t->bpf_cuts_cap : 8;
+        struct proc_cut *c = realloc(t->bpf_cuts, cap * sizeof(*c));
+        if (!c)
+            return -ENOMEM;
+        t->bpf_cuts = c;
+        t->bpf_cuts_cap = cap;
+    }
+    t->bpf_cuts[(*ncuts)++] = (struct proc_cut){pid, tid};
+    return 0;
+}
+
+struct kid_note {
+    struct proc_tree *t;
+    uint32_t *nkids;
+};
+
+static void note_kid(pid_t pid, void *arg)
+{
+    struct kid_note *k = arg;
+    bpf_note_kid(k->t, pid, k->nkids);
+}
+
+/* The children of the threads the runs cut, from their children files
+ * (through scratch), into bpf_kids. */
+static void bpf_read_cuts(struct proc_tree *t, uint32_t ncuts, uint32_t *nkids,
+                          struct pfile *scratch)
+{
+    struct kid_note k = {t, nkids};
+    for (uint32_t i = 0; i < ncuts; i++) {
+        char path[64];
+        snprintf(path, sizeof(path), "%d/task/%d/children", (int)t->bpf_cuts[i].pid,
+                 (int)t->bpf_cuts[i].tid);
+        int rc = pfile_open(scratch, t->env->proc_fd, path);
+        if (rc == 0)
+            rc = pfile_read(scratch);
+        if (rc == 0) {
+            parse_pid_list(scratch->buf, scratch->len, note_kid, &k);
+        } else if (short_of(rc)) {
+            struct proc_entry *e = proc_tree_find(t, t->bpf_cuts[i].pid);
+            list_lost(t, e ? e - t->e : -1, rc);
+        }
+        pfile_close(scratch);
+    }
 }
 
 /* Run the program over pids[0..n), in as many runs as it takes, the first
  * kids_only for their children only. take(i, p) gets each process read; the
- * children found are collected in bpf_kids. Returns the number of
- * children, or -errno (the frame then reads procfs). */
+ * children found are collected in bpf_kids: those a run listed (a run
+ * whose list filled is followed by runs for children only from where it
+ * stopped), and those of the threads it cut, from their children files.
+ * *lost is set when the runs cut more threads than they could say. Returns
+ * the number of children, or -errno (the frame then reads procfs). */
 static int bpf_read_all(struct proc_tree *t, const pid_t *pids, uint32_t n, uint32_t kids_only,
                         void (*take)(struct proc_tree *, uint32_t, const struct procbpf_proc *),
-                        int *lost, int64_t *read_ns)
+                        int *lost, int64_t *read_ns, struct pfile *scratch)
 {
-    uint32_t nkids = 0;
+    uint32_t nkids = 0, ncuts = 0;
     for (uint32_t off = 0; off < n; off += PROCBPF_MAX_PROCS) {
-        uint32_t m = n - off < PROCBPF_MAX_PROCS ? n - off : PROCBPF_MAX_PROCS;
+        uint32_t end = n - off < PROCBPF_MAX_PROCS ? n : off + PROCBPF_MAX_PROCS;
         struct procbpf_result r;
-        int rc = procbpf_read(t->bpf, pids + off, m, kids_only > off ? kids_only - off : 0, &r);
+        int rc =
+            procbpf_read(t->bpf, pids + off, end - off, kids_only > off ? kids_only - off : 0, &r);
         if (rc < 0)
             return rc;
         if (!off && read_ns)
             *read_ns = r.read_ns;
-        for (uint32_t j = 0; j < m; j++)
-            take(t, off + j, &r.proc[j]);
-        for (uint32_t k = 0; k < r.nkids; k++)
-            bpf_note_kid(t, r.kids[k].pid, &nkids);
-        *lost |= r.kids_lost;
+        for (uint32_t j = off; j < end; j++)
+            take(t, j, &r.proc[j - off]);
+        /* this run's children, then those of the runs from where it stopped
+         * (each stops one process on at least: its first cuts instead) */
+        for (uint32_t from = off;;) {
+            for (uint32_t k = 0; k < r.nkids; k++)
+                bpf_note_kid(t, r.kids[k].pid, &nkids);
+            for (uint32_t c = 0; c < r.ncut; c++) {
+                uint32_t at = from + (uint32_t)r.cut[c].parent;
+                if (at < end && bpf_note_cut(t, pids[at], r.cut[c].tid, &ncuts) < 0)
+                    *lost = 1; /* no memory to keep it: the frame looks everywhere */
+            }
+            *lost |= r.kids_lost;
+            if (r.kids_from >= end - from || r.kids_from == 0)
+                break;
+            from += r.kids_from;
+            if ((rc = procbpf_read(t->bpf, pids + from, end - from, end - from, &r)) < 0)
+                return rc;
+        }
     }
+    bpf_read_cuts(t, ncuts, &nkids, scratch);
     return (int)nkids;
 }
 
@@ -863,7 +1159,7 @@ static void take_new(struct proc_tree *t, uint32_t i, const struct procbpf_proc 
 
 /* One frame through BPF: every tracked process and every thread's children
  * in one run, then the children found (and theirs) in a few more. */
-static int bpf_frame(struct proc_tree *t)
+static int bpf_frame(struct proc_tree *t, struct pfile *scratch)
 {
     uint32_t n = t->n + 1;
     if (pids_reserve(&t->bpf_pids, &t->bpf_pids_cap, n) < 0)
@@ -872,7 +1168,7 @@ static int bpf_frame(struct proc_tree *t)
     for (uint32_t i = 0; i < t->n; i++)
         t->bpf_pids[1 + i] = t->e[i].pid;
     int lost = 0;
-    int nkids = bpf_read_all(t, t->bpf_pids, n, 1, take_tracked, &lost, &t->bpf_read_ns);
+    int nkids = bpf_read_all(t, t->bpf_pids, n, 1, take_tracked, &lost, &t->bpf_read_ns, scratch);
     if (nkids < 0)
         return nkids;
     for (uint32_t i = t->n; i-- > 0;)
@@ -882,7 +1178,7 @@ static int bpf_frame(struct proc_tree *t)
         if (pids_reserve(&t->bpf_pids, &t->bpf_pids_cap, (uint32_t)nkids) < 0)
             break;
         memcpy(t->bpf_pids, t->bpf_kids, (size_t)nkids * sizeof(pid_t));
-        nkids = bpf_read_all(t, t->bpf_pids, (uint32_t)nkids, 0, take_new, &lost, NULL);
+        nkids = bpf_read_all(t, t->bpf_pids, (uint32_t)nkids, 0, take_new, &lost, NULL, scratch);
     }
     return lost ? 1 : 0;
 }
@@ -903,7 +1199,7 @@ static int proc_sample(void *state, struct sample_ctx *ctx)
     int from_bpf = 0;
     if (t->bpf) {
         procbpf_follow_online(t->bpf, ctx->mono_ns);
-        int rc = bpf_frame(t);
+        int rc = bpf_frame(t, &s->scratch);
         from_bpf = rc >= 0;
         /* the program's own clock: the syscall may have been preempted */
         if (from_bpf && ctx->measure_reads && t->bpf_read_ns > ctx->read_ns)
@@ -920,12 +1216,28 @@ static int proc_sample(void *state, struct sample_ctx *ctx)
         struct proc_entry *e = &t->e[i];
         if (!from_bpf && ctx->measure_reads) /* procfs: each process read in turn */
             ctx->read_ns = clock_monotonic_ns();
-        if (!from_bpf && !e->final && entry_refresh(t, e) < 0) {
-            /* reaped by its parent: its totals are the parent's now */
-            tree_remove(t, i);
+        int stale = 0;
+        if (!from_bpf && !e->final) {
+            int rc = entry_refresh(t, e);
+            if (rc < 0 && !short_of(rc)) {
+                /* reaped by its parent: its totals are the parent's now */
+                tree_remove(t, i);
+                continue;
+            }
+            if (rc < 0) { /* no fds or memory to read it: its rates wait for a reading */
+                entry_lost(t, e, rc);
+                stale = 1;
+            }
+        }
+        if (e->unread) { /* never read: counted in proc.count, nothing else */
+            if (e->final)
+                tree_remove(t, i);
+            else
+                i++;
             continue;
         }
-        entry_emit(t, e, ctx, walk);
+        if (!stale)
+            entry_emit(t, e, ctx, walk);
         if (e->final) { /* its last interval is out: it joins the reaped */
             totals_add_entry(&t->reaped, e);
             tree_remove(t, i);
@@ -939,6 +1251,9 @@ static int proc_sample(void *state, struct sample_ctx *ctx)
     tree_emit(t, ctx, rss, threads);
     if (walk)
         tree_emit_runq(t, ctx);
+    if (t->untracked > t->untracked_peak)
+        t->untracked_peak = t->untracked;
+    t->untracked = 0;
     return 0;
 }
 

@@ -21,6 +21,14 @@
  * second (every frame at longer intervals): a rule judges it over seconds,
  * and procfs would pay a read per thread per frame for finer ones.
  *
+ * File descriptors: a process's /proc/PID and the files its source reads
+ * each frame stay open while the tree's budget has room (fd_budget, from
+ * the soft RLIMIT_NOFILE, which strobe run raises to the hard one); past
+ * it a process keeps none, and each reading opens what it reads and closes
+ * it again (stat's start time tells a reused pid). A process whose reading
+ * fails for want of fds or memory still counts in proc.count, and
+ * proc_tree_unfollowed() says how many did.
+ *
  * Totals stay continuous when processes exit: CPU time and I/O of a process
  * that is reaped move into its parent's cutime/cstime and io counters (proc(5)),
  * and a process the recorder reaps itself is read one last time as a zombie
@@ -68,7 +76,7 @@ struct proc_entry {
     pid_t pid;
     pid_t ppid;
     pid_t meta_ppid; /* ppid as last written to the series meta */
-    int dirfd;       /* /proc/PID, kept: it also pins the identity */
+    int dirfd;       /* /proc/PID, kept (-1 past the fd budget): it also pins the identity */
     struct pfile f[PF_COUNT];
     char comm[64];
     struct pid_stat st;    /* last read */
@@ -78,6 +86,7 @@ struct proc_entry {
     uint64_t cpu_ns;       /* last read: CPU time of its threads, live and exited */
     uint64_t child_cpu_ns; /* last read: CPU time of its waited-for children */
     uint64_t start_ns;     /* BPF: the start time read first (a reused pid differs) */
+    uint64_t start_ticks;  /* procfs: stat's starttime read first (a reused pid differs) */
     /* Run-queue delay of its threads: each thread's schedstat wait, all of
      * it from the first reading of the thread and its growth after. A
      * thread that exits takes what it waited since its last reading along
@@ -98,8 +107,17 @@ struct proc_entry {
     uint8_t no_series; /* past PROC_SERIES_MAX: in the totals only */
     uint8_t io_ok;
     uint8_t ctxt_ok;
-    uint8_t gone;  /* BPF: not found this frame, to be removed */
-    uint8_t final; /* reaped by the recorder: its last reading, emitted at the next frame */
+    uint8_t gone;   /* BPF: not found this frame, to be removed */
+    uint8_t final;  /* reaped by the recorder: its last reading, emitted at the next frame */
+    uint8_t kept;   /* keeps its fds between readings (the budget had room) */
+    uint8_t unread; /* no reading yet (fds or memory ran out): counted, not emitted */
+    uint8_t lost;   /* a reading failed for want of fds or memory: in unfollowed */
+};
+
+/* A thread whose children the BPF program did not all list. */
+struct proc_cut {
+    pid_t pid; /* its process */
+    pid_t tid;
 };
 
 /* Totals that only grow: tree CPU time and I/O bytes. */
@@ -132,15 +150,23 @@ struct proc_tree {
     uint32_t walk;               /* walks so far: thread_wait.seen */
     uint32_t series_procs;       /* processes given their own series */
     uint32_t uncharted;          /* processes past the cap, in the totals only */
+    uint32_t fds;                /* fds the entries keep */
+    uint32_t fd_budget;          /* at most this many kept (set by proc_tree_init) */
+    uint32_t unfollowed;         /* processes a reading of failed for want of fds or memory */
+    int unfollowed_err;          /* the errno of the last such failure */
+    uint32_t untracked;          /* this frame: processes not taken in (no memory), or lists of
+                                  * the recorder's own children unread */
+    uint32_t untracked_peak;     /* the most in one frame */
     struct series_table *series; /* where per-process series live (set by the collector) */
     uint32_t s_cpu, s_rss, s_threads, s_count, s_read, s_write, s_rchar, s_wchar, s_ctxt, s_runq;
     const struct sample_env *env;
     pid_t not_job[4]; /* the recorder's own children (its output tees): never the job's */
     uint32_t n_not_job;
-    struct procbpf *bpf; /* NULL: the tree is read through procfs */
-    pid_t *bpf_pids;     /* the pids of one BPF run, reused */
-    pid_t *bpf_kids;     /* the children one frame found, reused */
-    uint32_t bpf_pids_cap, bpf_kids_cap;
+    struct procbpf *bpf;       /* NULL: the tree is read through procfs */
+    pid_t *bpf_pids;           /* the pids of one BPF run, reused */
+    pid_t *bpf_kids;           /* the children one frame found, reused */
+    struct proc_cut *bpf_cuts; /* the threads one frame's runs cut, reused */
+    uint32_t bpf_pids_cap, bpf_kids_cap, bpf_cuts_cap;
     uint32_t *index; /* pid -> entry (proctree.c), index_cap slots, a power of two */
     uint32_t index_cap;
 };
@@ -165,6 +191,11 @@ int proc_tree_set_root(struct proc_tree *t, pid_t pid);
  * time; the next frame emits that reading and folds it into the reaped
  * totals. Call before waitpid() reaps it. */
 void proc_tree_reap_prepare(struct proc_tree *t, pid_t pid);
+/* Processes of the job that strobe could not follow all along: a reading
+ * failed for want of file descriptors or memory (they still count in
+ * proc.count), or could not be taken in at all (the most in one frame).
+ * *err gets the errno of the last failure (EMFILE, ENFILE, ENOMEM). */
+uint32_t proc_tree_unfollowed(const struct proc_tree *t, int *err);
 /* Find a tracked process; NULL if not tracked. */
 struct proc_entry *proc_tree_find(struct proc_tree *t, pid_t pid);
 

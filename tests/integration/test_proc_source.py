@@ -13,7 +13,13 @@ the 24 MiB. procfs counts CPU in 10 ms ticks and the kernel brings a running
 thread's time up to date at each scheduler tick (4 ms here), so a process is
 allowed 0.05 s plus 5 %.
 
-A wide tree (a shell with 1100 children) is followed whole by both.
+A wide tree (a shell with 1100 children) is followed whole by both, and
+a wider one (4200 children: past the per-process series cap, past one BPF
+walk of a thread's children, past the fds procfs would keep for all) too,
+with one warning for the processes without series of their own. The job
+gets the fd limit strobe was started with (strobe raises its own); past
+the tree's fd budget procfs reads processes by name, and at limits too low
+even for that, the run says how many processes it could not follow.
 
 Run-queue delay (proc.runq_delay): a process with two threads runnable on
 one core, against the sum of its threads' own schedstat waits, through
@@ -25,6 +31,7 @@ STROBE_PROC_SOURCE is one line and exit 125; --proc-source bpf where BPF
 cannot be had (another --proc-root, a user without CAP_BPF) fails before the
 job starts, and auto falls back to procfs."""
 import json
+import sqlite3
 import os
 import shutil
 import subprocess
@@ -150,6 +157,87 @@ for source in sources:
         counts = [v for _, v in points(db, "proc.count")["proc.count"]]
         check(f"{source}: all 1101 processes of the wide tree are followed at once",
               max(counts) == 1101, max(counts))
+
+# wider than the per-process series cap (4096), and than the fds procfs
+# would keep for every process (six each: 25000 > this machine's 20000):
+# both sources follow every process (procfs past its fd budget reads a
+# process's files by name), the processes past the series cap count in the
+# totals, and the run says how many went without series of their own, in
+# one warning (they were left out without a word). The job forks nothing
+# but its 4200 sleeps and `sleep 1`, during which all 4202 live at once.
+for source in sources:
+    db = store_path(f"wider-{source}.db")
+    p = run(db, "/bin/bash", "-c",
+            "for ((i = 0; i < 4200; i++)); do sleep 60 & p+=\" $!\"; done; sleep 1; kill $p; wait",
+            opts=("--proc-source", source, "--no-report"))
+    if not check(f"{source}: the 4200-child job ran", p.returncode == 0, p.stderr):
+        continue
+    counts = [v for _, v in points(db, "proc.count")["proc.count"]]
+    check(f"{source}: all 4202 processes are counted", max(counts) == 4202, max(counts))
+    with sqlite3.connect(db) as c:
+        own = c.execute("SELECT count(*) FROM series WHERE name = 'proc.cpu' "
+                        "AND labels LIKE 'pid=%'").fetchone()[0]
+    check(f"{source}: 4096 processes have series of their own", own == 4096, own)
+    said = [l for l in p.stderr.splitlines() if "had no series of their own" in l]
+    check(f"{source}: one warning says the other 106 had none",
+          len(said) == 1 and " 106 processes" in said[0], said)
+    check(f"{source}: and nothing else was lost", "could not be followed" not in p.stderr,
+          p.stderr)
+
+
+def nofile(soft, hard=None):
+    """A preexec_fn setting RLIMIT_NOFILE (the hard limit kept unless given)."""
+    import resource
+    def set_limit():
+        h = resource.getrlimit(resource.RLIMIT_NOFILE)[1] if hard is None else hard
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, h), h))
+    return set_limit
+
+
+# strobe raises its own fd limit to the hard one; the job gets the limit
+# strobe was started with
+ulimits = "ulimit -n; ulimit -Hn"
+alone = subprocess.run(["/bin/bash", "-c", ulimits], capture_output=True, text=True,
+                       preexec_fn=nofile(512))
+p = run(store_path("ulimit.db"), "/bin/bash", "-c", ulimits, opts=("--no-report",),
+        preexec_fn=nofile(512))
+check("the job's ulimit -n and -Hn are what they are without strobe",
+      p.returncode == 0 and p.stdout == alone.stdout and alone.stdout.strip(),
+      (p.stdout, alone.stdout, p.stderr))
+
+# past the fd budget (a hard limit of 256 leaves room for the fds of about
+# 18 processes through procfs, 56 through BPF): the rest are read by name,
+# all of them, without a word
+for source in sources:
+    db = store_path(f"budget-{source}.db")
+    p = run(db, "/bin/bash", "-c",
+            "for ((i = 0; i < 400; i++)); do sleep 60 & p+=\" $!\"; done; sleep 1; kill $p; wait",
+            opts=("--proc-source", source, "--no-report"), preexec_fn=nofile(256, 256))
+    if check(f"{source}: the 400-child job ran under a hard fd limit of 256", p.returncode == 0,
+             p.stderr):
+        counts = [v for _, v in points(db, "proc.count")["proc.count"]]
+        check(f"{source}: all 402 processes are followed past the fd budget", max(counts) == 402,
+              max(counts))
+        check(f"{source}: without a warning", "could not be followed" not in p.stderr, p.stderr)
+
+# no silent cap: at fd limits too low to read every process, the run says
+# how many it could not follow, and why; above them it follows all
+warned = 0
+for limit in range(24, 64, 4):
+    db = store_path(f"fds-{limit}.db")
+    p = run(db, "/bin/bash", "-c",
+            "for ((i = 0; i < 100; i++)); do sleep 60 & p+=\" $!\"; done; sleep 1; kill $p; wait",
+            opts=("--proc-source", "procfs", "--no-report"), preexec_fn=nofile(limit, limit))
+    if p.returncode != 0:
+        continue  # too few fds for strobe itself: it says so and exits
+    said = [l for l in p.stderr.splitlines() if "could not be followed" in l]
+    counts = [v for _, v in points(db, "proc.count")["proc.count"]]
+    check(f"fd limit {limit}: every process followed, or one warning says how many were not",
+          max(counts) == 102 and not said or
+          len(said) == 1 and "ran out of file descriptors (ulimit -n" in said[0],
+          (max(counts), p.stderr))
+    warned += len(said)
+check("some fd limit was too low to read every process, and the run said so", warned > 0)
 
 # RSS to the page: two processes hold still for a second (their own statm
 # the same before and after) after touching memory, some of it a few pages

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <sys/resource.h>
 
 #include "common/clock.h"
 #include "sample/proctree.h"
@@ -36,6 +37,9 @@ struct rig {
     struct sampler s;
     int have_tree;
 };
+
+/* The process tree's fd budget in the rigs opened next; -1: its own. */
+static int64_t rig_fd_budget = -1;
 
 /* Copy fixture (a directory holding proc/ and sys/) and start the
  * collectors named in only (NULL: all) on the copy. root_pid 0: no job. */
@@ -70,6 +74,8 @@ static void rig_open(struct rig *r, const char *fixture, pid_t root_pid, const c
     if (root_pid) {
         ASSERT_EQ_INT(proc_tree_init(&r->tree, &r->env), 0);
         r->tree.boot_minus_mono_ns = 0; /* the fixtures' starttimes are on the rig's clock */
+        if (rig_fd_budget >= 0)
+            r->tree.fd_budget = (uint32_t)rig_fd_budget;
         r->env.tree = &r->tree;
         r->have_tree = 1;
     }
@@ -544,6 +550,89 @@ TEST(proc_rss_without_statm_is_stat_rss)
     rig_close(&r);
 }
 
+/* Every point of every proc.* series of a, in b too, the same. */
+static void same_proc_series(const struct series_table *a, const struct series_table *b)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < a->count; i++) {
+        const struct series *s = &a->items[i];
+        if (strncmp(s->name, "proc.", 5) != 0)
+            continue;
+        const struct series *o = must_series(b, s->name, s->labels);
+        if (count_of(a, s->name, s->labels) != count_of(b, s->name, s->labels))
+            TEST_FAIL("%s{%s}: %u points, %u with every fd kept", s->name, s->labels,
+                      count_of(a, s->name, s->labels), count_of(b, s->name, s->labels));
+        for (uint32_t k = 0; k < s->enc.st.count; k++)
+            if (value_at(a, s->name, s->labels, k) != value_at(b, s->name, s->labels, k))
+                TEST_FAIL("%s{%s} point %u: %g, %g with every fd kept", s->name, s->labels, k,
+                          value_at(a, s->name, s->labels, k), value_at(b, s->name, s->labels, k));
+        n += o != NULL;
+    }
+    ASSERT(n > 20);
+}
+
+/* Past its fd budget the tree keeps no fds for a process and reads it by
+ * name: the same numbers, whatever the budget, and no more fds kept than
+ * it allows (a /proc/PID and five files a process through procfs). */
+TEST(proc_tree_past_the_fd_budget_reads_by_name)
+{
+    struct rig full;
+    run_proc_a(&full);
+    ASSERT(full.tree.fds > 5 * full.tree.n); /* 4002 has no io */
+    ASSERT(full.tree.fds <= 6 * full.tree.n);
+    static const uint32_t budgets[] = {0, 5, 6, 13, 20};
+    for (size_t i = 0; i < sizeof(budgets) / sizeof(budgets[0]); i++) {
+        struct rig r;
+        rig_fd_budget = budgets[i];
+        rig_open(&r, PROC_A0, ROOT_PID, NULL, NULL);
+        rig_sample(&r, T0_NS);
+        ASSERT(r.tree.fds <= budgets[i]);
+        rig_advance(&r, PROC_A1);
+        rig_sample(&r, T1_NS);
+        ASSERT(r.tree.fds <= budgets[i]);
+        ASSERT(r.tree.fds >= budgets[i] / 6 * 5);
+        same_proc_series(&r.t, &full.t);
+        int err;
+        ASSERT_EQ_U64(proc_tree_unfollowed(&r.tree, &err), 0);
+        rig_close(&r);
+    }
+    rig_fd_budget = -1;
+    rig_close(&full);
+}
+
+/* Out of fds altogether: the processes found still count in proc.count,
+ * and the tree says how many it could not read, and why. Once fds are
+ * back they are read, and their series begin. */
+TEST(proc_tree_out_of_fds_counts_and_says_so)
+{
+    struct rig r;
+    rig_open(&r, PROC_A0, ROOT_PID, "proc", NULL); /* the root keeps its fds */
+    int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    ASSERT(fd >= 0);
+    close(fd); /* the lowest free fd: no more from here */
+    struct rlimit old, none;
+    ASSERT_EQ_INT(getrlimit(RLIMIT_NOFILE, &old), 0);
+    none = old;
+    none.rlim_cur = (rlim_t)fd;
+    ASSERT_EQ_INT(setrlimit(RLIMIT_NOFILE, &none), 0);
+    rig_sample(&r, T0_NS);
+    ASSERT_EQ_INT(setrlimit(RLIMIT_NOFILE, &old), 0);
+    /* 4000, and its main thread's children 4001, 4002, 4008, unread (4003
+     * hangs off a thread, whose children the walk could not open) */
+    ASSERT_NEAR(value_at(&r.t, "proc.count", "", 0), 4, 0);
+    int err;
+    ASSERT_EQ_U64(proc_tree_unfollowed(&r.tree, &err), 4);
+    ASSERT_EQ_INT(err, EMFILE);
+    ASSERT_EQ_INT(find_series(&r.t, "proc.cpu", "pid=4001"), -1);
+    rig_advance(&r, PROC_A1);
+    rig_sample(&r, T1_NS);
+    /* fds again: all six of t1 (proc_tree_totals) are read */
+    ASSERT_NEAR(value_at(&r.t, "proc.count", "", 1), 6, 0);
+    ASSERT_EQ_INT(count_of(&r.t, "proc.rss_bytes", "pid=4001"), 1);
+    ASSERT_EQ_U64(proc_tree_unfollowed(&r.tree, &err), 4);
+    rig_close(&r);
+}
+
 /* A generated process of the churn test: a child of the root, older than
  * the first frame, with just the files the procfs source reads. */
 static void churn_spawn(struct rig *r, pid_t pid)
@@ -634,4 +723,5 @@ TEST_MAIN(proc_tree_follows_a_churning_tree, all_collectors_start_on_proc_a,
           disk_rates_and_util, disk_rates_from_diskstats, net_rates, cgroup_hybrid, cgroup_v1,
           cgroup_v2, cgroup_v2_ancestor_limit_binds, cgroup_missing_turns_collector_off,
           proc_tree_totals, proc_per_process_series, proc_comm_in_series_meta,
-          proc_rss_without_statm_is_stat_rss)
+          proc_rss_without_statm_is_stat_rss, proc_tree_past_the_fd_budget_reads_by_name,
+          proc_tree_out_of_fds_counts_and_says_so)
