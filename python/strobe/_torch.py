@@ -304,6 +304,23 @@ def _timed_step(orig, optimizer_of=None):
     return step
 
 
+def _wrapping_init(orig_init, optimizer_of=None):
+    """orig_init, then the step of the instance's class wrapped (once per
+    class, at its first instance: subclasses the script defines count too)."""
+
+    @functools.wraps(orig_init)
+    def __init__(self, *args, **kwargs):
+        try:
+            orig_init(self, *args, **kwargs)
+        except BaseException as e:
+            _hide(e)
+            raise
+        _wrap_step_of_class(type(self), optimizer_of)
+
+    __init__._strobe_wrapped = True
+    return __init__
+
+
 def _wrap_step_of_class(cls, optimizer_of=None):
     """Wrap step where cls's MRO defines it, once."""
     for c in cls.__mro__:
@@ -366,18 +383,7 @@ def _wrap_optimizers(torch):
         return
 
     opt = torch.optim.Optimizer
-    orig_init = opt.__init__
-
-    @functools.wraps(orig_init)
-    def __init__(self, *args, **kwargs):
-        try:
-            orig_init(self, *args, **kwargs)
-        except BaseException as e:
-            _hide(e)
-            raise
-        _wrap_step_of_class(type(self))  # the class that defines step
-
-    opt.__init__ = __init__
+    opt.__init__ = _wrapping_init(opt.__init__)  # the class that defines step, once
 
 
 def _scaler_classes(torch):
@@ -404,24 +410,8 @@ def _wrap_grad_scaler(torch):
         return args[0] if args else kwargs.get("optimizer", self)
 
     for cls in _scaler_classes(torch):
-        orig_init = cls.__init__
-        if getattr(orig_init, "_strobe_wrapped", False):
-            continue
-
-        def make(orig_init):
-            @functools.wraps(orig_init)
-            def __init__(self, *args, **kwargs):
-                try:
-                    orig_init(self, *args, **kwargs)
-                except BaseException as e:
-                    _hide(e)
-                    raise
-                _wrap_step_of_class(type(self), optimizer_arg)
-
-            __init__._strobe_wrapped = True
-            return __init__
-
-        cls.__init__ = make(orig_init)
+        if not getattr(cls.__init__, "_strobe_wrapped", False):
+            cls.__init__ = _wrapping_init(cls.__init__, optimizer_arg)
 
 
 # ---- distributed -----------------------------------------------------------

@@ -233,6 +233,20 @@ static int add_steps(struct strbuf *o, const struct run_record *r, const struct 
     return 0;
 }
 
+/* One process's steps as JSON: pid, rank, the duration statistics and the
+ * phase times, closed with its brace. */
+static void add_group(struct strbuf *o, const struct step_group *g)
+{
+    strbuf_addf(o, "{\"pid\":%lld,\"rank\":%lld,", (long long)g->pid, (long long)g->rank);
+    duration_stats_json(o, &g->steps);
+    strbuf_adds(o, ",\"phase_ns\":[");
+    for (int p = 0; p < PHASE_COUNT; p++) {
+        strbuf_adds(o, p ? "," : "");
+        strbuf_add_json_num(o, g->phase_ns[p]);
+    }
+    strbuf_adds(o, "]}");
+}
+
 static void add_phases(struct strbuf *o, const struct step_analysis *a)
 {
     strbuf_addf(o, ",\"phase_names\":[");
@@ -240,16 +254,8 @@ static void add_phases(struct strbuf *o, const struct step_analysis *a)
         strbuf_addf(o, "%s\"%s\"", p ? "," : "", phase_names[p]);
     strbuf_addf(o, "],\"primary\":%u,\"groups\":[", a->primary);
     for (uint32_t i = 0; i < a->ngroups; i++) {
-        const struct step_group *g = &a->groups[i];
-        strbuf_addf(o, "%s{\"pid\":%lld,\"rank\":%lld,", i ? "," : "", (long long)g->pid,
-                    (long long)g->rank);
-        duration_stats_json(o, &g->steps);
-        strbuf_adds(o, ",\"phase_ns\":[");
-        for (int p = 0; p < PHASE_COUNT; p++) {
-            strbuf_adds(o, p ? "," : "");
-            strbuf_add_json_num(o, g->phase_ns[p]);
-        }
-        strbuf_adds(o, "]}");
+        strbuf_adds(o, i ? "," : "");
+        add_group(o, &a->groups[i]);
     }
     strbuf_addch(o, ']');
 }
@@ -262,16 +268,8 @@ static void add_eval_steps(struct strbuf *o, const struct step_analysis *a)
         strbuf_adds(o, ",\"eval_steps\":null");
         return;
     }
-    const struct step_group *g = &a->eval.groups[a->eval.primary];
-    strbuf_addf(o, ",\"eval_steps\":{\"pid\":%lld,\"rank\":%lld,", (long long)g->pid,
-                (long long)g->rank);
-    duration_stats_json(o, &g->steps);
-    strbuf_adds(o, ",\"phase_ns\":[");
-    for (int p = 0; p < PHASE_COUNT; p++) {
-        strbuf_adds(o, p ? "," : "");
-        strbuf_add_json_num(o, g->phase_ns[p]);
-    }
-    strbuf_adds(o, "]}");
+    strbuf_adds(o, ",\"eval_steps\":");
+    add_group(o, &a->eval.groups[a->eval.primary]);
 }
 
 /* Workers, what each was busy with (dataloader.worker spans), and the share
