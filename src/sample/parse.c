@@ -299,12 +299,12 @@ int parse_pid_statm(const char *buf, size_t len, uint64_t *resident_pages)
     return 0;
 }
 
-int parse_pid_schedstat(const char *buf, size_t len, uint64_t *switches)
+int parse_pid_schedstat(const char *buf, size_t len, uint64_t *wait_ns, uint64_t *switches)
 {
     struct cursor c;
     cursor_init(&c, buf, len);
-    uint64_t run_ns, wait_ns;
-    if (cursor_u64(&c, &run_ns) < 0 || cursor_u64(&c, &wait_ns) < 0 || cursor_u64(&c, switches) < 0)
+    uint64_t run_ns;
+    if (cursor_u64(&c, &run_ns) < 0 || cursor_u64(&c, wait_ns) < 0 || cursor_u64(&c, switches) < 0)
         return -EINVAL;
     return 0;
 }

@@ -81,10 +81,12 @@ int parse_cpu_list(const char *buf, size_t len, uint32_t *cpus, uint32_t max, ui
 /* /proc/PID/statm: the second field, resident pages. */
 int parse_pid_statm(const char *buf, size_t len, uint64_t *resident_pages);
 
-/* /proc/PID/schedstat: "run_ns wait_ns timeslices"; the third field counts
- * the times the task was switched in, that is its context switches
- * (voluntary + involuntary of status, to one, for the main thread). */
-int parse_pid_schedstat(const char *buf, size_t len, uint64_t *switches);
+/* /proc/PID/schedstat (and task/TID/schedstat): "run_ns wait_ns
+ * timeslices". wait_ns is proc(5)'s time spent waiting on a runqueue; the
+ * third field counts the times the task was switched in, that is its
+ * context switches (voluntary + involuntary of status, to one, for the
+ * main thread). */
+int parse_pid_schedstat(const char *buf, size_t len, uint64_t *wait_ns, uint64_t *switches);
 
 /* /sys/block/DEV/stat: the /proc/diskstats fields after the name. name is
  * left as it was. */

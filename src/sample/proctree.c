@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include "common/clock.h"
-#include "common/cursor.h"
 #include "common/strbuf.h"
 #include "sample/collector.h"
 #include "sample/procbpf.h"
@@ -278,16 +277,6 @@ struct proc_entry *proc_tree_find(struct proc_tree *t, pid_t pid)
     return v ? &t->e[v - 1] : NULL;
 }
 
-/* schedstat's second field, proc(5)'s "time spent waiting on a runqueue" in
- * ns, which parse_pid_schedstat passes over. 0 or -EINVAL. */
-static int schedstat_wait(const char *buf, size_t len, uint64_t *wait_ns)
-{
-    struct cursor c;
-    cursor_init(&c, buf, len);
-    uint64_t run_ns;
-    return cursor_u64(&c, &run_ns) < 0 || cursor_u64(&c, wait_ns) < 0 ? -EINVAL : 0;
-}
-
 /* Add one thread's wait, now, to the process's run-queue delay: its growth
  * since *last, all of it the first time (*last 0: the thread's own count
  * began at its clone). A wait that went back belongs to a new thread that
@@ -299,10 +288,12 @@ static void runq_add(struct proc_entry *e, uint64_t *last, uint64_t now)
 }
 
 /* Read stat (required), then io, statm and schedstat (best effort) of one
- * process. Returns 0, or -ESRCH/-ENOENT once the process has been reaped.
+ * process; *wait_ns gets its main thread's run-queue wait where schedstat
+ * was read (e->ctxt_ok). Returns 0, or -ESRCH/-ENOENT once the process has
+ * been reaped.
  * status would give RSS and context switches in one file, but the kernel
  * takes three times as long to write it as statm and schedstat together. */
-static int entry_read(struct proc_entry *e, long page_bytes)
+static int entry_read(struct proc_entry *e, long page_bytes, uint64_t *wait_ns)
 {
     struct pfile *f = e->f;
     int rc = pfile_read(&f[PF_STAT]);
@@ -312,8 +303,9 @@ static int entry_read(struct proc_entry *e, long page_bytes)
         return -ESRCH;
     e->io_ok = f[PF_IO].fd >= 0 && pfile_read(&f[PF_IO]) == 0 &&
                parse_pid_io(f[PF_IO].buf, f[PF_IO].len, &e->iov) == 0;
-    e->ctxt_ok = f[PF_SCHEDSTAT].fd >= 0 && pfile_read(&f[PF_SCHEDSTAT]) == 0 &&
-                 parse_pid_schedstat(f[PF_SCHEDSTAT].buf, f[PF_SCHEDSTAT].len, &e->ctxt) == 0;
+    e->ctxt_ok =
+        f[PF_SCHEDSTAT].fd >= 0 && pfile_read(&f[PF_SCHEDSTAT]) == 0 &&
+        parse_pid_schedstat(f[PF_SCHEDSTAT].buf, f[PF_SCHEDSTAT].len, wait_ns, &e->ctxt) == 0;
     uint64_t pages;
     if (pfile_read_statm(&f[PF_STATM], &pages) == 0)
         e->rss_bytes = pages * (uint64_t)page_bytes;
@@ -373,8 +365,9 @@ static int entry_read_procfs(struct proc_tree *t, struct proc_entry *e)
     if (!e->kept && !t->bpf && fds_allow(t, entry_cost(t)) && entry_open_dir(t, e) == 0)
         e->kept = 1; /* its starttime, checked below, shows the same process */
     int rc = e->f[PF_STAT].fd >= 0 ? 0 : entry_open_procfs(t, e);
+    uint64_t wait = 0;
     if (rc == 0)
-        rc = entry_read(e, t->env->page_bytes);
+        rc = entry_read(e, t->env->page_bytes, &wait);
     if (rc == 0 && e->start_ticks && e->st.starttime != e->start_ticks)
         rc = -ESRCH; /* read by name: the pid names another process now */
     if (!e->kept)
@@ -389,9 +382,7 @@ static int entry_read_procfs(struct proc_tree *t, struct proc_entry *e)
     e->child_cpu_ns = ticks_ns(t, e->st.cutime + e->st.cstime);
     /* under BPF (this a fallback) the program keeps each thread's last
      * wait itself: adding procfs's too would count it twice */
-    struct pfile *ss = &e->f[PF_SCHEDSTAT];
-    uint64_t wait;
-    if (!t->bpf && e->ctxt_ok && schedstat_wait(ss->buf, ss->len, &wait) == 0)
+    if (!t->bpf && e->ctxt_ok)
         runq_add(e, &e->main_wait_ns, wait);
     if (!e->born_mono_ns) /* to a tick: enough to tell born before or after a frame */
         e->born_mono_ns = (int64_t)ticks_ns(t, e->st.starttime) - t->boot_minus_mono_ns;
@@ -683,10 +674,10 @@ static void thread_wait_read(struct proc_tree *t, uint32_t i, int taskfd, pid_t 
                              struct pfile *scratch, uint32_t *hint)
 {
     char path[64];
-    uint64_t wait;
+    uint64_t wait, switches;
     snprintf(path, sizeof(path), "%d/schedstat", (int)tid);
     int ok = pfile_open(scratch, taskfd, path) == 0 && pfile_read(scratch) == 0 &&
-             schedstat_wait(scratch->buf, scratch->len, &wait) == 0;
+             parse_pid_schedstat(scratch->buf, scratch->len, &wait, &switches) == 0;
     pfile_close(scratch);
     struct proc_entry *e = &t->e[i];
     struct thread_wait *w = thread_slot(e, tid, hint);

@@ -105,7 +105,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(rc == 0 || rc == -EINVAL);
     rc = parse_pid_statm(b, size, &x);
     CHECK(rc == 0 || rc == -EINVAL);
-    rc = parse_pid_schedstat(b, size, &x);
+    rc = parse_pid_schedstat(b, size, &x, &x);
     CHECK(rc == 0 || rc == -EINVAL);
     struct diskstat ds;
     rc = parse_block_stat(b, size, &ds);

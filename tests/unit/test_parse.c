@@ -605,16 +605,18 @@ TEST(pid_rss_and_switches)
     ASSERT_EQ_INT(parse_pid_statm(buf, 0, &v), -EINVAL);
     free(buf);
 
-    /* schedstat: "6000123456 90000000 1200": 1000 + 200 switches */
+    /* schedstat: "6000123456 90000000 1200": 90 ms waited, 1000 + 200 switches */
+    uint64_t wait;
     buf = fixture_load(PROC_A0 "4000/schedstat", &len);
-    ASSERT_EQ_INT(parse_pid_schedstat(buf, len, &v), 0);
+    ASSERT_EQ_INT(parse_pid_schedstat(buf, len, &wait, &v), 0);
+    ASSERT_EQ_U64(wait, 90000000);
     ASSERT_EQ_U64(v, 1200);
     free(buf);
     buf = fixture_exact("6000123456 90000000", 19);
-    ASSERT_EQ_INT(parse_pid_schedstat(buf, 19, &v), -EINVAL);
+    ASSERT_EQ_INT(parse_pid_schedstat(buf, 19, &wait, &v), -EINVAL);
     free(buf);
     buf = fixture_exact("6000123456 90000000\n1200", 24); /* one line only */
-    ASSERT_EQ_INT(parse_pid_schedstat(buf, 24, &v), -EINVAL);
+    ASSERT_EQ_INT(parse_pid_schedstat(buf, 24, &wait, &v), -EINVAL);
     free(buf);
 }
 
@@ -822,7 +824,7 @@ static void parse_everything(const char *buf, size_t len)
     ASSERT(rc == 0 || rc == -EINVAL);
     rc = parse_pid_statm(buf, len, &a);
     ASSERT(rc == 0 || rc == -EINVAL);
-    rc = parse_pid_schedstat(buf, len, &a);
+    rc = parse_pid_schedstat(buf, len, &a, &a);
     ASSERT(rc == 0 || rc == -EINVAL);
     rc = parse_block_stat(buf, len, &ds);
     ASSERT(rc == 0 || rc == -EINVAL);
