@@ -663,11 +663,13 @@ static int system_line(struct sagemaker_import *im, const char *line, size_t len
     return rc;
 }
 
-static int system_file(struct sagemaker_import *im, const char *path, const char *base)
+/* Read path whole: 1 with *buf (the caller frees it) holding len bytes and
+ * its content from *start (past a UTF-8 BOM), *files counting it; 0 when it
+ * is skipped, unreadable or empty (one warning, counted); -ENOMEM. */
+static int read_input(struct sagemaker_import *im, const char *path, uint64_t *files, char **buf,
+                      size_t *len, size_t *start)
 {
-    char *buf;
-    size_t len;
-    int rc = read_file(path, &buf, &len);
+    int rc = read_file(path, buf, len);
     if (rc == -ENOMEM)
         return rc;
     if (rc < 0) {
@@ -675,14 +677,25 @@ static int system_file(struct sagemaker_import *im, const char *path, const char
         im->counts.files_unreadable++;
         return 0;
     }
-    im->counts.system_files++;
-    size_t start = bom_len(buf, len);
-    if (only_space(buf + start, len - start)) {
+    (*files)++;
+    *start = bom_len(*buf, *len);
+    if (only_space(*buf + *start, *len - *start)) {
         log_warn("'%s' is empty; skipped", path);
         im->counts.files_unreadable++;
-        free(buf);
+        free(*buf);
         return 0;
     }
+    return 1;
+}
+
+static int system_file(struct sagemaker_import *im, const char *path, const char *base)
+{
+    char *buf;
+    size_t len, start;
+    int rc = read_input(im, path, &im->counts.system_files, &buf, &len, &start);
+    if (rc <= 0)
+        return rc;
+    rc = 0;
     /* <epoch-seconds>.<node>.json: the node, for lines without NodeId */
     char file_node[128] = "";
     const char *dot = strchr(base, '.');
@@ -1390,25 +1403,12 @@ static int trace_file(struct sagemaker_import *im, const char *path, const char 
     if (rc < 0)
         return rc;
     char *buf;
-    size_t len;
-    rc = read_file(path, &buf, &len);
-    if (rc == -ENOMEM)
+    size_t len, pos;
+    rc = read_input(im, path, &im->counts.trace_files, &buf, &len, &pos);
+    if (rc <= 0)
         return rc;
-    if (rc < 0) {
-        log_warn("cannot read '%s': %s; skipped", path, strerror(-rc));
-        im->counts.files_unreadable++;
-        return 0;
-    }
-    im->counts.trace_files++;
     im->nraw = 0;
     im->nphases = 0; /* a writer declares its phases again in each file */
-    size_t pos = bom_len(buf, len);
-    if (only_space(buf + pos, len - pos)) {
-        log_warn("'%s' is empty; skipped", path);
-        im->counts.files_unreadable++;
-        free(buf);
-        return 0;
-    }
     rc = json_array_open(buf, len, &pos);
     if (rc == -EBADMSG)
         rc = trace_object(im, &f, path, buf + pos, len - pos);
