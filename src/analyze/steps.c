@@ -8,6 +8,7 @@
 
 #include "common/array.h"
 #include "common/strbuf.h"
+#include "common/strlist.h"
 const char *const phase_names[PHASE_COUNT] = {"data",      "forward", "backward",
                                               "optimizer", "comm",    "other"};
 
@@ -150,6 +151,23 @@ void run_events_release(struct run_events *e)
     free(e->threads);
     free(e->procs);
     memset(e, 0, sizeof(*e));
+}
+
+const char *proc_import_node(const char *comm, const char *nodes, size_t *comm_len)
+{
+    if (!comm || !nodes || !strchr(nodes, ','))
+        return NULL;
+    const char *at = strrchr(comm, '@');
+    if (at && strlist_has(nodes, at + 1, strlen(at + 1))) {
+        if (comm_len)
+            *comm_len = (size_t)(at - comm);
+        return at + 1;
+    }
+    if (!strlist_has(nodes, comm, strlen(comm)))
+        return NULL;
+    if (comm_len) /* a process with no name of its own */
+        *comm_len = 0;
+    return comm;
 }
 
 const char *run_events_name(const struct run_events *e, uint32_t id)

@@ -48,6 +48,13 @@ struct proc_info {
     int64_t rank, local_rank, world_size, worker_id; /* -1 unknown */
 };
 
+/* The node of a process of an import of several nodes (docs/import.md):
+ * its comm ends in "@<node>", or is the node alone, one of nodes (the
+ * run's host, "algo-1,algo-2"). Returns that node, a suffix of comm, and in
+ * *comm_len (when not NULL) the length of the comm before it; NULL when
+ * nodes lists fewer than two or comm names none of them. */
+const char *proc_import_node(const char *comm, const char *nodes, size_t *comm_len);
+
 struct run_events {
     char **names; /* names[id - 1]; NULL where an id is missing */
     uint32_t nnames;

@@ -515,19 +515,9 @@ static int64_t ev_end(const struct event *e)
 static uint32_t proc_node(struct ex_ctx *x, const struct proc_info *p, size_t *comm_len)
 {
     *comm_len = strlen(p->comm);
-    const char *at = strrchr(p->comm, '@');
-    for (uint32_t i = 0; i < x->nnodes; i++) {
-        if (at && strcmp(at + 1, x->nodes[i]) == 0) {
-            *comm_len = (size_t)(at - p->comm);
-            return i;
-        }
-        if (strcmp(p->comm, x->nodes[i]) == 0 && x->nnodes > 1) {
-            *comm_len = 0;
-            return i;
-        }
-    }
+    const char *node = proc_import_node(p->comm, x->r->host, comm_len);
     uint32_t n = 0;
-    node_id(x, x->default_node, &n);
+    node_id(x, node ? node : x->default_node, &n);
     return n;
 }
 

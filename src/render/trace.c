@@ -157,10 +157,8 @@ static int host_nodes(struct trace *t, const char *host)
  * or make it the node alone when the process has no name. */
 static uint32_t proc_node(const struct trace *t, const char *comm)
 {
-    if (t->nnodes < 2 || !comm)
-        return 0;
-    const char *at = strrchr(comm, '@');
-    int n = node_find(t, at ? at + 1 : comm);
+    const char *node = t->nnodes < 2 ? NULL : proc_import_node(comm, t->run->host, NULL);
+    int n = node ? node_find(t, node) : 0;
     return n > 0 ? (uint32_t)n : 0;
 }
 

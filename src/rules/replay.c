@@ -5,10 +5,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "analyze/steps.h"
 #include "codec/events.h"
 #include "codec/gorilla.h"
 #include "common/array.h"
-#include "common/strlist.h"
 
 struct kept_block {
     uint8_t *data;
@@ -107,22 +107,11 @@ static int on_name(int64_t id, const char *name, void *arg)
     return 0;
 }
 
-/* The node of a process of an import of several nodes: its comm ends in
- * "@<node>", or is the node alone (docs/import.md); NULL elsewhere. */
-static const char *process_node(const struct replay *rp, const char *comm)
-{
-    if (!rp->nodes || !comm)
-        return NULL;
-    const char *at = strrchr(comm, '@');
-    const char *node = at ? at + 1 : comm;
-    return strlist_has(rp->nodes, node, strlen(node)) ? node : NULL;
-}
-
 static int on_process(const struct process_record *p, void *arg)
 {
     struct replay *rp = arg;
     rules_put_process(rp->e, p->pid, p->rank, p->worker_id);
-    const char *node = process_node(rp, p->comm);
+    const char *node = proc_import_node(p->comm, rp->nodes, NULL);
     if (node)
         rules_put_process_node(rp->e, p->pid, node);
     return 0;

@@ -219,4 +219,21 @@ TEST(eval_only_ranks)
     run_events_release(&e);
 }
 
-TEST_MAIN(modes_kept_apart, walks_by_mode, backward_passes_per_step, eval_only_ranks)
+/* The node of an imported process, from its comm and the run's nodes. */
+TEST(import_node_of_a_process)
+{
+    size_t n = 99;
+    ASSERT_EQ_STR(proc_import_node("python@algo-2", "algo-1,algo-2", &n), "algo-2");
+    ASSERT_EQ_INT((int)n, 6);
+    ASSERT_EQ_STR(proc_import_node("algo-1", "algo-1,algo-2", &n), "algo-1"); /* no name */
+    ASSERT_EQ_INT((int)n, 0);
+    ASSERT_EQ_STR(proc_import_node("a@b@algo-1", "algo-1,algo-2", NULL), "algo-1");
+    ASSERT(!proc_import_node("python@algo-3", "algo-1,algo-2", NULL)); /* not a node of the run */
+    ASSERT(!proc_import_node("python@algo", "algo-1,algo-2", NULL));   /* a prefix is not one */
+    ASSERT(!proc_import_node("python@algo-1", "algo-1", NULL));        /* one node: no suffixes */
+    ASSERT(!proc_import_node("python@algo-1", NULL, NULL));            /* a recording */
+    ASSERT(!proc_import_node(NULL, "algo-1,algo-2", NULL));
+}
+
+TEST_MAIN(modes_kept_apart, walks_by_mode, backward_passes_per_step, eval_only_ranks,
+          import_node_of_a_process)
