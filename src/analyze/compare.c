@@ -21,7 +21,7 @@ static const struct {
     {"gpu.util", 1}, {"gpu.mem_util", 1}, {"gpu.mem_used_bytes", 1},
 };
 
-#define NCOMPARED (sizeof(compared_series) / sizeof(compared_series[0]))
+#define NCOMPARED (ARRAY_SIZE(compared_series))
 
 /* Whether labels is "node=X" alone (also when empty: no node). */
 static int node_only(const char *labels)

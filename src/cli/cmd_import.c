@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/array.h"
 #include "common/log.h"
 #include "common/strbuf.h"
 #include "import/sagemaker.h"
@@ -322,7 +323,7 @@ static const struct importer {
 static void import_usage(FILE *out)
 {
     fputs("usage: strobe import <format> [options] ...\n\nformats:\n", out);
-    for (size_t i = 0; i < sizeof(importers) / sizeof(importers[0]); i++)
+    for (size_t i = 0; i < ARRAY_SIZE(importers); i++)
         fprintf(out, "  %-12s %s\n", importers[i].name, importers[i].summary);
     fputs("\nSee 'strobe import <format> --help'.\n", out);
 }
@@ -343,7 +344,7 @@ int cmd_import(int argc, char **argv)
         import_usage(stdout);
         return CLI_EXIT_OK;
     }
-    for (size_t i = 0; i < sizeof(importers) / sizeof(importers[0]); i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(importers); i++) {
         if (strcmp(argv[f], importers[i].name) != 0)
             continue;
         /* the format's own argv: its name, then every other argument */

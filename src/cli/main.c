@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/array.h"
 #include "common/version.h"
 
 static const struct command {
@@ -26,7 +27,7 @@ static const struct command {
 static void usage(FILE *out)
 {
     fprintf(out, "usage: strobe <command> [options]\n\ncommands:\n");
-    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+    for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
         fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\nThe store is --store, else $STROBE_STORE, else ./strobe.db.\n"
                  "RUN is 'last' (the newest run), a run id, a run name, or a unique id prefix.\n"
@@ -48,7 +49,7 @@ int main(int argc, char **argv)
         printf("strobe %s\n", STROBE_VERSION);
         return CLI_EXIT_OK;
     }
-    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+    for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
         if (strcmp(argv[1], commands[i].name) == 0)
             return commands[i].fn(argc - 1, argv + 1);
     fprintf(stderr, "strobe: '%s' is not a strobe command; see 'strobe --help'\n", argv[1]);

@@ -7,11 +7,12 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/array.h"
 #include "common/log.h"
 
 static const char *const filter_statuses[] = {RUN_RUNNING, RUN_FINISHED, RUN_FAILED,
                                               RUN_CRASHED, RUN_KILLED,   RUN_LOST};
-#define NSTATUS (sizeof(filter_statuses) / sizeof(filter_statuses[0]))
+#define NSTATUS (ARRAY_SIZE(filter_statuses))
 
 static int status_index(const char *s, size_t len)
 {

@@ -9,6 +9,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The number of elements of array a. A pointer is refused at compile time
+ * (as the Linux kernel's ARRAY_SIZE does): sizeof a pointer is not a count. */
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]) + ARRAY_MUST_BE_ARRAY_(a))
+#define ARRAY_MUST_BE_ARRAY_(a)                                                                    \
+    (0 * sizeof(struct {                                                                           \
+         int not_an_array_ : __builtin_types_compatible_p(__typeof__(a), __typeof__(&(a)[0])) ? -1 \
+                                                                                              : 1; \
+     }))
+
 /*
  * Make *items (of *cap elements of size bytes) hold at least need elements:
  * the capacity doubles from `first` until it does. The contents are kept.

@@ -1,3 +1,4 @@
+#include "common/array.h"
 #include "common/clock.h"
 
 #include <errno.h>
@@ -70,7 +71,7 @@ int duration_parse(const char *text, int64_t *out_ns)
     const char *end = decimal_parse(text, &v);
     if (!end)
         return -EINVAL;
-    for (size_t i = 0; i < sizeof(duration_units) / sizeof(duration_units[0]); i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(duration_units); i++) {
         if (strcmp(end, duration_units[i].suffix) != 0)
             continue;
         double ns = v * duration_units[i].ns;

@@ -1,3 +1,4 @@
+#include "common/array.h"
 #include "common/err.h"
 
 #include <string.h>
@@ -11,8 +12,7 @@ static const char *const err_messages[] = {
 const char *err_str(int rc)
 {
     int code = -rc;
-    if (code > STROBE_ERR_BASE &&
-        code <= STROBE_ERR_BASE + (int)(sizeof(err_messages) / sizeof(err_messages[0])))
+    if (code > STROBE_ERR_BASE && code <= STROBE_ERR_BASE + (int)(ARRAY_SIZE(err_messages)))
         return err_messages[code - STROBE_ERR_BASE - 1];
     return strerror(code);
 }

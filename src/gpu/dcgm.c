@@ -1,3 +1,4 @@
+#include "common/array.h"
 #include "gpu/dcgm.h"
 
 #include <dlfcn.h>
@@ -26,7 +27,7 @@ static int load(struct dcgm_collector *d)
 {
     const char *env = getenv("STROBE_DCGM_LIB");
     const char *paths[] = {env && *env ? env : NULL, "libdcgm.so.4", "libdcgm.so.3", "libdcgm.so"};
-    for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]) && !d->dl; i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(paths) && !d->dl; i++) {
         if (paths[i])
             d->dl = dlopen(paths[i], RTLD_NOW | RTLD_LOCAL);
         if (env && *env)

@@ -62,7 +62,7 @@ static int load_lib(struct nvml_lib *lib, char *tried, size_t cap)
     const char *env = getenv("STROBE_NVML_LIB");
     const char *paths[] = {env && *env ? env : NULL, "libnvidia-ml.so.1", "libnvidia-ml.so"};
     tried[0] = 0;
-    for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(paths); i++) {
         if (!paths[i])
             continue;
         lib->dl = dlopen(paths[i], RTLD_NOW | RTLD_LOCAL);
@@ -310,7 +310,7 @@ struct round {
 static void put(struct round *r, int metric, const struct gpu_device *d, int32_t sub, int64_t ts,
                 double value)
 {
-    if (r->n < sizeof(r->v) / sizeof(r->v[0]))
+    if (r->n < ARRAY_SIZE(r->v))
         r->v[r->n++] = (struct gpu_value){ts, value, (uint16_t)metric, (uint16_t)d->index, sub};
     else
         r->lost++;

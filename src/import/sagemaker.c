@@ -520,10 +520,10 @@ static const char *net_direction(const char *name)
 {
     static const char *const rx[] = {"receive", "recv", "rx"}, *const tx[] = {"transmit", "send",
                                                                               "sent", "tx"};
-    for (size_t i = 0; i < sizeof(rx) / sizeof(rx[0]); i++)
+    for (size_t i = 0; i < ARRAY_SIZE(rx); i++)
         if (strcasestr(name, rx[i]))
             return "rx";
-    for (size_t i = 0; i < sizeof(tx) / sizeof(tx[0]); i++)
+    for (size_t i = 0; i < ARRAY_SIZE(tx); i++)
         if (strcasestr(name, tx[i]))
             return "tx";
     return NULL;
@@ -882,7 +882,7 @@ static const struct {
 
 static uint8_t phase_role_of(const char *phase)
 {
-    for (size_t i = 0; i < sizeof(phase_roles) / sizeof(phase_roles[0]); i++)
+    for (size_t i = 0; i < ARRAY_SIZE(phase_roles); i++)
         if (strcmp(phase, phase_roles[i].phase) == 0)
             return phase_roles[i].role;
     return strncmp(phase, "gpu_functions", 13) == 0 ? PR_GPU_OP : PR_NAME;
@@ -927,10 +927,10 @@ static const char *strobe_name(const char *name)
                 return step_span_names[m];
     if (strncmp(name, "comm:", 5) == 0 || steps_mode_of(name) >= 0)
         return name;
-    for (size_t i = 0; i < sizeof(strobe_native) / sizeof(strobe_native[0]); i++)
+    for (size_t i = 0; i < ARRAY_SIZE(strobe_native); i++)
         if (strcmp(name, strobe_native[i]) == 0)
             return name;
-    for (size_t i = 0; i < sizeof(phase_map) / sizeof(phase_map[0]); i++)
+    for (size_t i = 0; i < ARRAY_SIZE(phase_map); i++)
         if (strcasestr(name, phase_map[i].needle))
             return phase_map[i].name;
     return name;
@@ -1324,7 +1324,7 @@ static int trace_node(struct sagemaker_import *im, const char *base, struct trac
     char id[128];
     const char *us = strchr(base, '_');
     size_t kn = 0, len = strlen(base);
-    for (size_t k = 0; k < sizeof(trace_kinds) / sizeof(trace_kinds[0]); k++)
+    for (size_t k = 0; k < ARRAY_SIZE(trace_kinds); k++)
         if (ends_with(base, trace_kinds[k].suffix)) {
             kn = strlen(trace_kinds[k].suffix);
             f->rows_apart = trace_kinds[k].rows_apart;
@@ -1431,7 +1431,7 @@ static int want_system(const char *name)
 
 static int want_trace(const char *name)
 {
-    for (size_t k = 0; k < sizeof(trace_kinds) / sizeof(trace_kinds[0]); k++)
+    for (size_t k = 0; k < ARRAY_SIZE(trace_kinds); k++)
         if (ends_with(name, trace_kinds[k].suffix))
             return 1;
     return 0;

@@ -542,7 +542,7 @@ static const char *phase_of(const char *name, int kind)
     int mode = steps_mode_of(name);
     if (mode >= 0 && kind == STROBE_EV_COMPLETE)
         return step_phases[mode];
-    for (size_t i = 0; i < sizeof(phases) / sizeof(phases[0]); i++)
+    for (size_t i = 0; i < ARRAY_SIZE(phases); i++)
         if (strcmp(name, phases[i].name) == 0)
             return phases[i].phase;
     return "strobe";
@@ -560,7 +560,7 @@ static uint32_t phase_pid(struct ex_phases *ps, const char *phase, struct strbuf
     for (uint32_t i = 0; i < ps->n; i++)
         if (ps->name[i] == phase)
             return i + 1;
-    if (ps->n == sizeof(ps->name) / sizeof(ps->name[0]))
+    if (ps->n == ARRAY_SIZE(ps->name))
         return ps->n; /* cannot happen: phase_of has fewer */
     ps->name[ps->n++] = phase;
     strbuf_addf(o,

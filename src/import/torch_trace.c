@@ -147,7 +147,7 @@ static const char *prefix_of(const char *cat)
     };
     if (!cat)
         return "op:";
-    for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+    for (size_t i = 0; i < ARRAY_SIZE(map); i++)
         if (strcmp(cat, map[i].cat) == 0)
             return map[i].prefix;
     return NULL;
@@ -620,7 +620,7 @@ static int marker_shift(struct tt *t, const struct target *g, int64_t clock, int
     int best = 0;
     int64_t best_err = INT64_MAX;
     static const int shifts[] = {0, 1, -1};
-    for (size_t k = 0; k < sizeof(shifts) / sizeof(shifts[0]); k++) {
+    for (size_t k = 0; k < ARRAY_SIZE(shifts); k++) {
         uint32_t n = match_markers(t, g, shifts[k], offs);
         if (n && abs_diff(offs[n / 2], clock) < best_err) {
             best_err = abs_diff(offs[n / 2], clock);

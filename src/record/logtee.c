@@ -1,3 +1,4 @@
+#include "common/array.h"
 #include "record/logtee.h"
 
 #include <errno.h>
@@ -174,7 +175,7 @@ static _Noreturn void tee_main(int out, struct log_capture *c, struct log_line *
 {
     prctl(PR_SET_NAME, "strobe-tee"); /* in ps and top: not the job, nor the recorder */
     static const int ignored[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGUSR1, SIGUSR2};
-    for (size_t i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
+    for (size_t i = 0; i < ARRAY_SIZE(ignored); i++)
         signal(ignored[i], SIG_IGN);
     char buf[TEE_CHUNK];
     int passing = 1;

@@ -1,3 +1,4 @@
+#include "common/array.h"
 #include "record/pydir.h"
 
 #include <stdio.h>
@@ -15,7 +16,7 @@ static const char *const package_files[] = {
 
 static int holds_package(const char *dir)
 {
-    for (size_t i = 0; i < sizeof(package_files) / sizeof(package_files[0]); i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(package_files); i++) {
         char probe[4200];
         int n = snprintf(probe, sizeof(probe), "%s/%s", dir, package_files[i]);
         if (n < 0 || (size_t)n >= sizeof(probe) || access(probe, R_OK) != 0)

@@ -1,3 +1,4 @@
+#include "common/array.h"
 #include "record/recorder.h"
 
 #include <errno.h>
@@ -43,7 +44,7 @@
 
 /* Signals strobe forwards to the job. */
 static const int forwarded_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
-#define N_FORWARDED (sizeof(forwarded_signals) / sizeof(forwarded_signals[0]))
+#define N_FORWARDED (ARRAY_SIZE(forwarded_signals))
 
 struct recorder {
     const struct recorder_opts *o;
@@ -815,7 +816,7 @@ static void final_frame(struct recorder *r)
 static int is_fault_signal(int sig)
 {
     static const int faults[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS};
-    for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++)
+    for (size_t i = 0; i < ARRAY_SIZE(faults); i++)
         if (faults[i] == sig)
             return 1;
     return 0;

@@ -1,3 +1,4 @@
+#include "common/array.h"
 #include "record/runinfo.h"
 
 #include <errno.h>
@@ -213,7 +214,7 @@ static void collect_machine_texts(const char *cwd, struct kv_list *texts)
     } tools[] = {{"lscpu", lscpu}, {"nvidia-smi", smi}};
     struct strbuf out;
     strbuf_init(&out);
-    for (size_t i = 0; i < sizeof(tools) / sizeof(tools[0]); i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(tools); i++) {
         strbuf_reset(&out);
         if (run_capture(tools[i].argv, cwd, PROBE_TIMEOUT_MS, &out) == 0 && out.len)
             kv_list_add(texts, tools[i].kind, out.buf);
@@ -327,13 +328,13 @@ static int env_wanted(const char *name, size_t len)
         return 0;
     memcpy(buf, name, len);
     buf[len] = '\0';
-    for (size_t i = 0; i < sizeof(secret) / sizeof(secret[0]); i++)
+    for (size_t i = 0; i < ARRAY_SIZE(secret); i++)
         if (strstr(buf, secret[i]))
             return 0;
-    for (size_t i = 0; i < sizeof(exact) / sizeof(exact[0]); i++)
+    for (size_t i = 0; i < ARRAY_SIZE(exact); i++)
         if (strcmp(buf, exact[i]) == 0)
             return 1;
-    for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+    for (size_t i = 0; i < ARRAY_SIZE(prefixes); i++)
         if (strncmp(buf, prefixes[i], strlen(prefixes[i])) == 0)
             return 1;
     return 0;

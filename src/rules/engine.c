@@ -529,7 +529,7 @@ void rules_engine_on_finding(struct rules_engine *e, finding_fn *fn, void *arg)
 
 static int metric_of(const char *name, const char *labels, enum rule_metric *out)
 {
-    for (size_t i = 0; i < sizeof(metric_names) / sizeof(metric_names[0]); i++)
+    for (size_t i = 0; i < ARRAY_SIZE(metric_names); i++)
         if (strcmp(metric_names[i].name, name) == 0) {
             *out = metric_names[i].metric;
             int has_core = strstr(labels, "core=") != NULL;

@@ -8,9 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/array.h"
 #include "rules/rules_internal.h"
 
-#define NPARAMS(a) ((uint32_t)(sizeof(a) / sizeof((a)[0])))
+#define NPARAMS(a) ((uint32_t)(ARRAY_SIZE(a)))
 
 /* A process's steps are judged on their own: a rank of a node (ranks may
  * repeat across imported nodes), or the steps without a rank of a node. */
@@ -1054,7 +1055,7 @@ static void reasons_text(uint64_t mask, char *out, size_t cap)
                  {0x80, "HW power brake"}};
     out[0] = 0;
     size_t n = 0;
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+    for (size_t i = 0; i < ARRAY_SIZE(names); i++)
         if (mask & names[i].bit) {
             int k = snprintf(out + n, cap - n, "%s%s", n ? ", " : "", names[i].name);
             if (k < 0 || (size_t)k >= cap - n)
@@ -1225,4 +1226,4 @@ const struct rule_def *const rule_defs[] = {
     &rule_thread_oversubscription,
 };
 
-const uint32_t rule_def_count = sizeof(rule_defs) / sizeof(rule_defs[0]);
+const uint32_t rule_def_count = ARRAY_SIZE(rule_defs);

@@ -14,7 +14,7 @@
 #include "common/array.h"
 #include "rules/rules_internal.h"
 
-#define NPARAMS(a) ((uint32_t)(sizeof(a) / sizeof((a)[0])))
+#define NPARAMS(a) ((uint32_t)(ARRAY_SIZE(a)))
 
 /* ---- shared helpers ------------------------------------------------------------ */
 
@@ -1466,7 +1466,7 @@ static void json_stat(struct strbuf *o, const char *key, const struct sketch *sk
         const char *k;
         double q;
     } qs[] = {{"max", 1}, {"p99", 0.99}, {"p95", 0.95}, {"p50", 0.5}, {"min", 0}};
-    for (size_t i = 0; i < sizeof(qs) / sizeof(qs[0]); i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(qs); i++) {
         strbuf_addf(o, ",\"%s\":", qs[i].k);
         strbuf_add_json_num(o, sketch_quantile(sk, qs[i].q));
     }

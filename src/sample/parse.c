@@ -1,3 +1,4 @@
+#include "common/array.h"
 #include "sample/parse.h"
 
 #include <errno.h>
@@ -11,7 +12,7 @@ static int parse_cpu_fields(struct cursor *c, struct cpu_ticks *t)
                      &t->iowait, &t->irq,  &t->softirq, &t->steal};
     memset(t, 0, sizeof(*t));
     /* proc(5): at least user nice system idle; later kernels add the rest. */
-    for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+    for (size_t i = 0; i < ARRAY_SIZE(f); i++)
         if (cursor_u64(c, f[i]) < 0)
             return i >= 4 ? 0 : -EINVAL;
     return 0;
@@ -69,7 +70,7 @@ int parse_meminfo(const char *buf, size_t len, struct meminfo *out)
     cursor_init(&c, buf, len);
     /* The keys come in this order in every kernel since 3.14; search on from
      * where the last one was found, and from the start if one moved. */
-    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
         struct cursor k = c;
         if (cursor_find_key(&k, keys[i].key) < 0) {
             cursor_init(&k, buf, len);
@@ -251,7 +252,7 @@ int parse_pid_io(const char *buf, size_t len, struct pid_io *out)
     };
     struct cursor c;
     cursor_init(&c, buf, len);
-    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
         uint64_t *dst = (uint64_t *)((char *)out + keys[i].offset);
         if (cursor_find_key(&c, keys[i].key) < 0 || cursor_u64(&c, dst) < 0)
             return -EINVAL;

@@ -1,3 +1,4 @@
+#include "common/array.h"
 #include "sample/proctree.h"
 
 #include <dirent.h>
@@ -533,7 +534,7 @@ static void tree_remove(struct proc_tree *t, uint32_t i)
     if (e->have_series && t->series) {
         uint32_t s[] = {e->s_cpu,   e->s_rss,  e->s_threads, e->s_read,
                         e->s_write, e->s_ctxt, e->s_runq};
-        for (size_t k = 0; k < sizeof(s) / sizeof(s[0]); k++)
+        for (size_t k = 0; k < ARRAY_SIZE(s); k++)
             series_retire(t->series, s[k]);
     }
     entry_close(t, e);
@@ -570,7 +571,7 @@ int proc_tree_set_root(struct proc_tree *t, pid_t pid)
 
 void proc_tree_not_job(struct proc_tree *t, pid_t pid)
 {
-    if (t->n_not_job < sizeof(t->not_job) / sizeof(t->not_job[0]))
+    if (t->n_not_job < ARRAY_SIZE(t->not_job))
         t->not_job[t->n_not_job++] = pid;
 }
 

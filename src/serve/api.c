@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "analyze/compare.h"
+#include "common/array.h"
 #include "common/err.h"
 #include "serve/api.h"
 #include "serve/downsample.h"
@@ -248,7 +249,7 @@ static int parse_sort(const char *s, struct sort_spec *out)
         return 0;
     int desc = *s == '-';
     s += desc;
-    for (size_t i = 0; i < sizeof(sort_keys) / sizeof(sort_keys[0]); i++)
+    for (size_t i = 0; i < ARRAY_SIZE(sort_keys); i++)
         if (strcmp(s, sort_keys[i].name) == 0) {
             *out = (struct sort_spec){sort_keys[i].key, desc, sort_keys[i].needs_summary};
             return 0;
@@ -965,7 +966,7 @@ static int run_endpoint(const struct api_ctx *c, const char *rest, const struct 
         status = api_texts(c, &r, view + 6, o);
     else {
         status = fail(o, 404, "no such endpoint");
-        for (size_t i = 0; i < sizeof(run_views) / sizeof(run_views[0]); i++)
+        for (size_t i = 0; i < ARRAY_SIZE(run_views); i++)
             if (strcmp(view, run_views[i].name) == 0) {
                 strbuf_reset(o);
                 status = run_views[i].fn(c, &r, q, o);

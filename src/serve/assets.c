@@ -1,5 +1,6 @@
 #include <string.h>
 
+#include "common/array.h"
 #include "serve/assets.h"
 
 const struct serve_asset *serve_asset_find(const char *name)
@@ -27,7 +28,7 @@ const char *serve_asset_type(const char *name)
         {".map", "application/json"},
     };
     const char *dot = strrchr(name, '.');
-    for (size_t i = 0; dot && i < sizeof(types) / sizeof(types[0]); i++)
+    for (size_t i = 0; dot && i < ARRAY_SIZE(types); i++)
         if (strcmp(dot, types[i].ext) == 0)
             return types[i].type;
     return "application/octet-stream";

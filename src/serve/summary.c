@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "analyze/steps.h"
+#include "common/array.h"
 #include "serve/summary.h"
 
 struct entry {
@@ -122,7 +123,7 @@ static int count_finding(const struct finding_record *f, void *arg)
 static double batch_param(const struct run_record *r)
 {
     static const char *const keys[] = {"batch-size", "batch_size", "batch", "bs"};
-    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
         const char *v = kv_list_get(&r->params, keys[i]);
         char *end;
         double b = v ? strtod(v, &end) : 0;

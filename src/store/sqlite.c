@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/array.h"
 #include "common/err.h"
 #include "store/backend.h"
 #include "store/schema.h"
@@ -874,7 +875,7 @@ static int sqlite_rules_clear(struct store *base, const char *run_id)
         "DELETE FROM rule_results WHERE run_id=?1",
         "DELETE FROM rule_config WHERE run_id=?1",
     };
-    return run_rows_delete((struct sqlite_store *)base, sql, sizeof(sql) / sizeof(sql[0]), run_id,
+    return run_rows_delete((struct sqlite_store *)base, sql, ARRAY_SIZE(sql), run_id,
                            "cannot clear findings");
 }
 
@@ -1044,7 +1045,7 @@ static int sqlite_run_delete(struct store *base, const char *run_id)
         "DELETE FROM runs WHERE id=?1",
     };
     int rc = sqlite_begin(base);
-    for (size_t i = 0; rc == 0 && i < sizeof(sql) / sizeof(sql[0]); i++) {
+    for (size_t i = 0; rc == 0 && i < ARRAY_SIZE(sql); i++) {
         sqlite3_stmt *q = NULL;
         if (sqlite3_prepare_v2(s->db, sql[i], -1, &q, NULL) != SQLITE_OK) {
             rc = map_rc(s, sqlite3_errcode(s->db), "cannot delete run");
@@ -1299,7 +1300,7 @@ static int open_reader(struct sqlite_store *s, const char *path)
 {
     static const enum open_mode modes[] = {OPEN_WRITE, OPEN_READ, OPEN_IMMUTABLE};
     int rc = 0;
-    for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(modes); i++) {
         int sqlite_rc;
         rc = open_and_check(s, path, modes[i], 1, &sqlite_rc);
         if (rc == 0 || (sqlite_rc != SQLITE_READONLY && sqlite_rc != SQLITE_CANTOPEN &&

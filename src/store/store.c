@@ -1,3 +1,4 @@
+#include "common/array.h"
 #include "store/store.h"
 
 #include <errno.h>
@@ -76,7 +77,7 @@ void run_record_release(struct run_record *r)
         &r->name,           &r->experiment,    &r->workload,       &r->command_json, &r->cwd,
         &r->user,           &r->host,          &r->kernel,         &r->cpu_model,    &r->git_commit,
         &r->python_version, &r->torch_version, &r->strobe_version, &r->error};
-    for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++)
+    for (size_t i = 0; i < ARRAY_SIZE(strings); i++)
         free(*strings[i]);
     kv_list_release(&r->tags);
     kv_list_release(&r->params);

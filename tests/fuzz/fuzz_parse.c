@@ -12,6 +12,7 @@
  *   mkdir -p /tmp/corpus && ./fuzz_parse -max_total_time=30 /tmp/corpus tests/data
  * (new inputs go to the first directory; the fixture trees seed it)
  */
+#include "common/array.h"
 #include "sample/parse.h"
 
 #include <errno.h>
@@ -115,7 +116,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     rc = parse_pid_list(b, size, count_pid, &n);
     CHECK(rc == -EINVAL || (rc >= 0 && rc == n));
 
-    const char *key = flat_keys[size ? data[0] % (sizeof(flat_keys) / sizeof(flat_keys[0])) : 0];
+    const char *key = flat_keys[size ? data[0] % (ARRAY_SIZE(flat_keys)) : 0];
     rc = parse_flat_key(b, size, key, &x);
     CHECK(rc == 0 || rc == -EINVAL || rc == -ENOENT);
     rc = parse_u64_or_max(b, size, &x);

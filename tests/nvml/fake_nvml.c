@@ -129,6 +129,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/array.h"
 #include "gpu/nvml_api.h"
 
 #define FAKE_EXPORT __attribute__((visibility("default")))
@@ -440,7 +441,7 @@ static int parse_function(struct parse *p, const char *s, enum fn *fn)
 static int parse_error_code(struct parse *p, const char *s, nvmlReturn_t *code)
 {
     const char *name = strncmp(s, "NVML_ERROR_", 11) == 0 ? s + 11 : s;
-    for (size_t i = 0; i < sizeof(errors) / sizeof(errors[0]); i++)
+    for (size_t i = 0; i < ARRAY_SIZE(errors); i++)
         if (strcmp(errors[i].name, name) == 0) {
             *code = errors[i].code;
             return 0;
@@ -794,7 +795,7 @@ static int parse_line(struct parse *p, char *line)
         return -1;
     if (argc == 0)
         return 0;
-    for (size_t i = 0; i < sizeof(directives) / sizeof(directives[0]); i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(directives); i++) {
         if (strcmp(directives[i].name, argv[0]) != 0)
             continue;
         if (argc - 1 < directives[i].min_args || argc - 1 > directives[i].max_args)
@@ -1015,7 +1016,7 @@ FAKE_EXPORT nvmlReturn_t nvmlShutdown(void)
 
 FAKE_EXPORT const char *nvmlErrorString(nvmlReturn_t result)
 {
-    for (size_t i = 0; i < sizeof(errors) / sizeof(errors[0]); i++)
+    for (size_t i = 0; i < ARRAY_SIZE(errors); i++)
         if (errors[i].code == result)
             return errors[i].text;
     return "Unknown Error";

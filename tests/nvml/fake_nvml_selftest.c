@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "common/array.h"
 #include "gpu/nvml_api.h"
 
 #include "../unit/test.h"
@@ -40,7 +41,7 @@ struct nvml {
 
 #define NVML_NAME(ret, name, args) #name,
 static const char *const nvml_names[] = {NVML_FUNCTIONS(NVML_NAME)};
-#define NVML_COUNT (sizeof(nvml_names) / sizeof(nvml_names[0]))
+#define NVML_COUNT (ARRAY_SIZE(nvml_names))
 
 /* dlopen one of the builds and resolve every name: missing ones stay NULL. */
 static void nvml_open(struct nvml *n, const char *lib)
@@ -456,7 +457,7 @@ TEST(parse_errors_name_file_and_line)
     };
     struct nvml n;
     nvml_load(&n);
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
         const char *path = scenario(cases[i].text);
         char err[1024], prefix[PATH_MAX + 64];
         ASSERT_EQ_INT(init_catching_stderr(&n, err, sizeof(err)), NVML_ERROR_UNKNOWN);
@@ -1369,5 +1370,5 @@ int main(int argc, char **argv)
     if (slash)
         *slash = '\0';
     unsetenv("STROBE_FAKE_NVML_CALLS");
-    return test_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv);
+    return test_main(cases, ARRAY_SIZE(cases), argc, argv);
 }

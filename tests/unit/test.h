@@ -78,6 +78,8 @@ struct test_case {
 /* Names of shared-memory segments a test made: removed when the test's
  * process exits, failed assertions included (TEST_FAIL exits, so atexit runs). */
 #include <sys/mman.h>
+
+#include "common/array.h"
 #define TEST_SHM_MAX 16
 static char test_shm_names[TEST_SHM_MAX][64];
 static int test_shm_count;
@@ -166,7 +168,7 @@ static inline int test_main(const struct test_case *cases, size_t n, int argc, c
     int main(int argc, char **argv)                                                                \
     {                                                                                              \
         static const struct test_case cases[] = {TEST_FOREACH(TEST_ENTRY, __VA_ARGS__)};           \
-        return test_main(cases, sizeof(cases) / sizeof(cases[0]), argc, argv);                     \
+        return test_main(cases, ARRAY_SIZE(cases), argc, argv);                                    \
     }
 
 /* A bounded FOR_EACH for up to 40 tests per file. */

@@ -1,6 +1,7 @@
 /* Durations as the command line takes them (--interval, --gpu-interval,
  * --rule-interval): a plain decimal number and a unit, nothing strtod
  * would read besides (hex, exponents, signs, spaces, inf, nan). */
+#include "common/array.h"
 #include "common/clock.h"
 #include "test.h"
 
@@ -37,7 +38,7 @@ TEST(strtod_extras_refused)
         "0x10", "0X10ms", "0x1p4", "1e3", "1E-3s", " 10",   "10 ", "10 ms", "\t10",  "+5",  "-5",
         "inf",  "nan",    "INFs",  ".5",  "5.",    "1.2.3", "",    "ms",    "10msx", "10h", "1,5",
     };
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+    for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
         duration_refused(bad[i]);
 }
 

@@ -4,6 +4,7 @@
  * == on doubles cannot check (NaN != NaN, -0.0 == 0.0).
  */
 #include "codec/gorilla.h"
+#include "common/array.h"
 
 #include <errno.h>
 #include <float.h>
@@ -180,7 +181,7 @@ static const uint64_t special_bits[] = {
     UINT64_C(0xffefffffffffffff),                               /* -DBL_MAX */
     UINT64_C(0x3ff0000000000000),                               /* 1.0 */
 };
-#define N_SPECIAL (sizeof(special_bits) / sizeof(special_bits[0]))
+#define N_SPECIAL (ARRAY_SIZE(special_bits))
 
 static double random_value(uint64_t *s, int mode, double prev)
 {
@@ -306,7 +307,7 @@ TEST(dod_bucket_boundaries)
     };
     const int64_t base = INT64_C(1) << 40;
 
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
         struct point pts[3] = {{0, 5.0}, {base, 5.0}, {2 * base + cases[i].dod, 5.0}};
         uint8_t buf[128];
         struct block_enc e;
@@ -338,7 +339,7 @@ TEST(xor_window_edges)
         {80, bdbl(UINT64_C(0x0000000100000000))},
         {90, bdbl(UINT64_C(0x0000000180000000))},
     };
-    roundtrip(pts, sizeof(pts) / sizeof(pts[0]));
+    roundtrip(pts, ARRAY_SIZE(pts));
 }
 
 TEST(random_series_roundtrip)
@@ -405,7 +406,7 @@ TEST(nan_payloads)
         UINT64_C(0x7ff4000000000000), UINT64_C(0x7fffffffffffffff), UINT64_C(0xffffffffffffffff),
         UINT64_C(0x7ff8000000000001), UINT64_C(0xfff0000000000001), UINT64_C(0x7ff8dead0000beef),
     };
-    const uint32_t nn = sizeof(nans) / sizeof(nans[0]);
+    const uint32_t nn = ARRAY_SIZE(nans);
     uint32_t n = 0;
 
     for (uint32_t i = 0; i < nn; i++) {
@@ -488,7 +489,7 @@ TEST(constant_series)
     };
     static uint8_t buf[4096];
 
-    for (size_t c = 0; c < sizeof(consts) / sizeof(consts[0]); c++) {
+    for (size_t c = 0; c < ARRAY_SIZE(consts); c++) {
         struct block_enc e;
         for (uint32_t i = 0; i < 5000; i++) {
             g_pts[i].ts = INT64_C(-1000000000) + (int64_t)i * INTERVAL_NS;
@@ -518,7 +519,7 @@ TEST(huge_timestamp_jumps)
     static const uint32_t lens[] = {2, 4, 3, 4, 4, 5, 3, 1};
     uint64_t s = 99;
 
-    for (size_t q = 0; q < sizeof(lens) / sizeof(lens[0]); q++) {
+    for (size_t q = 0; q < ARRAY_SIZE(lens); q++) {
         struct point pts[5];
         for (uint32_t i = 0; i < lens[q]; i++) {
             pts[i].ts = seqs[q][i];
@@ -607,7 +608,7 @@ TEST(rejects_out_of_order_and_duplicates)
         const int64_t bad[] = {last, before_last, INT64_MIN, g_pts[0].ts, far_back};
         memcpy(before, buf, sizeof(buf));
         saved = e;
-        for (size_t b = 0; b < sizeof(bad) / sizeof(bad[0]); b++) {
+        for (size_t b = 0; b < ARRAY_SIZE(bad); b++) {
             if (bad[b] > last)
                 continue;
             ASSERT_EQ_INT(block_enc_append(&e, bad[b], bdbl(rng_next(&s))), -EINVAL);

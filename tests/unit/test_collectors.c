@@ -7,6 +7,7 @@
  * from the fixture numbers in the comments beside each check; ticks are
  * USER_HZ = 100 and pages 4096 bytes.
  */
+#include "common/array.h"
 #include "sample/collector.h"
 
 #include <errno.h>
@@ -581,7 +582,7 @@ TEST(proc_tree_past_the_fd_budget_reads_by_name)
     ASSERT(full.tree.fds > 5 * full.tree.n); /* 4002 has no io */
     ASSERT(full.tree.fds <= 6 * full.tree.n);
     static const uint32_t budgets[] = {0, 5, 6, 13, 20};
-    for (size_t i = 0; i < sizeof(budgets) / sizeof(budgets[0]); i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(budgets); i++) {
         struct rig r;
         rig_fd_budget = budgets[i];
         rig_open(&r, PROC_A0, ROOT_PID, NULL, NULL);

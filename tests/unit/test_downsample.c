@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 
+#include "common/array.h"
 #include "fixture.h"
 #include "serve/downsample.h"
 #include "store/store.h"
@@ -112,7 +113,7 @@ TEST(whole_range_equals_decoding_everything)
     struct series *s = calloc(1, sizeof(*s));
     make_series(s, 40000, 7, 1700000000000000000LL);
     uint32_t ns[] = {1, 2, 7, 100, 1000, 5000, 16384};
-    for (size_t k = 0; k < sizeof(ns) / sizeof(ns[0]); k++) {
+    for (size_t k = 0; k < ARRAY_SIZE(ns); k++) {
         struct downsampler d;
         ASSERT_EQ_INT(downsampler_init(&d, s->t[0], s->t[s->n - 1], ns[k]), 0);
         feed(&d, s);

@@ -9,6 +9,7 @@
  * through its queries. The analysis reads runs whose events were written
  * block by block with known spans, so every phase figure is exact.
  */
+#include "common/array.h"
 #include "record/events.h"
 
 #include <errno.h>
@@ -1160,7 +1161,7 @@ static void write_steps_run(struct store *s)
         {T(3700), 0, N_FORWARD, 2, STROBE_EV_SPAN_BEGIN}, /* not a complete span */
         {T(3750), 0, 0, 3, STROBE_EV_STEP},
     };
-    put_block(s, STEPS_RUN, 200, 200, a, sizeof(a) / sizeof(a[0]));
+    put_block(s, STEPS_RUN, 200, 200, a, ARRAY_SIZE(a));
 
     /* a damaged block of the same thread, between the two good ones: if it
      * were read, it would add a step */
@@ -1176,7 +1177,7 @@ static void write_steps_run(struct store *s)
         span(N_FORWARD, 4300, 4700, 3),   span(N_STEP, 4000, 4800, 3),
         span(N_STEP, 5000, 6200, 4),      span(N_FORWARD, 7000, 7100, 5), /* after the last step */
     };
-    put_block(s, STEPS_RUN, 200, 200, c, sizeof(c) / sizeof(c[0]));
+    put_block(s, STEPS_RUN, 200, 200, c, ARRAY_SIZE(c));
 
     /* rank 0's communication thread: comm overlapping step A on another thread */
     struct event comm[] = {span(N_ALLREDUCE, 1500, 1650, 1)};

@@ -6,6 +6,7 @@
  * exactly sized heap copies, so ASan flags any read past the end.
  */
 #include "codec/events.h"
+#include "common/array.h"
 
 #include <errno.h>
 
@@ -118,11 +119,11 @@ static uint64_t edgy_u64(uint64_t *s)
                                      UINT64_C(1) << 63 >> 1};
     switch (rng_below(s, 4)) {
     case 0:
-        return edges[rng_below(s, sizeof(edges) / sizeof(edges[0]))];
+        return edges[rng_below(s, ARRAY_SIZE(edges))];
     case 1:
         return rng_next(s) >> rng_below(s, 64);
     case 2:
-        return edges[rng_below(s, sizeof(edges) / sizeof(edges[0]))] + rng_below(s, 5) - 2;
+        return edges[rng_below(s, ARRAY_SIZE(edges))] + rng_below(s, 5) - 2;
     default:
         return rng_next(s);
     }
@@ -207,7 +208,7 @@ TEST(random_roundtrip)
 TEST(extremes_roundtrip)
 {
     static const int64_t big[] = {INT64_MIN, INT64_MAX, 0, -1, INT64_MIN + 1, INT64_MAX - 1};
-    const uint32_t nb = sizeof(big) / sizeof(big[0]);
+    const uint32_t nb = ARRAY_SIZE(big);
     uint32_t n = 0;
 
     codecs_init();

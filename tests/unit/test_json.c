@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <math.h>
 
+#include "common/array.h"
 #include "import/json.h"
 #include "test.h"
 
@@ -95,7 +96,7 @@ TEST(cut_short_is_enodata)
     };
     struct json_doc d;
     json_doc_init(&d);
-    for (size_t i = 0; i < sizeof(cut) / sizeof(cut[0]); i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(cut); i++) {
         struct json *v;
         int rc = json_parse(&d, cut[i], strlen(cut[i]), &v);
         if (rc != -ENODATA)
@@ -114,7 +115,7 @@ TEST(garbage_is_ebadmsg)
     };
     struct json_doc d;
     json_doc_init(&d);
-    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
         struct json *v;
         int rc = json_parse(&d, bad[i], strlen(bad[i]), &v);
         if (rc != -EBADMSG)
@@ -211,7 +212,7 @@ TEST(scaled_integers_are_exact)
     };
     struct json_doc d;
     json_doc_init(&d);
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
         struct json *v = parse(&d, cases[i].text, 0);
         int64_t got = 0;
         int rc = json_scaled_i64(v, cases[i].exp10, &got);

@@ -4,6 +4,7 @@
  * random input. Every input is handed over in a buffer of exactly its length
  * with no NUL after it, so AddressSanitizer catches a read past the end.
  */
+#include "common/array.h"
 #include "sample/parse.h"
 
 #include <errno.h>
@@ -508,7 +509,7 @@ TEST(pid_stat_comm_edge_cases)
         {"x\ny", "x\ny"}, /* prctl(PR_SET_NAME) allows a newline */
         {"exactly15chars!", "exactly15chars!"},
     };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
         make_stat_line(line, sizeof(line), cases[i].comm);
         ASSERT_EQ_INT(stat_str(line, &st), 0);
         ASSERT_EQ_STR(st.comm, cases[i].want);
@@ -859,7 +860,7 @@ TEST(every_prefix_of_every_fixture)
         "tests/data/proc-a/t0/sys/block/vda/stat",
         "tests/data/cgroup-v2/t0/sys/fs/cgroup/system.slice/train.service/cpu.stat",
     };
-    for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
+    for (size_t f = 0; f < ARRAY_SIZE(files); f++) {
         size_t len;
         char *whole = fixture_load(files[f], &len);
         for (size_t n = 0; n <= len; n++) {
@@ -909,7 +910,7 @@ TEST(pfile_reads_files_of_every_size)
     close(fd);
     static const size_t sizes[] = {0, 1, 1022, 1023, 1024, 3071, 3072, 3500, 4096, 10000, 70000};
     struct pfile f = PFILE_INIT;
-    for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+    for (size_t k = 0; k < ARRAY_SIZE(sizes); k++) {
         write_file(path, sizes[k]);
         ASSERT_EQ_INT(0, pfile_open(&f, AT_FDCWD, path));
         ASSERT_EQ_INT(0, pfile_read(&f));

@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 
+#include "common/array.h"
 #include "ring/ring.h"
 #include "test.h"
 
@@ -99,7 +100,7 @@ TEST(attach_checks_the_abi)
     /* each field that shapes the layout is checked */
     uint32_t *fields[] = {&w.hdr->magic, &w.hdr->abi, &w.hdr->record_bytes, &w.hdr->ring_count,
                           &w.hdr->ring_records};
-    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(fields); i++) {
         uint32_t keep = *fields[i];
         *fields[i] = keep + 1;
         ASSERT_EQ_INT(ring_segment_attach(&r, name), -EPROTO);

@@ -6,6 +6,7 @@
  * with every figure worked out by hand.
  */
 #include "analyze/steps.h"
+#include "common/array.h"
 #include "strobe/ring.h"
 #include "test.h"
 
@@ -96,7 +97,7 @@ TEST(modes_kept_apart)
 {
     struct run_events e;
     init_events(&e);
-    add_thread(&e, 10, mixed, sizeof(mixed) / sizeof(mixed[0]));
+    add_thread(&e, 10, mixed, ARRAY_SIZE(mixed));
     struct step_analysis a;
     ASSERT_EQ_INT(step_analysis_run(&e, &a), 0);
 
@@ -157,7 +158,7 @@ TEST(walks_by_mode)
 {
     struct run_events e;
     init_events(&e);
-    add_thread(&e, 10, mixed, sizeof(mixed) / sizeof(mixed[0]));
+    add_thread(&e, 10, mixed, ARRAY_SIZE(mixed));
     int n = 0;
     ASSERT_EQ_INT(steps_walk_thread(&e, &e.threads[0], count_row, &n), 0);
     ASSERT_EQ_INT(n, 3); /* the training steps only */
@@ -182,7 +183,7 @@ TEST(backward_passes_per_step)
     };
     struct run_events e;
     init_events(&e);
-    add_thread(&e, 10, d, sizeof(d) / sizeof(d[0]));
+    add_thread(&e, 10, d, ARRAY_SIZE(d));
     struct step_analysis a;
     ASSERT_EQ_INT(step_analysis_run(&e, &a), 0);
     ASSERT_EQ_INT(a.ngroups, 1);

@@ -4,6 +4,7 @@
  * their summaries, resolving run references, deleting, two writers on one
  * file, and reading points back (store/points.h).
  */
+#include "common/array.h"
 #include "store/store.h"
 
 #include <errno.h>
@@ -1183,7 +1184,7 @@ TEST(points_roundtrip_and_stats)
     /* 1..20 shuffled with a NaN among them, in three blocks */
     static const double v[] = {7,  3,  20, 1,  15, 9,  12, NAN, 2,  18, 5,
                                11, 19, 4,  16, 8,  14, 6,  10,  13, 17};
-    const size_t n = sizeof(v) / sizeof(v[0]);
+    const size_t n = ARRAY_SIZE(v);
     const int64_t t0 = INT64_C(1717000000000000000);
     store_points(s, sid, t0, v, 7);
     store_points(s, sid, t0 + 7 * NS_PER_S, v + 7, 7);
