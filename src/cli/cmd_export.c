@@ -10,6 +10,7 @@
 #include "common/label.h"
 #include "common/log.h"
 #include "common/strbuf.h"
+#include "common/strlist.h"
 #include "import/sagemaker.h"
 #include "store/points.h"
 
@@ -70,36 +71,42 @@ static void csv_field(struct strbuf *o, const char *s)
     strbuf_addch(o, '"');
 }
 
+struct labels_out {
+    struct strbuf *o;
+    struct strbuf k, v; /* the pair unescaped */
+    int first;
+};
+
+static int label_json(const char *key, size_t key_len, const char *value, size_t value_len,
+                      void *arg)
+{
+    struct labels_out *l = arg;
+    strbuf_reset(&l->k);
+    strbuf_reset(&l->v);
+    label_unescape(&l->k, key, key_len);
+    label_unescape(&l->v, value, value_len);
+    if (!l->first)
+        strbuf_addch(l->o, ',');
+    strbuf_add_json_str(l->o, l->k.buf);
+    strbuf_addch(l->o, ':');
+    strbuf_add_json_str(l->o, l->v.buf);
+    l->first = 0;
+    return 0;
+}
+
 /* labels "a=1,b=2" as a JSON object, each key and value unescaped
  * (common/label.h: an interface "x,y=z" is stored as iface=x%2Cy%3Dz) */
 static void labels_json(struct strbuf *o, const char *labels)
 {
-    struct strbuf k, v;
-    strbuf_init(&k);
-    strbuf_init(&v);
+    struct labels_out l = {.o = o, .first = 1};
+    strbuf_init(&l.k);
+    strbuf_init(&l.v);
     strbuf_addch(o, '{');
-    int first = 1;
-    for (const char *p = labels; p && *p;) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        const char *eq = memchr(p, '=', len);
-        if (eq) {
-            strbuf_reset(&k);
-            strbuf_reset(&v);
-            label_unescape(&k, p, (size_t)(eq - p));
-            label_unescape(&v, eq + 1, len - (size_t)(eq - p) - 1);
-            if (!first)
-                strbuf_addch(o, ',');
-            strbuf_add_json_str(o, k.buf);
-            strbuf_addch(o, ':');
-            strbuf_add_json_str(o, v.buf);
-            first = 0;
-        }
-        p = comma ? comma + 1 : NULL;
-    }
+    if (labels)
+        strlist_each_pair(labels, label_json, &l);
     strbuf_addch(o, '}');
-    strbuf_release(&k);
-    strbuf_release(&v);
+    strbuf_release(&l.k);
+    strbuf_release(&l.v);
 }
 
 /* JSON has no NaN or infinity: they are written as the strings "nan", "inf"

@@ -12,6 +12,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/strbuf.h"
+#include "common/strlist.h"
 #include "sample/proctree.h"
 #include "sample/series.h"
 
@@ -186,6 +187,32 @@ static int *visible_slot(struct gpu_collector *g, const char *tok)
     return NULL;
 }
 
+struct visible_walk {
+    struct gpu_collector *g;
+    struct strbuf tok; /* the item, NUL-terminated for visible_slot */
+    int next;          /* the CUDA number the next new device gets */
+};
+
+/* One entry of $CUDA_VISIBLE_DEVICES; nonzero ends the list. Empty entries
+ * (",,") are skipped, as strtok(3) would, and leading blanks too. */
+static int number_visible(const char *item, size_t len, void *arg)
+{
+    struct visible_walk *w = arg;
+    if (!len)
+        return 0;
+    strbuf_reset(&w->tok);
+    strbuf_add(&w->tok, item, len); /* grown to fit the whole list: cannot fail */
+    const char *tok = w->tok.buf;
+    while (*tok == ' ')
+        tok++;
+    int *slot = visible_slot(w->g, tok);
+    if (!slot)
+        return 1;
+    if (*slot < 0)
+        *slot = w->next++;
+    return 0;
+}
+
 /* Which CUDA device number the job will see each GPU and MIG device as.
  * $CUDA_VISIBLE_DEVICES lists devices by index or by UUID (a prefix is
  * enough for CUDA; MIG devices by their "MIG-" UUIDs), in the order the job
@@ -202,21 +229,12 @@ static void map_visible(struct gpu_collector *g)
     if (!env)
         return;
     g->visible = strdup(env);
-    char *buf = strdup(env); /* strtok_r's copy */
-    if (!buf)
+    struct visible_walk w = {.g = g, .next = 0};
+    strbuf_init(&w.tok);
+    if (strbuf_grow(&w.tok, strlen(env)) < 0)
         return; /* no memory: every device unnumbered rather than a guess */
-    int next = 0;
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
-         tok = strtok_r(NULL, ",", &save)) {
-        while (*tok == ' ')
-            tok++;
-        int *slot = visible_slot(g, tok);
-        if (!slot)
-            break;
-        if (*slot < 0)
-            *slot = next++;
-    }
-    free(buf);
+    strlist_each(env, number_visible, &w);
+    strbuf_release(&w.tok);
 }
 
 /* Whether this machine looks as if it has NVIDIA GPUs (the driver's device

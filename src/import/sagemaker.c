@@ -22,6 +22,7 @@
 #include "common/array.h"
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/strlist.h"
 #include "common/version.h"
 #include "import/json.h"
 #include "import/sagemaker_format.h"
@@ -2068,18 +2069,27 @@ int64_t sagemaker_median_i64(int64_t *v, uint64_t n)
     return a + (int64_t)(((uint64_t)b - (uint64_t)a) / 2); /* b >= a */
 }
 
+struct label_pairs {
+    const char *pairs[9]; /* eight labels at most, and node= */
+    size_t lens[9];
+    size_t n;
+};
+
+static int take_label(const char *item, size_t len, void *arg)
+{
+    struct label_pairs *l = arg;
+    l->pairs[l->n] = item;
+    l->lens[l->n++] = len;
+    return l->n == 8; /* the rest are dropped */
+}
+
 /* labels plus node=<node>, keys sorted, as strobe writes labels. */
 static void labels_with_node(const char *labels, const char *node, struct strbuf *out)
 {
-    const char *pairs[9];
-    size_t lens[9], n = 0;
-    for (const char *p = labels; *p && n < 8;) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        pairs[n] = p;
-        lens[n++] = len;
-        p = comma ? comma + 1 : p + len;
-    }
+    struct label_pairs l = {.n = 0};
+    strlist_each(labels, take_label, &l);
+    const char **pairs = l.pairs;
+    size_t *lens = l.lens, n = l.n;
     struct strbuf nl;
     strbuf_init(&nl);
     strbuf_addf(&nl, "node=%s", node);

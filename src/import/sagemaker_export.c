@@ -96,35 +96,41 @@ static int node_id(struct ex_ctx *x, const char *id, uint32_t *out)
     return 0;
 }
 
+struct node_split {
+    struct strbuf o; /* the labels but node= */
+    const char *id;  /* node='s value, the last one, or NULL */
+    size_t id_len;
+};
+
+static int split_node_item(const char *item, size_t len, void *arg)
+{
+    struct node_split *s = arg;
+    if (len > 5 && strncmp(item, "node=", 5) == 0) {
+        s->id = item + 5;
+        s->id_len = len - 5;
+    } else {
+        if (s->o.len)
+            strbuf_addch(&s->o, ',');
+        strbuf_add(&s->o, item, len);
+    }
+    return 0;
+}
+
 /* labels without node=, and the node (default when none) */
 static int split_node(struct ex_ctx *x, const char *labels, char **rest, uint32_t *node)
 {
-    struct strbuf o;
-    strbuf_init(&o);
-    const char *id = NULL;
-    size_t id_len = 0;
-    for (const char *p = labels; *p;) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        if (len > 5 && strncmp(p, "node=", 5) == 0) {
-            id = p + 5;
-            id_len = len - 5;
-        } else {
-            if (o.len)
-                strbuf_addch(&o, ',');
-            strbuf_add(&o, p, len);
-        }
-        p = comma ? comma + 1 : p + len;
-    }
+    struct node_split s = {.id = NULL};
+    strbuf_init(&s.o);
+    strlist_each(labels, split_node_item, &s);
     int rc;
-    if (id) {
-        char *copy = strndup(id, id_len);
+    if (s.id) {
+        char *copy = strndup(s.id, s.id_len);
         rc = copy ? node_id(x, copy, node) : -ENOMEM;
         free(copy);
     } else {
         rc = node_id(x, x->default_node, node);
     }
-    *rest = strbuf_detach(&o);
+    *rest = strbuf_detach(&s.o);
     return *rest ? rc : -ENOMEM;
 }
 

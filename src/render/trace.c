@@ -86,24 +86,18 @@ static int prepare_names(struct trace *t)
 
 /* ---- nodes and processes -------------------------------------------------- */
 
-/* The value of key in canonical labels "a=1,b=2" into out, or 0. */
+/* The value of key in canonical labels "a=1,b=2" into out, cut to fit, or 0. */
 static int label_get(const char *labels, const char *key, char *out, size_t cap)
 {
-    size_t klen = strlen(key);
-    for (const char *p = labels; p && *p;) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        if (len > klen && strncmp(p, key, klen) == 0 && p[klen] == '=') {
-            size_t vlen = len - klen - 1;
-            if (vlen >= cap)
-                vlen = cap - 1;
-            memcpy(out, p + klen + 1, vlen);
-            out[vlen] = '\0';
-            return 1;
-        }
-        p = comma ? comma + 1 : NULL;
-    }
-    return 0;
+    size_t vlen;
+    const char *v = strlist_value(labels, key, &vlen);
+    if (!v)
+        return 0;
+    if (vlen >= cap)
+        vlen = cap - 1;
+    memcpy(out, v, vlen);
+    out[vlen] = '\0';
+    return 1;
 }
 
 static int node_find(const struct trace *t, const char *name)

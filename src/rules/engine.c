@@ -202,6 +202,30 @@ static int param_number(const struct rule_param *p, const char *val, double *out
     return 0;
 }
 
+struct choice {
+    const char *word;
+    size_t len;
+    int k;     /* the item being looked at */
+    int found; /* the last item equal to word, or -1 */
+};
+
+static int match_choice(const char *item, size_t len, void *arg)
+{
+    struct choice *c = arg;
+    if (len == c->len && strncasecmp(c->word, item, len) == 0) /* TRAIN as train */
+        c->found = c->k;
+    c->k++;
+    return 0;
+}
+
+/* Which item of choices word is, or -1. */
+static int choice_index(const char *choices, const char *word)
+{
+    struct choice c = {word, strlen(word), 0, -1};
+    strlist_each(choices, match_choice, &c);
+    return c.found;
+}
+
 /* "Rule.param=value" into the rule's value; SageMaker's ProfilerReport form
  * "Rule_param=value" is accepted too. */
 static int apply_param(struct rules_engine *e, const char *text, struct strbuf *err)
@@ -230,14 +254,7 @@ static int apply_param(struct rules_engine *e, const char *text, struct strbuf *
     const char *val = eq + 1;
     double v;
     if (d->params[pi].choices) {
-        v = -1;
-        const char *c = d->params[pi].choices;
-        for (int k = 0; *c; k++) {
-            size_t len = strcspn(c, ",");
-            if (strlen(val) == len && strncasecmp(val, c, len) == 0) /* TRAIN as train */
-                v = k;
-            c += len + (c[len] == ',');
-        }
+        v = choice_index(d->params[pi].choices, val);
         if (v < 0) {
             strbuf_addf(err, "%s.%s must be one of %s, not '%s'", rule, param,
                         d->params[pi].choices, val);
@@ -259,23 +276,33 @@ static int rule_listed(const char *list, const char *name)
     return strlist_has(list, name, strlen(name));
 }
 
+struct rule_list_check {
+    struct strbuf *err;
+    int named; /* non-empty items so far */
+};
+
+static int check_rule_name(const char *item, size_t len, void *arg)
+{
+    struct rule_list_check *c = arg;
+    char name[64];
+    snprintf(name, sizeof(name), "%.*s", (int)len, item);
+    if (len && !rule_def_find(name)) {
+        strbuf_addf(c->err, "unknown rule '%s'; see 'strobe rules --list'", name);
+        return -EINVAL;
+    }
+    c->named += len > 0;
+    return 0;
+}
+
 /* Every name known, and at least one: a list of nothing but commas would
  * evaluate no rule while looking like a choice of some. */
 static int check_rule_list(const char *list, struct strbuf *err)
 {
-    int named = 0;
-    for (const char *p = list; *p;) {
-        size_t n = strcspn(p, ",");
-        char name[64];
-        snprintf(name, sizeof(name), "%.*s", (int)n, p);
-        if (n && !rule_def_find(name)) {
-            strbuf_addf(err, "unknown rule '%s'; see 'strobe rules --list'", name);
-            return -EINVAL;
-        }
-        named += n > 0;
-        p += n + (p[n] == ',');
-    }
-    if (!named) {
+    struct rule_list_check c = {err, 0};
+    int rc = strlist_each(list, check_rule_name, &c);
+    if (rc)
+        return rc;
+    if (!c.named) {
         strbuf_addf(err, "--rules '%s' names no rule; see 'strobe rules --list'", list);
         return -EINVAL;
     }
@@ -302,16 +329,13 @@ void rules_params_text(const struct rules_engine *e, struct strbuf *out, int onl
 const char *rule_param_choice(const struct rule_param *p, double v)
 {
     static __thread char buf[32];
-    const char *c = p->choices;
-    for (int k = 0; c && *c; k++) {
-        size_t len = strcspn(c, ",");
-        if (k == (int)v) {
-            snprintf(buf, sizeof(buf), "%.*s", (int)len, c);
-            return buf;
-        }
-        c += len + (c[len] == ',');
-    }
-    return "?";
+    int k = (int)v;
+    size_t len;
+    const char *c = p->choices && k >= 0 ? strlist_nth(p->choices, (size_t)k, &len) : NULL;
+    if (!c)
+        return "?";
+    snprintf(buf, sizeof(buf), "%.*s", (int)len, c);
+    return buf;
 }
 
 /* ---- nodes ------------------------------------------------------------------ */
@@ -547,27 +571,11 @@ static int metric_of(const char *name, const char *labels, enum rule_metric *out
     return -1;
 }
 
-/* The value of key in "a=1,b=2": where it starts, and its length in *len;
- * NULL when key is not there. */
-static const char *label_find(const char *labels, const char *key, size_t *len)
-{
-    size_t klen = strlen(key);
-    for (const char *p = labels; *p;) {
-        size_t n = strcspn(p, ",");
-        if (n > klen && strncmp(p, key, klen) == 0 && p[klen] == '=') {
-            *len = n - klen - 1;
-            return p + klen + 1;
-        }
-        p += n + (p[n] == ',');
-    }
-    return NULL;
-}
-
 /* The value of key in "a=1,b=2", into out. */
 static int label_value(const char *labels, const char *key, char *out, size_t cap)
 {
     size_t len;
-    const char *v = label_find(labels, key, &len);
+    const char *v = strlist_value(labels, key, &len);
     if (v)
         snprintf(out, cap, "%.*s", (int)len, v);
     else if (cap)
@@ -616,7 +624,7 @@ int rules_series(struct rules_engine *e, const char *name, const char *labels)
     if (gpu_unjudged(e, m, index, name, labels))
         return -1;
     size_t nlen = 0;
-    const char *node = label_find(labels, "node", &nlen);
+    const char *node = strlist_value(labels, "node", &nlen);
     uint32_t node_id;
     if (node_intern(e, node ? node : "", nlen, &node_id) < 0)
         return -1;

@@ -6,6 +6,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/strbuf.h"
+#include "common/strlist.h"
 #include "sample/collector.h"
 
 extern const struct collector_ops collector_cpu, collector_mem, collector_psi, collector_disk,
@@ -17,19 +18,6 @@ const struct collector_ops *const collector_table[] = {
     &collector_net, &collector_cgroup, &collector_proc, NULL,
 };
 
-static int name_in_list(const char *name, const char *list)
-{
-    size_t n = strlen(name);
-    for (const char *p = list; p && *p;) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        if (len == n && memcmp(p, name, n) == 0)
-            return 1;
-        p = comma ? comma + 1 : NULL;
-    }
-    return 0;
-}
-
 static int is_collector(const char *name, size_t len)
 {
     for (size_t i = 0; collector_table[i]; i++)
@@ -39,23 +27,22 @@ static int is_collector(const char *name, size_t len)
     return 0;
 }
 
-/* A misspelt name would otherwise leave that collector silently off. */
+static int check_name(const char *name, size_t len, void *why)
+{
+    if (is_collector(name, len))
+        return 0;
+    strbuf_addf(why, "'%.*s' is not a collector (known:", (int)len, name);
+    for (size_t i = 0; collector_table[i]; i++)
+        strbuf_addf(why, "%s %s", i ? "," : "", collector_table[i]->name);
+    strbuf_addch(why, ')');
+    return -EINVAL;
+}
+
+/* A misspelt name would otherwise leave that collector silently off; so
+ * would an empty one ("" or "cpu,"), which strlist_split hands over too. */
 int sampler_check_names(const char *only, struct strbuf *why)
 {
-    for (const char *p = only;; p++) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        if (!is_collector(p, len)) {
-            strbuf_addf(why, "'%.*s' is not a collector (known:", (int)len, p);
-            for (size_t i = 0; collector_table[i]; i++)
-                strbuf_addf(why, "%s %s", i ? "," : "", collector_table[i]->name);
-            strbuf_addch(why, ')');
-            return -EINVAL;
-        }
-        if (!comma)
-            return 0;
-        p = comma;
-    }
+    return strlist_split(only, check_name, why);
 }
 
 int sampler_init(struct sampler *s, const struct sample_env *env, struct series_table *series,
@@ -71,7 +58,7 @@ int sampler_init(struct sampler *s, const struct sample_env *env, struct series_
     for (size_t i = 0; i < n; i++) {
         struct sampler_slot *slot = &s->slots[i];
         slot->ops = collector_table[i];
-        if (only && !name_in_list(slot->ops->name, only))
+        if (only && !strlist_has(only, slot->ops->name, strlen(slot->ops->name)))
             continue;
         slot->state = calloc(1, slot->ops->state_size);
         if (!slot->state)

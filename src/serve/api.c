@@ -8,6 +8,7 @@
 #include "analyze/compare.h"
 #include "common/array.h"
 #include "common/err.h"
+#include "common/strlist.h"
 #include "serve/api.h"
 #include "serve/downsample.h"
 #include "serve/steps_view.h"
@@ -852,36 +853,52 @@ static int compare_seen(const struct compare_set *cs, const char *id)
     return 0;
 }
 
+struct compare_loading {
+    const struct api_ctx *c;
+    struct compare_set *cs;
+    int with_analysis;
+    struct strbuf *o;
+};
+
+/* One item of runs=, resolved and loaded; 0 or an HTTP status. */
+static int compare_load_one(const char *item, size_t len, void *arg)
+{
+    const struct compare_loading *l = arg;
+    const struct api_ctx *c = l->c;
+    struct compare_set *cs = l->cs;
+    struct strbuf *o = l->o;
+    char ref[REF_MAX];
+    if (cs->n == COMPARE_MAX_RUNS)
+        return fail(o, 400, "runs: at most 16");
+    if (len == 0 || len >= sizeof(ref))
+        return fail(o, 400, "runs: a comma list of run ids or names");
+    memcpy(ref, item, len);
+    ref[len] = '\0';
+    int status = 0;
+    if (resolve(c, ref, &cs->row[cs->n].r, o, &status) < 0)
+        return status;
+    if (compare_seen(cs, cs->row[cs->n].r.id)) {
+        run_record_release(&cs->row[cs->n].r);
+        return fail(o, 400, "runs: a run is given twice; compare wants different runs");
+    }
+    fill_summary(c, &cs->row[cs->n]);
+    if (l->with_analysis && compare_run_load(c->s, &cs->row[cs->n].r, &cs->cmp[cs->n]) < 0) {
+        run_record_release(&cs->row[cs->n].r);
+        compare_run_release(&cs->cmp[cs->n]);
+        return fail(o, 500, "cannot read a run to compare");
+    }
+    cs->n++;
+    return 0;
+}
+
 /* Split runs=a,b,c and resolve each; 0 or an HTTP status. */
 static int compare_load(const struct api_ctx *c, const char *list, struct compare_set *cs,
                         int with_analysis, struct strbuf *o)
 {
-    char ref[REF_MAX];
-    for (const char *p = list; *p;) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        if (cs->n == COMPARE_MAX_RUNS)
-            return fail(o, 400, "runs: at most 16");
-        if (len == 0 || len >= sizeof(ref))
-            return fail(o, 400, "runs: a comma list of run ids or names");
-        memcpy(ref, p, len);
-        ref[len] = '\0';
-        int status = 0;
-        if (resolve(c, ref, &cs->row[cs->n].r, o, &status) < 0)
-            return status;
-        if (compare_seen(cs, cs->row[cs->n].r.id)) {
-            run_record_release(&cs->row[cs->n].r);
-            return fail(o, 400, "runs: a run is given twice; compare wants different runs");
-        }
-        fill_summary(c, &cs->row[cs->n]);
-        if (with_analysis && compare_run_load(c->s, &cs->row[cs->n].r, &cs->cmp[cs->n]) < 0) {
-            run_record_release(&cs->row[cs->n].r);
-            compare_run_release(&cs->cmp[cs->n]);
-            return fail(o, 500, "cannot read a run to compare");
-        }
-        cs->n++;
-        p += len + (comma ? 1 : 0);
-    }
+    struct compare_loading l = {c, cs, with_analysis, o};
+    int status = strlist_each(list, compare_load_one, &l);
+    if (status)
+        return status;
     return cs->n ? 0 : fail(o, 400, "runs= is required: a comma list of run ids or names");
 }
 
