@@ -26,6 +26,7 @@
 #include "common/version.h"
 #include "import/json.h"
 #include "import/sagemaker_format.h"
+#include "record/event_block.h"
 #include "record/events.h" /* EVENT_BLOCK_EVENTS, EVENT_NAMES_MAX */
 #include "record/runinfo.h"
 #include "sample/series.h" /* SERIES_BLOCK_BYTES, SERIES_BLOCK_POINTS */
@@ -2224,13 +2225,11 @@ static int store_events(struct sagemaker_import *im, struct store *s, const char
         rc = store_processes(im, s, run_id);
     if (rc < 0 || !im->nthreads)
         return rc;
-    struct event_encoder enc;
+    struct event_block_writer w;
     struct event *ev = malloc(EVENT_BLOCK_EVENTS * sizeof(*ev));
-    size_t cap = event_block_bound(EVENT_BLOCK_EVENTS);
-    uint8_t *out = malloc(cap);
-    if (!ev || !out || event_encoder_init(&enc) < 0) {
+    if (event_block_writer_init(&w) < 0 || !ev) {
+        event_block_writer_release(&w);
         free(ev);
-        free(out);
         strbuf_reset(&s->err);
         strbuf_adds(&s->err, strerror(ENOMEM));
         return -ENOMEM;
@@ -2243,30 +2242,12 @@ static int store_events(struct sagemaker_import *im, struct store *s, const char
                 const struct sm_event *e = &th->ev[off + j];
                 ev[j] = (struct event){e->ts_ns, e->value, e->name, e->step, e->kind};
             }
-            size_t len;
-            struct event_block_info info;
-            if ((rc = event_block_encode(&enc, ev, n, out, cap, &len, &info)) < 0) {
-                strbuf_reset(&s->err);
-                strbuf_addf(&s->err, "cannot encode events: %s", strerror(-rc));
-                break;
-            }
-            struct event_block_record b = {
-                .pid = im->procs[th->proc].store_pid,
-                .tid = th->tid,
-                .start_ns = info.start_ns,
-                .end_ns = info.end_ns,
-                .step_min = info.step_min,
-                .step_max = info.step_max,
-                .count = info.count,
-                .data = out,
-                .len = len,
-            };
-            rc = s->ops->event_block_insert(s, run_id, &b);
+            rc = event_block_writer_store(&w, s, run_id, im->procs[th->proc].store_pid, th->tid, ev,
+                                          n);
         }
     }
-    event_encoder_release(&enc);
+    event_block_writer_release(&w);
     free(ev);
-    free(out);
     return rc;
 }
 

@@ -9,7 +9,7 @@
 #include "codec/events.h"
 #include "common/array.h"
 #include "import/json.h"
-#include "record/events.h" /* EVENT_BLOCK_EVENTS: blocks shaped as the recorder's */
+#include "record/event_block.h"
 
 #define TRACE_MAX_BYTES   ((size_t)1 << 31) /* a larger file is refused, not half read */
 #define NAME_MAX_BYTES    255               /* the event API's limit on a name */
@@ -745,37 +745,15 @@ static int name_ids(struct store *s, const char *run_id, const struct tt *t,
     return 0;
 }
 
-static int store_blocks(struct store *s, const char *run_id, const struct out_thread *o)
+static int store_blocks(struct store *s, const char *run_id, const struct out_thread *outs,
+                        uint32_t n)
 {
-    struct event_encoder enc;
-    size_t cap = event_block_bound(EVENT_BLOCK_EVENTS);
-    uint8_t *out = malloc(cap);
-    if (!out || event_encoder_init(&enc) < 0) {
-        free(out);
-        return -ENOMEM;
-    }
-    int rc = 0;
-    for (uint32_t off = 0; off < o->n && rc == 0; off += EVENT_BLOCK_EVENTS) {
-        uint32_t n = o->n - off < EVENT_BLOCK_EVENTS ? o->n - off : EVENT_BLOCK_EVENTS;
-        size_t len;
-        struct event_block_info info;
-        if ((rc = event_block_encode(&enc, o->ev + off, n, out, cap, &len, &info)) < 0)
-            break;
-        struct event_block_record b = {
-            .pid = o->pid,
-            .tid = o->tid,
-            .start_ns = info.start_ns,
-            .end_ns = info.end_ns,
-            .step_min = info.step_min,
-            .step_max = info.step_max,
-            .count = info.count,
-            .data = out,
-            .len = len,
-        };
-        rc = s->ops->event_block_insert(s, run_id, &b);
-    }
-    event_encoder_release(&enc);
-    free(out);
+    struct event_block_writer w;
+    int rc = event_block_writer_init(&w);
+    for (uint32_t i = 0; rc == 0 && i < n; i++)
+        rc = event_block_writer_store(&w, s, run_id, outs[i].pid, outs[i].tid, outs[i].ev,
+                                      outs[i].n);
+    event_block_writer_release(&w);
     return rc;
 }
 
@@ -864,8 +842,8 @@ static int store_trace(struct store *s, struct run_record *r, struct tt *t, stru
             struct process_record p = {g->pid, -1, "torch.profiler", NULL, -1, -1, -1, -1};
             rc = s->ops->process_upsert(s, r->id, &p);
         }
-        for (uint32_t i = 0; rc == 0 && i < t->nth; i++)
-            rc = store_blocks(s, r->id, &outs[i]);
+        if (rc == 0)
+            rc = store_blocks(s, r->id, outs, t->nth);
         r->events += (int64_t)t->res->imported;
         if (rc == 0)
             rc = s->ops->run_update(s, r);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "common/array.h"
+#include "record/event_block.h"
 #include "sample/proctree.h"
 #include "sample/series.h"
 
@@ -197,36 +198,26 @@ static void seal(struct event_sink *k, struct event_stream *s)
     struct event_sealed *b = NULL;
     if (k->pending_bytes + bound <= EVENT_PENDING_MAX)
         b = malloc(sizeof(*b) + bound);
-    struct event_block_info info;
-    size_t len = 0;
-    if (!b || event_block_encode(&k->enc, s->buf, s->n, b->data, bound, &len, &info) < 0) {
+    struct event_block_record rec;
+    if (!b || event_block_build(&k->enc, s->buf, s->n, s->pid, s->tid, b->data, bound, &rec) < 0) {
         free(b);
         k->lost += s->n; /* the store is behind and memory is capped: drop, count */
         k->events -= s->n;
         s->n = 0;
         return;
     }
-    struct event_sealed *shrunk = realloc(b, sizeof(*b) + len);
+    struct event_sealed *shrunk = realloc(b, sizeof(*b) + rec.len);
     if (shrunk)
         b = shrunk;
     b->next = NULL;
-    b->rec = (struct event_block_record){
-        .pid = s->pid,
-        .tid = s->tid,
-        .start_ns = info.start_ns,
-        .end_ns = info.end_ns,
-        .step_min = info.step_min,
-        .step_max = info.step_max,
-        .count = info.count,
-        .data = b->data,
-        .len = len,
-    };
+    b->rec = rec;
+    b->rec.data = b->data; /* b may have moved */
     if (k->sealed_tail)
         k->sealed_tail->next = b;
     else
         k->sealed_head = b;
     k->sealed_tail = b;
-    k->pending_bytes += len;
+    k->pending_bytes += rec.len;
     s->n = 0;
 }
 

@@ -10,6 +10,7 @@
  * block by block with known spans, so every phase figure is exact.
  */
 #include "common/array.h"
+#include "record/event_block.h"
 #include "record/events.h"
 
 #include <errno.h>
@@ -1364,6 +1365,129 @@ TEST(phases_crossing_step_boundaries_are_clipped)
     db_close(&d);
 }
 
+/* ---- one block encoder for the recorder and the importers ------------------------------ */
+
+/* A training loop's spans: n events of one thread, names and steps cycling. */
+static void loop_events(struct event *ev, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        ev[i] = (struct event){
+            .ts_ns = UTC(i * 1000 + (i * 7919) % 300),
+            .value = 500 + (i * 104729) % 400,
+            .name = 1 + i % 5,
+            .step = i / 5,
+            .kind = STROBE_EV_COMPLETE,
+        };
+}
+
+/* The codec's block and summary for ev[0..n), which stored blocks must equal. */
+struct want_block {
+    uint8_t *data;
+    size_t len;
+    struct event_block_info info;
+};
+
+static void want_block(struct event_encoder *enc, const struct event *ev, uint32_t n,
+                       struct want_block *w)
+{
+    size_t cap = event_block_bound(n);
+    w->data = malloc(cap);
+    ASSERT(w->data != NULL);
+    ASSERT_EQ_INT(event_block_encode(enc, ev, n, w->data, cap, &w->len, &w->info), 0);
+}
+
+static void check_block(const struct event_block_record *b, const struct want_block *w, int64_t pid,
+                        int64_t tid)
+{
+    ASSERT_EQ_INT(b->pid, pid);
+    ASSERT_EQ_INT(b->tid, tid);
+    ASSERT_EQ_INT(b->count, w->info.count);
+    ASSERT_EQ_INT(b->start_ns, w->info.start_ns);
+    ASSERT_EQ_INT(b->end_ns, w->info.end_ns);
+    ASSERT_EQ_INT(b->step_min, w->info.step_min);
+    ASSERT_EQ_INT(b->step_max, w->info.step_max);
+    ASSERT_EQ_U64(b->len, w->len);
+    ASSERT(memcmp(b->data, w->data, w->len) == 0);
+}
+
+TEST(block_build_is_the_codec_block_and_its_summary)
+{
+    enum { N = 300 };
+    static struct event ev[N];
+    loop_events(ev, N);
+    struct event_encoder enc;
+    ASSERT_EQ_INT(event_encoder_init(&enc), 0);
+    struct want_block w;
+    want_block(&enc, ev, N, &w);
+    size_t cap = event_block_bound(N);
+    uint8_t *out = malloc(cap);
+    struct event_block_record b;
+    ASSERT_EQ_INT(event_block_build(&enc, ev, N, FAKE_PID, FAKE_PID + 1, out, cap, &b), 0);
+    ASSERT(b.data == out);
+    check_block(&b, &w, FAKE_PID, FAKE_PID + 1);
+    ASSERT_EQ_INT(event_block_build(&enc, ev, N, 1, 2, out, 8, &b), -ENOSPC);
+    free(out);
+    free(w.data);
+    event_encoder_release(&enc);
+}
+
+struct raw_blocks {
+    int n;
+    struct event_block_record b[4];
+    uint8_t *data[4]; /* copies: a record's data lives during the callback only */
+};
+
+static int copy_block(const struct event_block_record *b, void *arg)
+{
+    struct raw_blocks *l = arg;
+    if (l->n < 4) {
+        l->b[l->n] = *b;
+        l->data[l->n] = malloc(b->len);
+        memcpy(l->data[l->n], b->data, b->len);
+        l->b[l->n].data = l->data[l->n];
+    }
+    l->n++;
+    return 0;
+}
+
+TEST(block_writer_stores_blocks_cut_as_the_recorder_cuts_them)
+{
+    const uint32_t n = 2 * EVENT_BLOCK_EVENTS + 5;
+    struct event *ev = calloc(n, sizeof(*ev));
+    loop_events(ev, n);
+    struct db d;
+    db_open(&d);
+    db_insert_run(&d, "0123456789abcdef");
+    struct event_block_writer w;
+    ASSERT_EQ_INT(event_block_writer_init(&w), 0);
+    ASSERT_EQ_INT(
+        event_block_writer_store(&w, d.s, "0123456789abcdef", FAKE_PID, FAKE_PID + 3, ev, n), 0);
+    ASSERT_EQ_INT(event_block_writer_store(&w, d.s, "0123456789abcdef", FAKE_PID, FAKE_PID, ev, 0),
+                  0); /* nothing: no block */
+    event_block_writer_release(&w);
+    event_block_writer_release(&w); /* twice is fine */
+
+    struct raw_blocks got = {0};
+    ASSERT_EQ_INT(d.s->ops->event_blocks_query(d.s, "0123456789abcdef", INT64_MIN, INT64_MAX,
+                                               copy_block, &got),
+                  0);
+    ASSERT_EQ_INT(got.n, 3);
+    struct event_encoder enc;
+    ASSERT_EQ_INT(event_encoder_init(&enc), 0);
+    for (int i = 0; i < got.n; i++) {
+        uint32_t off = (uint32_t)i * EVENT_BLOCK_EVENTS;
+        struct want_block want;
+        want_block(&enc, ev + off, n - off < EVENT_BLOCK_EVENTS ? n - off : EVENT_BLOCK_EVENTS,
+                   &want);
+        check_block(&got.b[i], &want, FAKE_PID, FAKE_PID + 3);
+        free(want.data);
+        free(got.data[i]);
+    }
+    event_encoder_release(&enc);
+    db_close(&d);
+    free(ev);
+}
+
 TEST_MAIN(spans_pair_and_events_pass_through_in_utc,
           spans_nested_too_deep_are_dropped_and_the_rest_pair,
           names_are_run_wide_across_threads_and_reclaimed_rings,
@@ -1371,4 +1495,6 @@ TEST_MAIN(spans_pair_and_events_pass_through_in_utc,
           blocks_seal_when_full_and_when_old, memory_cap_drops_new_blocks_and_counts_them,
           ring_drops_are_counted, libstrobe_events_from_a_forked_child, batch_collect_store_settle,
           batch_failure_keeps_everything_for_the_retry, steps_load_and_phase_breakdown,
-          steps_primary_without_rank_zero, phases_crossing_step_boundaries_are_clipped)
+          steps_primary_without_rank_zero, phases_crossing_step_boundaries_are_clipped,
+          block_build_is_the_codec_block_and_its_summary,
+          block_writer_stores_blocks_cut_as_the_recorder_cuts_them)
