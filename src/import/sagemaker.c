@@ -10,20 +10,21 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "analyze/steps.h"
 #include "common/array.h"
 #include "common/clock.h"
+#include "common/hash.h"
 #include "common/log.h"
 #include "common/strlist.h"
+#include "common/strtab.h"
 #include "common/version.h"
+#include "import/input.h"
 #include "import/json.h"
 #include "import/sagemaker_format.h"
 #include "record/event_block.h"
@@ -173,10 +174,7 @@ struct sagemaker_import {
     struct sm_lane *lanes;
     uint32_t nlanes, lanes_cap;
 
-    char **names; /* names[id - 1] */
-    uint32_t nnames, names_cap;
-    uint32_t *name_slots;
-    uint32_t name_nslots;
+    struct strtab names;                /* names.s[id - 1]; at most EVENT_NAMES_MAX */
     uint32_t step_ids[STEP_MODE_COUNT]; /* ids of "step", "step:eval", ...; 0 until seen */
 
     struct sm_raw *raw; /* one trace file's elements */
@@ -192,19 +190,6 @@ struct sagemaker_import {
 };
 
 /* ---- small helpers ---------------------------------------------------------- */
-
-static uint32_t fnv(uint32_t h, const void *data, size_t n)
-{
-    const unsigned char *p = data;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ p[i]) * 16777619u;
-    return h;
-}
-
-static uint32_t fnv_str(uint32_t h, const char *s)
-{
-    return fnv(h, s, strlen(s) + 1);
-}
 
 /* a - b, saturating at the ends of int64 (hostile times must not overflow) */
 static int64_t sat_sub(int64_t a, int64_t b)
@@ -287,60 +272,6 @@ static void sanitize(char *s)
             *s = '_';
 }
 
-static int read_file(const char *path, char **out, size_t *len)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    struct stat st;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-        int rc = S_ISREG(st.st_mode) ? -errno : -EISDIR;
-        close(fd);
-        return rc;
-    }
-    if (st.st_size > SM_FILE_MAX) {
-        close(fd);
-        return -EFBIG;
-    }
-    size_t cap = (size_t)st.st_size + 1, n = 0;
-    char *buf = malloc(cap);
-    if (!buf) {
-        close(fd);
-        return -ENOMEM;
-    }
-    for (;;) {
-        if (n + 1 >= cap) { /* the file grew while we read it */
-            if (cap > SM_FILE_MAX)
-                break;
-            char *p = realloc(buf, cap * 2);
-            if (!p) {
-                free(buf);
-                close(fd);
-                return -ENOMEM;
-            }
-            buf = p;
-            cap *= 2;
-        }
-        ssize_t r = read(fd, buf + n, cap - 1 - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            int rc = -errno;
-            free(buf);
-            close(fd);
-            return rc;
-        }
-        if (r == 0)
-            break;
-        n += (size_t)r;
-    }
-    close(fd);
-    buf[n] = '\0';
-    *out = buf;
-    *len = n;
-    return 0;
-}
-
 /* The bytes of a UTF-8 byte order mark at the start of a file (Windows
  * editors and PowerShell write one): skipped. */
 static size_t bom_len(const char *buf, size_t len)
@@ -385,33 +316,18 @@ static int node_index(struct sagemaker_import *im, const char *id, uint32_t *out
 
 /* ---- names ------------------------------------------------------------------ */
 
-static uint32_t name_hash(const struct sagemaker_import *im, uint32_t i)
-{
-    return fnv_str(2166136261u, im->names[i]);
-}
-
 /* The run-wide id of name (1-based), defining it on first sight; 0 when
  * the table is full or memory ran out. */
 static uint32_t intern(struct sagemaker_import *im, const char *name)
 {
-    if (slots_grow(im, &im->name_slots, &im->name_nslots, im->nnames, name_hash) < 0)
+    uint32_t i;
+    int rc = strtab_intern(&im->names, name, strlen(name), &i);
+    if (rc < 0)
         return 0;
-    uint32_t h = fnv_str(2166136261u, name) & (im->name_nslots - 1);
-    for (; im->name_slots[h]; h = (h + 1) & (im->name_nslots - 1))
-        if (strcmp(im->names[im->name_slots[h] - 1], name) == 0)
-            return im->name_slots[h];
-    if (im->nnames >= EVENT_NAMES_MAX ||
-        array_grow((void **)&im->names, &im->names_cap, im->nnames + 1, sizeof(*im->names), 64) < 0)
-        return 0;
-    char *copy = strdup(name);
-    if (!copy)
-        return 0;
-    im->names[im->nnames++] = copy;
-    im->name_slots[h] = im->nnames;
-    int mode = steps_mode_of(copy);
+    int mode = rc == 1 ? steps_mode_of(name) : -1;
     if (mode >= 0)
-        im->step_ids[mode] = im->nnames;
-    return im->nnames;
+        im->step_ids[mode] = i + 1;
+    return i + 1;
 }
 
 /* Whether name id is a step span's ("step", "step:eval", ...). */
@@ -432,8 +348,8 @@ static int is_step_event(const struct sagemaker_import *im, const struct sm_even
 
 static uint32_t series_key_hash(uint32_t node, const char *name, const char *labels)
 {
-    uint32_t h = fnv(2166136261u, &node, sizeof(node));
-    return fnv_str(fnv_str(h, name), labels);
+    uint32_t h = hash_fnv1a(HASH_FNV1A_INIT, &node, sizeof(node));
+    return hash_fnv1a_str(hash_fnv1a_str(h, name), labels);
 }
 
 static uint32_t series_hash(const struct sagemaker_import *im, uint32_t i)
@@ -671,7 +587,7 @@ static int system_line(struct sagemaker_import *im, const char *line, size_t len
 static int read_input(struct sagemaker_import *im, const char *path, uint64_t *files, char **buf,
                       size_t *len, size_t *start)
 {
-    int rc = read_file(path, buf, len);
+    int rc = input_read_file(path, (size_t)SM_FILE_MAX, INPUT_REGULAR_ONLY, buf, len);
     if (rc == -ENOMEM)
         return rc;
     if (rc < 0) {
@@ -767,9 +683,9 @@ static int stream_get(struct sagemaker_import *im, uint32_t node, int64_t prefix
 
 static uint32_t thread_key_hash(uint32_t stream, int64_t os_pid, int64_t tid)
 {
-    uint32_t h = fnv(2166136261u, &stream, sizeof(stream));
-    h = fnv(h, &os_pid, sizeof(os_pid));
-    return fnv(h, &tid, sizeof(tid));
+    uint32_t h = hash_fnv1a(HASH_FNV1A_INIT, &stream, sizeof(stream));
+    h = hash_fnv1a(h, &os_pid, sizeof(os_pid));
+    return hash_fnv1a(h, &tid, sizeof(tid));
 }
 
 static uint32_t thread_hash(const struct sagemaker_import *im, uint32_t i)
@@ -1209,7 +1125,7 @@ static int trace_element(struct sagemaker_import *im, struct trace_file *f, cons
 static int span_close(struct sagemaker_import *im, struct sm_thread *t, const struct sm_raw *r,
                       int64_t ts)
 {
-    const char *n = im->names[r->name - 1];
+    const char *n = im->names.s[r->name - 1];
     uint32_t j = t->depth;
     while (j > 0 && *n && t->open[j - 1].name != r->name)
         j--;
@@ -2032,6 +1948,7 @@ int sagemaker_import_read(const char *dir, struct sagemaker_import **out, struct
         goto fail;
     }
     json_doc_init(&im->doc);
+    im->names.max = EVENT_NAMES_MAX;
     if (have_sys)
         rc = walk(im, sys.buf, 1, want_system, system_file);
     if (rc == 0 && have_fw)
@@ -2219,8 +2136,8 @@ static int store_processes(struct sagemaker_import *im, struct store *s, const c
 static int store_events(struct sagemaker_import *im, struct store *s, const char *run_id)
 {
     int rc = 0;
-    for (uint32_t i = 0; i < im->nnames && rc == 0; i++)
-        rc = s->ops->event_name_insert(s, run_id, (int64_t)i + 1, im->names[i]);
+    for (uint32_t i = 0; i < im->names.n && rc == 0; i++)
+        rc = s->ops->event_name_insert(s, run_id, (int64_t)i + 1, im->names.s[i]);
     if (rc == 0)
         rc = store_processes(im, s, run_id);
     if (rc < 0 || !im->nthreads)
@@ -2406,10 +2323,7 @@ void sagemaker_import_free(struct sagemaker_import *im)
         free(im->lanes[i].name);
     free(im->lanes);
     free(im->phases);
-    for (uint32_t i = 0; i < im->nnames; i++)
-        free(im->names[i]);
-    free(im->names);
-    free(im->name_slots);
+    strtab_release(&im->names);
     free(im->raw);
     json_doc_release(&im->doc);
     free(im);

@@ -8,6 +8,8 @@
 #include "analyze/steps.h"
 #include "codec/events.h"
 #include "common/array.h"
+#include "common/strtab.h"
+#include "import/input.h"
 #include "import/json.h"
 #include "record/event_block.h"
 
@@ -16,75 +18,6 @@
 #define EPOCH_2000_NS     (946684800LL * 1000000000LL)
 #define MARKER_PREFIX     "ProfilerStep#"
 #define MARKER_PREFIX_LEN (sizeof(MARKER_PREFIX) - 1)
-
-/* ---- strings interned to indexes ------------------------------------------ */
-
-struct strtab {
-    char **s;        /* s[index], owned */
-    uint32_t n, cap; /* strings, slots of s */
-    uint32_t *slots; /* open addressing: index + 1, 0 empty */
-    uint32_t nslots; /* a power of two, at least twice n */
-};
-
-static uint32_t fnv(const char *s, size_t n)
-{
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 16777619u;
-    return h;
-}
-
-static int strtab_rehash(struct strtab *t)
-{
-    uint32_t nslots = t->nslots ? t->nslots * 2 : 256;
-    uint32_t *slots = calloc(nslots, sizeof(*slots));
-    if (!slots)
-        return -ENOMEM;
-    for (uint32_t i = 0; i < t->n; i++) {
-        uint32_t h = fnv(t->s[i], strlen(t->s[i])) & (nslots - 1);
-        while (slots[h])
-            h = (h + 1) & (nslots - 1);
-        slots[h] = i + 1;
-    }
-    free(t->slots);
-    t->slots = slots;
-    t->nslots = nslots;
-    return 0;
-}
-
-/* The index of s[0..len) (no NUL inside), added if new: 0 and *out, or
- * -ENOMEM. */
-static int strtab_intern(struct strtab *t, const char *s, size_t len, uint32_t *out)
-{
-    if ((t->n + 1) * 2 > t->nslots && strtab_rehash(t) < 0)
-        return -ENOMEM;
-    uint32_t h = fnv(s, len) & (t->nslots - 1);
-    for (; t->slots[h]; h = (h + 1) & (t->nslots - 1)) {
-        const char *c = t->s[t->slots[h] - 1];
-        if (strncmp(c, s, len) == 0 && c[len] == '\0') {
-            *out = t->slots[h] - 1;
-            return 0;
-        }
-    }
-    if (array_grow((void **)&t->s, &t->cap, t->n + 1, sizeof(*t->s), 64) < 0)
-        return -ENOMEM;
-    char *copy = strndup(s, len);
-    if (!copy)
-        return -ENOMEM;
-    t->s[t->n] = copy;
-    t->slots[h] = t->n + 1;
-    *out = t->n++;
-    return 0;
-}
-
-static void strtab_release(struct strtab *t)
-{
-    for (uint32_t i = 0; i < t->n; i++)
-        free(t->s[i]);
-    free(t->s);
-    free(t->slots);
-    memset(t, 0, sizeof(*t));
-}
 
 /* ---- what a trace holds ---------------------------------------------------- */
 
@@ -168,7 +101,8 @@ static int intern_name(struct tt *t, const char *prefix, const char *name, uint3
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)buf[i] < 0x20 || buf[i] == 0x7f)
             buf[i] = '?';
-    return strtab_intern(&t->names, buf, n, out);
+    int rc = strtab_intern(&t->names, buf, n, out);
+    return rc < 0 ? rc : 0;
 }
 
 /* A pid or tid: a number, or a string's stand-in (the legacy pid is "CPU
@@ -416,40 +350,6 @@ static int parse_trace(struct tt *t, const char *buf, size_t len, struct strbuf 
         rc = -ENODATA;
     }
     return rc;
-}
-
-static int read_whole(const char *path, char **out, size_t *len, struct strbuf *err)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        strbuf_adds(err, strerror(errno));
-        return -errno;
-    }
-    struct strbuf b;
-    strbuf_init(&b);
-    char chunk[65536];
-    size_t n;
-    int rc = 0;
-    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-        if (b.len + n > TRACE_MAX_BYTES) {
-            strbuf_adds(err, "larger than 2 GiB");
-            rc = -EFBIG;
-            break;
-        }
-        strbuf_add(&b, chunk, n);
-    }
-    if (rc == 0 && ferror(f)) {
-        strbuf_adds(err, strerror(EIO));
-        rc = -EIO;
-    }
-    fclose(f);
-    if (rc < 0) {
-        strbuf_release(&b);
-        return rc;
-    }
-    *len = b.len;
-    *out = strbuf_detach(&b);
-    return 0;
 }
 
 /* ---- the run the trace goes into ------------------------------------------ */
@@ -870,7 +770,9 @@ int torch_trace_import(struct store *s, struct run_record *r, const char *path, 
     t.res = res;
     char *buf = NULL;
     size_t len = 0;
-    int rc = read_whole(path, &buf, &len, err);
+    int rc = input_read_file(path, TRACE_MAX_BYTES, 0, &buf, &len);
+    if (rc < 0)
+        strbuf_adds(err, rc == -EFBIG ? "larger than 2 GiB" : strerror(-rc));
     if (rc == 0)
         rc = parse_trace(&t, buf, len, err);
     free(buf);
