@@ -15,12 +15,12 @@
 
 static const struct {
     unsigned short id;
-    const char *series; /* stored in percent: DCGM gives ratios 0..1 */
+    enum metric_id metric; /* stored in percent: DCGM gives ratios 0..1 */
 } fields[DCGM_FIELDS] = {
-    {DCGM_FI_PROF_SM_ACTIVE, "gpu.sm_active"},
-    {DCGM_FI_PROF_SM_OCCUPANCY, "gpu.sm_occupancy"},
-    {DCGM_FI_PROF_PIPE_TENSOR_ACTIVE, "gpu.tensor_active"},
-    {DCGM_FI_PROF_DRAM_ACTIVE, "gpu.dram_active"},
+    {DCGM_FI_PROF_SM_ACTIVE, METRIC_GPU_SM_ACTIVE},
+    {DCGM_FI_PROF_SM_OCCUPANCY, METRIC_GPU_SM_OCCUPANCY},
+    {DCGM_FI_PROF_PIPE_TENSOR_ACTIVE, METRIC_GPU_TENSOR_ACTIVE},
+    {DCGM_FI_PROF_DRAM_ACTIVE, METRIC_GPU_DRAM_ACTIVE},
 };
 
 static int load(struct dcgm_collector *d)
@@ -187,7 +187,7 @@ void dcgm_collector_merge(struct dcgm_collector *d, struct series_table *t)
         if (!d->have_series[g][f]) {
             char labels[16];
             snprintf(labels, sizeof(labels), "gpu=%u", (unsigned)g);
-            if (series_get(t, fields[f].series, labels, "pct", &d->series[g][f]) < 0)
+            if (series_get_metric(t, fields[f].metric, labels, &d->series[g][f]) < 0)
                 continue;
             d->have_series[g][f] = 1;
         }

@@ -19,35 +19,34 @@
 /* ---- the metrics ---------------------------------------------------------- */
 
 static const struct {
-    const char *name;
-    const char *unit; /* static: the series table keeps the pointer */
-    const char *sub;  /* the second label, named by what gpu_value.sub holds; NULL: none */
-} metric_info[GM_COUNT] = {
-    [GM_UTIL] = {"gpu.util", "pct", NULL},
-    [GM_MEM_UTIL] = {"gpu.mem_util", "pct", NULL},
-    [GM_MEM_USED] = {"gpu.mem_used_bytes", "bytes", NULL},
-    [GM_MEM_TOTAL] = {"gpu.mem_total_bytes", "bytes", NULL},
-    [GM_POWER] = {"gpu.power_w", "W", NULL},
-    [GM_ENERGY] = {"gpu.energy_j", "J", NULL},
-    [GM_TEMP] = {"gpu.temp_c", "C", NULL},
-    [GM_SM_CLOCK] = {"gpu.sm_clock_mhz", "MHz", NULL},
-    [GM_MEM_CLOCK] = {"gpu.mem_clock_mhz", "MHz", NULL},
-    [GM_THROTTLE] = {"gpu.throttle_reasons", "mask", NULL},
-    [GM_PCIE_RX] = {"gpu.pcie_rx_bytes_per_s", "bytes/s", NULL},
-    [GM_PCIE_TX] = {"gpu.pcie_tx_bytes_per_s", "bytes/s", NULL},
-    [GM_ECC_CORRECTED] = {"gpu.ecc_corrected", "count", NULL},
-    [GM_ECC_UNCORRECTED] = {"gpu.ecc_uncorrected", "count", NULL},
-    [GM_NVLINK_RX] = {"gpu.nvlink_rx_bytes_per_s", "bytes/s", NULL},
-    [GM_NVLINK_TX] = {"gpu.nvlink_tx_bytes_per_s", "bytes/s", NULL},
-    [GM_PROC_MEM] = {"gpu.proc_mem_bytes", "bytes", "pid"},
-    [GM_PROC_SM] = {"gpu.proc_sm_util", "pct", "pid"},
-    [GM_PROC_MEMU] = {"gpu.proc_mem_util", "pct", "pid"},
-    [GM_MIG_MEM_USED] = {"gpu.mig_mem_used_bytes", "bytes", "mig"},
+    enum metric_id metric;
+    const char *sub; /* the second label, named by what gpu_value.sub holds; NULL: none */
+} gpu_metrics[GM_COUNT] = {
+    [GM_UTIL] = {METRIC_GPU_UTIL, NULL},
+    [GM_MEM_UTIL] = {METRIC_GPU_MEM_UTIL, NULL},
+    [GM_MEM_USED] = {METRIC_GPU_MEM_USED_BYTES, NULL},
+    [GM_MEM_TOTAL] = {METRIC_GPU_MEM_TOTAL_BYTES, NULL},
+    [GM_POWER] = {METRIC_GPU_POWER_W, NULL},
+    [GM_ENERGY] = {METRIC_GPU_ENERGY_J, NULL},
+    [GM_TEMP] = {METRIC_GPU_TEMP_C, NULL},
+    [GM_SM_CLOCK] = {METRIC_GPU_SM_CLOCK_MHZ, NULL},
+    [GM_MEM_CLOCK] = {METRIC_GPU_MEM_CLOCK_MHZ, NULL},
+    [GM_THROTTLE] = {METRIC_GPU_THROTTLE_REASONS, NULL},
+    [GM_PCIE_RX] = {METRIC_GPU_PCIE_RX_BYTES_PER_S, NULL},
+    [GM_PCIE_TX] = {METRIC_GPU_PCIE_TX_BYTES_PER_S, NULL},
+    [GM_ECC_CORRECTED] = {METRIC_GPU_ECC_CORRECTED, NULL},
+    [GM_ECC_UNCORRECTED] = {METRIC_GPU_ECC_UNCORRECTED, NULL},
+    [GM_NVLINK_RX] = {METRIC_GPU_NVLINK_RX_BYTES_PER_S, NULL},
+    [GM_NVLINK_TX] = {METRIC_GPU_NVLINK_TX_BYTES_PER_S, NULL},
+    [GM_PROC_MEM] = {METRIC_GPU_PROC_MEM_BYTES, "pid"},
+    [GM_PROC_SM] = {METRIC_GPU_PROC_SM_UTIL, "pid"},
+    [GM_PROC_MEMU] = {METRIC_GPU_PROC_MEM_UTIL, "pid"},
+    [GM_MIG_MEM_USED] = {METRIC_GPU_MIG_MEM_USED_BYTES, "mig"},
 };
 
 static int per_process(int metric)
 {
-    return metric_info[metric].sub && strcmp(metric_info[metric].sub, "pid") == 0;
+    return gpu_metrics[metric].sub && strcmp(gpu_metrics[metric].sub, "pid") == 0;
 }
 
 struct gpu_series_map {
@@ -657,12 +656,12 @@ static int series_for(struct gpu_collector *g, struct series_table *t, const str
     if (array_grow((void **)&g->map, &g->map_cap, g->nmap + 1, sizeof(*g->map), 64) < 0)
         return -ENOMEM;
     char labels[48];
-    const char *sub = metric_info[v->metric].sub;
+    const char *sub = gpu_metrics[v->metric].sub;
     if (sub)
         snprintf(labels, sizeof(labels), "gpu=%u,%s=%d", (unsigned)v->device, sub, (int)v->sub);
     else
         snprintf(labels, sizeof(labels), "gpu=%u", (unsigned)v->device);
-    int rc = series_get(t, metric_info[v->metric].name, labels, metric_info[v->metric].unit, out);
+    int rc = series_get_metric(t, gpu_metrics[v->metric].metric, labels, out);
     if (rc < 0)
         return rc;
     g->map[g->nmap++] = (struct gpu_series_map){v->metric, v->device, v->sub, *out};

@@ -172,10 +172,12 @@ static void put_app_counter(struct event_sink *k, pid_t pid, uint32_t name, int6
         if (array_grow((void **)&k->apps, &k->apps_cap, k->napps + 1, sizeof(*k->apps), 16) < 0)
             return;
         char series_name[EVENT_NAME_BUF], labels[32] = "";
-        snprintf(series_name, sizeof(series_name), "app.%s", k->names[name - 1]);
+        snprintf(series_name, sizeof(series_name), "%.*s%s",
+                 (int)metric_family_prefix_len(METRIC_APP), metric_name(METRIC_APP),
+                 k->names[name - 1]);
         if (rank >= 0)
             snprintf(labels, sizeof(labels), "rank=%d", rank);
-        if (series_get(k->series, series_name, labels, "", &index) < 0)
+        if (series_get(k->series, series_name, labels, metric_unit(METRIC_APP), &index) < 0)
             return;
         k->apps[k->napps++] = (struct app_series){name, rank, index};
     }

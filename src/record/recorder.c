@@ -1043,7 +1043,7 @@ int recorder_run(const struct recorder_opts *o)
     r.gpu = calloc(1, sizeof(*r.gpu));
     r.dcgm = calloc(1, sizeof(*r.dcgm));
     if (!r.gpu || !r.dcgm || sampler_init(&r.sampler, &r.env, &r.series, o->collectors) < 0 ||
-        series_get(&r.series, "strobe.cpu", "", "pct", &r.s_self_cpu) < 0 ||
+        series_get_metric(&r.series, METRIC_STROBE_CPU, "", &r.s_self_cpu) < 0 ||
         writer_start(&r.writer, r.store) < 0) {
         log_error("out of memory");
         goto out;

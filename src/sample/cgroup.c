@@ -217,11 +217,11 @@ static int cgroup_init(void *state, const struct sample_env *env, struct series_
     if (!mem && !cpu)
         return -ENOENT;
     int rc;
-    if (mem && ((rc = series_get(t, "cgroup.mem_used_bytes", "", "bytes", &s->s_used)) < 0 ||
-                (rc = series_get(t, "cgroup.mem_limit_bytes", "", "bytes", &s->s_limit)) < 0))
+    if (mem && ((rc = series_get_metric(t, METRIC_CGROUP_MEM_USED_BYTES, "", &s->s_used)) < 0 ||
+                (rc = series_get_metric(t, METRIC_CGROUP_MEM_LIMIT_BYTES, "", &s->s_limit)) < 0))
         return rc;
-    if (cpu && ((rc = series_get(t, "cgroup.throttled_per_s", "", "1/s", &s->s_thr)) < 0 ||
-                (rc = series_get(t, "cgroup.throttled_pct", "", "pct", &s->s_thr_pct)) < 0))
+    if (cpu && ((rc = series_get_metric(t, METRIC_CGROUP_THROTTLED_PER_S, "", &s->s_thr)) < 0 ||
+                (rc = series_get_metric(t, METRIC_CGROUP_THROTTLED_PCT, "", &s->s_thr_pct)) < 0))
         return rc;
     snprintf(s->meta, sizeof(s->meta), "{\"memory\":\"%s\",\"cpu\":\"%s\",\"path\":\"%s\"}",
              mem == 1   ? "v2"

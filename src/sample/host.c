@@ -62,11 +62,11 @@ static int cpu_init(void *state, const struct sample_env *env, struct series_tab
     if (rc < 0)
         return rc;
     s->min_window_ns = NS_PER_S / (env->ticks_per_s > 0 ? env->ticks_per_s : 100);
-    if ((rc = series_get(t, "cpu.util", "", "pct", &s->s_util)) < 0 ||
-        (rc = series_get(t, "cpu.user", "", "pct", &s->s_user)) < 0 ||
-        (rc = series_get(t, "cpu.system", "", "pct", &s->s_system)) < 0 ||
-        (rc = series_get(t, "cpu.iowait", "", "pct", &s->s_iowait)) < 0 ||
-        (rc = series_get(t, "cpu.steal", "", "pct", &s->s_steal)) < 0)
+    if ((rc = series_get_metric(t, METRIC_CPU_UTIL, "", &s->s_util)) < 0 ||
+        (rc = series_get_metric(t, METRIC_CPU_USER, "", &s->s_user)) < 0 ||
+        (rc = series_get_metric(t, METRIC_CPU_SYSTEM, "", &s->s_system)) < 0 ||
+        (rc = series_get_metric(t, METRIC_CPU_IOWAIT, "", &s->s_iowait)) < 0 ||
+        (rc = series_get_metric(t, METRIC_CPU_STEAL, "", &s->s_steal)) < 0)
         return rc;
     return 0;
 }
@@ -79,7 +79,7 @@ static int cpu_put_core(struct cpu_state *s, struct series_table *t, int i)
         char labels[32];
         uint32_t idx;
         snprintf(labels, sizeof(labels), "core=%d", i);
-        if (series_get(t, "cpu.util", labels, "pct", &idx) < 0)
+        if (series_get_metric(t, METRIC_CPU_UTIL, labels, &idx) < 0)
             return 1;
         s->s_core[i] = idx + 1;
     }
@@ -170,14 +170,14 @@ static int mem_init(void *state, const struct sample_env *env, struct series_tab
         return rc;
     if (pfile_open(&s->vmstat, env->proc_fd, "vmstat") < 0)
         s->vmstat.fd = -1; /* swap rates are then not recorded */
-    if ((rc = series_get(t, "mem.total_bytes", "", "bytes", &s->s_total)) < 0 ||
-        (rc = series_get(t, "mem.used_bytes", "", "bytes", &s->s_used)) < 0 ||
-        (rc = series_get(t, "mem.available_bytes", "", "bytes", &s->s_avail)) < 0 ||
-        (rc = series_get(t, "mem.swap_used_bytes", "", "bytes", &s->s_swap_used)) < 0)
+    if ((rc = series_get_metric(t, METRIC_MEM_TOTAL_BYTES, "", &s->s_total)) < 0 ||
+        (rc = series_get_metric(t, METRIC_MEM_USED_BYTES, "", &s->s_used)) < 0 ||
+        (rc = series_get_metric(t, METRIC_MEM_AVAILABLE_BYTES, "", &s->s_avail)) < 0 ||
+        (rc = series_get_metric(t, METRIC_MEM_SWAP_USED_BYTES, "", &s->s_swap_used)) < 0)
         return rc;
     if (s->vmstat.fd >= 0 &&
-        ((rc = series_get(t, "mem.swapin_per_s", "", "pages/s", &s->s_swapin)) < 0 ||
-         (rc = series_get(t, "mem.swapout_per_s", "", "pages/s", &s->s_swapout)) < 0))
+        ((rc = series_get_metric(t, METRIC_MEM_SWAPIN_PER_S, "", &s->s_swapin)) < 0 ||
+         (rc = series_get_metric(t, METRIC_MEM_SWAPOUT_PER_S, "", &s->s_swapout)) < 0))
         return rc;
     return 0;
 }
@@ -246,12 +246,12 @@ struct psi_state {
 
 static const struct {
     const char *path;
-    const char *some;
-    const char *full; /* NULL: full is not meaningful (cpu at system level) */
+    enum metric_id some;
+    enum metric_id full; /* METRIC_COUNT: full is not meaningful (cpu at system level) */
 } psi_files[PSI_COUNT] = {
-    {"pressure/cpu", "psi.cpu_some", NULL},
-    {"pressure/memory", "psi.mem_some", "psi.mem_full"},
-    {"pressure/io", "psi.io_some", "psi.io_full"},
+    {"pressure/cpu", METRIC_PSI_CPU_SOME, METRIC_COUNT},
+    {"pressure/memory", METRIC_PSI_MEM_SOME, METRIC_PSI_MEM_FULL},
+    {"pressure/io", METRIC_PSI_IO_SOME, METRIC_PSI_IO_FULL},
 };
 
 static int psi_init(void *state, const struct sample_env *env, struct series_table *t)
@@ -263,10 +263,10 @@ static int psi_init(void *state, const struct sample_env *env, struct series_tab
         if (pfile_open(&s->file[i], env->proc_fd, psi_files[i].path) < 0)
             continue;
         opened++;
-        if ((rc = series_get(t, psi_files[i].some, "", "pct", &s->s_some[i])) < 0)
+        if ((rc = series_get_metric(t, psi_files[i].some, "", &s->s_some[i])) < 0)
             return rc;
-        if (psi_files[i].full &&
-            (rc = series_get(t, psi_files[i].full, "", "pct", &s->s_full[i])) < 0)
+        if (psi_files[i].full != METRIC_COUNT &&
+            (rc = series_get_metric(t, psi_files[i].full, "", &s->s_full[i])) < 0)
             return rc;
     }
     return opened ? 0 : -ENOENT;
@@ -298,7 +298,7 @@ static int psi_sample(void *state, struct sample_ctx *ctx)
              * stalled share, exact, where avg10 is a 10 s moving average. */
             series_put(ctx->series, s->s_some[i],
                        at_most_all(counter_rate(ctx, &s->prev[i], &s->some[i], some) / 1e4));
-            if (psi_files[i].full)
+            if (psi_files[i].full != METRIC_COUNT)
                 series_put(ctx->series, s->s_full[i],
                            at_most_all(counter_rate(ctx, &s->prev[i], &s->full[i], full) / 1e4));
         } else {
@@ -387,9 +387,9 @@ static int disk_admit(struct dev_state *s, struct dev_slot *d, const struct disk
     char labels[64]; /* a name of 15 bytes, each escaped to 3 */
     int rc;
     if ((rc = dev_labels("dev", ds->name, labels, sizeof(labels))) < 0 ||
-        (rc = series_get(t, "disk.read_bytes_per_s", labels, "bytes/s", &d->s_a)) < 0 ||
-        (rc = series_get(t, "disk.write_bytes_per_s", labels, "bytes/s", &d->s_b)) < 0 ||
-        (rc = series_get(t, "disk.util", labels, "pct", &d->s_c)) < 0) {
+        (rc = series_get_metric(t, METRIC_DISK_READ_BYTES_PER_S, labels, &d->s_a)) < 0 ||
+        (rc = series_get_metric(t, METRIC_DISK_WRITE_BYTES_PER_S, labels, &d->s_b)) < 0 ||
+        (rc = series_get_metric(t, METRIC_DISK_UTIL, labels, &d->s_c)) < 0) {
         d->admitted = 0;
         return rc;
     }
@@ -531,8 +531,8 @@ static int net_sample(void *state, struct sample_ctx *ctx)
         if (!d->admitted) {
             char labels[64]; /* IFNAMSIZ 16: 15 bytes, each escaped to 3 */
             if (dev_labels("iface", nd.name, labels, sizeof(labels)) < 0 ||
-                series_get(ctx->series, "net.rx_bytes_per_s", labels, "bytes/s", &d->s_a) < 0 ||
-                series_get(ctx->series, "net.tx_bytes_per_s", labels, "bytes/s", &d->s_b) < 0)
+                series_get_metric(ctx->series, METRIC_NET_RX_BYTES_PER_S, labels, &d->s_a) < 0 ||
+                series_get_metric(ctx->series, METRIC_NET_TX_BYTES_PER_S, labels, &d->s_b) < 0)
                 continue;
             d->admitted = 1;
         }

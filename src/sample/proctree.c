@@ -799,16 +799,16 @@ static int proc_init(void *state, const struct sample_env *env, struct series_ta
         return -ENOENT;
     t->series = st;
     int rc;
-    if ((rc = series_get(st, "proc.cpu", "", "pct", &t->s_cpu)) < 0 ||
-        (rc = series_get(st, "proc.rss_bytes", "", "bytes", &t->s_rss)) < 0 ||
-        (rc = series_get(st, "proc.threads", "", "count", &t->s_threads)) < 0 ||
-        (rc = series_get(st, "proc.count", "", "count", &t->s_count)) < 0 ||
-        (rc = series_get(st, "proc.read_bytes_per_s", "", "bytes/s", &t->s_read)) < 0 ||
-        (rc = series_get(st, "proc.write_bytes_per_s", "", "bytes/s", &t->s_write)) < 0 ||
-        (rc = series_get(st, "proc.rchar_per_s", "", "bytes/s", &t->s_rchar)) < 0 ||
-        (rc = series_get(st, "proc.wchar_per_s", "", "bytes/s", &t->s_wchar)) < 0 ||
-        (rc = series_get(st, "proc.ctx_switches_per_s", "", "1/s", &t->s_ctxt)) < 0 ||
-        (rc = series_get(st, "proc.runq_delay", "", "pct", &t->s_runq)) < 0)
+    if ((rc = series_get_metric(st, METRIC_PROC_CPU, "", &t->s_cpu)) < 0 ||
+        (rc = series_get_metric(st, METRIC_PROC_RSS_BYTES, "", &t->s_rss)) < 0 ||
+        (rc = series_get_metric(st, METRIC_PROC_THREADS, "", &t->s_threads)) < 0 ||
+        (rc = series_get_metric(st, METRIC_PROC_COUNT, "", &t->s_count)) < 0 ||
+        (rc = series_get_metric(st, METRIC_PROC_READ_BYTES_PER_S, "", &t->s_read)) < 0 ||
+        (rc = series_get_metric(st, METRIC_PROC_WRITE_BYTES_PER_S, "", &t->s_write)) < 0 ||
+        (rc = series_get_metric(st, METRIC_PROC_RCHAR_PER_S, "", &t->s_rchar)) < 0 ||
+        (rc = series_get_metric(st, METRIC_PROC_WCHAR_PER_S, "", &t->s_wchar)) < 0 ||
+        (rc = series_get_metric(st, METRIC_PROC_CTX_SWITCHES_PER_S, "", &t->s_ctxt)) < 0 ||
+        (rc = series_get_metric(st, METRIC_PROC_RUNQ_DELAY, "", &t->s_runq)) < 0)
         return rc;
     series_set_meta(st, t->s_cpu, t->bpf ? "{\"source\":\"bpf\"}" : "{\"source\":\"procfs\"}");
     return 0;
@@ -820,13 +820,13 @@ static int entry_series(struct proc_tree *t, struct proc_entry *e, struct series
     struct strbuf meta;
     snprintf(labels, sizeof(labels), "pid=%d", (int)e->pid);
     int rc;
-    if ((rc = series_get(st, "proc.cpu", labels, "pct", &e->s_cpu)) < 0 ||
-        (rc = series_get(st, "proc.rss_bytes", labels, "bytes", &e->s_rss)) < 0 ||
-        (rc = series_get(st, "proc.threads", labels, "count", &e->s_threads)) < 0 ||
-        (rc = series_get(st, "proc.read_bytes_per_s", labels, "bytes/s", &e->s_read)) < 0 ||
-        (rc = series_get(st, "proc.write_bytes_per_s", labels, "bytes/s", &e->s_write)) < 0 ||
-        (rc = series_get(st, "proc.ctx_switches_per_s", labels, "1/s", &e->s_ctxt)) < 0 ||
-        (rc = series_get(st, "proc.runq_delay", labels, "pct", &e->s_runq)) < 0)
+    if ((rc = series_get_metric(st, METRIC_PROC_CPU, labels, &e->s_cpu)) < 0 ||
+        (rc = series_get_metric(st, METRIC_PROC_RSS_BYTES, labels, &e->s_rss)) < 0 ||
+        (rc = series_get_metric(st, METRIC_PROC_THREADS, labels, &e->s_threads)) < 0 ||
+        (rc = series_get_metric(st, METRIC_PROC_READ_BYTES_PER_S, labels, &e->s_read)) < 0 ||
+        (rc = series_get_metric(st, METRIC_PROC_WRITE_BYTES_PER_S, labels, &e->s_write)) < 0 ||
+        (rc = series_get_metric(st, METRIC_PROC_CTX_SWITCHES_PER_S, labels, &e->s_ctxt)) < 0 ||
+        (rc = series_get_metric(st, METRIC_PROC_RUNQ_DELAY, labels, &e->s_runq)) < 0)
         return rc;
     strbuf_init(&meta);
     strbuf_addf(&meta, "{\"pid\":%d,\"ppid\":%d,\"comm\":", (int)e->pid, (int)e->ppid);

@@ -260,3 +260,9 @@ void series_keep_empty(struct series_table *t, uint32_t index)
 {
     t->items[index].keep_empty = 1;
 }
+
+int series_get_metric(struct series_table *t, enum metric_id metric, const char *labels,
+                      uint32_t *out_index)
+{
+    return series_get(t, metric_name(metric), labels, metric_unit(metric), out_index);
+}

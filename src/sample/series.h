@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "codec/gorilla.h"
+#include "common/metrics.h"
 
 /* One block's encoded capacity: small enough that two full blocks and their
  * row headers share a 4 KiB SQLite page (at 2048 a full block took a page of
@@ -75,6 +76,10 @@ void series_table_release(struct series_table *t);
  */
 int series_get(struct series_table *t, const char *name, const char *labels, const char *unit,
                uint32_t *out_index);
+/* series_get() for a metric of the catalog (common/metrics.h): its name and
+ * unit come from there. */
+int series_get_metric(struct series_table *t, enum metric_id metric, const char *labels,
+                      uint32_t *out_index);
 
 /* Replace a series' metadata JSON (copied); marks it for the next batch. */
 int series_set_meta(struct series_table *t, uint32_t index, const char *meta_json);
