@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/array.h"
+#include "common/metrics.h"
 
 /* The series compare shows, in this order. A labelled series counts only
  * when its labels are exactly one gpu=N, or the node of an imported run of
@@ -14,11 +15,12 @@
  * series has one: per-process GPU series (gpu=N,pid=P) and per-core CPU
  * series are detail for strobe show. */
 static const struct {
-    const char *name;
+    enum metric_id metric;
     int per_gpu;
 } compared_series[] = {
-    {"cpu.util", 0}, {"proc.cpu", 0},     {"proc.rss_bytes", 0},     {"mem.used_bytes", 0},
-    {"gpu.util", 1}, {"gpu.mem_util", 1}, {"gpu.mem_used_bytes", 1},
+    {METRIC_CPU_UTIL, 0},           {METRIC_PROC_CPU, 0}, {METRIC_PROC_RSS_BYTES, 0},
+    {METRIC_MEM_USED_BYTES, 0},     {METRIC_GPU_UTIL, 1}, {METRIC_GPU_MEM_UTIL, 1},
+    {METRIC_GPU_MEM_USED_BYTES, 1},
 };
 
 #define NCOMPARED (ARRAY_SIZE(compared_series))
@@ -32,7 +34,7 @@ static int node_only(const char *labels)
 static int compared_index(const struct series_record *sr)
 {
     for (size_t i = 0; i < NCOMPARED; i++) {
-        if (strcmp(sr->name, compared_series[i].name) != 0)
+        if (strcmp(sr->name, metric_name(compared_series[i].metric)) != 0)
             continue;
         if (!compared_series[i].per_gpu)
             return node_only(sr->labels) ? (int)i : -1;

@@ -8,6 +8,7 @@
 #include "cli/cli.h"
 #include "common/fmt.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "common/strbuf.h"
 #include "store/points.h"
 
@@ -44,7 +45,7 @@ struct show_ctx {
 static const char *tree_source(const struct show_ctx *c)
 {
     for (size_t i = 0; i < c->n; i++)
-        if (strcmp(c->rows[i].key, "proc.cpu") == 0 && c->rows[i].meta)
+        if (strcmp(c->rows[i].key, metric_name(METRIC_PROC_CPU)) == 0 && c->rows[i].meta)
             return strstr(c->rows[i].meta, "\"source\":\"bpf\"")      ? "BPF"
                    : strstr(c->rows[i].meta, "\"source\":\"procfs\"") ? "procfs"
                                                                       : NULL;
@@ -150,7 +151,8 @@ static void json_gpus(struct strbuf *o, const struct show_ctx *c)
     strbuf_adds(o, ",\"gpus\":[");
     int n = 0;
     for (size_t i = 0; i < c->n; i++)
-        if (strcmp(c->rows[i].name, "gpu.mem_total_bytes") == 0 && c->rows[i].meta)
+        if (strcmp(c->rows[i].name, metric_name(METRIC_GPU_MEM_TOTAL_BYTES)) == 0 &&
+            c->rows[i].meta)
             strbuf_addf(o, "%s%s", n++ ? "," : "", c->rows[i].meta);
     strbuf_addch(o, ']');
 }
@@ -193,10 +195,10 @@ static void show_json(struct strbuf *o, const struct run_record *r, const struct
     strbuf_adds(o, ",\"app\":{");
     int first_app = 1;
     for (size_t i = 0; i < c->n; i++) {
-        if (strncmp(c->rows[i].name, "app.", 4) != 0)
+        if (!metric_in_family(c->rows[i].name, METRIC_APP))
             continue;
         strbuf_adds(o, first_app ? "" : ",");
-        strbuf_add_json_str(o, c->rows[i].key + 4);
+        strbuf_add_json_str(o, c->rows[i].key + metric_family_prefix_len(METRIC_APP));
         strbuf_addch(o, ':');
         strbuf_add_json_num(o, c->rows[i].last);
         first_app = 0;
@@ -286,7 +288,7 @@ static void print_processes(const struct show_ctx *c)
 {
     size_t n = 0;
     for (size_t i = 0; i < c->n; i++)
-        n += strcmp(c->rows[i].name, "proc.cpu") == 0 && c->rows[i].labels[0];
+        n += strcmp(c->rows[i].name, metric_name(METRIC_PROC_CPU)) == 0 && c->rows[i].labels[0];
     if (!n)
         return;
     const struct metric_row **procs = malloc(n * sizeof(*procs));
@@ -296,7 +298,7 @@ static void print_processes(const struct show_ctx *c)
     }
     n = 0;
     for (size_t i = 0; i < c->n; i++)
-        if (strcmp(c->rows[i].name, "proc.cpu") == 0 && c->rows[i].labels[0])
+        if (strcmp(c->rows[i].name, metric_name(METRIC_PROC_CPU)) == 0 && c->rows[i].labels[0])
             procs[n++] = &c->rows[i];
     qsort(procs, n, sizeof(procs[0]), cmp_cpu_desc);
     printf("\nbusiest processes (%zu seen)\n  %7s %7s  %-16s %-12s %10s %9s %9s %11s\n", n, "PID",
@@ -307,7 +309,8 @@ static void print_processes(const struct show_ctx *c)
         cli_meta_field(procs[i]->meta, "ppid", ppid, sizeof(ppid));
         cli_meta_field(procs[i]->meta, "comm", comm, sizeof(comm));
         process_role(c, atoll(pid), role, sizeof(role));
-        const struct metric_row *r = find_row(c, "proc.rss_bytes", procs[i]->labels);
+        const struct metric_row *r =
+            find_row(c, metric_name(METRIC_PROC_RSS_BYTES), procs[i]->labels);
         printf("  %7s %7s  %-16.16s %-12s %10s %8.1f%% %8.1f%% %11s\n", pid, ppid, comm, role,
                fmt_duration(procs[i]->st.integral / 100.0, t, sizeof(t)),
                isnan(procs[i]->st.mean) ? 0.0 : procs[i]->st.mean,
@@ -373,7 +376,7 @@ static void print_gpus(const struct show_ctx *c)
     int header = 0;
     for (size_t i = 0; i < c->n; i++) {
         const struct metric_row *m = &c->rows[i];
-        if (strcmp(m->name, "gpu.mem_total_bytes") != 0 || !m->meta)
+        if (strcmp(m->name, metric_name(METRIC_GPU_MEM_TOTAL_BYTES)) != 0 || !m->meta)
             continue;
         char index[16], name[128], uuid[128], driver[64], mem[32];
         cli_meta_field(m->meta, "index", index, sizeof(index));
@@ -390,7 +393,7 @@ static void print_gpus(const struct show_ctx *c)
     for (size_t i = 0; i < c->n; i++) {
         const struct metric_row *m = &c->rows[i];
         if (strncmp(m->name, "gpu.", 4) == 0 && !strstr(m->labels, "pid=") &&
-            strcmp(m->name, "gpu.mem_total_bytes") != 0)
+            strcmp(m->name, metric_name(METRIC_GPU_MEM_TOTAL_BYTES)) != 0)
             print_metric(m);
     }
 }
@@ -471,10 +474,11 @@ static void show_text(const struct run_record *r, const struct show_ctx *c)
     }
     int apps = 0;
     for (size_t i = 0; i < c->n; i++) {
-        if (strncmp(c->rows[i].name, "app.", 4) != 0)
+        if (!metric_in_family(c->rows[i].name, METRIC_APP))
             continue;
         char v[32];
-        printf("%s %s = %s", apps++ ? "," : "app      ", cli_visible(&v1, c->rows[i].key + 4),
+        printf("%s %s = %s", apps++ ? "," : "app      ",
+               cli_visible(&v1, c->rows[i].key + metric_family_prefix_len(METRIC_APP)),
                fmt_value(c->rows[i].last, "", v, sizeof(v)));
     }
     if (apps)
@@ -484,7 +488,7 @@ static void show_text(const struct run_record *r, const struct show_ctx *c)
     for (size_t i = 0; i < c->n; i++) {
         if (!host_level(c->rows[i].labels))
             labelled++;
-        else if (strncmp(c->rows[i].name, "app.", 4) != 0)
+        else if (!metric_in_family(c->rows[i].name, METRIC_APP))
             print_metric(&c->rows[i]);
     }
     print_devices(c);

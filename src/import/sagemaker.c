@@ -21,6 +21,7 @@
 #include "common/clock.h"
 #include "common/hash.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "common/strlist.h"
 #include "common/strtab.h"
 #include "common/version.h"
@@ -432,19 +433,19 @@ static const char *guess_unit(const char *name, const char *dim)
     return "";
 }
 
-/* The direction a network metric's Name says ("ReceiveBytesPerSecond"):
- * "rx", "tx", or NULL. */
-static const char *net_direction(const char *name)
+/* The net metric of the direction a network metric's Name says
+ * ("ReceiveBytesPerSecond"), or -1. */
+static int net_metric(const char *name)
 {
     static const char *const rx[] = {"receive", "recv", "rx"}, *const tx[] = {"transmit", "send",
                                                                               "sent", "tx"};
     for (size_t i = 0; i < ARRAY_SIZE(rx); i++)
         if (strcasestr(name, rx[i]))
-            return "rx";
+            return METRIC_NET_RX_BYTES_PER_S;
     for (size_t i = 0; i < ARRAY_SIZE(tx); i++)
         if (strcasestr(name, tx[i]))
-            return "tx";
-    return NULL;
+            return METRIC_NET_TX_BYTES_PER_S;
+    return -1;
 }
 
 /* A series' meta: the names SageMaker gave it, which export writes back. */
@@ -463,39 +464,46 @@ static int system_record(struct sagemaker_import *im, uint32_t node, const char 
                          const char *name, const char *dim, int64_t ts_ns, double value)
 {
     char mname[256], labels[256];
-    const char *unit = "pct";
+    int metric = -1; /* of the catalog; -1: kept under SageMaker's names */
+    const char *unit;
     struct strbuf meta;
     strbuf_init(&meta);
     long i;
     labels[0] = '\0';
     if (strcmp(dim, "CPUUtilization") == 0 && (i = indexed(name, "cpu")) >= 0) {
-        snprintf(mname, sizeof(mname), "cpu.util");
+        metric = METRIC_CPU_UTIL;
         snprintf(labels, sizeof(labels), "core=%ld", i);
     } else if (strcmp(dim, "I/OWaitPercentage") == 0) {
-        snprintf(mname, sizeof(mname), "cpu.iowait");
+        metric = METRIC_CPU_IOWAIT;
         if ((i = indexed(name, "cpu")) >= 0)
             snprintf(labels, sizeof(labels), "core=%ld", i);
     } else if (strcmp(dim, "GPUUtilization") == 0 && (i = indexed(name, "gpu")) >= 0) {
-        snprintf(mname, sizeof(mname), "gpu.util");
+        metric = METRIC_GPU_UTIL;
         snprintf(labels, sizeof(labels), "gpu=%ld", i);
     } else if (strcmp(dim, "GPUMemoryUtilization") == 0 && (i = indexed(name, "gpu")) >= 0) {
-        snprintf(mname, sizeof(mname), "gpu.mem_util");
+        metric = METRIC_GPU_MEM_UTIL;
         snprintf(labels, sizeof(labels), "gpu=%ld", i);
     } else if (strcmp(dim, "MemoryUsedPercent") == 0 || strcmp(name, "MemoryUsedPercent") == 0) {
-        snprintf(mname, sizeof(mname), "mem.used_pct");
-    } else if (strcmp(dim, "Algorithm") == 0 && net_direction(name)) {
+        metric = METRIC_MEM_USED_PCT;
+    } else if (strcmp(dim, "Algorithm") == 0 && net_metric(name) >= 0) {
         /* the training job's own traffic, what SageMaker's OverallSystemUsage
          * sums as network; its Platform traffic stays apart */
-        snprintf(mname, sizeof(mname), "net.%s_bytes_per_s", net_direction(name));
+        metric = net_metric(name);
         snprintf(labels, sizeof(labels), "iface=algorithm");
-        unit = "bytes/s";
         sm_meta(&meta, type, name, dim);
+    }
+    if (metric >= 0) {
+        snprintf(mname, sizeof(mname), "%s", metric_name((enum metric_id)metric));
+        unit = metric_unit((enum metric_id)metric);
     } else {
         /* kept under its own names rather than dropped */
+        const char *family = metric_name(METRIC_SAGEMAKER);
+        int family_len = (int)metric_family_prefix_len(METRIC_SAGEMAKER);
         if (*dim)
-            snprintf(mname, sizeof(mname), "sagemaker.%s.%s", *type ? type : "other", dim);
+            snprintf(mname, sizeof(mname), "%.*s%s.%s", family_len, family, *type ? type : "other",
+                     dim);
         else
-            snprintf(mname, sizeof(mname), "sagemaker.%s", *type ? type : "other");
+            snprintf(mname, sizeof(mname), "%.*s%s", family_len, family, *type ? type : "other");
         if (*name)
             snprintf(labels, sizeof(labels), "name=%s", name);
         sanitize(mname);
@@ -1852,9 +1860,10 @@ static int finish(struct sagemaker_import *im)
     for (uint32_t i = 0; i < im->nseries; i++)
         series_sort(im, &im->series[i]);
     for (uint32_t k = 0; k < im->nnodes && rc == 0; k++) {
-        rc = derive_mean(im, k, "cpu.util", &im->info[k].snapshots, &im->info[k].interval_ns);
+        rc = derive_mean(im, k, metric_name(METRIC_CPU_UTIL), &im->info[k].snapshots,
+                         &im->info[k].interval_ns);
         if (rc == 0)
-            rc = derive_mean(im, k, "cpu.iowait", NULL, NULL);
+            rc = derive_mean(im, k, metric_name(METRIC_CPU_IOWAIT), NULL, NULL);
     }
     if (rc == 0)
         rc = estimate_offsets(im);
@@ -2187,7 +2196,7 @@ int sagemaker_import_store(struct sagemaker_import *im, struct store *s, struct 
         int cores = 0; /* the node's cpu.util{core=N} series */
         for (uint32_t i = 0; i < im->nseries; i++)
             cores += im->series[i].node == node && im->series[i].n &&
-                     strcmp(im->series[i].name, "cpu.util") == 0 &&
+                     strcmp(im->series[i].name, metric_name(METRIC_CPU_UTIL)) == 0 &&
                      strncmp(im->series[i].labels, "core=", 5) == 0;
         if (cores > cpu_count)
             cpu_count = cores;

@@ -14,6 +14,7 @@
 
 #include "analyze/steps.h"
 #include "common/array.h"
+#include "common/metrics.h"
 #include "common/strlist.h"
 #include "import/json.h"
 #include "import/sagemaker.h"
@@ -208,35 +209,38 @@ static int map_series(struct ex_ctx *x, const struct ex_series *e)
 {
     char name[64];
     long i;
-    if (strcmp(e->name, "cpu.util") == 0 && sscanf(e->labels, "core=%ld", &i) == 1) {
+    if (strcmp(e->name, metric_name(METRIC_CPU_UTIL)) == 0 &&
+        sscanf(e->labels, "core=%ld", &i) == 1) {
         snprintf(name, sizeof(name), "cpu%ld", i);
         return add_out(x, "cpu", name, "CPUUtilization");
     }
-    if (strcmp(e->name, "cpu.iowait") == 0) {
+    if (strcmp(e->name, metric_name(METRIC_CPU_IOWAIT)) == 0) {
         if (sscanf(e->labels, "core=%ld", &i) == 1) {
             snprintf(name, sizeof(name), "cpu%ld", i);
             return add_out(x, "cpu", name, "I/OWaitPercentage");
         }
         /* the whole host's, where the cores' are not there to give it */
-        if (!e->labels[0] && !find_series(x, e->node, "cpu.iowait", "core="))
+        if (!e->labels[0] && !find_series(x, e->node, metric_name(METRIC_CPU_IOWAIT), "core="))
             return add_out(x, "cpu", "cpu", "I/OWaitPercentage");
         return -1;
     }
-    if ((strcmp(e->name, "gpu.util") == 0 || strcmp(e->name, "gpu.mem_util") == 0) &&
+    if ((strcmp(e->name, metric_name(METRIC_GPU_UTIL)) == 0 ||
+         strcmp(e->name, metric_name(METRIC_GPU_MEM_UTIL)) == 0) &&
         sscanf(e->labels, "gpu=%ld", &i) == 1) {
         snprintf(name, sizeof(name), "gpu%ld", i);
         return add_out(x, "gpu", name,
-                       strcmp(e->name, "gpu.util") == 0 ? "GPUUtilization"
-                                                        : "GPUMemoryUtilization");
+                       strcmp(e->name, metric_name(METRIC_GPU_UTIL)) == 0 ? "GPUUtilization"
+                                                                          : "GPUMemoryUtilization");
     }
-    if (strcmp(e->name, "mem.used_pct") == 0 && !e->labels[0])
+    if (strcmp(e->name, metric_name(METRIC_MEM_USED_PCT)) == 0 && !e->labels[0])
         return add_out(x, "memory", "MemoryUsedPercent", "MemoryUsedPercent");
     int rc = out_from_meta(x, e);
     if (rc != -1 || strncmp(e->name, "net.", 4) == 0)
         return rc; /* an imported network series; a recording's interfaces have no equivalent */
-    if (strncmp(e->name, "sagemaker.", 10) == 0) {
+    if (metric_in_family(e->name, METRIC_SAGEMAKER)) {
         /* else from its own name */
-        const char *rest = e->name + 10, *dot = strchr(rest, '.');
+        const char *rest = e->name + metric_family_prefix_len(METRIC_SAGEMAKER);
+        const char *dot = strchr(rest, '.');
         char type[64];
         snprintf(type, sizeof(type), "%.*s", dot ? (int)(dot - rest) : (int)strlen(rest), rest);
         const char *nm = strncmp(e->labels, "name=", 5) == 0 ? e->labels + 5 : "";
@@ -401,14 +405,16 @@ static int write_system_node(struct ex_ctx *x, uint32_t node, struct ex_line *v,
 static int memory_pct(struct ex_ctx *x, uint32_t node, struct ex_line **v, uint32_t *n,
                       uint32_t *cap)
 {
-    if (find_series(x, node, "mem.used_pct", ""))
+    if (find_series(x, node, metric_name(METRIC_MEM_USED_PCT), ""))
         return 0;
     const struct ex_series *used = NULL, *total = NULL;
     for (uint32_t i = 0; i < x->nseries; i++) {
         const struct ex_series *e = &x->series[i];
-        if (e->node == node && !e->labels[0] && strcmp(e->name, "mem.used_bytes") == 0)
+        if (e->node == node && !e->labels[0] &&
+            strcmp(e->name, metric_name(METRIC_MEM_USED_BYTES)) == 0)
             used = e;
-        if (e->node == node && !e->labels[0] && strcmp(e->name, "mem.total_bytes") == 0)
+        if (e->node == node && !e->labels[0] &&
+            strcmp(e->name, metric_name(METRIC_MEM_TOTAL_BYTES)) == 0)
             total = e;
     }
     if (!used || !total)

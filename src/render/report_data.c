@@ -20,6 +20,7 @@
 
 #include "analyze/steps.h"
 #include "common/array.h"
+#include "common/metrics.h"
 #include "import/json.h"
 #include "render/report.h"
 #include "render/report_internal.h"
@@ -70,7 +71,8 @@ static void series_list_release(struct series_list *l)
  * report draws the tree's totals, `strobe show --json` has the rest. */
 static int drawn(const struct series_item *it)
 {
-    return !strstr(it->labels, "pid=") && strcmp(it->name, "gpu.mem_total_bytes") != 0;
+    return !strstr(it->labels, "pid=") &&
+           strcmp(it->name, metric_name(METRIC_GPU_MEM_TOTAL_BYTES)) != 0;
 }
 
 /* ---- numbers -------------------------------------------------------------- */
@@ -299,7 +301,8 @@ static void add_series_stats(struct strbuf *o, struct grid *g)
 
 static int is_core(const struct series_item *it)
 {
-    return strcmp(it->name, "cpu.util") == 0 && strncmp(it->labels, "core=", 5) == 0;
+    return strcmp(it->name, metric_name(METRIC_CPU_UTIL)) == 0 &&
+           strncmp(it->labels, "core=", 5) == 0;
 }
 
 static int add_one_series(struct store *s, struct strbuf *o, const struct series_item *it,
@@ -369,7 +372,7 @@ static void add_gpus(struct strbuf *o, const struct series_list *l)
     for (size_t i = 0; i < l->n; i++) {
         const struct series_item *it = &l->items[i];
         struct json *v;
-        if (strcmp(it->name, "gpu.mem_total_bytes") != 0 || !it->meta ||
+        if (strcmp(it->name, metric_name(METRIC_GPU_MEM_TOTAL_BYTES)) != 0 || !it->meta ||
             json_parse(&d, it->meta, strlen(it->meta), &v) < 0 || v->type != JSON_OBJECT)
             continue;
         strbuf_adds(o, n++ ? "," : "");

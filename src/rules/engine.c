@@ -12,6 +12,7 @@
 #include <strings.h> /* strncasecmp */
 
 #include "common/array.h"
+#include "common/metrics.h"
 #include "common/strlist.h"
 #include "rules/rules.h"
 #include "rules/stats.h"
@@ -20,37 +21,37 @@ const char *const severity_names[4] = {"info", "low", "medium", "high"};
 const char *const rule_status_names[5] = {"ok", "fired", "waiting", "n/a", "report"};
 
 static const struct {
-    const char *name;
+    enum metric_id catalog; /* the name it reads: common/metrics.def */
     enum rule_metric metric;
 } metric_names[] = {
-    {"cpu.util", RM_CPU_UTIL},
-    {"cpu.iowait", RM_CPU_IOWAIT},
-    {"mem.used_bytes", RM_MEM_USED},
-    {"mem.total_bytes", RM_MEM_TOTAL},
-    {"mem.available_bytes", RM_MEM_AVAILABLE},
-    {"mem.used_pct", RM_MEM_USED_PCT},
-    {"mem.swapin_per_s", RM_SWAPIN},
-    {"psi.cpu_some", RM_PSI_CPU},
-    {"psi.mem_some", RM_PSI_MEM},
-    {"disk.read_bytes_per_s", RM_DISK_READ},
-    {"disk.write_bytes_per_s", RM_DISK_WRITE},
-    {"net.rx_bytes_per_s", RM_NET_RX},
-    {"net.tx_bytes_per_s", RM_NET_TX},
-    {"cgroup.mem_used_bytes", RM_CG_MEM_USED},
-    {"cgroup.mem_limit_bytes", RM_CG_MEM_LIMIT},
-    {"cgroup.throttled_pct", RM_CG_THROTTLED},
-    {"proc.cpu", RM_PROC_CPU},
-    {"proc.rss_bytes", RM_PROC_RSS},
-    {"proc.threads", RM_PROC_THREADS},
-    {"gpu.util", RM_GPU_UTIL},
-    {"gpu.mem_util", RM_GPU_MEM_UTIL},
-    {"gpu.mem_used_bytes", RM_GPU_MEM_USED},
-    {"gpu.mem_total_bytes", RM_GPU_MEM_TOTAL},
-    {"gpu.throttle_reasons", RM_GPU_THROTTLE},
-    {"gpu.sm_clock_mhz", RM_GPU_SM_CLOCK},
-    {"gpu.mig_mem_used_bytes", RM_GPU_MIG_MEM},
-    {"cpu.steal", RM_CPU_STEAL},
-    {"proc.runq_delay", RM_PROC_RUNQ_PID},
+    {METRIC_CPU_UTIL, RM_CPU_UTIL},
+    {METRIC_CPU_IOWAIT, RM_CPU_IOWAIT},
+    {METRIC_MEM_USED_BYTES, RM_MEM_USED},
+    {METRIC_MEM_TOTAL_BYTES, RM_MEM_TOTAL},
+    {METRIC_MEM_AVAILABLE_BYTES, RM_MEM_AVAILABLE},
+    {METRIC_MEM_USED_PCT, RM_MEM_USED_PCT},
+    {METRIC_MEM_SWAPIN_PER_S, RM_SWAPIN},
+    {METRIC_PSI_CPU_SOME, RM_PSI_CPU},
+    {METRIC_PSI_MEM_SOME, RM_PSI_MEM},
+    {METRIC_DISK_READ_BYTES_PER_S, RM_DISK_READ},
+    {METRIC_DISK_WRITE_BYTES_PER_S, RM_DISK_WRITE},
+    {METRIC_NET_RX_BYTES_PER_S, RM_NET_RX},
+    {METRIC_NET_TX_BYTES_PER_S, RM_NET_TX},
+    {METRIC_CGROUP_MEM_USED_BYTES, RM_CG_MEM_USED},
+    {METRIC_CGROUP_MEM_LIMIT_BYTES, RM_CG_MEM_LIMIT},
+    {METRIC_CGROUP_THROTTLED_PCT, RM_CG_THROTTLED},
+    {METRIC_PROC_CPU, RM_PROC_CPU},
+    {METRIC_PROC_RSS_BYTES, RM_PROC_RSS},
+    {METRIC_PROC_THREADS, RM_PROC_THREADS},
+    {METRIC_GPU_UTIL, RM_GPU_UTIL},
+    {METRIC_GPU_MEM_UTIL, RM_GPU_MEM_UTIL},
+    {METRIC_GPU_MEM_USED_BYTES, RM_GPU_MEM_USED},
+    {METRIC_GPU_MEM_TOTAL_BYTES, RM_GPU_MEM_TOTAL},
+    {METRIC_GPU_THROTTLE_REASONS, RM_GPU_THROTTLE},
+    {METRIC_GPU_SM_CLOCK_MHZ, RM_GPU_SM_CLOCK},
+    {METRIC_GPU_MIG_MEM_USED_BYTES, RM_GPU_MIG_MEM},
+    {METRIC_CPU_STEAL, RM_CPU_STEAL},
+    {METRIC_PROC_RUNQ_DELAY, RM_PROC_RUNQ_PID},
 };
 
 /* ---- internal state --------------------------------------------------------- */
@@ -554,7 +555,7 @@ void rules_engine_on_finding(struct rules_engine *e, finding_fn *fn, void *arg)
 static int metric_of(const char *name, const char *labels, enum rule_metric *out)
 {
     for (size_t i = 0; i < ARRAY_SIZE(metric_names); i++)
-        if (strcmp(metric_names[i].name, name) == 0) {
+        if (strcmp(metric_name(metric_names[i].catalog), name) == 0) {
             *out = metric_names[i].metric;
             int has_core = strstr(labels, "core=") != NULL;
             int has_pid = strstr(labels, "pid=") != NULL;

@@ -7,6 +7,7 @@
 
 #include "analyze/steps.h"
 #include "common/array.h"
+#include "common/metrics.h"
 #include "serve/summary.h"
 
 struct entry {
@@ -96,15 +97,15 @@ static int add_series(const struct series_record *s, void *arg)
     struct series_acc *a = arg;
     if (s->count <= 0 || isnan(s->sum))
         return 0;
-    if (strcmp(s->name, "cpu.util") == 0 && !s->labels[0]) {
+    if (strcmp(s->name, metric_name(METRIC_CPU_UTIL)) == 0 && !s->labels[0]) {
         a->cpu_sum += s->sum;
         a->cpu_n += s->count;
-    } else if (strcmp(s->name, "gpu.util") == 0 && strncmp(s->labels, "gpu=", 4) == 0 &&
-               !strchr(s->labels, ',')) {
+    } else if (strcmp(s->name, metric_name(METRIC_GPU_UTIL)) == 0 &&
+               strncmp(s->labels, "gpu=", 4) == 0 && !strchr(s->labels, ',')) {
         a->gpu_sum += s->sum;
         a->gpu_n += s->count;
-    } else if (!s->labels[0] && (strcmp(s->name, "app.samples_per_s") == 0 ||
-                                 strcmp(s->name, "app.throughput") == 0)) {
+    } else if (!s->labels[0] && (strcmp(s->name, metric_name(METRIC_APP_SAMPLES_PER_S)) == 0 ||
+                                 strcmp(s->name, metric_name(METRIC_APP_THROUGHPUT)) == 0)) {
         a->tput_sum += s->sum;
         a->tput_n += s->count;
     }
