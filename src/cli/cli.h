@@ -28,6 +28,7 @@ int cmd_compare(int argc, char **argv);
 void cli_run_report(const char *store_uri, const char *run_id, const char *path);
 int cmd_trace(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_metrics(int argc, char **argv);
 /* strobe show --json of r, appended to out (cmd_show.c; strobe serve's run
  * view). 0, or negative with s->err set. */
 int cli_show_json(struct store *s, const struct run_record *r, struct strbuf *out);

@@ -22,6 +22,7 @@ static const struct command {
     {"report", cmd_report, "write a run's profiler report (one HTML file)"},
     {"trace", cmd_trace, "write a run as one timeline (Chrome JSON or Perfetto)"},
     {"serve", cmd_serve, "serve the store's runs as a JSON API and dashboard"},
+    {"metrics", cmd_metrics, "list the metrics strobe records: unit, kind, labels, help"},
 };
 
 static void usage(FILE *out)
