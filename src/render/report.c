@@ -22,10 +22,10 @@
 
 extern const unsigned char report_asset_uplot_js[], report_asset_uplot_css[];
 extern const unsigned char report_asset_format_js[], report_asset_report_js[];
-extern const unsigned char report_asset_report_css[];
+extern const unsigned char report_asset_report_css[], report_asset_metrics_js[];
 extern const size_t report_asset_uplot_js_len, report_asset_uplot_css_len;
 extern const size_t report_asset_format_js_len, report_asset_report_js_len;
-extern const size_t report_asset_report_css_len;
+extern const size_t report_asset_report_css_len, report_asset_metrics_js_len;
 
 const char *report_file_name(const struct run_record *r, const char *suffix, char *buf, size_t cap)
 {
@@ -117,6 +117,9 @@ static int build_html(struct store *s, const struct run_record *r, struct strbuf
                    "\n</script>\n", err);
     if (rc == 0) /* the figures' formatting, shared with the dashboard */
         rc = add_asset(html, "<script>\n", report_asset_format_js, report_asset_format_js_len,
+                       "\n</script>\n", err);
+    if (rc == 0) /* the catalog of metrics (common/metrics.def), which names them */
+        rc = add_asset(html, "<script>\n", report_asset_metrics_js, report_asset_metrics_js_len,
                        "\n</script>\n", err);
     if (rc == 0)
         rc = add_asset(html, "<script>\n", report_asset_report_js, report_asset_report_js_len,

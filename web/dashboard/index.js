@@ -12,7 +12,10 @@
   var PHASES = ['data', 'forward', 'backward', 'optimizer', 'comm', 'other'];
   var PHASE_COL = {data: '#e07b00', forward: '#2f6fdb', backward: '#7b4fd6', optimizer: '#2e9d57',
     comm: '#c62828', other: '#9aa3b2'};
-  var DEFAULT_METRICS = ['cpu.util', 'proc.cpu', 'proc.rss_bytes', 'gpu.util'];
+  var M = strobeMetrics; /* the catalog (src/common/metrics.def), which names the metrics */
+  var DEFAULT_METRICS = [M.CPU_UTIL, M.PROC_CPU, M.PROC_RSS_BYTES, M.GPU_UTIL].map(function (m) {
+    return m.name;
+  });
 
   /* ---- DOM helpers: text only ------------------------------------------ */
   function h(tag, attrs) {
@@ -377,8 +380,8 @@
         })).filter(Boolean);
       }
       var out = DEFAULT_METRICS.filter(function (k) { return have.indexOf(k) >= 0; });
-      if (have.indexOf('gpu.util') < 0) {
-        metrics.forEach(function (x) { if (x.name === 'gpu.util' && x.labels) out.push(seriesKey(x)); });
+      if (have.indexOf(M.GPU_UTIL.name) < 0) {
+        metrics.forEach(function (x) { if (x.name === M.GPU_UTIL.name && x.labels) out.push(seriesKey(x)); });
       }
       return out;
     }
@@ -584,13 +587,13 @@
        * run): gpu.util is per GPU (gpu.util{gpu=0}, no bare series), and
        * samples/s may come from the batch size over the mean step */
       var fig = figures || {};
-      var logged = mean('app.samples_per_s');
-      if (logged === null) logged = mean('app.throughput');
+      var logged = mean(M.APP_SAMPLES_PER_S.name);
+      if (logged === null) logged = mean(M.APP_THROUGHPUT.name);
       var sps = fig.samples_per_s !== undefined ? fig.samples_per_s : logged;
       card('samples/s', num(sps), sps === null ? 'not logged by the script' :
         logged !== null ? 'mean of what the script logged' : 'batch size over the mean step');
-      card('mean CPU', pct(fig.cpu_util_pct !== undefined ? fig.cpu_util_pct : mean('cpu.util')), r.cpu_count + ' cores');
-      card('mean GPU util', pct(fig.gpu_util_pct !== undefined ? fig.gpu_util_pct : mean('gpu.util')), (r.gpus || []).length + ' GPUs');
+      card('mean CPU', pct(fig.cpu_util_pct !== undefined ? fig.cpu_util_pct : mean(M.CPU_UTIL.name)), r.cpu_count + ' cores');
+      card('mean GPU util', pct(fig.gpu_util_pct !== undefined ? fig.gpu_util_pct : mean(M.GPU_UTIL.name)), (r.gpus || []).length + ' GPUs');
       card('findings', String((r.findings || []).length), null);
       var title = h('h1', {id: 'run-name', text: r.name || shortId(r.id)});
       document.title = 'strobe · ' + (r.name || r.id);
@@ -863,7 +866,7 @@
     function metricKey() {
       var k = q.get('metric');
       if (k) return k;
-      return state.runs.some(function (r) { return r.steps; }) ? 'step' : 'cpu.util';
+      return state.runs.some(function (r) { return r.steps; }) ? 'step' : M.CPU_UTIL.name;
     }
     function drawControls() {
       clear(controls);

@@ -4,6 +4,8 @@
 (function () {
   'use strict';
   var D = JSON.parse(document.getElementById('strobe-data').textContent);
+  var M = strobeMetrics; /* the catalog (src/common/metrics.def), which names the metrics */
+  var APP_PREFIX = M.APP.name.slice(0, -1); /* 'app.*': the script's own series */
   var app = document.getElementById('app');
   var PAL = ['#2f6fdb', '#e07b00', '#2e9d5b', '#c62828', '#7b4fd0', '#0096a6', '#b5487f',
     '#7d8b00', '#8a6d3b', '#4c5a73'];
@@ -278,23 +280,26 @@
     var c = el('div', {class: 'charts'});
     s.appendChild(c);
     var noLabel = function (x) { return !x.labels; };
-    lineChart(c, 'CPU (% of all cores)', ['cpu.util', 'cpu.iowait', 'cpu.system', 'cpu.steal']
-      .reduce(function (a, n) { return a.concat(byName(n, noLabel)); }, []), 'pct');
-    var cores = byName('cpu.util', function (x) { return x.labels.indexOf('core=') === 0; });
+    lineChart(c, 'CPU (% of all cores)', [M.CPU_UTIL, M.CPU_IOWAIT, M.CPU_SYSTEM, M.CPU_STEAL]
+      .reduce(function (a, m) { return a.concat(byName(m.name, noLabel)); }, []), M.CPU_UTIL.unit);
+    var cores = byName(M.CPU_UTIL.name, function (x) { return x.labels.indexOf('core=') === 0; });
     if (cores.length) heatmap(c, cores);
-    ['gpu.util', 'gpu.mem_used_bytes', 'gpu.power_w', 'gpu.temp_c', 'gpu.sm_active'].forEach(function (n) {
-      var l = byName(n);
-      if (l.length) lineChart(c, 'GPU ' + n.slice(4), l, l[0].unit);
+    [M.GPU_UTIL, M.GPU_MEM_USED_BYTES, M.GPU_POWER_W, M.GPU_TEMP_C, M.GPU_SM_ACTIVE].forEach(function (m) {
+      var l = byName(m.name);
+      if (l.length) lineChart(c, 'GPU ' + m.name.slice(4), l, l[0].unit);
     });
-    lineChart(c, 'Memory', ['mem.used_bytes', 'mem.available_bytes', 'proc.rss_bytes',
-      'cgroup.mem_used_bytes'].reduce(function (a, n) { return a.concat(byName(n, noLabel)); }, []), 'bytes');
-    lineChart(c, 'Disk', D.series.filter(function (x) {
-      return /^disk\.(read|write)_bytes_per_s$/.test(x.name) && busy(x); }), 'bytes/s');
-    lineChart(c, 'Network', D.series.filter(function (x) {
-      return /^net\.(rx|tx)_bytes_per_s$/.test(x.name) && busy(x); }), 'bytes/s');
-    lineChart(c, 'Process tree CPU (% of one core)', byName('proc.cpu', noLabel), 'pct');
-    D.series.filter(function (x) { return x.name.indexOf('app.') === 0; }).forEach(function (x) {
-      lineChart(c, 'Script: ' + key(x).slice(4), [x], x.unit);
+    lineChart(c, 'Memory', [M.MEM_USED_BYTES, M.MEM_AVAILABLE_BYTES, M.PROC_RSS_BYTES,
+      M.CGROUP_MEM_USED_BYTES].reduce(function (a, m) { return a.concat(byName(m.name, noLabel)); }, []),
+      M.MEM_USED_BYTES.unit);
+    var busyOf = function (a, b) {
+      return D.series.filter(function (x) { return (x.name === a.name || x.name === b.name) && busy(x); });
+    };
+    lineChart(c, 'Disk', busyOf(M.DISK_READ_BYTES_PER_S, M.DISK_WRITE_BYTES_PER_S),
+      M.DISK_READ_BYTES_PER_S.unit);
+    lineChart(c, 'Network', busyOf(M.NET_RX_BYTES_PER_S, M.NET_TX_BYTES_PER_S), M.NET_RX_BYTES_PER_S.unit);
+    lineChart(c, 'Process tree CPU (% of one core)', byName(M.PROC_CPU.name, noLabel), M.PROC_CPU.unit);
+    D.series.filter(function (x) { return x.name.indexOf(APP_PREFIX) === 0; }).forEach(function (x) {
+      lineChart(c, 'Script: ' + key(x).slice(APP_PREFIX.length), [x], x.unit);
     });
     stepChart(c);
   })();
