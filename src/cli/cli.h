@@ -7,28 +7,69 @@
 
 #include "store/store.h"
 
+#include "cli/options.h"
+
+/* What a command needs before its work, from its row in main.c's table (or
+ * strobe import's importers[]): cli_setup() and cli_open() provide it. */
+enum cli_needs {
+    CLI_STORE_URI = 1 << 0,   /* takes --store; opens the store itself, later (run, serve) */
+    CLI_STORE_READ = 1 << 1,  /* the store opened as it is: it must exist (store_open's readonly) */
+    CLI_STORE_WRITE = 1 << 2, /* the store opened to write: created and migrated as needed */
+    CLI_RUN = 1 << 3,         /* its first operand is a RUN, resolved in the store */
+};
+
+/* A command's state between main.c and its function. */
+struct cli_ctx {
+    unsigned needs;         /* enum cli_needs of its row */
+    const char *store_flag; /* --store, NULL when not given */
+    int store_write;        /* open as CLI_STORE_WRITE though needs says READ (rules --save) */
+    char **args;            /* the operands, after the options */
+    int nargs;
+    struct store *store;   /* opened by cli_open(); main.c closes it */
+    struct run_record run; /* resolved by cli_open() with CLI_RUN; main.c releases it */
+};
+
 /* Each command gets argv after its own name (argv[0] is the command). It
  * returns the process exit status. */
-typedef int cmd_fn(int argc, char **argv);
+typedef int cmd_fn(struct cli_ctx *c, int argc, char **argv);
 
-int cmd_run(int argc, char **argv);
-int cmd_ls(int argc, char **argv);
-int cmd_show(int argc, char **argv);
-int cmd_export(int argc, char **argv);
-int cmd_rm(int argc, char **argv);
-int cmd_import(int argc, char **argv);
-int cmd_rules(int argc, char **argv);
-int cmd_logs(int argc, char **argv);
-int cmd_report(int argc, char **argv);
-int cmd_compare(int argc, char **argv);
+/* Parse argv by opts (plus --store when c->needs takes a store) into
+ * c->args; then, when u->operands >= 0, check that there are that many
+ * operands (else the help to stderr). -1 to go on, or the exit status:
+ * CLI_EXIT_OK after --help, CLI_EXIT_USAGE after an error. */
+int cli_parse(struct cli_ctx *c, const struct cli_usage *u, const struct cli_option *opts, int argc,
+              char **argv);
+/* The help to stderr, for operands that do not fit: CLI_EXIT_USAGE. */
+int cli_usage_error(struct cli_ctx *c, const struct cli_usage *u, const struct cli_option *opts);
+/* Open the store (--store, else $STROBE_STORE, else ./strobe.db) as
+ * c->needs says and resolve c->args[0] with CLI_RUN. -1 to go on, or
+ * CLI_EXIT_ERROR after saying why. */
+int cli_open(struct cli_ctx *c);
+/* cli_parse(), then cli_open(): for a command with nothing to check in
+ * between. */
+int cli_setup(struct cli_ctx *c, const struct cli_usage *u, const struct cli_option *opts, int argc,
+              char **argv);
+/* Release what cli_open() opened (main.c, after the command). */
+void cli_ctx_release(struct cli_ctx *c);
+
+int cmd_run(struct cli_ctx *c, int argc, char **argv);
+int cmd_ls(struct cli_ctx *c, int argc, char **argv);
+int cmd_show(struct cli_ctx *c, int argc, char **argv);
+int cmd_export(struct cli_ctx *c, int argc, char **argv);
+int cmd_rm(struct cli_ctx *c, int argc, char **argv);
+int cmd_import(struct cli_ctx *c, int argc, char **argv);
+int cmd_rules(struct cli_ctx *c, int argc, char **argv);
+int cmd_logs(struct cli_ctx *c, int argc, char **argv);
+int cmd_report(struct cli_ctx *c, int argc, char **argv);
+int cmd_compare(struct cli_ctx *c, int argc, char **argv);
 
 /* The report at the end of strobe run (cmd_report.c): to path, or NULL for
  * <store dir>/reports/<run name>-<id>.html; prints the path as a note, or
  * one warning line when it cannot be written. */
 void cli_run_report(const char *store_uri, const char *run_id, const char *path);
-int cmd_trace(int argc, char **argv);
-int cmd_serve(int argc, char **argv);
-int cmd_metrics(int argc, char **argv);
+int cmd_trace(struct cli_ctx *c, int argc, char **argv);
+int cmd_serve(struct cli_ctx *c, int argc, char **argv);
+int cmd_metrics(struct cli_ctx *c, int argc, char **argv);
 /* strobe show --json of r, appended to out (cmd_show.c; strobe serve's run
  * view). 0, or negative with s->err set. */
 int cli_show_json(struct store *s, const struct run_record *r, struct strbuf *out);
@@ -52,33 +93,66 @@ void stored_findings_release(struct stored_findings *sf);
 void findings_print_text(FILE *out, const struct finding_record *f, uint32_t n, int64_t start_ns);
 void findings_json(struct strbuf *o, const struct finding_record *f, uint32_t n);
 
-/* The rule options strobe run and strobe rules share: one --rule-param
- * kept in params[*n] (NULL-terminated, CLI_MAX_RULE_PARAMS at most), one
- * --rule-interval parsed. 0, or -1 after saying why. */
+/* The shared option groups, each declared once: a command puts the ones it
+ * takes in its table. */
+#define CLI_OPT_JSON(v) CLI_OPT_FLAG('j', "json", (v), "JSON instead of text")
+
+/* The rule options of strobe run, rules and import sagemaker; cli_rules_init
+ * first. */
 #define CLI_MAX_RULE_PARAMS 64
-int cli_rule_param_add(const char **params, int *n, const char *arg);
-int cli_rule_interval(const char *arg, int64_t *out_ns);
+struct cli_rules {
+    const char *rules;                           /* --rules; NULL: the default, all */
+    const char *params[CLI_MAX_RULE_PARAMS + 1]; /* --rule-param, NULL-terminated */
+    struct cli_list param_list;                  /* over params */
+    int64_t interval_ns;                         /* --rule-interval; 0: the default */
+};
+void cli_rules_init(struct cli_rules *r);
+#define CLI_OPT_RULES(r)                                                                           \
+    CLI_OPT_STRING(0, "rules", &(r)->rules, "LIST",                                                \
+                   "the bottleneck rules evaluated: a comma list, all (the default) or\n"          \
+                   "none (strobe rules --list names them)"),                                       \
+        CLI_OPT_LIST(0, "rule-param", &(r)->param_list, "R.P=V",                                   \
+                     "parameter P of rule R, e.g. StepOutlier.stddev=5 (also\n"                    \
+                     "SageMaker's R_P=V; repeatable)"),                                            \
+        CLI_OPT_DURATION(0, "rule-interval", &(r)->interval_ns, "DUR",                             \
+                         "the window the rules judge at a time (default 10s; strobe\n"             \
+                         "rules: the run's)",                                                      \
+                         CLI_MIN_RULE_INTERVAL_NS, INT64_MAX, "a duration of 100ms or more")
+/* shorter windows hold too few samples at the default 100 ms interval */
+#define CLI_MIN_RULE_INTERVAL_NS (100 * 1000 * 1000LL)
+struct rules_options;
+/* The rule options as the engine takes them, into *out (pointing into r),
+ * checked before anything is recorded or read: a typo in a parameter must
+ * not cost a run. 0, or negative after one line saying why. */
+int cli_rules_check(const struct cli_rules *r, struct rules_options *out);
+
+/* The options that name a new run (strobe run, import sagemaker). Each
+ * checks its value as the store will keep it, saying why not in one line. */
+int cli_run_name_option(const struct cli_option *opt, const char *arg);
+/* --experiment, --workload: "<long name> name" in the error */
+int cli_group_name_option(const struct cli_option *opt, const char *arg);
+/* --tag, --param K=V into the struct kv_list at opt->value */
+int cli_kv_option(const struct cli_option *opt, const char *arg);
+#define CLI_OPT_RUN_NAME(v)                                                                        \
+    CLI_OPT_CALLBACK('n', "name", (v), "N", "the run's name (RUN names it too)",                   \
+                     cli_run_name_option)
+#define CLI_OPT_EXPERIMENT(v)                                                                      \
+    CLI_OPT_CALLBACK('e', "experiment", (v), "E",                                                  \
+                     "the experiment the run belongs to (strobe ls --experiment E)",               \
+                     cli_group_name_option)
+#define CLI_OPT_TAG(l)                                                                             \
+    CLI_OPT_CALLBACK('t', "tag", (l), "K=V", "a tag of the run (repeatable)", cli_kv_option)
 
 /* Exit statuses of the read-side commands. */
 #define CLI_EXIT_OK    0
 #define CLI_EXIT_ERROR 1
 #define CLI_EXIT_USAGE 2
 
-/* Open the store for reading (it must exist); prints the error. */
+/* Open the store (--store's flag, or the default) for reading or writing;
+ * prints the error. */
 int cli_open_store(const char *flag, int readonly, struct store **out);
 /* Resolve RUN or print why not. */
 int cli_resolve(struct store *s, const char *ref, struct run_record *out);
-/* getopt_long for command cmd ("ls", "import sagemaker"): an option it
- * refuses is one line, "strobe: ls: unrecognized option '--bogus'; see
- * 'strobe ls --help'", and '?' back, for the caller's usage exit. */
-struct option;
-int cli_getopt(const char *cmd, int argc, char **argv, const char *shortopts,
-               const struct option *opts);
-/* Parse --store, --json and --help, the options of show and compare;
- * optind is then at the first RUN. 0 to go on, or 1 with *status the exit
- * status (the usage printed: for --help to stdout, else to stderr). */
-int cli_store_json_options(int argc, char **argv, const char *usage, const char **store_flag,
-                           int *json, int *status);
 /* Which runs strobe ls and strobe rm take (run_filter.c). */
 struct run_filter {
     const char *experiment; /* --experiment */
@@ -86,24 +160,18 @@ struct run_filter {
     const char *name_glob;  /* --name, an fnmatch pattern */
     unsigned status_mask;   /* --status: a bit per status; 0 for all */
 };
-/* Option codes of the filter for getopt_long tables; the help text is the
- * caller's. */
-enum {
-    RUN_FILTER_EXPERIMENT = 0x100,
-    RUN_FILTER_WORKLOAD,
-    RUN_FILTER_NAME,
-    RUN_FILTER_STATUS,
-};
-#define RUN_FILTER_OPTIONS                                                                         \
-    {"experiment", required_argument, NULL, RUN_FILTER_EXPERIMENT},                                \
-        {"workload", required_argument, NULL, RUN_FILTER_WORKLOAD},                                \
-        {"name", required_argument, NULL, RUN_FILTER_NAME},                                        \
-    {                                                                                              \
-        "status", required_argument, NULL, RUN_FILTER_STATUS                                       \
-    }
-/* Take opt if it is a filter's: 1 when taken, 0 when it is not a filter
- * option, -1 after one line saying what is wrong with arg. */
-int run_filter_option(struct run_filter *f, int opt, const char *arg);
+/* --status S[,S...] into the filter's status_mask (opt->value). */
+int run_filter_status_option(const struct cli_option *opt, const char *arg);
+/* The filter options, e and w their letters (0 for none). */
+#define CLI_OPT_RUN_FILTER(f, e, w)                                                                \
+    CLI_OPT_STRING(e, "experiment", &(f)->experiment, "E", "runs of experiment E"),                \
+        CLI_OPT_STRING(w, "workload", &(f)->workload, "W", "runs of workload W"),                  \
+        CLI_OPT_STRING(0, "name", &(f)->name_glob, "GLOB",                                         \
+                       "runs whose name matches, as the shell matches (\"bs*\")"),                 \
+        CLI_OPT_CALLBACK(0, "status", &(f)->status_mask, "S[,S...]",                               \
+                         "running, finished, failed, crashed, killed or lost (a comma\n"           \
+                         "list)",                                                                  \
+                         run_filter_status_option)
 /* Whether any filter is set. */
 int run_filter_any(const struct run_filter *f);
 int run_filter_match(const struct run_filter *f, const struct run_record *r);

@@ -3,7 +3,6 @@
  * baseline), differences beyond the runs' own noise marked. The numbers come
  * from analyze/compare.h; this file only lays them out.
  */
-#include <getopt.h> /* optind */
 #include <stdarg.h>
 #include <math.h>
 #include <stdio.h>
@@ -16,7 +15,9 @@
 #include "common/log.h"
 #include "common/strbuf.h"
 
-static const char compare_usage[] = "usage: strobe compare [--store S] [--json] RUN RUN [RUN...]\n";
+static const struct cli_usage compare_usage = {
+    "compare", "usage: strobe compare [--store S] [--json] RUN RUN [RUN...]\n", NULL, -1, 0,
+};
 
 #define MAX_RUNS   26             /* one letter each in the text */
 #define LABEL_W    24             /* row labels */
@@ -379,23 +380,23 @@ static int load_runs(struct store *s, char **refs, uint32_t n, struct compare_ru
     return CLI_EXIT_OK;
 }
 
-int cmd_compare(int argc, char **argv)
+int cmd_compare(struct cli_ctx *cli, int argc, char **argv)
 {
-    const char *store_flag = NULL;
-    int json = 0, status;
-    if (cli_store_json_options(argc, argv, compare_usage, &store_flag, &json, &status))
+    int json = 0;
+    const struct cli_option opts[] = {CLI_OPT_JSON(&json), CLI_OPT_END};
+    int status = cli_parse(cli, &compare_usage, opts, argc, argv);
+    if (status >= 0)
         return status;
-    int n = argc - optind;
+    int n = cli->nargs;
     if (n < 2 || n > MAX_RUNS) {
         log_error("compare wants 2 to %d runs (got %d); see 'strobe compare --help'", MAX_RUNS, n);
         return CLI_EXIT_USAGE;
     }
-    struct store *s;
-    if (cli_open_store(store_flag, 1, &s) < 0)
-        return CLI_EXIT_ERROR;
+    if ((status = cli_open(cli)) >= 0)
+        return status;
     struct compare_run runs[MAX_RUNS];
     memset(runs, 0, sizeof(runs));
-    status = load_runs(s, argv + optind, (uint32_t)n, runs);
+    status = load_runs(cli->store, cli->args, (uint32_t)n, runs);
     if (status == CLI_EXIT_OK) {
         if (json)
             print_json(runs, (uint32_t)n);
@@ -404,6 +405,5 @@ int cmd_compare(int argc, char **argv)
     }
     for (int i = 0; i < n; i++)
         compare_run_release(&runs[i]);
-    store_close(s);
     return status;
 }

@@ -1,6 +1,5 @@
 #include <errno.h>
 #include <fnmatch.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,13 +13,18 @@
 #include "import/sagemaker.h"
 #include "store/points.h"
 
-static const char export_usage[] =
+static const struct cli_usage export_usage = {
+    "export",
     "usage: strobe export [--store S] --format csv|jsonl [--metric GLOB]... [-o FILE] RUN\n"
-    "       strobe export [--store S] --format sagemaker -o DIR RUN\n"
+    "       strobe export [--store S] --format sagemaker -o DIR RUN\n",
+    "formats:\n"
     "  csv:   time_ns,metric,value   (metric as name{labels})\n"
     "  jsonl: "
     "{\"time_ns\":...,\"metric\":\"cpu.util\",\"labels\":{\"core\":\"0\"},\"value\":...}\n"
-    "  sagemaker: SageMaker Debugger's profiler layout under DIR (system/, framework/)\n";
+    "  sagemaker: SageMaker Debugger's profiler layout under DIR (system/, framework/)\n",
+    -1,
+    0,
+};
 
 struct export_ctx {
     struct store *s;
@@ -211,62 +215,45 @@ static int export_series(const struct series_record *sr, void *arg)
 }
 
 /* globs and matched: room for every --metric, which argc bounds */
-static int export_main(int argc, char **argv, char **globs, char *matched)
+static int export_main(struct cli_ctx *cli, int argc, char **argv, char **globs, char *matched)
 {
-    static const struct option opts[] = {
-        {"store", required_argument, NULL, 's'},  {"format", required_argument, NULL, 'f'},
-        {"metric", required_argument, NULL, 'm'}, {"output", required_argument, NULL, 'o'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+    const char *format = NULL, *path = NULL;
+    struct cli_list metrics = {(const char **)globs, 0, argc};
+    const struct cli_option opts[] = {
+        CLI_OPT_STRING('f', "format", &format, "F", "csv, jsonl or sagemaker"),
+        CLI_OPT_LIST('m', "metric", &metrics, "GLOB",
+                     "only the series whose name matches (repeatable)"),
+        CLI_OPT_STRING('o', "output", &path, "FILE", "where it goes (default: stdout)"),
+        CLI_OPT_END,
     };
-    const char *store_flag = NULL, *format = NULL, *path = NULL;
+    int status = cli_parse(cli, &export_usage, opts, argc, argv);
+    if (status >= 0)
+        return status;
     struct export_ctx c;
     memset(&c, 0, sizeof(c));
     c.globs = globs;
     c.matched = matched;
-    int ch;
-    optind = 1;
-    while ((ch = cli_getopt("export", argc, argv, "f:m:o:h", opts)) != -1) {
-        switch (ch) {
-        case 's':
-            store_flag = optarg;
-            break;
-        case 'f':
-            format = optarg;
-            break;
-        case 'm':
-            globs[c.nglobs++] = optarg;
-            break;
-        case 'o':
-            path = optarg;
-            break;
-        case 'h':
-            fputs(export_usage, stdout);
-            return CLI_EXIT_OK;
-        default:
-            return CLI_EXIT_USAGE; /* cli_getopt said why */
-        }
-    }
+    c.nglobs = metrics.n;
     int sagemaker = format && strcmp(format, "sagemaker") == 0;
     if (!format || (strcmp(format, "csv") != 0 && strcmp(format, "jsonl") != 0 && !sagemaker) ||
-        optind != argc - 1 || (sagemaker && (!path || c.nglobs))) {
+        cli->nargs != 1 || (sagemaker && (!path || c.nglobs))) {
         if (format && strcmp(format, "csv") != 0 && strcmp(format, "jsonl") != 0 && !sagemaker)
             log_error("unknown export format '%s' (csv, jsonl or sagemaker)", format);
         else if (sagemaker && !path)
             log_error("--format sagemaker writes a directory: give it with -o DIR");
         else if (sagemaker && c.nglobs)
             log_error("--metric does not apply to --format sagemaker");
-        fputs(export_usage, stderr);
-        return CLI_EXIT_USAGE;
+        return cli_usage_error(cli, &export_usage, opts);
     }
+    if ((status = cli_open(cli)) >= 0)
+        return status;
+    c.s = cli->store;
+    struct run_record *r = &cli->run;
     c.jsonl = strcmp(format, "jsonl") == 0;
-    if (cli_open_store(store_flag, 1, &c.s) < 0)
-        return CLI_EXIT_ERROR;
-    struct run_record r;
-    int status = CLI_EXIT_ERROR;
-    if (sagemaker && cli_resolve(c.s, argv[optind], &r) == 0) {
-        status = export_sagemaker(c.s, &r, path);
-        run_record_release(&r);
-    } else if (!sagemaker && cli_resolve(c.s, argv[optind], &r) == 0) {
+    status = CLI_EXIT_ERROR;
+    if (sagemaker) {
+        status = export_sagemaker(c.s, r, path);
+    } else {
         c.out = path ? fopen(path, "w") : stdout;
         if (!c.out) {
             log_error("cannot write '%s': %s", path, strerror(errno));
@@ -275,26 +262,24 @@ static int export_main(int argc, char **argv, char **globs, char *matched)
             strbuf_init(&c.json_mid);
             if (!c.jsonl)
                 fputs("time_ns,metric,value\n", c.out);
-            int rc = c.s->ops->series_query(c.s, r.id, export_series, &c);
+            int rc = c.s->ops->series_query(c.s, r->id, export_series, &c);
             if (fflush(c.out) != 0 || (path && fclose(c.out) != 0))
                 c.failed = 1;
             if (rc < 0 || c.failed)
-                log_error("export of run %s failed: %s", r.id,
+                log_error("export of run %s failed: %s", r->id,
                           rc < 0 ? c.s->err.buf : strerror(errno));
             else
                 status = CLI_EXIT_OK;
             if (status == CLI_EXIT_OK)
-                warn_unmatched(&c, r.id);
+                warn_unmatched(&c, r->id);
             strbuf_release(&c.line);
             strbuf_release(&c.json_mid);
         }
-        run_record_release(&r);
     }
-    store_close(c.s);
     return status;
 }
 
-int cmd_export(int argc, char **argv)
+int cmd_export(struct cli_ctx *cli, int argc, char **argv)
 {
     /* not a fixed array: a 65th --metric was dropped without a word, and
      * its series with it */
@@ -306,7 +291,7 @@ int cmd_export(int argc, char **argv)
         log_error("out of memory");
         return CLI_EXIT_ERROR;
     }
-    int status = export_main(argc, argv, globs, matched);
+    int status = export_main(cli, argc, argv, globs, matched);
     free(globs);
     free(matched);
     return status;

@@ -1,6 +1,5 @@
 /* strobe import: other tools' recordings into the store, one subcommand per
  * format (a new format is a function and a row in importers[]). */
-#include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,16 +15,17 @@
 #include "rules/replay.h"
 #include "rules/rules.h"
 
-static const char sagemaker_usage[] =
+static const struct cli_usage sagemaker_usage = {
+    "import sagemaker",
     "usage: strobe import sagemaker [--store S] [--name N] [--experiment E] [--tag K=V]...\n"
     "                               [--rules LIST|none] [--rule-param RULE.P=V]...\n"
-    "                               [--rule-interval DUR] DIR\n"
-    "  DIR: a SageMaker Debugger profiler output directory (system/, framework/)\n"
-    "  --name N   default sagemaker-<DIR's name>\n"
-    "  --rules LIST  the rules evaluated over the run and stored, as strobe run does\n"
-    "                (comma list, 'all' by default); 'none' skips them\n"
-    "  --rule-param R.P=V  a rule's parameter (also SageMaker's R_P=V; repeatable)\n"
-    "  --rule-interval DUR window length (default 10s)\n";
+    "                               [--rule-interval DUR] DIR\n",
+    "DIR is a SageMaker Debugger profiler output directory (system/, framework/); the\n"
+    "run's name is sagemaker-<DIR's name> unless --name gives one. The rules are\n"
+    "evaluated over the run and stored, as strobe run does.\n",
+    1,
+    0,
+};
 
 /* The command line as the run's command: a JSON array. */
 static char *command_json(int argc, char **argv)
@@ -63,87 +63,30 @@ static char *default_name(const char *dir)
 }
 
 struct sagemaker_opts {
-    const char *store_flag, *name, *experiment, *dir;
-    struct rules_options rules; /* params points into params[] */
-    const char *params[CLI_MAX_RULE_PARAMS + 1];
-    int nparams;
+    const char *name, *experiment, *dir;
+    struct cli_rules cli_rules;
+    struct rules_options rules; /* points into cli_rules */
 };
-
-/* The rule options, checked before anything is read: a typo in a
- * parameter must not cost an import (the engine is the judge, as for
- * strobe run). */
-static int check_rules(const struct rules_options *ro)
-{
-    struct rules_run_info info = {0, 1, 0, "", 0};
-    struct rules_engine *e = NULL;
-    struct strbuf err;
-    strbuf_init(&err);
-    int rc = rules_engine_new(ro, &info, &e, &err);
-    if (rc < 0)
-        log_error("%s", err.len ? err.buf : "out of memory");
-    rules_engine_free(e);
-    strbuf_release(&err);
-    return rc;
-}
 
 /* Parse argv into o and r (tags). -1 when it parses and the import goes on,
  * else the exit status. */
-static int sagemaker_args(int argc, char **argv, struct sagemaker_opts *o, struct run_record *r)
+static int sagemaker_args(struct cli_ctx *cli, int argc, char **argv, struct sagemaker_opts *o,
+                          struct run_record *r)
 {
-    enum { OPT_RULES = 256, OPT_RULE_PARAM, OPT_RULE_INTERVAL };
-    static const struct option opts[] = {
-        {"store", required_argument, NULL, 's'},
-        {"name", required_argument, NULL, 'n'},
-        {"experiment", required_argument, NULL, 'e'},
-        {"tag", required_argument, NULL, 't'},
-        {"rules", required_argument, NULL, OPT_RULES},
-        {"rule-param", required_argument, NULL, OPT_RULE_PARAM},
-        {"rule-interval", required_argument, NULL, OPT_RULE_INTERVAL},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+    cli_rules_init(&o->cli_rules);
+    const struct cli_option opts[] = {
+        CLI_OPT_RUN_NAME(&o->name),
+        CLI_OPT_EXPERIMENT(&o->experiment),
+        CLI_OPT_TAG(&r->tags),
+        CLI_OPT_RULES(&o->cli_rules),
+        CLI_OPT_END,
     };
-    int ch, bad = 0;
-    optind = 1;
-    o->rules.params = o->params;
-    while (!bad && (ch = cli_getopt("import sagemaker", argc, argv, "n:e:t:h", opts)) != -1) {
-        switch (ch) {
-        case 's':
-            o->store_flag = optarg;
-            break;
-        case 'n':
-            o->name = optarg;
-            bad = cli_check_run_name(optarg) < 0;
-            break;
-        case 'e':
-            o->experiment = optarg;
-            bad = cli_check_text("experiment name", optarg) < 0;
-            break;
-        case 't':
-            bad = cli_add_kv(&r->tags, "--tag", optarg) < 0;
-            break;
-        case OPT_RULES:
-            o->rules.rules = optarg;
-            break;
-        case OPT_RULE_PARAM:
-            bad = cli_rule_param_add(o->params, &o->nparams, optarg) < 0;
-            break;
-        case OPT_RULE_INTERVAL:
-            bad = cli_rule_interval(optarg, &o->rules.interval_ns) < 0;
-            break;
-        case 'h':
-            fputs(sagemaker_usage, stdout);
-            return CLI_EXIT_OK;
-        default:
-            bad = 1;
-        }
-    }
-    if (!bad && optind != argc - 1) {
-        fputs(sagemaker_usage, stderr);
-        bad = 1;
-    }
-    if (bad || check_rules(&o->rules) < 0)
+    int status = cli_parse(cli, &sagemaker_usage, opts, argc, argv);
+    if (status >= 0)
+        return status;
+    if (cli_rules_check(&o->cli_rules, &o->rules) < 0)
         return CLI_EXIT_USAGE;
-    o->dir = argv[optind];
+    o->dir = cli->args[0];
     return -1;
 }
 
@@ -187,12 +130,12 @@ static int evaluate_rules(struct store *s, const struct run_record *r,
     return rc;
 }
 
-static int import_sagemaker(int argc, char **argv)
+static int import_sagemaker(struct cli_ctx *cli, int argc, char **argv)
 {
     struct sagemaker_opts o = {0};
     struct run_record r;
     run_record_init(&r);
-    int status = sagemaker_args(argc, argv, &o, &r);
+    int status = sagemaker_args(cli, argc, argv, &o, &r);
     if (status >= 0) {
         run_record_release(&r);
         return status;
@@ -202,15 +145,15 @@ static int import_sagemaker(int argc, char **argv)
     strbuf_init(&err);
     strbuf_init(&line);
     struct sagemaker_import *im = NULL;
-    struct store *s = NULL;
     /* read everything first: a directory with nothing to import fails
      * before the store is opened, and no run is created */
     if (sagemaker_import_read(o.dir, &im, &err) < 0) {
         log_error("cannot import '%s': %s", o.dir, err.buf);
         goto out;
     }
-    if (cli_open_store(o.store_flag, 0, &s) < 0)
+    if (cli_open(cli) >= 0)
         goto out;
+    struct store *s = cli->store;
     r.name = o.name ? strdup(o.name) : default_name(o.dir);
     r.experiment = o.experiment ? strdup(o.experiment) : NULL;
     r.command_json = command_json(argc, argv);
@@ -227,8 +170,6 @@ static int import_sagemaker(int argc, char **argv)
     printf("%s\n", line.buf);
     status = rc < 0 ? CLI_EXIT_ERROR : CLI_EXIT_OK;
 out:
-    if (s)
-        store_close(s);
     sagemaker_import_free(im);
     strbuf_release(&line);
     strbuf_release(&err);
@@ -236,88 +177,76 @@ out:
     return status;
 }
 
-static const char torch_trace_usage[] =
-    "usage: strobe import torch-trace [--store S] [--pid P] RUN FILE\n"
-    "  FILE: a PyTorch profiler trace (export_chrome_trace(): legacy or Kineto JSON)\n"
-    "  RUN   the run it goes into (an id, a unique id prefix, a name, or 'last')\n"
-    "  --pid P  the process of the run that wrote the trace (default: from the trace)\n";
+static const struct cli_usage torch_trace_usage = {
+    "import torch-trace",
+    "usage: strobe import torch-trace [--store S] [--pid P] RUN FILE\n",
+    "FILE is a PyTorch profiler trace (export_chrome_trace(): legacy or Kineto JSON);\n"
+    "RUN the run it goes into (an id, a unique id prefix, a name, or 'last').\n",
+    2,
+    0,
+};
 
-static int import_torch_trace(int argc, char **argv)
+static int pid_option(const struct cli_option *opt, const char *arg)
 {
-    static const struct option opts[] = {
-        {"store", required_argument, NULL, 's'},
-        {"pid", required_argument, NULL, 'p'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *store_flag = NULL;
+    char *end;
+    long long pid = strtoll(arg, &end, 10);
+    if (*end || pid < 0) {
+        log_error("--pid wants a process id, got '%s'", arg);
+        return -1;
+    }
+    *(long long *)opt->value = pid;
+    return 0;
+}
+
+static int import_torch_trace(struct cli_ctx *cli, int argc, char **argv)
+{
     long long pid = -1;
-    int ch, bad = 0;
-    optind = 1;
-    while (!bad && (ch = cli_getopt("import torch-trace", argc, argv, "h", opts)) != -1) {
-        char *end;
-        switch (ch) {
-        case 's':
-            store_flag = optarg;
-            break;
-        case 'p':
-            pid = strtoll(optarg, &end, 10);
-            if (*end || pid < 0) {
-                log_error("--pid wants a process id, got '%s'", optarg);
-                bad = 1;
-            }
-            break;
-        case 'h':
-            fputs(torch_trace_usage, stdout);
-            return CLI_EXIT_OK;
-        default:
-            bad = 1;
-        }
-    }
-    if (bad || optind != argc - 2) {
-        if (!bad)
-            fputs(torch_trace_usage, stderr);
-        return CLI_EXIT_USAGE;
-    }
-    const char *ref = argv[optind], *path = argv[optind + 1];
-    struct store *s = NULL;
-    if (cli_open_store(store_flag, 0, &s) < 0)
-        return CLI_EXIT_ERROR;
-    int status = CLI_EXIT_ERROR;
-    struct run_record r;
-    run_record_init(&r);
+    const struct cli_option opts[] = {
+        CLI_OPT_CALLBACK(0, "pid", &pid, "P",
+                         "the process of the run that wrote the trace (default: from\n"
+                         "the trace)",
+                         pid_option),
+        CLI_OPT_END,
+    };
+    int status = cli_setup(cli, &torch_trace_usage, opts, argc, argv);
+    if (status >= 0)
+        return status;
+    const char *path = cli->args[1];
+    struct run_record *r = &cli->run;
     struct strbuf err, line;
     strbuf_init(&err);
     strbuf_init(&line);
     struct torch_trace_result res;
-    if (cli_resolve(s, ref, &r) < 0)
-        goto out;
-    if (torch_trace_import(s, &r, path, pid, &res, &err) < 0) {
-        log_error("cannot import '%s' into run %s: %s", path, r.id, err.buf);
+    status = CLI_EXIT_ERROR;
+    if (torch_trace_import(cli->store, r, path, pid, &res, &err) < 0) {
+        log_error("cannot import '%s' into run %s: %s", path, r->id, err.buf);
         goto out;
     }
     torch_trace_warning(&res, path, &line);
     if (line.len)
         log_warn("%s", line.buf);
     strbuf_reset(&line);
-    torch_trace_summary(&res, path, &r, &line);
+    torch_trace_summary(&res, path, r, &line);
     printf("%s\n", line.buf);
     status = CLI_EXIT_OK;
 out:
     strbuf_release(&line);
     strbuf_release(&err);
-    run_record_release(&r);
-    store_close(s);
     return status;
 }
 
+/* needs as main.c's commands[] says them: sagemaker creates the store, once
+ * its input is read; torch-trace adds to a run of it. */
 static const struct importer {
     const char *name;
     cmd_fn *fn;
+    unsigned needs;
     const char *summary;
 } importers[] = {
-    {"sagemaker", import_sagemaker, "SageMaker Debugger profiler output (a directory)"},
-    {"torch-trace", import_torch_trace, "a PyTorch profiler trace, into a recorded run"},
+    {"sagemaker", import_sagemaker, CLI_STORE_WRITE,
+     "SageMaker Debugger profiler output (a directory)"},
+    {"torch-trace", import_torch_trace, CLI_STORE_WRITE | CLI_RUN,
+     "a PyTorch profiler trace, into a recorded run"},
 };
 
 static void import_usage(FILE *out)
@@ -328,7 +257,7 @@ static void import_usage(FILE *out)
     fputs("\nSee 'strobe import <format> --help'.\n", out);
 }
 
-int cmd_import(int argc, char **argv)
+int cmd_import(struct cli_ctx *cli, int argc, char **argv)
 {
     /* the format is the first word that is not an option: options may come
      * before it (strobe import --store S sagemaker DIR) */
@@ -358,7 +287,8 @@ int cmd_import(int argc, char **argv)
         for (int j = 1; j < argc; j++)
             if (j != f)
                 args[n++] = argv[j];
-        int status = importers[i].fn(n, args);
+        cli->needs = importers[i].needs;
+        int status = importers[i].fn(cli, n, args);
         free(args);
         return status;
     }

@@ -2,7 +2,6 @@
  * strobe logs RUN: what the job printed (kept by strobe run's tees), and the
  * other texts kept with a run: its Python packages, lscpu, nvidia-smi -q.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -13,17 +12,29 @@
 #include "common/strbuf.h"
 #include "record/logtee.h"
 
-static const char logs_usage[] =
-    "usage: strobe logs [--store S] [--stderr | --kind KIND | --list] [-f] RUN\n"
-    "\n"
-    "  (default)     the job's stdout as strobe run kept it\n"
-    "  --stderr      the job's stderr\n"
-    "  --kind KIND   another text: stdout, stderr, packages, lscpu, nvidia-smi\n"
-    "  --list        the texts the run has, with their sizes\n"
-    "  -f, --follow  while the run records, print its output as it is stored (every\n"
-    "                few seconds) until the run ends\n"
-    "\n"
-    "Long output keeps its first 256 KiB and last 768 KiB, with a note of what was cut.\n";
+static const struct cli_usage logs_usage = {
+    "logs",
+    "usage: strobe logs [--store S] [--stderr | --kind KIND | --list] [-f] RUN\n",
+    "By default the job's stdout as strobe run kept it. Long output keeps its first\n"
+    "256 KiB and last 768 KiB, with a note of what was cut.\n",
+    1,
+    0,
+};
+
+/* --stderr and --list: which text, as --kind says it (NULL: the list). */
+static int kind_stderr(const struct cli_option *opt, const char *arg)
+{
+    (void)arg;
+    *(const char **)opt->value = "stderr";
+    return 0;
+}
+
+static int kind_list(const struct cli_option *opt, const char *arg)
+{
+    (void)arg;
+    *(const char **)opt->value = NULL;
+    return 0;
+}
 
 struct logs_ctx {
     const char *kind; /* NULL with --list */
@@ -124,73 +135,39 @@ static int follow(struct store *s, const char *id, const char *kind)
     return rc;
 }
 
-int cmd_logs(int argc, char **argv)
+int cmd_logs(struct cli_ctx *cli, int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"store", required_argument, NULL, 's'},
-        {"stderr", no_argument, NULL, 'e'},
-        {"kind", required_argument, NULL, 'k'},
-        {"list", no_argument, NULL, 'l'},
-        {"follow", no_argument, NULL, 'f'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *store_flag = NULL;
     struct logs_ctx c = {"stdout", 0};
-    int ch;
-    optind = 1;
     int follow_on = 0;
-    while ((ch = cli_getopt("logs", argc, argv, "fh", opts)) != -1) {
-        switch (ch) {
-        case 's':
-            store_flag = optarg;
-            break;
-        case 'e':
-            c.kind = "stderr";
-            break;
-        case 'k':
-            c.kind = optarg;
-            break;
-        case 'l':
-            c.kind = NULL;
-            break;
-        case 'f':
-            follow_on = 1;
-            break;
-        case 'h':
-            fputs(logs_usage, stdout);
-            return CLI_EXIT_OK;
-        default:
-            return CLI_EXIT_USAGE; /* cli_getopt said why */
-        }
-    }
-    if (optind != argc - 1) {
-        fputs(logs_usage, stderr);
-        return CLI_EXIT_USAGE;
-    }
-    struct store *s;
-    if (cli_open_store(store_flag, 1, &s) < 0)
-        return CLI_EXIT_ERROR;
-    struct run_record r;
-    int status = CLI_EXIT_OK;
-    if (cli_resolve(s, argv[optind], &r) < 0) {
-        store_close(s);
-        return CLI_EXIT_ERROR;
-    }
+    const struct cli_option opts[] = {
+        CLI_OPT_CALLBACK(0, "stderr", &c.kind, NULL, "the job's stderr", kind_stderr),
+        CLI_OPT_STRING(0, "kind", &c.kind, "KIND",
+                       "another text: stdout, stderr, packages, lscpu, nvidia-smi"),
+        CLI_OPT_CALLBACK(0, "list", &c.kind, NULL, "the texts the run has, with their sizes",
+                         kind_list),
+        CLI_OPT_FLAG('f', "follow", &follow_on,
+                     "while the run records, print its output as it is stored\n"
+                     "(every few seconds) until the run ends"),
+        CLI_OPT_END,
+    };
+    int status = cli_setup(cli, &logs_usage, opts, argc, argv);
+    if (status >= 0)
+        return status;
+    struct store *s = cli->store;
+    const struct run_record *r = &cli->run;
+    status = CLI_EXIT_OK;
     if (follow_on && c.kind) {
-        status = follow(s, r.id, c.kind) < 0 ? CLI_EXIT_ERROR : CLI_EXIT_OK;
+        status = follow(s, r->id, c.kind) < 0 ? CLI_EXIT_ERROR : CLI_EXIT_OK;
     } else if (follow_on) {
         log_error("--follow follows one text: not with --list");
         status = CLI_EXIT_USAGE;
-    } else if (s->ops->run_texts_query(s, r.id, print_text, &c) < 0) {
-        log_error("cannot read the texts of run %s: %s", r.id, s->err.buf);
+    } else if (s->ops->run_texts_query(s, r->id, print_text, &c) < 0) {
+        log_error("cannot read the texts of run %s: %s", r->id, s->err.buf);
         status = CLI_EXIT_ERROR;
     } else if (!c.found && c.kind) {
-        log_error("run %s '%s' has no %s kept", r.id, r.name ? r.name : "", c.kind);
+        log_error("run %s '%s' has no %s kept", r->id, r->name ? r->name : "", c.kind);
         status = CLI_EXIT_ERROR;
     }
     fflush(stdout);
-    run_record_release(&r);
-    store_close(s);
     return status;
 }

@@ -2,8 +2,7 @@
  * strobe ls: the runs of a store, newest first, filtered by experiment,
  * workload, status and name, as a table or JSON.
  */
-#include <errno.h>
-#include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,13 +12,14 @@
 #include "common/log.h"
 #include "common/strbuf.h"
 
-static const char ls_usage[] =
+static const struct cli_usage ls_usage = {
+    "ls",
     "usage: strobe ls [--store S] [--experiment E] [--workload W] [--status S[,S...]]\n"
-    "                 [--name GLOB] [-n N] [--json]\n"
-    "\n"
-    "  --status S    running, finished, failed, crashed, killed or lost (a comma list)\n"
-    "  --name GLOB   runs whose name matches, as the shell matches (\"bs*\")\n"
-    "  -n N          only the N newest of those\n";
+    "                 [--name GLOB] [-n N] [--json]\n",
+    NULL,
+    -1,
+    0,
+};
 
 struct ls_ctx {
     int json;
@@ -65,53 +65,21 @@ static int ls_visit(const struct run_record *r, void *arg)
     return 0;
 }
 
-int cmd_ls(int argc, char **argv)
+int cmd_ls(struct cli_ctx *cli, int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"store", required_argument, NULL, 's'},
-        RUN_FILTER_OPTIONS,
-        {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *store_flag = NULL;
     struct ls_ctx c = {.limit = -1};
-    int ch, taken;
-    char *end;
-    optind = 1;
-    while ((ch = cli_getopt("ls", argc, argv, "e:w:n:jh", opts)) != -1) {
+    const struct cli_option opts[] = {
         /* -e and -w: the short forms ls had before the shared filter */
-        int opt = ch == 'e' ? RUN_FILTER_EXPERIMENT : ch == 'w' ? RUN_FILTER_WORKLOAD : ch;
-        if ((taken = run_filter_option(&c.filter, opt, optarg)) != 0) {
-            if (taken < 0)
-                return CLI_EXIT_USAGE;
-            continue;
-        }
-        switch (ch) {
-        case 'n':
-            errno = 0;
-            c.limit = strtol(optarg, &end, 10);
-            if (errno || end == optarg || *end || c.limit < 0) {
-                log_error("-n wants a count of runs, 0 or more (got '%s')", optarg);
-                return CLI_EXIT_USAGE;
-            }
-            break;
-        case 's':
-            store_flag = optarg;
-            break;
-        case 'j':
-            c.json = 1;
-            break;
-        case 'h':
-            fputs(ls_usage, stdout);
-            return CLI_EXIT_OK;
-        default:
-            return CLI_EXIT_USAGE; /* cli_getopt said why */
-        }
-    }
-    struct store *s;
-    if (cli_open_store(store_flag, 1, &s) < 0)
-        return CLI_EXIT_ERROR;
+        CLI_OPT_RUN_FILTER(&c.filter, 'e', 'w'),
+        CLI_OPT_INT('n', NULL, &c.limit, "N", "only the N newest of those", 0, LONG_MAX,
+                    "a count of runs, 0 or more"),
+        CLI_OPT_JSON(&c.json),
+        CLI_OPT_END,
+    };
+    int status = cli_setup(cli, &ls_usage, opts, argc, argv);
+    if (status >= 0)
+        return status;
+    struct store *s = cli->store;
     strbuf_init(&c.out);
     if (!c.json)
         printf("%-16s  %-24s  %-9s  %-19s  %8s  %6s  %8s\n", "ID", "NAME", "STATUS", "START (UTC)",
@@ -122,6 +90,5 @@ int cmd_ls(int argc, char **argv)
     else if (c.json)
         printf("[%s%s]\n", c.out.buf, c.count ? "\n" : "");
     strbuf_release(&c.out);
-    store_close(s);
     return rc < 0 ? CLI_EXIT_ERROR : CLI_EXIT_OK;
 }

@@ -4,7 +4,6 @@
  * source and help. --json for programs; --markdown writes the table that
  * docs/metrics.md holds (tests/integration/test_metrics_doc.py compares).
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -13,12 +12,9 @@
 #include "common/strbuf.h"
 #include "common/strlist.h"
 
-static const char metrics_usage[] = "usage: strobe metrics [--json | --markdown]\n"
-                                    "\n"
-                                    "  --json      one JSON array, an object per metric\n"
-                                    "  --markdown  the table of docs/metrics.md\n";
-
-enum metrics_format { FORMAT_TEXT, FORMAT_JSON, FORMAT_MARKDOWN };
+static const struct cli_usage metrics_usage = {
+    "metrics", "usage: strobe metrics [--json | --markdown]\n", NULL, 0, 0,
+};
 
 static int add_label(const char *item, size_t len, void *arg)
 {
@@ -87,33 +83,20 @@ static void print_text(void)
     }
 }
 
-int cmd_metrics(int argc, char **argv)
+int cmd_metrics(struct cli_ctx *cli, int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'},
-        {"markdown", no_argument, NULL, 'm'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+    int json = 0, markdown = 0;
+    const struct cli_option opts[] = {
+        CLI_OPT_FLAG(0, "json", &json, "one JSON array, an object per metric"),
+        CLI_OPT_FLAG(0, "markdown", &markdown, "the table of docs/metrics.md"),
+        CLI_OPT_END,
     };
-    enum metrics_format format = FORMAT_TEXT;
-    int ch;
-    optind = 1;
-    while ((ch = cli_getopt("metrics", argc, argv, "h", opts)) != -1) {
-        if (ch == 'j' || ch == 'm') {
-            format = ch == 'j' ? FORMAT_JSON : FORMAT_MARKDOWN;
-        } else {
-            if (ch == 'h')
-                fputs(metrics_usage, stdout);
-            return ch == 'h' ? CLI_EXIT_OK : CLI_EXIT_USAGE; /* else cli_getopt said why */
-        }
-    }
-    if (optind < argc) {
-        fputs(metrics_usage, stderr);
-        return CLI_EXIT_USAGE;
-    }
-    if (format == FORMAT_JSON)
+    int status = cli_setup(cli, &metrics_usage, opts, argc, argv);
+    if (status >= 0)
+        return status;
+    if (json)
         print_json();
-    else if (format == FORMAT_MARKDOWN)
+    else if (markdown)
         print_markdown();
     else
         print_text();

@@ -1,6 +1,5 @@
 /* strobe report: a run's profiler report as one HTML file (render/report.h). */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,65 +11,45 @@
 #include "common/strbuf.h"
 #include "render/report.h"
 
-static const char report_usage[] =
-    "usage: strobe report [--store S] [-o FILE] RUN\n"
-    "\n"
-    "  -o FILE   where to write it (default <run name>.report.html here; - for stdout)\n"
-    "\n"
+static const struct cli_usage report_usage = {
+    "report",
+    "usage: strobe report [--store S] [-o FILE] RUN\n",
     "One HTML file that works offline: summary, system usage, charts on one time axis,\n"
-    "steps, phases, data loader, findings, environment (docs/report.md).\n";
+    "steps, phases, data loader, findings, environment (docs/report.md).\n",
+    1,
+    0,
+};
 
-int cmd_report(int argc, char **argv)
+int cmd_report(struct cli_ctx *cli, int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"store", required_argument, NULL, 's'},
-        {"output", required_argument, NULL, 'o'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+    const char *out = NULL;
+    const struct cli_option opts[] = {
+        CLI_OPT_STRING('o', "output", &out, "FILE",
+                       "where to write it (default <run name>.report.html here;\n"
+                       "- for stdout)"),
+        CLI_OPT_END,
     };
-    const char *store_flag = NULL, *out = NULL;
-    int ch;
-    optind = 1;
-    while ((ch = cli_getopt("report", argc, argv, "o:h", opts)) != -1) {
-        if (ch == 's')
-            store_flag = optarg;
-        else if (ch == 'o')
-            out = optarg;
-        else {
-            if (ch == 'h')
-                fputs(report_usage, stdout);
-            return ch == 'h' ? CLI_EXIT_OK : CLI_EXIT_USAGE; /* else cli_getopt said why */
-        }
+    int status = cli_setup(cli, &report_usage, opts, argc, argv);
+    if (status >= 0)
+        return status;
+    const struct run_record *r = &cli->run;
+    char name[256];
+    if (!out)
+        out = report_file_name(r, ".report.html", name, sizeof(name));
+    struct strbuf err;
+    strbuf_init(&err);
+    struct report_stats st;
+    status = CLI_EXIT_ERROR;
+    if (report_write(cli->store, r, out, &st, &err) < 0) {
+        log_error("%s", err.buf);
+    } else {
+        char sz[32];
+        if (strcmp(out, "-") != 0)
+            fprintf(stderr, "strobe: report of run %.8s: %s (%s)\n", r->id, out,
+                    fmt_bytes((double)st.bytes, sz, sizeof(sz)));
+        status = CLI_EXIT_OK;
     }
-    if (optind != argc - 1) {
-        fputs(report_usage, stderr);
-        return CLI_EXIT_USAGE;
-    }
-    struct store *s;
-    if (cli_open_store(store_flag, 1, &s) < 0)
-        return CLI_EXIT_ERROR;
-    struct run_record r;
-    int status = CLI_EXIT_ERROR;
-    if (cli_resolve(s, argv[optind], &r) == 0) {
-        char name[256];
-        if (!out)
-            out = report_file_name(&r, ".report.html", name, sizeof(name));
-        struct strbuf err;
-        strbuf_init(&err);
-        struct report_stats st;
-        if (report_write(s, &r, out, &st, &err) < 0) {
-            log_error("%s", err.buf);
-        } else {
-            char sz[32];
-            if (strcmp(out, "-") != 0)
-                fprintf(stderr, "strobe: report of run %.8s: %s (%s)\n", r.id, out,
-                        fmt_bytes((double)st.bytes, sz, sizeof(sz)));
-            status = CLI_EXIT_OK;
-        }
-        strbuf_release(&err);
-        run_record_release(&r);
-    }
-    store_close(s);
+    strbuf_release(&err);
     return status;
 }
 

@@ -5,7 +5,6 @@
  * gone. --force removes it all the same, with a warning: where the check
  * cannot tell (a recorder on another host that died), the user can.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,16 +13,16 @@
 #include "common/array.h"
 #include "common/log.h"
 
-static const char rm_usage[] =
+static const struct cli_usage rm_usage = {
+    "rm",
     "usage: strobe rm [--store S] [--dry-run] [--force] RUN...\n"
     "       strobe rm [--store S] [--dry-run] [--force] [--experiment E] [--workload W]\n"
-    "                 [--status S[,S...]] [--name GLOB]\n"
-    "\n"
-    "  RUN...      runs by id, id prefix, name or 'last'\n"
-    "  filters     every run they match, as strobe ls lists them (at least one)\n"
-    "  --dry-run   say what would be removed, remove nothing\n"
-    "  --force     remove runs that look still recording too (their recorder died\n"
-    "              where strobe cannot tell, as on another host)\n";
+    "                 [--status S[,S...]] [--name GLOB]\n",
+    "RUN... are runs by id, id prefix, name or 'last'; the filters (at least one) take\n"
+    "every run they match, as strobe ls lists them.\n",
+    -1,
+    0,
+};
 
 struct rm_ctx {
     struct store *s;
@@ -103,53 +102,36 @@ static void remove_matching(struct rm_ctx *c, const struct run_filter *f)
     free(m.ids);
 }
 
-int cmd_rm(int argc, char **argv)
+int cmd_rm(struct cli_ctx *cli, int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"store", required_argument, NULL, 's'},
-        {"dry-run", no_argument, NULL, 'd'},
-        {"force", no_argument, NULL, 'f'},
-        {"help", no_argument, NULL, 'h'},
-        RUN_FILTER_OPTIONS,
-        {NULL, 0, NULL, 0},
-    };
-    const char *store_flag = NULL;
     struct run_filter f = {0};
     struct rm_ctx c = {0};
-    int ch, taken;
-    optind = 1;
-    while ((ch = cli_getopt("rm", argc, argv, "h", opts)) != -1) {
-        if ((taken = run_filter_option(&f, ch, optarg)) != 0) {
-            if (taken < 0)
-                return CLI_EXIT_USAGE;
-        } else if (ch == 's') {
-            store_flag = optarg;
-        } else if (ch == 'd') {
-            c.dry_run = 1;
-        } else if (ch == 'f') {
-            c.force = 1;
-        } else {
-            if (ch == 'h')
-                fputs(rm_usage, stdout);
-            return ch == 'h' ? CLI_EXIT_OK : CLI_EXIT_USAGE; /* else cli_getopt said why */
-        }
-    }
-    int named = optind < argc, filtered = run_filter_any(&f);
+    const struct cli_option opts[] = {
+        CLI_OPT_FLAG(0, "dry-run", &c.dry_run, "say what would be removed, remove nothing"),
+        CLI_OPT_FLAG(0, "force", &c.force,
+                     "remove runs that look still recording too (their recorder\n"
+                     "died where strobe cannot tell, as on another host)"),
+        CLI_OPT_RUN_FILTER(&f, 0, 0),
+        CLI_OPT_END,
+    };
+    int status = cli_parse(cli, &rm_usage, opts, argc, argv);
+    if (status >= 0)
+        return status;
+    int named = cli->nargs > 0, filtered = run_filter_any(&f);
     if (named == filtered) {
         /* neither: nothing to remove; both: which would win is a guess */
-        if (named)
-            log_error("rm takes RUNs or filters, not both");
-        else
-            fputs(rm_usage, stderr);
+        if (!named)
+            return cli_usage_error(cli, &rm_usage, opts);
+        log_error("rm takes RUNs or filters, not both");
         return CLI_EXIT_USAGE;
     }
-    if (cli_open_store(store_flag, 1, &c.s) < 0)
-        return CLI_EXIT_ERROR;
+    if ((status = cli_open(cli)) >= 0)
+        return status;
+    c.s = cli->store;
     if (named)
-        for (int i = optind; i < argc; i++)
-            remove_ref(&c, argv[i]);
+        for (int i = 0; i < cli->nargs; i++)
+            remove_ref(&c, cli->args[i]);
     else
         remove_matching(&c, &f);
-    store_close(c.s);
     return c.status;
 }

@@ -4,7 +4,6 @@
  * the settings the run was recorded with, so the findings match what the
  * recorder found; --rules, --rule-param and --rule-interval change them.
  */
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,26 +16,21 @@
 #include "rules/replay.h"
 #include "rules/rules.h"
 
-static const char rules_usage[] =
+static const struct cli_usage rules_usage = {
+    "rules",
     "usage: strobe rules [--store S] [--json] [--rules LIST] [--rule-param RULE.P=V]...\n"
     "                    [--rule-interval DUR] [--save] RUN\n"
-    "       strobe rules --list [--json]\n"
-    "\n"
-    "  --rules LIST          only these rules (comma list), 'all' (default)\n"
-    "  --rule-param R.P=V    set parameter P of rule R (also SageMaker's R_P=V)\n"
-    "  --rule-interval DUR   window length (default: the run's, else 10s)\n"
-    "  --save                replace the run's stored findings with this evaluation\n"
-    "  --list                every rule with its parameters and defaults\n";
+    "       strobe rules --list [--json]\n",
+    NULL,
+    -1,
+    0,
+};
 
 #define MAX_RULE_PARAMS CLI_MAX_RULE_PARAMS
 
 struct rules_cli {
-    const char *store_flag;
     int json, save, list;
-    const char *rules;
-    int64_t interval_ns;
-    const char *params[MAX_RULE_PARAMS + 1];
-    int nparams;
+    struct cli_rules r; /* --rules, --rule-param, --rule-interval */
 };
 
 /* ---- --list ------------------------------------------------------------------ */
@@ -126,8 +120,8 @@ static int same_param(const char *a, const char *b)
 
 static int set_on_command_line(const struct rules_cli *o, const char *stored)
 {
-    for (int i = 0; i < o->nparams; i++)
-        if (same_param(stored, o->params[i]))
+    for (int i = 0; i < o->r.param_list.n; i++)
+        if (same_param(stored, o->r.params[i]))
             return 1;
     return 0;
 }
@@ -150,8 +144,8 @@ static void merge_params(struct stored_config *sc, const struct rules_cli *o, co
             break;
         p = nl + 1;
     }
-    for (int i = 0; i < o->nparams && n < 2 * MAX_RULE_PARAMS; i++)
-        out[n++] = o->params[i];
+    for (int i = 0; i < o->r.param_list.n && n < 2 * MAX_RULE_PARAMS; i++)
+        out[n++] = o->r.params[i];
     out[n] = NULL;
 }
 
@@ -245,10 +239,10 @@ static int evaluate(struct store *s, const struct run_record *r, const struct ru
     const char *params[2 * MAX_RULE_PARAMS + 1];
     merge_params(&sc, o, params);
     struct rules_options ro = {
-        .interval_ns = o->interval_ns ? o->interval_ns
-                       : sc.found     ? sc.interval_ns
-                                      : 0,
-        .rules = o->rules   ? o->rules
+        .interval_ns = o->r.interval_ns ? o->r.interval_ns
+                       : sc.found       ? sc.interval_ns
+                                        : 0,
+        .rules = o->r.rules ? o->r.rules
                  : sc.found ? sc.rules
                             : "all",
         .params = params,
@@ -290,62 +284,20 @@ static int evaluate(struct store *s, const struct run_record *r, const struct ru
     return status;
 }
 
-static int parse_args(int argc, char **argv, struct rules_cli *o)
-{
-    static const struct option opts[] = {
-        {"store", required_argument, NULL, 's'},
-        {"json", no_argument, NULL, 'j'},
-        {"rules", required_argument, NULL, 'r'},
-        {"rule-param", required_argument, NULL, 'p'},
-        {"rule-interval", required_argument, NULL, 'i'},
-        {"save", no_argument, NULL, 'S'},
-        {"list", no_argument, NULL, 'l'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    int ch;
-    optind = 1;
-    while ((ch = cli_getopt("rules", argc, argv, "jh", opts)) != -1) {
-        switch (ch) {
-        case 's':
-            o->store_flag = optarg;
-            break;
-        case 'j':
-            o->json = 1;
-            break;
-        case 'r':
-            o->rules = optarg;
-            break;
-        case 'p':
-            if (cli_rule_param_add(o->params, &o->nparams, optarg) < 0)
-                return CLI_EXIT_USAGE;
-            break;
-        case 'i':
-            if (cli_rule_interval(optarg, &o->interval_ns) < 0)
-                return CLI_EXIT_USAGE;
-            break;
-        case 'S':
-            o->save = 1;
-            break;
-        case 'l':
-            o->list = 1;
-            break;
-        case 'h':
-            fputs(rules_usage, stdout);
-            return CLI_EXIT_OK;
-        default:
-            return CLI_EXIT_USAGE; /* cli_getopt said why */
-        }
-    }
-    return -1;
-}
-
-int cmd_rules(int argc, char **argv)
+int cmd_rules(struct cli_ctx *cli, int argc, char **argv)
 {
     struct rules_cli o = {0};
-    int rc = parse_args(argc, argv, &o);
-    if (rc >= 0)
-        return rc;
+    cli_rules_init(&o.r);
+    const struct cli_option opts[] = {
+        CLI_OPT_JSON(&o.json),
+        CLI_OPT_RULES(&o.r),
+        CLI_OPT_FLAG(0, "save", &o.save, "replace the run's stored findings with this evaluation"),
+        CLI_OPT_FLAG(0, "list", &o.list, "every rule with its parameters and defaults"),
+        CLI_OPT_END,
+    };
+    int status = cli_parse(cli, &rules_usage, opts, argc, argv);
+    if (status >= 0)
+        return status;
     if (o.list) {
         if (o.json)
             list_json();
@@ -353,19 +305,10 @@ int cmd_rules(int argc, char **argv)
             list_text();
         return CLI_EXIT_OK;
     }
-    if (optind != argc - 1) {
-        fputs(rules_usage, stderr);
-        return CLI_EXIT_USAGE;
-    }
-    struct store *s;
-    if (cli_open_store(o.store_flag, !o.save, &s) < 0)
-        return CLI_EXIT_ERROR;
-    struct run_record r;
-    int status = CLI_EXIT_ERROR;
-    if (cli_resolve(s, argv[optind], &r) == 0) {
-        status = evaluate(s, &r, &o);
-        run_record_release(&r);
-    }
-    store_close(s);
-    return status;
+    if (cli->nargs != 1)
+        return cli_usage_error(cli, &rules_usage, opts);
+    cli->store_write = o.save; /* the findings are written: a store to migrate */
+    if ((status = cli_open(cli)) >= 0)
+        return status;
+    return evaluate(cli->store, &cli->run, &o);
 }

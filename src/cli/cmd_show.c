@@ -1,4 +1,3 @@
-#include <getopt.h> /* optind */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +11,9 @@
 #include "common/strbuf.h"
 #include "store/points.h"
 
-static const char show_usage[] = "usage: strobe show [--store S] [--json] RUN\n";
+static const struct cli_usage show_usage = {
+    "show", "usage: strobe show [--store S] [--json] RUN\n", NULL, 1, 0,
+};
 
 #define TOP_PROCESSES 10
 
@@ -530,41 +531,31 @@ static void show_release(struct show_ctx *c)
     run_events_release(&c->ev);
 }
 
-int cmd_show(int argc, char **argv)
+int cmd_show(struct cli_ctx *cli, int argc, char **argv)
 {
-    const char *store_flag = NULL;
-    int json = 0, status;
-    if (cli_store_json_options(argc, argv, show_usage, &store_flag, &json, &status))
+    int json = 0;
+    const struct cli_option opts[] = {CLI_OPT_JSON(&json), CLI_OPT_END};
+    int status = cli_setup(cli, &show_usage, opts, argc, argv);
+    if (status >= 0)
         return status;
-    if (optind != argc - 1) {
-        fputs(show_usage, stderr);
-        return CLI_EXIT_USAGE;
-    }
-    struct store *s;
-    if (cli_open_store(store_flag, 1, &s) < 0)
-        return CLI_EXIT_ERROR;
-    struct run_record r;
+    struct run_record *r = &cli->run;
+    struct show_ctx c;
     status = CLI_EXIT_ERROR;
-    if (cli_resolve(s, argv[optind], &r) == 0) {
-        struct show_ctx c;
-        if (show_load(s, &r, &c) < 0)
-            log_error("cannot read run %s: %s", r.id, s->err.buf);
-        else {
-            if (json) {
-                struct strbuf o;
-                strbuf_init(&o);
-                show_json(&o, &r, &c);
-                fputs(o.buf, stdout);
-                strbuf_release(&o);
-            } else {
-                show_text(&r, &c);
-            }
-            status = CLI_EXIT_OK;
+    if (show_load(cli->store, r, &c) < 0)
+        log_error("cannot read run %s: %s", r->id, cli->store->err.buf);
+    else {
+        if (json) {
+            struct strbuf o;
+            strbuf_init(&o);
+            show_json(&o, r, &c);
+            fputs(o.buf, stdout);
+            strbuf_release(&o);
+        } else {
+            show_text(r, &c);
         }
-        show_release(&c);
-        run_record_release(&r);
+        status = CLI_EXIT_OK;
     }
-    store_close(s);
+    show_release(&c);
     return status;
 }
 

@@ -4,7 +4,6 @@
  * (render/trace.h).
  */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,16 +13,16 @@
 #include "common/log.h"
 #include "render/trace.h"
 
-static const char trace_usage[] =
+static const struct cli_usage trace_usage = {
+    "trace",
     "usage: strobe trace [--store S] [-o FILE] [--format chrome|perfetto] [--steps A-B]\n"
-    "                    [--mode train|eval|predict|global] RUN\n"
+    "                    [--mode train|eval|predict|global] RUN\n",
+    "formats:\n"
     "  chrome:   Chrome trace-event JSON (default; FILE ending in .gz is compressed)\n"
-    "  perfetto: Perfetto's protobuf TrackEvent format, with interned names\n"
-    "  -o FILE   default <run name>.trace.json or .perfetto-trace in the current directory;\n"
-    "            '-' writes to stdout\n"
-    "  --steps A-B  only the time from the start of step A to the end of step B\n"
-    "  --mode M     whose step numbers --steps means: train, eval, predict or global\n"
-    "               (default: the training steps, train and global)\n";
+    "  perfetto: Perfetto's protobuf TrackEvent format, with interned names\n",
+    -1,
+    0,
+};
 
 /* "A-B" or "A" into the options; 0 when it parses. */
 static int parse_steps(const char *arg, struct trace_options *o)
@@ -126,72 +125,60 @@ out_trace:
     return status;
 }
 
-int cmd_trace(int argc, char **argv)
+static int steps_option(const struct cli_option *opt, const char *arg)
 {
-    static const struct option opts[] = {
-        {"store", required_argument, NULL, 's'},
-        {"output", required_argument, NULL, 'o'},
-        {"format", required_argument, NULL, 'f'},
-        {"steps", required_argument, NULL, 'S'},
-        {"mode", required_argument, NULL, 'm'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    const char *store_flag = NULL, *path = NULL, *format = "chrome";
-    struct trace_options o = {0, 0, -1};
-    int ch;
-    optind = 1;
-    while ((ch = cli_getopt("trace", argc, argv, "o:f:h", opts)) != -1) {
-        switch (ch) {
-        case 's':
-            store_flag = optarg;
-            break;
-        case 'o':
-            path = optarg;
-            break;
-        case 'f':
-            format = optarg;
-            break;
-        case 'S':
-            if (parse_steps(optarg, &o) < 0) {
-                log_error("bad --steps '%s': give A-B, steps counted from 1", optarg);
-                return CLI_EXIT_USAGE;
-            }
-            break;
-        case 'm':
-            if ((o.mode = step_mode_parse(optarg)) < 0) {
-                log_error("bad --mode '%s': train, eval, predict or global", optarg);
-                return CLI_EXIT_USAGE;
-            }
-            break;
-        case 'h':
-            fputs(trace_usage, stdout);
-            return CLI_EXIT_OK;
-        default:
-            return CLI_EXIT_USAGE; /* cli_getopt said why */
-        }
+    if (parse_steps(arg, opt->value) < 0) {
+        log_error("bad --steps '%s': give A-B, steps counted from 1", arg);
+        return -1;
     }
+    return 0;
+}
+
+static int mode_option(const struct cli_option *opt, const char *arg)
+{
+    struct trace_options *o = opt->value;
+    if ((o->mode = step_mode_parse(arg)) < 0) {
+        log_error("bad --mode '%s': train, eval, predict or global", arg);
+        return -1;
+    }
+    return 0;
+}
+
+int cmd_trace(struct cli_ctx *cli, int argc, char **argv)
+{
+    const char *path = NULL, *format = "chrome";
+    struct trace_options o = {0, 0, -1};
+    const struct cli_option opts[] = {
+        CLI_OPT_STRING('o', "output", &path, "FILE",
+                       "default <run name>.trace.json or .perfetto-trace in the\n"
+                       "current directory; '-' writes to stdout"),
+        CLI_OPT_STRING('f', "format", &format, "F", "chrome (the default) or perfetto"),
+        CLI_OPT_CALLBACK(0, "steps", &o, "A-B",
+                         "only the time from the start of step A to the end of step B",
+                         steps_option),
+        CLI_OPT_CALLBACK(0, "mode", &o, "M",
+                         "whose step numbers --steps means: train, eval, predict or\n"
+                         "global (default: the training steps, train and global)",
+                         mode_option),
+        CLI_OPT_END,
+    };
+    int status = cli_parse(cli, &trace_usage, opts, argc, argv);
+    if (status >= 0)
+        return status;
     int perfetto = strcmp(format, "perfetto") == 0;
     if (!perfetto && strcmp(format, "chrome") != 0) {
         log_error("unknown trace format '%s' (chrome or perfetto)", format);
         return CLI_EXIT_USAGE;
     }
-    if (optind != argc - 1) {
-        fputs(trace_usage, stderr);
-        return CLI_EXIT_USAGE;
-    }
-    struct store *s;
-    if (cli_open_store(store_flag, 1, &s) < 0)
-        return CLI_EXIT_ERROR;
-    struct run_record r;
-    int status = CLI_EXIT_ERROR;
-    if (cli_resolve(s, argv[optind], &r) == 0) {
-        char *owned = path ? NULL : default_path(&r, perfetto ? ".perfetto-trace" : ".trace.json");
-        if (path || owned)
-            status = write_trace(s, &r, &o, perfetto, path ? path : owned);
-        free(owned);
-        run_record_release(&r);
-    }
-    store_close(s);
+    if (cli->nargs != 1)
+        return cli_usage_error(cli, &trace_usage, opts);
+    if ((status = cli_open(cli)) >= 0)
+        return status;
+    const struct run_record *r = &cli->run;
+    char *owned = path ? NULL : default_path(r, perfetto ? ".perfetto-trace" : ".trace.json");
+    status = CLI_EXIT_ERROR;
+    if (path || owned)
+        status = write_trace(cli->store, r, &o, perfetto, path ? path : owned);
+    free(owned);
     return status;
 }

@@ -1,5 +1,4 @@
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +10,7 @@
 #include "common/log.h"
 #include "import/json.h"
 #include "record/runinfo.h"
+#include "rules/rules.h"
 
 int cli_open_store(const char *flag, int readonly, struct store **out)
 {
@@ -123,119 +123,43 @@ int cli_add_kv(struct kv_list *l, const char *flag, const char *arg)
     return rc;
 }
 
-int cli_rule_param_add(const char **params, int *n, const char *arg)
+void cli_rules_init(struct cli_rules *r)
 {
-    if (*n == CLI_MAX_RULE_PARAMS) {
-        log_error("at most %d --rule-param", CLI_MAX_RULE_PARAMS);
-        return -1;
-    }
-    params[(*n)++] = arg;
-    params[*n] = NULL;
-    return 0;
+    memset(r, 0, sizeof(*r));
+    r->param_list = (struct cli_list){r->params, 0, CLI_MAX_RULE_PARAMS};
 }
 
-int cli_rule_interval(const char *arg, int64_t *out_ns)
+int cli_rules_check(const struct cli_rules *r, struct rules_options *out)
 {
-    /* shorter windows hold too few samples at the default 100 ms interval */
-    if (duration_parse(arg, out_ns) < 0 || *out_ns < 100 * NS_PER_MS) {
-        log_error("--rule-interval wants a duration of 100ms or more (got '%s')", arg);
-        return -1;
-    }
-    return 0;
+    *out = (struct rules_options){r->interval_ns, r->rules, r->params};
+    struct rules_run_info info = {0, 1, 0, "", 0};
+    struct rules_engine *e = NULL;
+    struct strbuf err;
+    strbuf_init(&err);
+    int rc = rules_engine_new(out, &info, &e, &err);
+    if (rc < 0)
+        log_error("%s", err.len ? err.buf : "out of memory");
+    rules_engine_free(e);
+    strbuf_release(&err);
+    return rc;
 }
 
-/* The long option arg ("--name" or "--name=value") names, as getopt_long
- * reads it (the whole name, or a prefix of it); *matches counts them. */
-static const struct option *long_option_named(const struct option *opts, const char *arg,
-                                              int *matches)
+int cli_run_name_option(const struct cli_option *opt, const char *arg)
 {
-    const char *name = arg + 2;
-    size_t len = strcspn(name, "=");
-    const struct option *found = NULL;
-    *matches = 0;
-    for (const struct option *o = opts; o->name; o++) {
-        if (strncmp(o->name, name, len) != 0)
-            continue;
-        if (!o->name[len]) {
-            *matches = 1;
-            return o;
-        }
-        found = o;
-        (*matches)++;
-    }
-    return found;
+    *(const char **)opt->value = arg;
+    return cli_check_run_name(arg) < 0 ? -1 : 0;
 }
 
-/* Why getopt_long refused the option it last read: an unknown or ambiguous
- * long option leaves optopt 0; a long one with a missing or unwanted
- * argument leaves its val, a short one its letter. argv[optind - 1] is the
- * long option's word; a short letter may sit inside a cluster (-qz), so it
- * is named from optopt. */
-static void option_error(const char *cmd, char **argv, const char *shortopts,
-                         const struct option *opts)
+int cli_group_name_option(const struct cli_option *opt, const char *arg)
 {
-    const char *word = argv[optind - 1];
-    int matches = 0;
-    const struct option *o =
-        strncmp(word, "--", 2) == 0 ? long_option_named(opts, word, &matches) : NULL;
-    const char *before = "unrecognized option"; /* "<before> 'opt'" */
-    const char *after = NULL;                   /* or "option 'opt' <after>" */
-    char opt[128];
-    if (!optopt) {
-        snprintf(opt, sizeof(opt), "%.*s", (int)strcspn(word, "="), word);
-        if (matches > 1)
-            before = "ambiguous option";
-    } else if (o && o->val == optopt) {
-        snprintf(opt, sizeof(opt), "--%s", o->name); /* in full where a prefix was given */
-        after = o->has_arg == required_argument ? "requires an argument" : "takes no argument";
-    } else {
-        const char *letter = strchr(shortopts, optopt);
-        snprintf(opt, sizeof(opt), "-%c", optopt);
-        if (letter && letter[1] == ':')
-            after = "requires an argument";
-    }
-    struct strbuf shown;
-    strbuf_init(&shown);
-    cli_visible(&shown, opt);
-    if (after)
-        log_error("%s: option '%s' %s; see 'strobe %s --help'", cmd, shown.buf, after, cmd);
-    else
-        log_error("%s: %s '%s'; see 'strobe %s --help'", cmd, before, shown.buf, cmd);
-    strbuf_release(&shown);
+    char what[64];
+    *(const char **)opt->value = arg;
+    snprintf(what, sizeof(what), "%s name", opt->long_name);
+    return cli_check_text(what, arg) < 0 ? -1 : 0;
 }
 
-int cli_getopt(const char *cmd, int argc, char **argv, const char *shortopts,
-               const struct option *opts)
+int cli_kv_option(const struct cli_option *opt, const char *arg)
 {
-    opterr = 0; /* getopt's own message names neither strobe nor the command */
-    int ch = getopt_long(argc, argv, shortopts, opts, NULL);
-    if (ch == '?')
-        option_error(cmd, argv, shortopts, opts);
-    return ch;
-}
-
-int cli_store_json_options(int argc, char **argv, const char *usage, const char **store_flag,
-                           int *json, int *status)
-{
-    static const struct option opts[] = {
-        {"store", required_argument, NULL, 's'},
-        {"json", no_argument, NULL, 'j'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    int ch;
-    optind = 1;
-    while ((ch = cli_getopt(argv[0], argc, argv, "jh", opts)) != -1) {
-        if (ch == 's')
-            *store_flag = optarg;
-        else if (ch == 'j')
-            *json = 1;
-        else {
-            if (ch == 'h')
-                fputs(usage, stdout); /* else cli_getopt said why */
-            *status = ch == 'h' ? CLI_EXIT_OK : CLI_EXIT_USAGE;
-            return 1;
-        }
-    }
-    return 0;
+    char flag[64];
+    return cli_add_kv(opt->value, cli_option_name(opt, flag, sizeof(flag)), arg);
 }

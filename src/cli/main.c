@@ -5,25 +5,42 @@
 #include "common/array.h"
 #include "common/version.h"
 
+/* needs: what the command gets before its work (cli.h). CLI_STORE_READ
+ * opens a store that must exist, as it is (rm removes from it too);
+ * rules --save asks for CLI_STORE_WRITE's open, which creates and migrates.
+ * run (through the recorder) and serve open the store themselves; import's
+ * formats say their own needs (import.c's importers[]). */
+#define READ_RUN (CLI_STORE_READ | CLI_RUN)
 static const struct command {
     const char *name;
     cmd_fn *fn;
+    unsigned needs;
     const char *summary;
 } commands[] = {
-    {"run", cmd_run, "run a command and record it"},
-    {"ls", cmd_ls, "list the runs in the store"},
-    {"show", cmd_show, "summarise one run"},
-    {"export", cmd_export, "write a run's samples as CSV or JSON lines, or as SageMaker data"},
-    {"rm", cmd_rm, "remove runs from the store"},
-    {"import", cmd_import, "bring in another tool's recording (SageMaker Debugger)"},
-    {"compare", cmd_compare, "several runs side by side, differences marked"},
-    {"rules", cmd_rules, "evaluate the bottleneck rules over a run"},
-    {"logs", cmd_logs, "print what a run's job printed, or its package list, lscpu"},
-    {"report", cmd_report, "write a run's profiler report (one HTML file)"},
-    {"trace", cmd_trace, "write a run as one timeline (Chrome JSON or Perfetto)"},
-    {"serve", cmd_serve, "serve the store's runs as a JSON API and dashboard"},
-    {"metrics", cmd_metrics, "list the metrics strobe records: unit, kind, labels, help"},
+    {"run", cmd_run, CLI_STORE_URI, "run a command and record it"},
+    {"ls", cmd_ls, CLI_STORE_READ, "list the runs in the store"},
+    {"show", cmd_show, READ_RUN, "summarise one run"},
+    {"export", cmd_export, READ_RUN,
+     "write a run's samples as CSV or JSON lines, or as SageMaker data"},
+    {"rm", cmd_rm, CLI_STORE_READ, "remove runs from the store"},
+    {"import", cmd_import, 0, "bring in another tool's recording (SageMaker Debugger)"},
+    {"compare", cmd_compare, CLI_STORE_READ, "several runs side by side, differences marked"},
+    {"rules", cmd_rules, READ_RUN, "evaluate the bottleneck rules over a run"},
+    {"logs", cmd_logs, READ_RUN, "print what a run's job printed, or its package list, lscpu"},
+    {"report", cmd_report, READ_RUN, "write a run's profiler report (one HTML file)"},
+    {"trace", cmd_trace, READ_RUN, "write a run as one timeline (Chrome JSON or Perfetto)"},
+    {"serve", cmd_serve, CLI_STORE_URI, "serve the store's runs as a JSON API and dashboard"},
+    {"metrics", cmd_metrics, 0, "list the metrics strobe records: unit, kind, labels, help"},
 };
+
+static int run_command(const struct command *cmd, int argc, char **argv)
+{
+    struct cli_ctx c = {.needs = cmd->needs};
+    run_record_init(&c.run);
+    int status = cmd->fn(&c, argc, argv);
+    cli_ctx_release(&c);
+    return status;
+}
 
 static void usage(FILE *out)
 {
@@ -52,7 +69,7 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
         if (strcmp(argv[1], commands[i].name) == 0)
-            return commands[i].fn(argc - 1, argv + 1);
+            return run_command(&commands[i], argc - 1, argv + 1);
     fprintf(stderr, "strobe: '%s' is not a strobe command; see 'strobe --help'\n", argv[1]);
     return CLI_EXIT_USAGE;
 }

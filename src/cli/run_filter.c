@@ -41,23 +41,9 @@ static int parse_statuses(const char *arg, unsigned *mask)
     }
 }
 
-int run_filter_option(struct run_filter *f, int opt, const char *arg)
+int run_filter_status_option(const struct cli_option *opt, const char *arg)
 {
-    switch (opt) {
-    case RUN_FILTER_EXPERIMENT:
-        f->experiment = arg;
-        return 1;
-    case RUN_FILTER_WORKLOAD:
-        f->workload = arg;
-        return 1;
-    case RUN_FILTER_NAME:
-        f->name_glob = arg;
-        return 1;
-    case RUN_FILTER_STATUS:
-        return parse_statuses(arg, &f->status_mask) < 0 ? -1 : 1;
-    default:
-        return 0;
-    }
+    return parse_statuses(arg, opt->value) < 0 ? -1 : 0;
 }
 
 int run_filter_any(const struct run_filter *f)
