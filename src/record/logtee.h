@@ -12,6 +12,18 @@
  * long as something writes to the stream, ignores the terminal's signals,
  * and exits when its reader goes away (the job then gets SIGPIPE, as it
  * would have without strobe).
+ *
+ * Checkpoints: while the job runs, the writer's thread copies the kept text
+ * out of the shared memory every 5 s, when a stream has grown, and stores it
+ * with the batch it commits (log_tee_text says how a copy stays whole while
+ * the tee writes). A whole 1 MiB copy takes 150-230 us (measured by hand:
+ * 200 copies 20 ms apart); on the sampling loop's thread it used to delay one
+ * frame in 5 s, hence the writer's thread. The loop hands the writer a
+ * snapshot of the tee, whose shared memory stays mapped until the writer has
+ * stopped, and learns from the batch's result whether the copy was whole.
+ * tests/unit/test_logtee.c feeds a real tee at the pipe's speed and checks
+ * every copy byte for byte; both unsafe variants (no slack, no second read of
+ * the total) fail it on every run.
  */
 #ifndef STROBE_RECORD_LOGTEE_H
 #define STROBE_RECORD_LOGTEE_H

@@ -1,6 +1,38 @@
 /*
  * strobe run: start the job, follow its process tree, sample on absolute
  * deadlines, and keep everything in the store.
+ *
+ * A run, in order:
+ *  1. Open the store (creating and migrating it) and insert the run row; a
+ *     store that cannot be opened or written is one line and exit 125, and
+ *     the job never runs. Collectors open their files in the recorder's own
+ *     cgroup, which the job will inherit. Git and Python/torch versions are
+ *     probed with bounded timeouts (torch's from package metadata, without
+ *     importing torch).
+ *  2. Block signals in every thread and read them from a signalfd. Become a
+ *     child subreaper (PR_SET_CHILD_SUBREAPER), so the job's orphans
+ *     re-parent to the recorder and stay in the tree.
+ *  3. Create the event segment /strobe-<run id> (a failure is one warning:
+ *     the run goes on without framework events) and build the job's
+ *     environment before the fork (STROBE_SHM; PYTHONPATH with the package
+ *     and its sitecustomize in front).
+ *  4. Fork and execvpe the job; a close-on-exec pipe reports a failed exec's
+ *     errno, which becomes one line, exit 127 and a failed run.
+ *  5. Sample: a baseline frame at once, then a periodic absolute timerfd on
+ *     CLOCK_MONOTONIC. More than one expiration counts missed deadlines, and
+ *     each frame is stamped start_real + k * interval, so the period cannot
+ *     drift and timestamps compress to one bit each. Ticks drain the event
+ *     rings at most every 10 ms; a separate 100 ms timer does when the
+ *     interval is longer. The GPU threads (gpu/gpu.h, gpu/dcgm.h) queue
+ *     their readings, and each tick moves them into the series table.
+ *  6. Reap: waitid(WNOWAIT) finds each exited child, the tree reads it one
+ *     last time as a zombie (after draining the rings), then it is reaped.
+ *  7. End: one last frame (see the end of recorder.c), the run row's end
+ *     time, then a wait of up to 2 s for the job's last output, so that an
+ *     orphan holding stdout delays the summary but not the run's end. Orphans
+ *     still running are named in a note and not followed further. The last
+ *     batch is committed, the run gets its exit code or signal and status,
+ *     and strobe exits with the job's status.
  */
 #ifndef STROBE_RECORD_RECORDER_H
 #define STROBE_RECORD_RECORDER_H

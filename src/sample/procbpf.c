@@ -1,3 +1,32 @@
+/*
+ * Loading and running proc.bpf.c, the process-tree reader in the kernel
+ * (what it reads: the header of proc.bpf.c; when it is used: procbpf.h).
+ *
+ * Each frame the recorder writes the tracked pids into an mmap'ed array map,
+ * runs the program once with BPF_PROG_TEST_RUN, and reads back, for each pid,
+ * what stat, io and schedstat would print, and the children linked to every
+ * thread. The recorder's own pid leads the list and is walked for its
+ * threads' children only: those are the orphans handed to it as subreaper,
+ * and its own readings are not wanted.
+ *
+ * The RSS check at load: strobe faults pages of its own one by one (each
+ * lands in this CPU's share of the counters) and requires the program's sum
+ * to equal /proc/self/statm to the page, three times. Otherwise statm is read
+ * per process; a kernel whose statm shows the rounded counts alone, as older
+ * ones did, fails the check too. A share outside the counter's batch, or a
+ * process whose mm changed under the read (exec, exit), falls back to statm
+ * for that reading. The online CPUs are read again once a second, so that a
+ * CPU brought online has its share counted.
+ *
+ * At load strobe also reads itself through the program and through
+ * /proc/self/stat; if they disagree (a pid namespace), it keeps procfs.
+ *
+ * The object: clang builds it against a vmlinux.h dumped from the build
+ * machine's BTF; bpftool gen object strips its DWARF (36 KB); the Makefile
+ * embeds it with xxd -i; libbpf relocates it to the running kernel at load
+ * (CO-RE). Loading costs about 25 ms of CPU once: libbpf parses the kernel's
+ * BTF, and the verifier proves the program in about 22 ms.
+ */
 #include "sample/procbpf.h"
 
 #include <errno.h>

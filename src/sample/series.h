@@ -7,6 +7,15 @@
  *
  * Threading: the table belongs to the sampling thread. The store writer sees
  * only what series_snapshot() copies into a batch (see record/writer.h).
+ *
+ * Memory is bounded. Sealed blocks waiting for the store are capped at
+ * pending_cap (64 MiB); beyond it the oldest are dropped and counted in
+ * runs.dropped, never silently. Blocks in flight are never dropped: the
+ * table is frozen while a batch is with the writer. A process that leaves
+ * the tree has its series retired (open block sealed, buffer freed; a reused
+ * pid revives them), so memory follows the live tree, not every process
+ * ever seen; at most PROC_SERIES_MAX processes of a run get series of their
+ * own (sample/proctree.h).
  */
 #ifndef STROBE_SAMPLE_SERIES_H
 #define STROBE_SAMPLE_SERIES_H
