@@ -17,7 +17,6 @@ PENDING = {
     "docs/benchmarks.md": "long sentences, not yet rewritten",
     "docs/events.md": "long sentences, not yet rewritten",
     "docs/import.md": "long sentences, not yet rewritten",
-    "docs/rules.md": "long sentences, not yet rewritten",
     "docs/store-format.md": "long sentences, not yet rewritten",
     "docs/metrics.md": "rewritten on its own branch",
 }
