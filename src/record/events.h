@@ -11,6 +11,21 @@
  *
  * Memory is bounded: sealed blocks wait for the store up to EVENT_PENDING_MAX
  * bytes; past that new blocks are dropped and their events counted as lost.
+ *
+ * When the rings are drained: on sampling ticks at most every 10 ms (each
+ * drain checks that every writing thread is alive, a system call apiece, so
+ * 1 kHz sampling does not drain 1000 times a second), or by a 100 ms timer
+ * when the interval is longer; once more just before the recorder reaps a
+ * child (its zombie still has /proc/PID/stat, so even a process that lived
+ * between two ticks gets its comm and ppid); and at the end.
+ *
+ * Pairing: each ring's current owner is a stream. Its name ids map to
+ * run-wide ids; the map is reset when the ring is reclaimed and claimed
+ * again. Its open spans wait on a stack 64 deep for their ends, and a span
+ * closed becomes one complete event. An end without a begin, and spans never
+ * closed, are kept as they are. Spans nested deeper than 64 are dropped and
+ * counted; the ends that come while they are open are theirs (the
+ * innermost's), so the 64 spans below still pair with their own ends.
  */
 #ifndef STROBE_RECORD_EVENTS_H
 #define STROBE_RECORD_EVENTS_H

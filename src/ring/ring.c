@@ -1,3 +1,46 @@
+/*
+ * The event segment and its rings, both sides: the writer's claim and push
+ * (libstrobe) and the recorder's validating drain. The layout and the
+ * publication order are in include/strobe/ring.h.
+ *
+ * Claim: a thread claims a ring with a compare-and-swap of the owner word
+ * from 0, so the owner is published with the claim. Each claim also notes its
+ * program (the first 8 of the kernel's random bytes for each exec,
+ * AT_RANDOM): a ring that the same pid and tid hold from another program is
+ * the image before an exec, so the claim marks it retired, and the drain
+ * empties it and returns it to the pool as for a dead thread. Without that, a
+ * Python that exec'd itself 140 times lost its events past the 128th ring. A
+ * claim notes the process's parent and name too (owner_ppid, owner_comm),
+ * for a process gone from /proc before a drain saw it (a child reaped by its
+ * own parent within milliseconds).
+ *
+ * The drain trusts nothing in the segment:
+ *  - it copies each record out of the shared memory before judging it;
+ *  - it keeps its own copy of every tail and never trusts one it did not
+ *    write: a head further than one ring ahead is corruption and is skipped,
+ *    not followed;
+ *  - a record carries the low 16 bits of its index (seq) and a check word
+ *    mixing its other fields (never 0), so garbage and records never written
+ *    completely are rejected and counted, never handed on;
+ *  - it checks the owner thread first (tgkill(pid, tid, 0)); a ring whose
+ *    thread is gone is drained one last time and returned to the free pool,
+ *    its drop count kept. A writer killed mid-record has not moved head, so
+ *    nothing half-written is ever visible.
+ *
+ * Time stamps: two clock_gettime(CLOCK_MONOTONIC) calls cost 45 ns of a span
+ * on the development VM (22.4 ns each through the vDSO), more than the whole
+ * budget. Where the kernel itself keeps time with the TSC (its clock source
+ * is tsc: it checked the TSC for invariance and cross-CPU synchronisation,
+ * and drops it if it misbehaves), the recorder sets STROBE_SHM_F_TSC and
+ * writers stamp begin, end and instant records with rdtsc (about 10 ns),
+ * flagged STROBE_EV_F_TSC. The drain converts ticks to CLOCK_MONOTONIC ns
+ * along the line through two (ticks, ns) readings: one taken when the
+ * segment was made, one renewed at every drain, so the slope is measured over
+ * the whole run so far. Tested: every stamp lies within 2 us of the
+ * clock_gettime readings taken around its call, over 100 ms. STROBE_TSC=0
+ * in the recorder's environment turns this off; records with the flag in a
+ * segment without it are rejected as invalid.
+ */
 #include "ring/ring.h"
 
 #include <errno.h>
