@@ -73,6 +73,10 @@ int cmd_metrics(struct cli_ctx *c, int argc, char **argv);
 /* strobe show --json of r, appended to out (cmd_show.c; strobe serve's run
  * view). 0, or negative with s->err set. */
 int cli_show_json(struct store *s, const struct run_record *r, struct strbuf *out);
+/* Print a built document to stdout (output.c), or, when building it ran
+ * out of memory, print nothing and say so: never a truncated document.
+ * 0 or negative. */
+int cli_print(const struct strbuf *o);
 
 struct run_events;
 struct step_analysis;

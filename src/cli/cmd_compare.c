@@ -344,14 +344,15 @@ static void compare_text(const struct compare_run *runs, uint32_t n)
     strbuf_release(&line);
 }
 
-static void print_json(const struct compare_run *runs, uint32_t n)
+static int print_json(const struct compare_run *runs, uint32_t n)
 {
     struct strbuf o;
     strbuf_init(&o);
     compare_json(&o, runs, n);
     strbuf_addch(&o, '\n');
-    fputs(o.buf, stdout);
+    int rc = cli_print(&o);
     strbuf_release(&o);
+    return rc;
 }
 
 /* ---- command ---------------------------------------------------------------- */
@@ -398,9 +399,9 @@ int cmd_compare(struct cli_ctx *cli, int argc, char **argv)
     memset(runs, 0, sizeof(runs));
     status = load_runs(cli->store, cli->args, (uint32_t)n, runs);
     if (status == CLI_EXIT_OK) {
-        if (json)
-            print_json(runs, (uint32_t)n);
-        else
+        if (json && print_json(runs, (uint32_t)n) < 0)
+            status = CLI_EXIT_ERROR;
+        else if (!json)
             compare_text(runs, (uint32_t)n);
     }
     for (int i = 0; i < n; i++)

@@ -175,7 +175,9 @@ static int export_points(const struct point *p, size_t n, void *arg)
             csv_value(o, p[i].value);
             strbuf_addch(o, '\n');
         }
-        if (fwrite(o->buf, 1, o->len, c->out) != o->len) {
+        int rc = strbuf_write(o, c->out);
+        if (rc < 0) {
+            errno = -rc; /* said by the caller */
             c->failed = 1;
             return 1;
         }

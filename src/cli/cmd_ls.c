@@ -37,6 +37,19 @@ static void ls_json_run(struct strbuf *o, const struct run_record *r)
                 r->command_json ? r->command_json : "[]");
 }
 
+/* The runs, one a line, as a JSON array. */
+static int print_list(const struct ls_ctx *c)
+{
+    struct strbuf doc;
+    strbuf_init(&doc);
+    strbuf_addch(&doc, '[');
+    strbuf_add(&doc, c->out.buf, c->out.len);
+    strbuf_adds(&doc, c->count ? "\n]\n" : "]\n");
+    int rc = cli_print(strbuf_failed(&c->out) ? &c->out : &doc);
+    strbuf_release(&doc);
+    return rc;
+}
+
 static int ls_visit(const struct run_record *r, void *arg)
 {
     struct ls_ctx *c = arg;
@@ -88,7 +101,7 @@ int cmd_ls(struct cli_ctx *cli, int argc, char **argv)
     if (rc < 0)
         log_error("cannot list runs in '%s': %s", s->uri, s->err.buf);
     else if (c.json)
-        printf("[%s%s]\n", c.out.buf, c.count ? "\n" : "");
+        rc = print_list(&c);
     strbuf_release(&c.out);
     return rc < 0 ? CLI_EXIT_ERROR : CLI_EXIT_OK;
 }

@@ -52,7 +52,7 @@ static void list_text(void)
     }
 }
 
-static void list_json(void)
+static int list_json(void)
 {
     struct strbuf o;
     strbuf_init(&o);
@@ -81,8 +81,9 @@ static void list_json(void)
         strbuf_adds(&o, "}}");
     }
     strbuf_adds(&o, "]\n");
-    fputs(o.buf, stdout);
+    int rc = cli_print(&o);
     strbuf_release(&o);
+    return rc;
 }
 
 /* ---- the stored settings -------------------------------------------------------- */
@@ -176,7 +177,7 @@ static void print_text(const struct run_record *r, const struct rules_engine *e)
     free(recs);
 }
 
-static void print_json(const struct run_record *r, const struct rules_engine *e)
+static int print_json(const struct run_record *r, const struct rules_engine *e)
 {
     struct strbuf o;
     strbuf_init(&o);
@@ -225,8 +226,9 @@ static void print_json(const struct run_record *r, const struct rules_engine *e)
         strbuf_add_json_str(&o, rules_warning_at(e, i));
     }
     strbuf_addf(&o, "],\"dropped\":%llu}\n", (unsigned long long)rules_dropped(e));
-    fputs(o.buf, stdout);
+    int rc = cli_print(&o);
     strbuf_release(&o);
+    return rc;
 }
 
 /* ---- the command ------------------------------------------------------------------ */
@@ -268,9 +270,9 @@ static int evaluate(struct store *s, const struct run_record *r, const struct ru
         status = CLI_EXIT_OK;
         for (uint32_t i = 0; i < rules_warning_count(e); i++) /* what was left out, said */
             log_warn("%s", rules_warning_at(e, i));
-        if (o->json)
-            print_json(r, e);
-        else
+        if (o->json && print_json(r, e) < 0)
+            status = CLI_EXIT_ERROR;
+        else if (!o->json)
             print_text(r, e);
         if (o->save && (rc = rules_save(s, r->id, e, ro.rules, "offline")) < 0) {
             log_error("cannot save findings to store '%s': %s", s->uri, s->err.buf);
@@ -300,9 +302,8 @@ int cmd_rules(struct cli_ctx *cli, int argc, char **argv)
         return status;
     if (o.list) {
         if (o.json)
-            list_json();
-        else
-            list_text();
+            return list_json() < 0 ? CLI_EXIT_ERROR : CLI_EXIT_OK;
+        list_text();
         return CLI_EXIT_OK;
     }
     if (cli->nargs != 1)

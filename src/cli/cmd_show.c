@@ -544,16 +544,17 @@ int cmd_show(struct cli_ctx *cli, int argc, char **argv)
     if (show_load(cli->store, r, &c) < 0)
         log_error("cannot read run %s: %s", r->id, cli->store->err.buf);
     else {
+        status = CLI_EXIT_OK;
         if (json) {
             struct strbuf o;
             strbuf_init(&o);
             show_json(&o, r, &c);
-            fputs(o.buf, stdout);
+            if (cli_print(&o) < 0)
+                status = CLI_EXIT_ERROR;
             strbuf_release(&o);
         } else {
             show_text(r, &c);
         }
-        status = CLI_EXIT_OK;
     }
     show_release(&c);
     return status;

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,20 @@ void strbuf_init(struct strbuf *sb)
     sb->buf = strbuf_empty;
     sb->len = 0;
     sb->cap = 0;
+    sb->err = 0;
+}
+
+int strbuf_failed(const struct strbuf *sb)
+{
+    return sb->err;
+}
+
+/* Remember the first failure; every later append sees it in strbuf_grow(). */
+static int strbuf_fail(struct strbuf *sb, int err)
+{
+    if (!sb->err)
+        sb->err = err;
+    return sb->err;
 }
 
 void strbuf_release(struct strbuf *sb)
@@ -25,6 +40,7 @@ void strbuf_release(struct strbuf *sb)
 void strbuf_reset(struct strbuf *sb)
 {
     sb->len = 0;
+    sb->err = 0;
     if (sb->cap)
         sb->buf[0] = '\0';
 }
@@ -39,15 +55,19 @@ void strbuf_truncate(struct strbuf *sb, size_t len)
 
 int strbuf_grow(struct strbuf *sb, size_t extra)
 {
+    if (sb->err)
+        return sb->err;
+    if (extra > SIZE_MAX - 1 - sb->len)
+        return strbuf_fail(sb, -ENOMEM);
     size_t need = sb->len + extra + 1;
     if (need <= sb->cap)
         return 0;
     size_t cap = sb->cap ? sb->cap : 64;
     while (cap < need)
-        cap *= 2;
+        cap = cap > SIZE_MAX / 2 ? need : cap * 2;
     char *p = realloc(sb->cap ? sb->buf : NULL, cap);
     if (!p)
-        return -ENOMEM;
+        return strbuf_fail(sb, -ENOMEM);
     if (!sb->cap)
         p[0] = '\0';
     sb->buf = p;
@@ -57,8 +77,9 @@ int strbuf_grow(struct strbuf *sb, size_t extra)
 
 int strbuf_add(struct strbuf *sb, const void *data, size_t len)
 {
-    if (strbuf_grow(sb, len) < 0)
-        return -ENOMEM;
+    int rc = strbuf_grow(sb, len);
+    if (rc < 0)
+        return rc;
     memcpy(sb->buf + sb->len, data, len);
     sb->len += len;
     sb->buf[sb->len] = '\0';
@@ -82,9 +103,10 @@ int strbuf_vaddf(struct strbuf *sb, const char *fmt, va_list ap)
     int n = vsnprintf(NULL, 0, fmt, cp);
     va_end(cp);
     if (n < 0)
-        return -EINVAL;
-    if (strbuf_grow(sb, (size_t)n) < 0)
-        return -ENOMEM;
+        return strbuf_fail(sb, -EINVAL);
+    int rc = strbuf_grow(sb, (size_t)n);
+    if (rc < 0)
+        return rc;
     vsnprintf(sb->buf + sb->len, (size_t)n + 1, fmt, ap);
     sb->len += (size_t)n;
     return 0;
@@ -243,8 +265,22 @@ int strbuf_add_json_num(struct strbuf *sb, double v)
     return strbuf_adds(sb, tmp);
 }
 
+int strbuf_write(const struct strbuf *sb, FILE *f)
+{
+    if (sb->err)
+        return sb->err;
+    errno = 0;
+    if (fwrite(sb->buf, 1, sb->len, f) != sb->len)
+        return -(errno ? errno : EIO);
+    return 0;
+}
+
 char *strbuf_detach(struct strbuf *sb)
 {
+    if (sb->err) {
+        strbuf_release(sb);
+        return NULL;
+    }
     char *p = sb->cap ? sb->buf : strdup("");
     strbuf_init(sb);
     return p;

@@ -1,22 +1,38 @@
 /*
  * A growable, always NUL-terminated byte buffer (after git's strbuf.h).
  * Embedded by value: strbuf_init() before use, strbuf_release() frees the
- * memory. Allocation failure is fatal to strbuf users only through the return
- * value: each appender returns 0 or -ENOMEM and leaves the buffer valid.
+ * memory.
+ *
+ * Failure is sticky. When an append cannot grow the buffer (out of memory, a
+ * size that overflows) or cannot format, the strbuf records the error and
+ * keeps it: that append and every later one return the error and add
+ * nothing, and the contents stay valid and NUL-terminated (what was there
+ * before the failed append). So a builder may ignore the result of each
+ * append, and whoever finally writes, sends or returns the buffer checks
+ * strbuf_failed() once and reports an error instead of passing on truncated
+ * output. Allocation failure never aborts: libstrobe, built from these
+ * sources, runs inside the training job. strbuf_reset() and
+ * strbuf_release() clear the error (the contents it spoiled are gone);
+ * strbuf_truncate() keeps it.
  */
 #ifndef STROBE_COMMON_STRBUF_H
 #define STROBE_COMMON_STRBUF_H
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 
 struct strbuf {
     char *buf;  /* NUL-terminated contents; never NULL after init */
     size_t len; /* bytes used, not counting the NUL */
     size_t cap; /* bytes allocated; 0 while buf points at a static "" */
+    int err;    /* first failed append (-ENOMEM, -EINVAL), or 0; sticky */
 };
 
 void strbuf_init(struct strbuf *sb);
+/* 0, or the error of the first append that failed since init or reset: the
+ * contents are then incomplete and must not be written out as whole. */
+int strbuf_failed(const struct strbuf *sb);
 void strbuf_release(struct strbuf *sb);
 void strbuf_reset(struct strbuf *sb);
 /* Keep the first len bytes (no-op when len is not shorter). */
@@ -48,7 +64,13 @@ int strbuf_add_utf8(struct strbuf *sb, const char *s);
 int strbuf_add_visible(struct strbuf *sb, const char *s);
 /* Append a double as JSON: shortest round-trip form, null for NaN/Inf. */
 int strbuf_add_json_num(struct strbuf *sb, double v);
-/* Take ownership of the contents (caller frees); the strbuf is reset. */
+/* Write the contents to f, unless an append failed: then nothing is
+ * written (no truncated document) and the sticky error is returned. 0, the
+ * strbuf's error, or -errno (-EIO) for a short write. Does not flush f. */
+int strbuf_write(const struct strbuf *sb, FILE *f);
+/* Take ownership of the contents (caller frees); the strbuf is reset. NULL
+ * when an append failed (the incomplete contents are freed) or out of
+ * memory, so a caller that keeps the result never keeps a truncated one. */
 char *strbuf_detach(struct strbuf *sb);
 
 #endif

@@ -321,8 +321,9 @@ static int write_file(struct ex_ctx *x, const char *path, const struct strbuf *d
         strbuf_addf(x->err, "cannot write '%s': %s", path, strerror(errno));
         return -errno;
     }
-    int bad = fwrite(data->buf, 1, data->len, f) != data->len;
-    if (fclose(f) != 0 || bad) {
+    int rc = strbuf_write(data, f);
+    if (fclose(f) != 0 || rc < 0) {
+        errno = rc < 0 ? -rc : errno;
         strbuf_addf(x->err, "cannot write '%s': %s", path, strerror(errno ? errno : EIO));
         return -EIO;
     }

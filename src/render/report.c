@@ -132,8 +132,8 @@ out:
 
 static int write_stream(FILE *f, const struct strbuf *buf)
 {
-    int rc = 0;
-    if (fwrite(buf->buf, 1, buf->len, f) != buf->len || fflush(f) != 0)
+    int rc = strbuf_write(buf, f);
+    if (rc == 0 && fflush(f) != 0)
         rc = -(errno ? errno : EIO);
     return rc;
 }

@@ -656,6 +656,8 @@ int trace_sink_flush(struct trace_sink *k, int force)
 {
     if (!force && k->buf.len < TRACE_SINK_CHUNK)
         return 0;
+    if (strbuf_failed(&k->buf))
+        k->failed = 1; /* a chunk went missing: the file would be cut */
     if (k->buf.len && !k->failed) {
         if (k->gz)
             k->failed = gzwrite(k->gz, k->buf.buf, (unsigned)k->buf.len) != (int)k->buf.len;

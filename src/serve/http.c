@@ -95,11 +95,18 @@ static enum MHD_Result respond(struct MHD_Connection *conn, unsigned status, con
     return rc;
 }
 
-/* A JSON body; sb is consumed. */
+/* A JSON body; sb is consumed. A body cut short by running out of memory is
+ * never sent: a 500 goes instead. */
 static enum MHD_Result send_json(struct MHD_Connection *conn, unsigned status, struct strbuf *sb)
 {
+    if (strbuf_failed(sb)) {
+        api_error(sb, "out of memory"); /* resets sb, and with it the error */
+        status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+    }
     size_t len = sb->len;
     char *body = strbuf_detach(sb);
+    if (!body)
+        return MHD_NO;
     struct MHD_Response *resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
     if (!resp) {
         free(body);

@@ -1,5 +1,7 @@
 /* JSON strings from strbuf: escapes, and valid UTF-8 whatever the input
  * bytes (a process's comm, a path, a run name are any bytes). */
+#include <errno.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "common/strbuf.h"
@@ -159,6 +161,65 @@ TEST(visible_text_shows_controls_escaped)
     visible("\xffq", "\xef\xbf\xbdq");
 }
 
-TEST_MAIN(escapes, absent_string_is_null, utf8_kept, invalid_utf8_replaced, counted_bytes_with_nul,
-          any_bytes_parse, utf8_valid_text_is_kept, utf8_bad_bytes_become_replacement_chars,
-          visible_text_shows_controls_escaped)
+/* After a failed append the buffer keeps what it had, stays NUL-terminated,
+ * remembers the error, and takes no more until reset. */
+static void check_failed_and_sticky(struct strbuf *sb, const char *kept)
+{
+    ASSERT_EQ_INT(strbuf_failed(sb), -ENOMEM);
+    ASSERT_EQ_STR(sb->buf, kept);
+    ASSERT_EQ_U64(sb->len, strlen(kept));
+    ASSERT_EQ_INT(strbuf_adds(sb, "more"), -ENOMEM);
+    ASSERT_EQ_INT(strbuf_addch(sb, 'x'), -ENOMEM);
+    ASSERT_EQ_INT(strbuf_addf(sb, "%d", 42), -ENOMEM);
+    ASSERT_EQ_INT(strbuf_add_json_str(sb, "s"), -ENOMEM);
+    ASSERT_EQ_INT(strbuf_add_json_num(sb, 1.5), -ENOMEM);
+    ASSERT_EQ_INT(strbuf_add(sb, "", 0), -ENOMEM);
+    ASSERT_EQ_STR(sb->buf, kept);
+    ASSERT_EQ_INT(strbuf_failed(sb), -ENOMEM);
+    strbuf_truncate(sb, 1);
+    ASSERT_EQ_INT(strbuf_failed(sb), -ENOMEM); /* still incomplete */
+    strbuf_reset(sb);
+    ASSERT_EQ_INT(strbuf_failed(sb), 0);
+    ASSERT_EQ_INT(strbuf_adds(sb, "again"), 0);
+    ASSERT_EQ_STR(sb->buf, "again");
+}
+
+TEST(oversized_grow_fails_and_sticks)
+{
+    struct strbuf sb;
+    strbuf_init(&sb);
+    ASSERT_EQ_INT(strbuf_failed(&sb), 0);
+    ASSERT_EQ_INT(strbuf_adds(&sb, "{\"a\":"), 0);
+    ASSERT_EQ_INT(strbuf_grow(&sb, SIZE_MAX), -ENOMEM); /* len + extra + 1 overflows */
+    check_failed_and_sticky(&sb, "{\"a\":");
+    strbuf_release(&sb);
+}
+
+TEST(failure_on_empty_buffer_keeps_empty_string)
+{
+    struct strbuf sb;
+    strbuf_init(&sb);
+    ASSERT_EQ_INT(strbuf_grow(&sb, SIZE_MAX - 1), -ENOMEM);
+    check_failed_and_sticky(&sb, "");
+    strbuf_release(&sb);
+    ASSERT_EQ_INT(strbuf_failed(&sb), 0);
+}
+
+/* A request the allocator refuses (larger than any object may be): realloc
+ * returns NULL. AddressSanitizer reports such a request instead. */
+TEST(refused_allocation_fails_and_sticks)
+{
+#ifndef __SANITIZE_ADDRESS__
+    struct strbuf sb;
+    strbuf_init(&sb);
+    ASSERT_EQ_INT(strbuf_adds(&sb, "[1,"), 0);
+    ASSERT_EQ_INT(strbuf_grow(&sb, SIZE_MAX / 2), -ENOMEM);
+    check_failed_and_sticky(&sb, "[1,");
+    strbuf_release(&sb);
+#endif
+}
+
+TEST_MAIN(oversized_grow_fails_and_sticks, failure_on_empty_buffer_keeps_empty_string,
+          refused_allocation_fails_and_sticks, escapes, absent_string_is_null, utf8_kept,
+          invalid_utf8_replaced, counted_bytes_with_nul, any_bytes_parse, utf8_valid_text_is_kept,
+          utf8_bad_bytes_become_replacement_chars, visible_text_shows_controls_escaped)

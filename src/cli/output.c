@@ -1,0 +1,12 @@
+#include "cli/cli.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/strbuf.h"
+
+int cli_print(const struct strbuf *o)
+{
+    int rc = strbuf_write(o, stdout);
+    if (rc < 0)
+        log_error("cannot write the output: %s", err_str(rc));
+    return rc;
+}
