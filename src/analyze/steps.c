@@ -7,6 +7,7 @@
 #include <strings.h>
 
 #include "common/array.h"
+#include "common/json_writer.h"
 #include "common/strbuf.h"
 #include "common/strlist.h"
 const char *const phase_names[PHASE_COUNT] = {"data",      "forward", "backward",
@@ -609,18 +610,13 @@ double step_group_backward_per_step(const struct step_group *g)
     return g->steps.count ? (double)g->backward_passes / (double)g->steps.count : 0.0;
 }
 
-void duration_stats_json(struct strbuf *o, const struct duration_stats *s)
+void duration_stats_json(struct json_writer *jw, const struct duration_stats *s)
 {
-    strbuf_addf(o, "\"count\":%llu,\"mean_ns\":", (unsigned long long)s->count);
-    strbuf_add_json_num(o, s->mean_ns);
-    strbuf_adds(o, ",\"p50_ns\":");
-    strbuf_add_json_num(o, s->p50_ns);
-    strbuf_adds(o, ",\"p95_ns\":");
-    strbuf_add_json_num(o, s->p95_ns);
-    strbuf_adds(o, ",\"max_ns\":");
-    strbuf_add_json_num(o, s->max_ns);
-    strbuf_adds(o, ",\"min_ns\":");
-    strbuf_add_json_num(o, s->min_ns);
-    strbuf_adds(o, ",\"total_ns\":");
-    strbuf_add_json_num(o, s->total_ns);
+    jw_kv_uint(jw, "count", s->count);
+    jw_kv_num(jw, "mean_ns", s->mean_ns);
+    jw_kv_num(jw, "p50_ns", s->p50_ns);
+    jw_kv_num(jw, "p95_ns", s->p95_ns);
+    jw_kv_num(jw, "max_ns", s->max_ns);
+    jw_kv_num(jw, "min_ns", s->min_ns);
+    jw_kv_num(jw, "total_ns", s->total_ns);
 }

@@ -78,10 +78,11 @@ struct duration_stats {
     double mean_ns, p50_ns, p95_ns, max_ns, min_ns, total_ns;
 };
 
-struct strbuf;
-/* s as JSON members: "count", "mean_ns", "p50_ns", "p95_ns", "max_ns",
- * "min_ns", "total_ns" (show --json's keys, the report's too). */
-void duration_stats_json(struct strbuf *o, const struct duration_stats *s);
+struct json_writer;
+/* s as JSON members of jw's open object: "count", "mean_ns", "p50_ns",
+ * "p95_ns", "max_ns", "min_ns", "total_ns" (show --json's keys, the
+ * report's too). */
+void duration_stats_json(struct json_writer *jw, const struct duration_stats *s);
 
 struct step_group { /* the steps of one process (a rank, or the main process) */
     int64_t pid;

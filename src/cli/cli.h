@@ -80,11 +80,12 @@ int cli_print(const struct strbuf *o);
 
 struct run_events;
 struct step_analysis;
-struct strbuf;
-/* strobe show's framework part (show_steps.c). */
+struct json_writer;
+/* strobe show's framework part (show_steps.c); in JSON, members of jw's
+ * open object. */
 void show_steps_text(const struct run_record *r, const struct run_events *e,
                      const struct step_analysis *a);
-void show_steps_json(struct strbuf *o, const struct run_record *r, const struct run_events *e,
+void show_steps_json(struct json_writer *jw, const struct run_record *r, const struct run_events *e,
                      const struct step_analysis *a);
 
 /* Findings (findings.c): most severe first in text; JSON as stored order. */
@@ -95,7 +96,8 @@ struct stored_findings { /* a run's stored findings, strings owned */
 int stored_findings_load(struct store *s, const char *run_id, struct stored_findings *out);
 void stored_findings_release(struct stored_findings *sf);
 void findings_print_text(FILE *out, const struct finding_record *f, uint32_t n, int64_t start_ns);
-void findings_json(struct strbuf *o, const struct finding_record *f, uint32_t n);
+/* The findings as one JSON array value for jw. */
+void findings_json(struct json_writer *jw, const struct finding_record *f, uint32_t n);
 
 /* The shared option groups, each declared once: a command puts the ones it
  * takes in its table. */

@@ -9,6 +9,7 @@
 
 #include "cli/cli.h"
 #include "common/fmt.h"
+#include "common/json_writer.h"
 #include "common/log.h"
 #include "common/strbuf.h"
 
@@ -26,28 +27,34 @@ struct ls_ctx {
     struct run_filter filter;
     long limit; /* -n; -1 for all */
     int count;
-    struct strbuf out;
+    struct strbuf out;     /* --json: the document */
+    struct json_writer jw; /* --json: writes out, the array of runs open */
 };
 
-static void ls_json_run(struct strbuf *o, const struct run_record *r)
+static void ls_json_run(struct json_writer *jw, const struct run_record *r)
 {
-    strbuf_addch(o, '{');
-    run_record_json_head(o, r);
-    strbuf_addf(o, ",\"samples\":%lld,\"command\":%s}", (long long)r->samples,
-                r->command_json ? r->command_json : "[]");
+    jw_object_begin(jw);
+    run_record_json_head(jw, r);
+    jw_kv_int(jw, "samples", r->samples);
+    jw_kv_raw(jw, "command", r->command_json ? r->command_json : "[]");
+    jw_end(jw);
 }
 
-/* The runs, one a line, as a JSON array. */
-static int print_list(const struct ls_ctx *c)
+/* The runs, one a line ("[\n {..},\n {..}\n]"; "[]" for none). */
+static void begin_list(struct ls_ctx *c)
 {
-    struct strbuf doc;
-    strbuf_init(&doc);
-    strbuf_addch(&doc, '[');
-    strbuf_add(&doc, c->out.buf, c->out.len);
-    strbuf_adds(&doc, c->count ? "\n]\n" : "]\n");
-    int rc = cli_print(strbuf_failed(&c->out) ? &c->out : &doc);
-    strbuf_release(&doc);
-    return rc;
+    jw_init(&c->jw, &c->out);
+    jw_array_begin(&c->jw);
+    jw_lines(&c->jw, "\n ", "\n ");
+}
+
+static int print_list(struct ls_ctx *c)
+{
+    if (c->count)
+        jw_space(&c->jw, "\n");
+    jw_end(&c->jw);
+    jw_space(&c->jw, "\n");
+    return cli_print(&c->out);
 }
 
 static int ls_visit(const struct run_record *r, void *arg)
@@ -56,8 +63,7 @@ static int ls_visit(const struct run_record *r, void *arg)
     if ((c->limit >= 0 && c->count >= c->limit) || !run_filter_match(&c->filter, r))
         return 0;
     if (c->json) {
-        strbuf_adds(&c->out, c->count ? ",\n " : "\n ");
-        ls_json_run(&c->out, r);
+        ls_json_run(&c->jw, r);
     } else {
         char start[32], dur[32], code[16];
         if (r->signal)
@@ -94,7 +100,9 @@ int cmd_ls(struct cli_ctx *cli, int argc, char **argv)
         return status;
     struct store *s = cli->store;
     strbuf_init(&c.out);
-    if (!c.json)
+    if (c.json)
+        begin_list(&c);
+    else
         printf("%-16s  %-24s  %-9s  %-19s  %8s  %6s  %8s\n", "ID", "NAME", "STATUS", "START (UTC)",
                "DURATION", "EXIT", "SAMPLES");
     int rc = s->ops->runs_query(s, c.filter.experiment, ls_visit, &c);

@@ -11,6 +11,7 @@
 
 #include "cli/cli.h"
 #include "common/clock.h"
+#include "common/json_writer.h"
 #include "common/log.h"
 #include "common/strbuf.h"
 #include "rules/replay.h"
@@ -52,35 +53,42 @@ static void list_text(void)
     }
 }
 
+/* "params":{name: value} of rule d: values[p], or the defaults when values
+ * is NULL; a choice by its name. */
+static void json_params(struct json_writer *jw, const struct rule_def *d, const double *values)
+{
+    jw_key(jw, "params");
+    jw_object_begin(jw);
+    for (uint32_t p = 0; p < d->nparams; p++) {
+        double v = values ? values[p] : d->params[p].value;
+        jw_key(jw, d->params[p].name);
+        if (d->params[p].choices)
+            jw_str(jw, rule_param_choice(&d->params[p], v));
+        else
+            jw_num(jw, v);
+    }
+    jw_end(jw);
+}
+
 static int list_json(void)
 {
     struct strbuf o;
     strbuf_init(&o);
-    strbuf_addch(&o, '[');
+    struct json_writer jw;
+    jw_init(&jw, &o);
+    jw_array_begin(&jw);
     for (uint32_t i = 0; i < rule_def_count; i++) {
         const struct rule_def *d = rule_defs[i];
-        strbuf_adds(&o, i ? ",{\"rule\":" : "{\"rule\":");
-        strbuf_add_json_str(&o, d->name);
-        strbuf_adds(&o, ",\"origin\":");
-        strbuf_add_json_str(&o, d->origin);
-        strbuf_adds(&o, ",\"severity\":");
-        strbuf_add_json_str(&o, severity_names[d->severity]);
-        strbuf_adds(&o, ",\"recommendation\":");
-        strbuf_add_json_str(&o, d->recommendation);
-        strbuf_adds(&o, ",\"params\":{");
-        for (uint32_t p = 0; p < d->nparams; p++) {
-            if (p)
-                strbuf_addch(&o, ',');
-            strbuf_add_json_str(&o, d->params[p].name);
-            strbuf_addch(&o, ':');
-            if (d->params[p].choices)
-                strbuf_add_json_str(&o, rule_param_choice(&d->params[p], d->params[p].value));
-            else
-                strbuf_add_json_num(&o, d->params[p].value);
-        }
-        strbuf_adds(&o, "}}");
+        jw_object_begin(&jw);
+        jw_kv_str(&jw, "rule", d->name);
+        jw_kv_str(&jw, "origin", d->origin);
+        jw_kv_str(&jw, "severity", severity_names[d->severity]);
+        jw_kv_str(&jw, "recommendation", d->recommendation);
+        json_params(&jw, d, NULL);
+        jw_end(&jw);
     }
-    strbuf_adds(&o, "]\n");
+    jw_end(&jw);
+    jw_space(&jw, "\n");
     int rc = cli_print(&o);
     strbuf_release(&o);
     return rc;
@@ -177,55 +185,51 @@ static void print_text(const struct run_record *r, const struct rules_engine *e)
     free(recs);
 }
 
+static void json_results(struct json_writer *jw, const struct rules_engine *e)
+{
+    jw_key(jw, "rules");
+    jw_array_begin(jw);
+    for (uint32_t i = 0; i < rules_count(e); i++) {
+        const struct rule_result *res = rules_result_at(e, i);
+        jw_object_begin(jw);
+        jw_kv_str(jw, "rule", res->rule);
+        jw_kv_str(jw, "status", rule_status_names[res->status]);
+        jw_kv_uint(jw, "datapoints", res->datapoints);
+        jw_kv_uint(jw, "violations", res->violations);
+        jw_kv_str(jw, "detail", res->detail);
+        json_params(jw, rules_def_at(e, i), rules_param_values(e, i));
+        jw_kv_raw(jw, "report", res->report ? res->report : "null");
+        jw_end(jw);
+    }
+    jw_end(jw);
+}
+
 static int print_json(const struct run_record *r, const struct rules_engine *e)
 {
     struct strbuf o;
     strbuf_init(&o);
-    strbuf_adds(&o, "{\"id\":");
-    strbuf_add_json_str(&o, r->id);
-    strbuf_adds(&o, ",\"interval_s\":");
-    strbuf_add_json_num(&o, (double)rules_interval_ns(e) / 1e9);
-    strbuf_adds(&o, ",\"rules\":[");
-    for (uint32_t i = 0; i < rules_count(e); i++) {
-        const struct rule_result *res = rules_result_at(e, i);
-        const struct rule_def *d = rules_def_at(e, i);
-        const double *pv = rules_param_values(e, i);
-        strbuf_adds(&o, i ? ",{\"rule\":" : "{\"rule\":");
-        strbuf_add_json_str(&o, res->rule);
-        strbuf_adds(&o, ",\"status\":");
-        strbuf_add_json_str(&o, rule_status_names[res->status]);
-        strbuf_addf(&o, ",\"datapoints\":%llu,\"violations\":%llu,\"detail\":",
-                    (unsigned long long)res->datapoints, (unsigned long long)res->violations);
-        strbuf_add_json_str(&o, res->detail);
-        strbuf_adds(&o, ",\"params\":{");
-        for (uint32_t p = 0; p < d->nparams; p++) {
-            if (p)
-                strbuf_addch(&o, ',');
-            strbuf_add_json_str(&o, d->params[p].name);
-            strbuf_addch(&o, ':');
-            if (d->params[p].choices)
-                strbuf_add_json_str(&o, rule_param_choice(&d->params[p], pv[p]));
-            else
-                strbuf_add_json_num(&o, pv[p]);
-        }
-        strbuf_adds(&o, "},\"report\":");
-        strbuf_adds(&o, res->report ? res->report : "null");
-        strbuf_addch(&o, '}');
-    }
-    strbuf_adds(&o, "],\"findings\":");
+    struct json_writer jw;
+    jw_init(&jw, &o);
+    jw_object_begin(&jw);
+    jw_kv_str(&jw, "id", r->id);
+    jw_kv_num(&jw, "interval_s", (double)rules_interval_ns(e) / 1e9);
+    json_results(&jw, e);
     uint32_t n;
     const struct finding *f = rules_findings(e, &n);
     struct finding_record *recs = n ? calloc(n, sizeof(*recs)) : NULL;
     for (uint32_t i = 0; recs && i < n; i++)
         rules_finding_record(&f[i], &recs[i]);
-    findings_json(&o, recs, recs ? n : 0);
+    jw_key(&jw, "findings");
+    findings_json(&jw, recs, recs ? n : 0);
     free(recs);
-    strbuf_adds(&o, ",\"warnings\":[");
-    for (uint32_t i = 0; i < rules_warning_count(e); i++) {
-        strbuf_adds(&o, i ? "," : "");
-        strbuf_add_json_str(&o, rules_warning_at(e, i));
-    }
-    strbuf_addf(&o, "],\"dropped\":%llu}\n", (unsigned long long)rules_dropped(e));
+    jw_key(&jw, "warnings");
+    jw_array_begin(&jw);
+    for (uint32_t i = 0; i < rules_warning_count(e); i++)
+        jw_str(&jw, rules_warning_at(e, i));
+    jw_end(&jw);
+    jw_kv_uint(&jw, "dropped", rules_dropped(e));
+    jw_end(&jw);
+    jw_space(&jw, "\n");
     int rc = cli_print(&o);
     strbuf_release(&o);
     return rc;

@@ -6,6 +6,7 @@
 #include "analyze/steps.h"
 #include "cli/cli.h"
 #include "common/fmt.h"
+#include "common/json_writer.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/strbuf.h"
@@ -109,105 +110,110 @@ static int is_rate(const char *unit)
 
 /* ---- JSON ----------------------------------------------------------------- */
 
-static void json_str_or_null(struct strbuf *o, const char *key, const char *v)
+static void json_metric(struct json_writer *jw, const struct metric_row *m)
 {
-    strbuf_addf(o, ",\"%s\":", key);
-    strbuf_add_json_str_or_null(o, v);
-}
-
-static void json_kv_object(struct strbuf *o, const char *key, const struct kv_list *l)
-{
-    strbuf_addf(o, ",\"%s\":", key);
-    kv_list_json(o, l);
-}
-
-static void json_num(struct strbuf *o, const char *key, double v)
-{
-    strbuf_addf(o, ",\"%s\":", key);
-    strbuf_add_json_num(o, v);
-}
-
-static void json_metric(struct strbuf *o, const struct metric_row *m, int first)
-{
-    strbuf_adds(o, first ? "\n  " : ",\n  ");
-    strbuf_add_json_str(o, m->key);
-    strbuf_adds(o, ":{\"unit\":");
-    strbuf_add_json_str(o, m->unit);
-    strbuf_addf(o, ",\"count\":%zu", m->st.count);
-    json_num(o, "mean", m->st.mean);
-    json_num(o, "p50", m->st.p50);
-    json_num(o, "p95", m->st.p95);
-    json_num(o, "max", m->st.max);
-    json_num(o, "min", m->st.min);
-    json_num(o, "last", m->last);
+    jw_key(jw, m->key);
+    jw_object_begin(jw);
+    jw_kv_str(jw, "unit", m->unit);
+    jw_kv_uint(jw, "count", m->st.count);
+    jw_kv_num(jw, "mean", m->st.mean);
+    jw_kv_num(jw, "p50", m->st.p50);
+    jw_kv_num(jw, "p95", m->st.p95);
+    jw_kv_num(jw, "max", m->st.max);
+    jw_kv_num(jw, "min", m->st.min);
+    jw_kv_num(jw, "last", m->last);
     if (is_rate(m->unit))
-        json_num(o, "total", m->st.integral);
+        jw_kv_num(jw, "total", m->st.integral);
     if (m->meta)
-        strbuf_addf(o, ",\"meta\":%s", m->meta);
-    strbuf_addch(o, '}');
+        jw_kv_raw(jw, "meta", m->meta);
+    jw_end(jw);
 }
 
-static void json_gpus(struct strbuf *o, const struct show_ctx *c)
+static void json_gpus(struct json_writer *jw, const struct show_ctx *c)
 {
-    strbuf_adds(o, ",\"gpus\":[");
-    int n = 0;
+    jw_key(jw, "gpus");
+    jw_array_begin(jw);
     for (size_t i = 0; i < c->n; i++)
         if (strcmp(c->rows[i].name, metric_name(METRIC_GPU_MEM_TOTAL_BYTES)) == 0 &&
             c->rows[i].meta)
-            strbuf_addf(o, "%s%s", n++ ? "," : "", c->rows[i].meta);
-    strbuf_addch(o, ']');
+            jw_raw(jw, c->rows[i].meta);
+    jw_end(jw);
+}
+
+/* The app.* series' last values, by name without the prefix. */
+static void json_app(struct json_writer *jw, const struct show_ctx *c)
+{
+    jw_key(jw, "app");
+    jw_object_begin(jw);
+    for (size_t i = 0; i < c->n; i++)
+        if (metric_in_family(c->rows[i].name, METRIC_APP))
+            jw_kv_num(jw, c->rows[i].key + metric_family_prefix_len(METRIC_APP), c->rows[i].last);
+    jw_end(jw);
+}
+
+/* Every series, one a line. */
+static void json_metrics(struct json_writer *jw, const struct show_ctx *c)
+{
+    jw_key(jw, "metrics");
+    jw_object_begin(jw);
+    jw_lines(jw, "\n  ", "\n  ");
+    for (size_t i = 0; i < c->n; i++)
+        json_metric(jw, &c->rows[i]);
+    jw_space(jw, "\n");
+    jw_end(jw);
+}
+
+/* The machine and the job: where and what ran. */
+static void json_host(struct json_writer *jw, const struct run_record *r)
+{
+    jw_kv_raw(jw, "command", r->command_json ? r->command_json : "[]");
+    jw_kv_str_or_null(jw, "cwd", r->cwd);
+    jw_kv_str_or_null(jw, "user", r->user);
+    jw_kv_str_or_null(jw, "host", r->host);
+    jw_kv_str_or_null(jw, "kernel", r->kernel);
+    jw_kv_str_or_null(jw, "cpu_model", r->cpu_model);
+    jw_kv_int(jw, "cpu_count", r->cpu_count);
+    jw_kv_int(jw, "mem_total_bytes", r->mem_total_bytes);
+    jw_kv_str_or_null(jw, "git_commit", r->git_commit);
+    if (r->git_dirty >= 0)
+        jw_kv_bool(jw, "git_dirty", r->git_dirty);
+    else
+        jw_kv_null(jw, "git_dirty");
+    jw_kv_str_or_null(jw, "python_version", r->python_version);
+    jw_kv_str_or_null(jw, "torch_version", r->torch_version);
+    jw_kv_str_or_null(jw, "strobe_version", r->strobe_version);
+    jw_kv_str_or_null(jw, "error", r->error);
 }
 
 /* The whole --json document, appended to *out (strobe serve's run view too). */
 static void show_json(struct strbuf *o, const struct run_record *r, const struct show_ctx *c)
 {
-    strbuf_addch(o, '{');
-    run_record_json_head(o, r);
-    strbuf_addf(o, ",\"samples\":%lld,\"points\":%lld,\"missed\":%lld,\"dropped\":%lld",
-                (long long)r->samples, (long long)c->points, (long long)r->missed,
-                (long long)r->dropped);
-    json_num(o, "bytes_per_sample", c->points ? (double)c->bytes / (double)c->points : 0.0);
-    strbuf_addf(o, ",\"stored_bytes\":%lld,\"interval_ns\":%lld", (long long)c->bytes,
-                (long long)r->interval_ns);
-    strbuf_addf(o, ",\"command\":%s", r->command_json ? r->command_json : "[]");
-    json_str_or_null(o, "cwd", r->cwd);
-    json_str_or_null(o, "user", r->user);
-    json_str_or_null(o, "host", r->host);
-    json_str_or_null(o, "kernel", r->kernel);
-    json_str_or_null(o, "cpu_model", r->cpu_model);
-    strbuf_addf(o, ",\"cpu_count\":%d,\"mem_total_bytes\":%lld", r->cpu_count,
-                (long long)r->mem_total_bytes);
-    json_str_or_null(o, "git_commit", r->git_commit);
-    if (r->git_dirty >= 0)
-        strbuf_addf(o, ",\"git_dirty\":%s", r->git_dirty ? "true" : "false");
-    else
-        strbuf_adds(o, ",\"git_dirty\":null");
-    json_str_or_null(o, "python_version", r->python_version);
-    json_str_or_null(o, "torch_version", r->torch_version);
-    json_str_or_null(o, "strobe_version", r->strobe_version);
-    json_str_or_null(o, "error", r->error);
-    json_kv_object(o, "tags", &r->tags);
-    json_kv_object(o, "params", &r->params);
-    json_kv_object(o, "env", &r->env);
-    show_steps_json(o, r, &c->ev, &c->steps);
-    strbuf_adds(o, ",\"findings\":");
-    findings_json(o, c->findings.f, c->findings.n);
-    json_gpus(o, c);
-    strbuf_adds(o, ",\"app\":{");
-    int first_app = 1;
-    for (size_t i = 0; i < c->n; i++) {
-        if (!metric_in_family(c->rows[i].name, METRIC_APP))
-            continue;
-        strbuf_adds(o, first_app ? "" : ",");
-        strbuf_add_json_str(o, c->rows[i].key + metric_family_prefix_len(METRIC_APP));
-        strbuf_addch(o, ':');
-        strbuf_add_json_num(o, c->rows[i].last);
-        first_app = 0;
-    }
-    strbuf_adds(o, "},\"metrics\":{");
-    for (size_t i = 0; i < c->n; i++)
-        json_metric(o, &c->rows[i], i == 0);
-    strbuf_adds(o, "\n}}\n");
+    struct json_writer jw;
+    jw_init(&jw, o);
+    jw_object_begin(&jw);
+    run_record_json_head(&jw, r);
+    jw_kv_int(&jw, "samples", r->samples);
+    jw_kv_int(&jw, "points", c->points);
+    jw_kv_int(&jw, "missed", r->missed);
+    jw_kv_int(&jw, "dropped", r->dropped);
+    jw_kv_num(&jw, "bytes_per_sample", c->points ? (double)c->bytes / (double)c->points : 0.0);
+    jw_kv_int(&jw, "stored_bytes", c->bytes);
+    jw_kv_int(&jw, "interval_ns", r->interval_ns);
+    json_host(&jw, r);
+    jw_key(&jw, "tags");
+    kv_list_json(&jw, &r->tags);
+    jw_key(&jw, "params");
+    kv_list_json(&jw, &r->params);
+    jw_key(&jw, "env");
+    kv_list_json(&jw, &r->env);
+    show_steps_json(&jw, r, &c->ev, &c->steps);
+    jw_key(&jw, "findings");
+    findings_json(&jw, c->findings.f, c->findings.n);
+    json_gpus(&jw, c);
+    json_app(&jw, c);
+    json_metrics(&jw, c);
+    jw_end(&jw);
+    jw_space(&jw, "\n");
 }
 
 /* ---- text ----------------------------------------------------------------- */

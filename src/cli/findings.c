@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/json_writer.h"
 #include "common/fmt.h"
 #include "common/strbuf.h"
 
@@ -73,27 +74,23 @@ void findings_print_text(FILE *out, const struct finding_record *f, uint32_t n, 
     free(order);
 }
 
-void findings_json(struct strbuf *o, const struct finding_record *f, uint32_t n)
+void findings_json(struct json_writer *jw, const struct finding_record *f, uint32_t n)
 {
-    strbuf_addch(o, '[');
+    jw_array_begin(jw);
     for (uint32_t i = 0; i < n; i++) {
         const struct finding_record *x = &f[i];
-        strbuf_adds(o, i ? ",{\"rule\":" : "{\"rule\":");
-        strbuf_add_json_str(o, x->rule);
-        strbuf_adds(o, ",\"severity\":");
-        strbuf_add_json_str(o, x->severity);
-        strbuf_addf(o, ",\"start_ns\":%lld,\"end_ns\":%lld,\"scope\":", (long long)x->start_ns,
-                    (long long)x->end_ns);
-        strbuf_add_json_str(o, x->scope);
-        strbuf_adds(o, ",\"evidence\":");
-        strbuf_add_json_str(o, x->evidence ? x->evidence : "");
-        strbuf_adds(o, ",\"events\":");
-        strbuf_add_json_str_or_null(o, x->events);
-        strbuf_adds(o, ",\"recommendation\":");
-        strbuf_add_json_str(o, x->recommendation ? x->recommendation : "");
-        strbuf_addch(o, '}');
+        jw_object_begin(jw);
+        jw_kv_str(jw, "rule", x->rule);
+        jw_kv_str(jw, "severity", x->severity);
+        jw_kv_int(jw, "start_ns", x->start_ns);
+        jw_kv_int(jw, "end_ns", x->end_ns);
+        jw_kv_str(jw, "scope", x->scope);
+        jw_kv_str(jw, "evidence", x->evidence); /* NULL: "" */
+        jw_kv_str_or_null(jw, "events", x->events);
+        jw_kv_str(jw, "recommendation", x->recommendation);
+        jw_end(jw);
     }
-    strbuf_addch(o, ']');
+    jw_end(jw);
 }
 
 /* ---- loading stored findings ------------------------------------------------ */

@@ -6,6 +6,7 @@
 #include "analyze/steps.h"
 #include "cli/cli.h"
 #include "common/fmt.h"
+#include "common/json_writer.h"
 #include "common/strbuf.h"
 
 static void print_group_line(const struct step_group *g)
@@ -40,29 +41,33 @@ static void print_operators(const struct run_events *e)
     operator_stats_release(&s);
 }
 
-static void json_operators(struct strbuf *o, const struct run_events *e)
+static void json_operators(struct json_writer *jw, const struct run_events *e)
 {
     struct operator_stats s;
-    strbuf_adds(o, ",\"top_operators\":");
+    jw_key(jw, "top_operators");
     if (operator_stats_run(e, &s) < 0 || !s.n) {
-        strbuf_adds(o, "null");
+        jw_null(jw);
         operator_stats_release(&s);
         return;
     }
-    strbuf_addf(o, "{\"events\":%llu,\"step_min\":%u,\"step_max\":%u,\"window_ns\":",
-                (unsigned long long)s.events, s.step_min, s.step_max);
-    strbuf_add_json_num(o, s.window_ns);
-    strbuf_adds(o, ",\"operators\":[");
+    jw_object_begin(jw);
+    jw_kv_uint(jw, "events", s.events);
+    jw_kv_uint(jw, "step_min", s.step_min);
+    jw_kv_uint(jw, "step_max", s.step_max);
+    jw_kv_num(jw, "window_ns", s.window_ns);
+    jw_key(jw, "operators");
+    jw_array_begin(jw);
     for (uint32_t i = 0; i < s.n && i < TOP_OPERATORS; i++) {
-        strbuf_adds(o, i ? ",{\"name\":" : "{\"name\":");
-        strbuf_add_json_str(o, s.ops[i].name);
-        strbuf_addf(o, ",\"count\":%llu,\"total_ms\":", (unsigned long long)s.ops[i].count);
-        strbuf_add_json_num(o, s.ops[i].total_ns / 1e6);
-        strbuf_adds(o, ",\"share\":");
-        strbuf_add_json_num(o, operator_share(&s, &s.ops[i]));
-        strbuf_adds(o, "}");
+        jw_object_begin(jw);
+        jw_kv_str(jw, "name", s.ops[i].name);
+        jw_kv_uint(jw, "count", s.ops[i].count);
+        jw_kv_num(jw, "total_ms", s.ops[i].total_ns / 1e6);
+        jw_kv_num(jw, "share", operator_share(&s, &s.ops[i]));
+        jw_end(jw);
     }
-    strbuf_addf(o, "],\"distinct\":%u}", s.n);
+    jw_end(jw);
+    jw_kv_uint(jw, "distinct", s.n);
+    jw_end(jw);
     operator_stats_release(&s);
 }
 
@@ -144,90 +149,92 @@ void show_steps_text(const struct run_record *r, const struct run_events *e,
     print_operators(e);
 }
 
-static void json_phases(struct strbuf *o, const struct step_group *g)
+static void json_phases(struct json_writer *jw, const struct step_group *g)
 {
-    strbuf_adds(o, "{");
+    jw_object_begin(jw);
     for (int p = 0; p < PHASE_COUNT; p++) {
-        strbuf_addf(o, "%s\"%s\":{\"ns\":", p ? "," : "", phase_names[p]);
-        strbuf_add_json_num(o, g->phase_ns[p]);
-        strbuf_adds(o, ",\"share\":");
-        strbuf_add_json_num(o, step_group_share(g, (enum phase)p));
-        strbuf_adds(o, "}");
+        jw_key(jw, phase_names[p]);
+        jw_object_begin(jw);
+        jw_kv_num(jw, "ns", g->phase_ns[p]);
+        jw_kv_num(jw, "share", step_group_share(g, (enum phase)p));
+        jw_end(jw);
     }
-    strbuf_adds(o, ",\"comm_all_threads_ns\":");
-    strbuf_add_json_num(o, g->comm_all_threads_ns);
-    strbuf_adds(o, "}");
+    jw_kv_num(jw, "comm_all_threads_ns", g->comm_all_threads_ns);
+    jw_end(jw);
 }
 
 /* A process's step statistics, the members of its "steps" object. */
-static void json_group_steps(struct strbuf *o, const struct step_group *g)
+static void json_group_steps(struct json_writer *jw, const struct step_group *g)
 {
-    strbuf_addf(o, "\"pid\":%lld,\"rank\":", (long long)g->pid);
-    if (g->rank >= 0)
-        strbuf_addf(o, "%lld,", (long long)g->rank);
-    else
-        strbuf_adds(o, "null,");
-    duration_stats_json(o, &g->steps);
-    strbuf_addf(o, ",\"backward_passes\":%llu,\"backward_per_step\":",
-                (unsigned long long)g->backward_passes);
-    strbuf_add_json_num(o, step_group_backward_per_step(g));
+    jw_kv_int(jw, "pid", g->pid);
+    jw_kv_int_or_null(jw, "rank", g->rank);
+    duration_stats_json(jw, &g->steps);
+    jw_kv_uint(jw, "backward_passes", g->backward_passes);
+    jw_kv_num(jw, "backward_per_step", step_group_backward_per_step(g));
 }
 
-/* ,"<steps_key>":{...},"<phases_key>":{...} for the primary group of gs, or
+/* "<steps_key>":{...},"<phases_key>":{...} for the primary group of gs, or
  * nulls without steps. */
-static void json_primary(struct strbuf *o, const struct step_groups *gs, const char *steps_key,
-                         const char *phases_key)
+static void json_primary(struct json_writer *jw, const struct step_groups *gs,
+                         const char *steps_key, const char *phases_key)
 {
     const struct step_group *g = gs->ngroups ? &gs->groups[gs->primary] : NULL;
-    strbuf_addf(o, ",\"%s\":", steps_key);
     if (!g) {
-        strbuf_addf(o, "null,\"%s\":null", phases_key);
+        jw_kv_null(jw, steps_key);
+        jw_kv_null(jw, phases_key);
         return;
     }
-    strbuf_addch(o, '{');
-    json_group_steps(o, g);
-    strbuf_addf(o, "},\"%s\":", phases_key);
-    json_phases(o, g);
+    jw_key(jw, steps_key);
+    jw_object_begin(jw);
+    json_group_steps(jw, g);
+    jw_end(jw);
+    jw_key(jw, phases_key);
+    json_phases(jw, g);
 }
 
-void show_steps_json(struct strbuf *o, const struct run_record *r, const struct run_events *e,
+static void json_process(struct json_writer *jw, const struct proc_info *p)
+{
+    static const char *const keys[] = {"rank", "local_rank", "world_size", "worker_id"};
+    const int64_t *fields[] = {&p->rank, &p->local_rank, &p->world_size, &p->worker_id};
+    jw_object_begin(jw);
+    jw_kv_int(jw, "pid", p->pid);
+    jw_kv_int(jw, "ppid", p->ppid);
+    jw_kv_str(jw, "comm", p->comm);
+    jw_kv_str_or_null(jw, "role", p->role[0] ? p->role : NULL);
+    for (size_t k = 0; k < 4; k++)
+        jw_kv_int_or_null(jw, keys[k], *fields[k]);
+    jw_end(jw);
+}
+
+void show_steps_json(struct json_writer *jw, const struct run_record *r, const struct run_events *e,
                      const struct step_analysis *a)
 {
-    strbuf_addf(o, ",\"events\":%llu,\"event_bytes\":%lld,\"dropped_events\":%lld",
-                (unsigned long long)e->events, (long long)e->bytes, (long long)r->events_dropped);
-    strbuf_addf(o, ",\"invalid_events\":%lld", (long long)r->events_invalid);
-    json_operators(o, e);
+    jw_kv_uint(jw, "events", e->events);
+    jw_kv_int(jw, "event_bytes", e->bytes);
+    jw_kv_int(jw, "dropped_events", r->events_dropped);
+    jw_kv_int(jw, "invalid_events", r->events_invalid);
+    json_operators(jw, e);
     struct step_groups train = {a->groups, a->ngroups, a->primary};
-    json_primary(o, &train, "steps", "phases");
-    json_primary(o, &a->eval, "eval_steps", "eval_phases");
-    strbuf_adds(o, ",\"ranks\":[");
+    json_primary(jw, &train, "steps", "phases");
+    json_primary(jw, &a->eval, "eval_steps", "eval_phases");
+    jw_key(jw, "ranks");
+    jw_array_begin(jw);
     for (uint32_t i = 0; i < a->ngroups; i++) {
-        const struct step_group *x = &a->groups[i];
-        strbuf_adds(o, i ? ",{" : "{");
-        json_group_steps(o, x);
-        strbuf_adds(o, ",\"phases\":");
-        json_phases(o, x);
-        strbuf_adds(o, "}");
+        jw_object_begin(jw);
+        json_group_steps(jw, &a->groups[i]);
+        jw_key(jw, "phases");
+        json_phases(jw, &a->groups[i]);
+        jw_end(jw);
     }
-    strbuf_adds(o, "],\"processes\":[");
-    for (uint32_t i = 0; i < e->nprocs; i++) {
-        const struct proc_info *p = &e->procs[i];
-        strbuf_addf(o, "%s{\"pid\":%lld,\"ppid\":%lld,\"comm\":", i ? "," : "", (long long)p->pid,
-                    (long long)p->ppid);
-        strbuf_add_json_str(o, p->comm);
-        strbuf_adds(o, ",\"role\":");
-        strbuf_add_json_str_or_null(o, p->role[0] ? p->role : NULL);
-        const int64_t *fields[] = {&p->rank, &p->local_rank, &p->world_size, &p->worker_id};
-        static const char *const keys[] = {"rank", "local_rank", "world_size", "worker_id"};
-        for (size_t k = 0; k < 4; k++) {
-            if (*fields[k] >= 0)
-                strbuf_addf(o, ",\"%s\":%lld", keys[k], (long long)*fields[k]);
-            else
-                strbuf_addf(o, ",\"%s\":null", keys[k]);
-        }
-        strbuf_adds(o, "}");
-    }
-    strbuf_addf(o, "],\"workers\":{\"count\":%u,\"busy_ns\":", a->workers);
-    strbuf_add_json_num(o, a->worker_busy_ns);
-    strbuf_adds(o, "}");
+    jw_end(jw);
+    jw_key(jw, "processes");
+    jw_array_begin(jw);
+    for (uint32_t i = 0; i < e->nprocs; i++)
+        json_process(jw, &e->procs[i]);
+    jw_end(jw);
+    jw_key(jw, "workers");
+    jw_object_begin(jw);
+    jw_kv_uint(jw, "count", a->workers);
+    jw_kv_num(jw, "busy_ns", a->worker_busy_ns);
+    jw_end(jw);
 }

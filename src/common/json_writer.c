@@ -11,6 +11,12 @@ void jw_init(struct json_writer *jw, struct strbuf *out)
     jw->err = 0;
 }
 
+void jw_init_members(struct json_writer *jw, struct strbuf *out)
+{
+    jw_init(jw, out);
+    jw->level[jw->depth++] = (struct jw_level){'}', 0, "", ""};
+}
+
 int jw_failed(const struct json_writer *jw)
 {
     return jw->err ? jw->err : strbuf_failed(jw->out);

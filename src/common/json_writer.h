@@ -54,6 +54,10 @@ struct json_writer {
 /* Start a writer that appends to out; nothing open. Holds no memory of its
  * own: there is nothing to release. */
 void jw_init(struct json_writer *jw, struct strbuf *out);
+/* A writer for members of an object the caller opened by hand and will close
+ * by hand, for code that writes part of a document without the writer: the
+ * first member gets no comma (the caller wrote any separator before it). */
+void jw_init_members(struct json_writer *jw, struct strbuf *out);
 /* 0, or the first error: the writer's misuse or the strbuf's (sticky). */
 int jw_failed(const struct json_writer *jw);
 
@@ -74,7 +78,7 @@ void jw_key(struct json_writer *jw, const char *key);
 
 /* Values: an array element, a member's value after jw_key(), or the
  * document itself. */
-void jw_str(struct json_writer *jw, const char *s);      /* NULL: "" */
+void jw_str(struct json_writer *jw, const char *s);         /* NULL: "" */
 void jw_str_or_null(struct json_writer *jw, const char *s); /* NULL: null */
 void jw_num(struct json_writer *jw, double v); /* shortest round-trip; NaN, Inf: null */
 void jw_int(struct json_writer *jw, long long v);

@@ -20,6 +20,7 @@
 
 #include "analyze/steps.h"
 #include "common/array.h"
+#include "common/json_writer.h"
 #include "common/metrics.h"
 #include "import/json.h"
 #include "render/report.h"
@@ -423,7 +424,9 @@ static void add_command(struct strbuf *o, const char *command_json)
 static void add_run(struct strbuf *o, const struct run_record *r)
 {
     strbuf_adds(o, "\"run\":{");
-    run_record_json_head(o, r);
+    struct json_writer jw;
+    jw_init_members(&jw, o);
+    run_record_json_head(&jw, r);
     strbuf_addf(o, ",\"last_ns\":%lld", (long long)r->last_ns);
     add_command(o, r->command_json);
     add_key_str(o, "cwd", r->cwd);

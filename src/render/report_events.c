@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json_writer.h"
 #include "render/report_internal.h"
 #include "strobe/ring.h"
 
@@ -221,7 +222,9 @@ static int add_steps(struct strbuf *o, const struct run_record *r, const struct 
     const struct step_group *g = &a->groups[a->primary];
     strbuf_addf(o, ",\"steps\":{\"pid\":%lld,\"rank\":%lld,", (long long)g->pid,
                 (long long)g->rank);
-    duration_stats_json(o, &g->steps);
+    struct json_writer jw;
+    jw_init_members(&jw, o);
+    duration_stats_json(&jw, &g->steps);
     strbuf_addf(o, ",\"backward_passes\":%llu,\"backward_per_step\":",
                 (unsigned long long)g->backward_passes);
     strbuf_add_json_num(o, step_group_backward_per_step(g));
@@ -238,7 +241,9 @@ static int add_steps(struct strbuf *o, const struct run_record *r, const struct 
 static void add_group(struct strbuf *o, const struct step_group *g)
 {
     strbuf_addf(o, "{\"pid\":%lld,\"rank\":%lld,", (long long)g->pid, (long long)g->rank);
-    duration_stats_json(o, &g->steps);
+    struct json_writer jw;
+    jw_init_members(&jw, o);
+    duration_stats_json(&jw, &g->steps);
     strbuf_adds(o, ",\"phase_ns\":[");
     for (int p = 0; p < PHASE_COUNT; p++) {
         strbuf_adds(o, p ? "," : "");

@@ -8,6 +8,7 @@
 #include "analyze/compare.h"
 #include "common/array.h"
 #include "common/err.h"
+#include "common/json_writer.h"
 #include "common/strlist.h"
 #include "serve/api.h"
 #include "serve/downsample.h"
@@ -80,8 +81,10 @@ static void key_num(struct strbuf *o, const char *key, double v)
 
 static void key_kv(struct strbuf *o, const char *key, const struct kv_list *l)
 {
-    strbuf_addf(o, "\"%s\":", key);
-    kv_list_json(o, l);
+    struct json_writer jw;
+    jw_init_members(&jw, o);
+    jw_key(&jw, key);
+    kv_list_json(&jw, l);
 }
 
 /* Seconds as a short decimal, to the microsecond: chart axes need no more,
@@ -345,7 +348,9 @@ static void run_row_json(struct strbuf *o, const struct run_row *x)
 {
     const struct run_record *r = &x->r;
     strbuf_addch(o, '{');
-    run_record_json_head(o, r);
+    struct json_writer jw;
+    jw_init_members(&jw, o);
+    run_record_json_head(&jw, r);
     strbuf_addch(o, ',');
     key_kv(o, "tags", &r->tags);
     strbuf_addch(o, ',');

@@ -7,6 +7,7 @@
 #include <sys/utsname.h>
 
 #include "common/err.h"
+#include "common/json_writer.h"
 
 #include "store/backend.h"
 
@@ -32,17 +33,12 @@ int kv_list_add(struct kv_list *l, const char *key, const char *value)
     return 0;
 }
 
-void kv_list_json(struct strbuf *o, const struct kv_list *l)
+void kv_list_json(struct json_writer *jw, const struct kv_list *l)
 {
-    strbuf_addch(o, '{');
-    for (size_t i = 0; i < l->n; i++) {
-        if (i)
-            strbuf_addch(o, ',');
-        strbuf_add_json_str(o, l->items[i].key);
-        strbuf_addch(o, ':');
-        strbuf_add_json_str(o, l->items[i].value);
-    }
-    strbuf_addch(o, '}');
+    jw_object_begin(jw);
+    for (size_t i = 0; i < l->n; i++)
+        jw_kv_str(jw, l->items[i].key, l->items[i].value);
+    jw_end(jw);
 }
 
 const char *kv_list_get(const struct kv_list *l, const char *key)
@@ -235,29 +231,21 @@ const char *run_record_workload(const struct run_record *r)
     return w ? w : kv_list_get(&r->params, "workload");
 }
 
-void run_record_json_head(struct strbuf *o, const struct run_record *r)
+void run_record_json_head(struct json_writer *jw, const struct run_record *r)
 {
-    strbuf_adds(o, "\"id\":");
-    strbuf_add_json_str(o, r->id);
-    strbuf_adds(o, ",\"name\":");
-    strbuf_add_json_str_or_null(o, r->name);
-    strbuf_adds(o, ",\"experiment\":");
-    strbuf_add_json_str_or_null(o, r->experiment);
-    strbuf_adds(o, ",\"workload\":");
-    strbuf_add_json_str_or_null(o, run_record_workload(r));
-    strbuf_adds(o, ",\"status\":");
-    strbuf_add_json_str(o, run_record_status(r));
-    if (r->exit_code >= 0)
-        strbuf_addf(o, ",\"exit_code\":%d", r->exit_code);
-    else
-        strbuf_adds(o, ",\"exit_code\":null");
-    strbuf_addf(o, ",\"signal\":%d,\"start_ns\":%lld", r->signal, (long long)r->start_ns);
+    jw_kv_str(jw, "id", r->id);
+    jw_kv_str_or_null(jw, "name", r->name);
+    jw_kv_str_or_null(jw, "experiment", r->experiment);
+    jw_kv_str_or_null(jw, "workload", run_record_workload(r));
+    jw_kv_str(jw, "status", run_record_status(r));
+    jw_kv_int_or_null(jw, "exit_code", r->exit_code);
+    jw_kv_int(jw, "signal", r->signal);
+    jw_kv_int(jw, "start_ns", r->start_ns);
     if (r->end_ns)
-        strbuf_addf(o, ",\"end_ns\":%lld", (long long)r->end_ns);
+        jw_kv_int(jw, "end_ns", r->end_ns);
     else
-        strbuf_adds(o, ",\"end_ns\":null");
-    strbuf_adds(o, ",\"duration_s\":");
-    strbuf_add_json_num(o, run_record_duration_s(r));
+        jw_kv_null(jw, "end_ns");
+    jw_kv_num(jw, "duration_s", run_record_duration_s(r));
 }
 
 const char *run_record_status(const struct run_record *r)

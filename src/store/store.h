@@ -34,8 +34,9 @@ int kv_list_add(struct kv_list *l, const char *key, const char *value);
 /* Value for key, or NULL. */
 const char *kv_list_get(const struct kv_list *l, const char *key);
 void kv_list_release(struct kv_list *l);
-/* The list as a JSON object of strings, {"k":"v",...}. */
-void kv_list_json(struct strbuf *o, const struct kv_list *l);
+struct json_writer;
+/* The list as a JSON object of strings, {"k":"v",...}: one value for jw. */
+void kv_list_json(struct json_writer *jw, const struct kv_list *l);
 
 /* Run status values, as stored. */
 #define RUN_RUNNING  "running"
@@ -283,7 +284,7 @@ const char *run_record_workload(const struct run_record *r);
  * braces: id, name, experiment, workload, status, exit_code (null unless the
  * job exited), signal, start_ns, end_ns (null while running), duration_s.
  * One writer, so that ls, show, the API and the report agree. */
-void run_record_json_head(struct strbuf *o, const struct run_record *r);
+void run_record_json_head(struct json_writer *jw, const struct run_record *r);
 
 /* Deep copy of a run record. */
 int run_record_copy(struct run_record *dst, const struct run_record *src);

@@ -39,9 +39,10 @@ TEST(compact_object_and_array)
     jw_end(&jw);
     jw_end(&jw);
     ASSERT_EQ_INT(jw_failed(&jw), 0);
-    ASSERT_EQ_STR(sb.buf, "{\"id\":\"a\\\"b\",\"name\":null,\"mean\":0.1,\"bad\":null,\"n\":-3,"
-                          "\"big\":18446744073709551615,\"rank\":null,\"pid\":7,\"ok\":true,\"none\":null,"
-                          "\"meta\":{\"x\":1},\"list\":[1,\"\",{},[],false,null]}");
+    ASSERT_EQ_STR(sb.buf,
+                  "{\"id\":\"a\\\"b\",\"name\":null,\"mean\":0.1,\"bad\":null,\"n\":-3,"
+                  "\"big\":18446744073709551615,\"rank\":null,\"pid\":7,\"ok\":true,\"none\":null,"
+                  "\"meta\":{\"x\":1},\"list\":[1,\"\",{},[],false,null]}");
     strbuf_release(&sb);
 }
 
