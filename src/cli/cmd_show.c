@@ -167,22 +167,12 @@ static void json_metrics(struct json_writer *jw, const struct show_ctx *c)
 static void json_host(struct json_writer *jw, const struct run_record *r)
 {
     jw_kv_raw(jw, "command", r->command_json ? r->command_json : "[]");
-    jw_kv_str_or_null(jw, "cwd", r->cwd);
-    jw_kv_str_or_null(jw, "user", r->user);
-    jw_kv_str_or_null(jw, "host", r->host);
-    jw_kv_str_or_null(jw, "kernel", r->kernel);
-    jw_kv_str_or_null(jw, "cpu_model", r->cpu_model);
-    jw_kv_int(jw, "cpu_count", r->cpu_count);
-    jw_kv_int(jw, "mem_total_bytes", r->mem_total_bytes);
-    jw_kv_str_or_null(jw, "git_commit", r->git_commit);
+    run_record_json_host(jw, r);
     if (r->git_dirty >= 0)
         jw_kv_bool(jw, "git_dirty", r->git_dirty);
     else
         jw_kv_null(jw, "git_dirty");
-    jw_kv_str_or_null(jw, "python_version", r->python_version);
-    jw_kv_str_or_null(jw, "torch_version", r->torch_version);
-    jw_kv_str_or_null(jw, "strobe_version", r->strobe_version);
-    jw_kv_str_or_null(jw, "error", r->error);
+    run_record_json_versions(jw, r);
 }
 
 /* The whole --json document, appended to *out (strobe serve's run view too). */

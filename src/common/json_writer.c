@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 
 void jw_init(struct json_writer *jw, struct strbuf *out)
 {
@@ -163,6 +164,46 @@ void jw_raw(struct json_writer *jw, const char *json)
 {
     begin_value(jw);
     strbuf_adds(jw->out, json);
+}
+
+static void vrawf(struct json_writer *jw, const char *fmt, va_list ap)
+{
+    begin_value(jw);
+    strbuf_vaddf(jw->out, fmt, ap);
+}
+
+void jw_rawf(struct json_writer *jw, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vrawf(jw, fmt, ap);
+    va_end(ap);
+}
+
+void jw_kv_rawf(struct json_writer *jw, const char *key, const char *fmt, ...)
+{
+    jw_key(jw, key);
+    va_list ap;
+    va_start(ap, fmt);
+    vrawf(jw, fmt, ap);
+    va_end(ap);
+}
+
+void jw_raw_begin(struct json_writer *jw)
+{
+    begin_value(jw);
+}
+
+void jw_raw_members(struct json_writer *jw, const char *members)
+{
+    if (!*members)
+        return;
+    if (!jw->depth || jw->level[jw->depth - 1].close != '}' || jw->after_key) {
+        misuse(jw, -EINVAL);
+        return;
+    }
+    begin_item(jw);
+    strbuf_adds(jw->out, members);
 }
 
 void jw_kv_str(struct json_writer *jw, const char *key, const char *s)

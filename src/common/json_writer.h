@@ -89,6 +89,15 @@ void jw_bool(struct json_writer *jw, int v);
 void jw_null(struct json_writer *jw);
 /* json, already valid JSON (a stored meta object, a command array), as is. */
 void jw_raw(struct json_writer *jw, const char *json);
+/* A value printed by fmt: a number in a fixed spelling ("%.4g" for a chart's
+ * four digits). The caller makes sure it is JSON. */
+__attribute__((format(printf, 2, 3))) void jw_rawf(struct json_writer *jw, const char *fmt, ...);
+/* The separator before a value the caller then appends to out by hand: for
+ * a hot path that formats its numbers itself (trace events). */
+void jw_raw_begin(struct json_writer *jw);
+/* Members already written as JSON text ("\"a\":1,\"b\":2", as a writer
+ * from jw_init_members() leaves them) into the open object; "" adds none. */
+void jw_raw_members(struct json_writer *jw, const char *members);
 
 /* A member in one call: jw_key() and the value. */
 void jw_kv_str(struct json_writer *jw, const char *key, const char *s);
@@ -100,5 +109,7 @@ void jw_kv_int_or_null(struct json_writer *jw, const char *key, long long v);
 void jw_kv_bool(struct json_writer *jw, const char *key, int v);
 void jw_kv_null(struct json_writer *jw, const char *key);
 void jw_kv_raw(struct json_writer *jw, const char *key, const char *json);
+__attribute__((format(printf, 3, 4))) void jw_kv_rawf(struct json_writer *jw, const char *key,
+                                                      const char *fmt, ...);
 
 #endif

@@ -79,27 +79,12 @@ static int drawn(const struct series_item *it)
 /* ---- numbers -------------------------------------------------------------- */
 
 /* Four significant digits: what a chart can show; keeps the file small. */
-static void add_num4(struct strbuf *o, double v)
+static void add_num4(struct json_writer *jw, double v)
 {
-    if (!isfinite(v)) {
-        strbuf_adds(o, "null");
-        return;
-    }
-    char buf[32];
-    snprintf(buf, sizeof(buf), "%.4g", v);
-    strbuf_adds(o, buf);
-}
-
-static void add_key_num(struct strbuf *o, const char *key, double v)
-{
-    strbuf_addf(o, ",\"%s\":", key);
-    strbuf_add_json_num(o, v);
-}
-
-static void add_key_str(struct strbuf *o, const char *key, const char *v)
-{
-    strbuf_addf(o, ",\"%s\":", key);
-    strbuf_add_json_str_or_null(o, v);
+    if (isfinite(v))
+        jw_rawf(jw, "%.4g", v);
+    else
+        jw_null(jw);
 }
 
 static void swap_d(double *a, double *b)
@@ -254,50 +239,51 @@ static int grid_block(const struct block_record *b, void *arg)
 
 /* ---- series --------------------------------------------------------------- */
 
-static void add_array(struct strbuf *o, const char *key, const struct grid *g, const double *v,
-                      int integer)
+static void add_array(struct json_writer *jw, const char *key, const struct grid *g,
+                      const double *v, int integer)
 {
-    strbuf_addf(o, ",\"%s\":[", key);
+    jw_key(jw, key);
+    jw_array_begin(jw);
     for (uint32_t i = 0; i < g->n; i++) {
-        if (i)
-            strbuf_addch(o, ',');
         if (!g->cnt[i])
-            strbuf_adds(o, "null");
+            jw_null(jw);
         else if (integer)
-            strbuf_addf(o, "%.0f", v[i]);
+            jw_rawf(jw, "%.0f", v[i]);
         else
-            add_num4(o, v[i]);
+            add_num4(jw, v[i]);
     }
-    strbuf_addch(o, ']');
+    jw_end(jw);
 }
 
-static void add_series_stats(struct strbuf *o, struct grid *g)
+static void add_series_stats(struct json_writer *jw, struct grid *g)
 {
     size_t n = g->nvals;
     /* the values the statistics are of: NaN is no value (strobe show's count) */
-    strbuf_addf(o, ",\"stats\":{\"count\":%zu", n);
+    jw_key(jw, "stats");
+    jw_object_begin(jw);
+    jw_kv_uint(jw, "count", n);
     if (!n) {
-        strbuf_adds(o, "}");
+        jw_end(jw);
         return;
     }
     /* select in increasing rank: a selection leaves everything above its
      * rank after it, so the next one only looks there */
     size_t k50 = rank_index(n, 50), k95 = rank_index(n, 95), k99 = rank_index(n, 99);
-    add_key_num(o, "p50", report_select_kth(g->vals, 0, n, k50));
-    add_key_num(o, "p95", report_select_kth(g->vals, k50, n, k95));
-    add_key_num(o, "p99", report_select_kth(g->vals, k95, n, k99));
+    jw_kv_num(jw, "p50", report_select_kth(g->vals, 0, n, k50));
+    jw_kv_num(jw, "p95", report_select_kth(g->vals, k50, n, k95));
+    jw_kv_num(jw, "p99", report_select_kth(g->vals, k95, n, k99));
     double mn = g->vals[0], mx = g->vals[0];
     for (size_t i = 1; i < n; i++) {
         mn = g->vals[i] < mn ? g->vals[i] : mn;
         mx = g->vals[i] > mx ? g->vals[i] : mx;
     }
-    add_key_num(o, "min", mn);
-    add_key_num(o, "max", mx);
+    jw_kv_num(jw, "min", mn);
+    jw_kv_num(jw, "max", mx);
     uint64_t cnt = 0;
     for (uint32_t i = 0; i < g->n; i++)
         cnt += g->cnt[i];
-    add_key_num(o, "mean", cnt ? g->total / (double)cnt : NAN);
-    strbuf_addch(o, '}');
+    jw_kv_num(jw, "mean", cnt ? g->total / (double)cnt : NAN);
+    jw_end(jw);
 }
 
 static int is_core(const struct series_item *it)
@@ -306,186 +292,180 @@ static int is_core(const struct series_item *it)
            strncmp(it->labels, "core=", 5) == 0;
 }
 
-static int add_one_series(struct store *s, struct strbuf *o, const struct series_item *it,
-                          struct grid *g, int first)
+static int add_one_series(struct store *s, struct json_writer *jw, const struct series_item *it,
+                          struct grid *g)
 {
     grid_reset(g);
     if (s->ops->blocks_query(s, it->id, grid_block, g) < 0)
         return -EIO;
-    strbuf_adds(o, first ? "\n{\"name\":" : ",\n{\"name\":");
-    strbuf_add_json_str(o, it->name);
-    add_key_str(o, "labels", it->labels);
-    add_key_str(o, "unit", it->unit);
-    add_series_stats(o, g);
+    jw_object_begin(jw);
+    jw_kv_str(jw, "name", it->name);
+    jw_kv_str_or_null(jw, "labels", it->labels);
+    jw_kv_str_or_null(jw, "unit", it->unit);
+    add_series_stats(jw, g);
     if (is_core(it)) {
         /* the heatmap shows the mean per bucket, whole percent */
         for (uint32_t i = 0; i < g->n; i++)
             g->sum[i] = g->cnt[i] ? g->sum[i] / g->cnt[i] : 0;
-        add_array(o, "mean", g, g->sum, 1);
+        add_array(jw, "mean", g, g->sum, 1);
     } else {
         int flat = 1;
         for (uint32_t i = 0; i < g->n && flat; i++)
             flat = !g->cnt[i] || g->lo[i] == g->hi[i];
         if (flat) {
-            add_array(o, "v", g, g->lo, 0);
+            add_array(jw, "v", g, g->lo, 0);
         } else {
-            add_array(o, "lo", g, g->lo, 0);
-            add_array(o, "hi", g, g->hi, 0);
+            add_array(jw, "lo", g, g->lo, 0);
+            add_array(jw, "hi", g, g->hi, 0);
         }
     }
-    strbuf_addch(o, '}');
+    jw_end(jw);
     return 0;
 }
 
+/* "grid" (the time buckets) and "series", a series a line. */
 static int add_series(struct store *s, const struct run_record *r, const struct series_list *l,
-                      struct strbuf *o, struct report_stats *st)
+                      struct json_writer *jw, struct report_stats *st)
 {
     struct grid g;
     int rc = grid_init(&g, r);
-    if (rc == 0) {
-        strbuf_addf(o, ",\"grid\":{\"t0_ns\":%lld,\"width_ns\":%lld,\"n\":%u}", (long long)g.t0_ns,
-                    (long long)g.width_ns, g.n);
-        strbuf_adds(o, ",\"series\":[");
-    }
-    int first = 1;
+    if (rc < 0)
+        return rc;
+    jw_key(jw, "grid");
+    jw_object_begin(jw);
+    jw_kv_int(jw, "t0_ns", g.t0_ns);
+    jw_kv_int(jw, "width_ns", g.width_ns);
+    jw_kv_uint(jw, "n", g.n);
+    jw_end(jw);
+    jw_key(jw, "series");
+    jw_array_begin(jw);
+    jw_lines(jw, "\n", "\n");
     for (size_t i = 0; i < l->n && rc == 0; i++) {
         if (!drawn(&l->items[i]))
             continue;
-        rc = add_one_series(s, o, &l->items[i], &g, first);
-        first = 0;
+        rc = add_one_series(s, jw, &l->items[i], &g);
         st->series++;
         st->buckets += g.n;
         st->points += g.points;
     }
-    strbuf_adds(o, "]");
+    jw_end(jw);
     grid_release(&g);
     return rc;
 }
 
 /* GPUs: the facts the NVML collector left in gpu.mem_total_bytes' metadata,
  * passed on only when they parse, so a damaged store cannot break the page. */
-static void add_gpus(struct strbuf *o, const struct series_list *l)
+static void add_gpus(struct json_writer *jw, const struct series_list *l)
 {
     struct json_doc d;
     json_doc_init(&d);
-    strbuf_adds(o, ",\"gpus\":[");
-    int n = 0;
+    jw_key(jw, "gpus");
+    jw_array_begin(jw);
     for (size_t i = 0; i < l->n; i++) {
         const struct series_item *it = &l->items[i];
         struct json *v;
         if (strcmp(it->name, metric_name(METRIC_GPU_MEM_TOTAL_BYTES)) != 0 || !it->meta ||
             json_parse(&d, it->meta, strlen(it->meta), &v) < 0 || v->type != JSON_OBJECT)
             continue;
-        strbuf_adds(o, n++ ? "," : "");
-        strbuf_adds(o, it->meta);
+        jw_raw(jw, it->meta);
     }
-    strbuf_addch(o, ']');
+    jw_end(jw);
     json_doc_release(&d);
 }
 
 /* ---- the run record ------------------------------------------------------- */
 
-static void add_kv(struct strbuf *o, const char *key, const struct kv_list *l)
+/* The list as [[key, value], ...]: the page keeps the order. */
+static void add_kv(struct json_writer *jw, const char *key, const struct kv_list *l)
 {
-    strbuf_addf(o, ",\"%s\":[", key);
+    jw_key(jw, key);
+    jw_array_begin(jw);
     for (size_t i = 0; i < l->n; i++) {
-        strbuf_adds(o, i ? ",[" : "[");
-        strbuf_add_json_str(o, l->items[i].key);
-        strbuf_addch(o, ',');
-        strbuf_add_json_str(o, l->items[i].value);
-        strbuf_addch(o, ']');
+        jw_array_begin(jw);
+        jw_str(jw, l->items[i].key);
+        jw_str(jw, l->items[i].value);
+        jw_end(jw);
     }
-    strbuf_addch(o, ']');
+    jw_end(jw);
 }
 
 /* The command as stored (a JSON array we wrote), re-checked: a store from
  * elsewhere must not be able to put arbitrary script text in the page. */
-static void add_command(struct strbuf *o, const char *command_json)
+static void add_command(struct json_writer *jw, const char *command_json)
 {
     struct json_doc d;
     json_doc_init(&d);
     struct json *v;
-    strbuf_adds(o, ",\"command\":[");
+    jw_key(jw, "command");
+    jw_array_begin(jw);
     if (command_json && json_parse(&d, command_json, strlen(command_json), &v) == 0 &&
         v->type == JSON_ARRAY) {
-        int n = 0;
         for (const struct json *a = v->child; a; a = a->next) {
             const char *str = json_str(a);
-            if (!str)
-                continue;
-            strbuf_adds(o, n++ ? "," : "");
-            strbuf_add_json_str(o, str);
+            if (str)
+                jw_str(jw, str);
         }
     }
-    strbuf_addch(o, ']');
+    jw_end(jw);
     json_doc_release(&d);
 }
 
-static void add_run(struct strbuf *o, const struct run_record *r)
+static void add_run(struct json_writer *jw, const struct run_record *r)
 {
-    strbuf_adds(o, "\"run\":{");
-    struct json_writer jw;
-    jw_init_members(&jw, o);
-    run_record_json_head(&jw, r);
-    strbuf_addf(o, ",\"last_ns\":%lld", (long long)r->last_ns);
-    add_command(o, r->command_json);
-    add_key_str(o, "cwd", r->cwd);
-    add_key_str(o, "user", r->user);
-    add_key_str(o, "host", r->host);
-    add_key_str(o, "kernel", r->kernel);
-    add_key_str(o, "cpu_model", r->cpu_model);
-    strbuf_addf(o, ",\"cpu_count\":%d,\"mem_total_bytes\":%lld", r->cpu_count,
-                (long long)r->mem_total_bytes);
-    add_key_str(o, "git_commit", r->git_commit);
-    strbuf_addf(o, ",\"git_dirty\":%d", r->git_dirty);
-    add_key_str(o, "python_version", r->python_version);
-    add_key_str(o, "torch_version", r->torch_version);
-    add_key_str(o, "strobe_version", r->strobe_version);
-    add_key_str(o, "error", r->error);
-    strbuf_addf(o, ",\"interval_ns\":%lld,\"samples\":%lld,\"points\":%lld,\"missed\":%lld",
-                (long long)r->interval_ns, (long long)r->samples, (long long)r->points,
-                (long long)r->missed);
-    strbuf_addf(o, ",\"dropped\":%lld,\"events\":%lld,\"events_dropped\":%lld",
-                (long long)r->dropped, (long long)r->events, (long long)r->events_dropped);
-    add_kv(o, "tags", &r->tags);
-    add_kv(o, "params", &r->params);
-    add_kv(o, "env", &r->env);
-    strbuf_addch(o, '}');
+    jw_key(jw, "run");
+    jw_object_begin(jw);
+    run_record_json_head(jw, r);
+    jw_kv_int(jw, "last_ns", r->last_ns);
+    add_command(jw, r->command_json);
+    run_record_json_host(jw, r);
+    jw_kv_int(jw, "git_dirty", r->git_dirty);
+    run_record_json_versions(jw, r);
+    jw_kv_int(jw, "interval_ns", r->interval_ns);
+    jw_kv_int(jw, "samples", r->samples);
+    jw_kv_int(jw, "points", r->points);
+    jw_kv_int(jw, "missed", r->missed);
+    jw_kv_int(jw, "dropped", r->dropped);
+    jw_kv_int(jw, "events", r->events);
+    jw_kv_int(jw, "events_dropped", r->events_dropped);
+    add_kv(jw, "tags", &r->tags);
+    add_kv(jw, "params", &r->params);
+    add_kv(jw, "env", &r->env);
+    jw_end(jw);
 }
 
 /* ---- findings ------------------------------------------------------------- */
 
-struct findings_ctx {
-    struct strbuf *o;
-    int n;
-};
-
 static int add_finding(const struct finding_record *f, void *arg)
 {
-    struct findings_ctx *c = arg;
-    strbuf_adds(c->o, c->n++ ? ",\n{\"rule\":" : "\n{\"rule\":");
-    strbuf_add_json_str(c->o, f->rule ? f->rule : "");
-    add_key_str(c->o, "severity", f->severity);
-    add_key_str(c->o, "scope", f->scope);
-    strbuf_addf(c->o, ",\"start_ns\":%lld,\"end_ns\":%lld", (long long)f->start_ns,
-                (long long)f->end_ns);
-    add_key_str(c->o, "evidence", f->evidence);
-    add_key_str(c->o, "recommendation", f->recommendation);
-    strbuf_addch(c->o, '}');
+    struct json_writer *jw = arg;
+    jw_object_begin(jw);
+    jw_kv_str(jw, "rule", f->rule);
+    jw_kv_str_or_null(jw, "severity", f->severity);
+    jw_kv_str_or_null(jw, "scope", f->scope);
+    jw_kv_int(jw, "start_ns", f->start_ns);
+    jw_kv_int(jw, "end_ns", f->end_ns);
+    jw_kv_str_or_null(jw, "evidence", f->evidence);
+    jw_kv_str_or_null(jw, "recommendation", f->recommendation);
+    jw_end(jw);
     return 0;
 }
 
-static void add_findings(struct store *s, const char *run_id, struct strbuf *o)
+/* The stored findings, one a line; built apart, so that a store from before
+ * the rules (no findings table: none) leaves an empty list. 0 or -ENOMEM. */
+static int add_findings(struct store *s, const char *run_id, struct json_writer *jw)
 {
-    struct findings_ctx c = {o, 0};
-    strbuf_adds(o, ",\"findings\":[");
-    size_t mark = o->len;
-    /* a store from before the rules has no findings table: none */
-    if (s->ops->findings_query(s, run_id, add_finding, &c) < 0) {
-        o->len = mark;
-        o->buf[mark] = '\0';
-    }
-    strbuf_addch(o, ']');
+    struct strbuf list;
+    strbuf_init(&list);
+    struct json_writer lw;
+    jw_init(&lw, &list);
+    jw_array_begin(&lw);
+    jw_lines(&lw, "\n", "\n");
+    int rc = s->ops->findings_query(s, run_id, add_finding, &lw);
+    jw_end(&lw);
+    int failed = strbuf_failed(&list);
+    jw_kv_raw(jw, "findings", rc < 0 || failed ? "[]" : list.buf);
+    strbuf_release(&list);
+    return failed;
 }
 
 /* ---- entry ---------------------------------------------------------------- */
@@ -513,8 +493,15 @@ static void *events_thread(void *arg)
         j->rc = step_analysis_run(&ev, &sa);
     if (j->rc < 0 && s)
         strbuf_addf(&j->err, "cannot read the events of run %s: %s", j->r->id, s->err.buf);
-    if (j->rc == 0 && (j->rc = report_add_events(&j->out, j->r, &ev, &sa)) < 0)
-        strbuf_adds(&j->err, "out of memory");
+    if (j->rc == 0) {
+        struct json_writer jw; /* members for the data object, spliced in by the caller */
+        jw_init_members(&jw, &j->out);
+        j->rc = report_add_events(&jw, j->r, &ev, &sa);
+        if (j->rc == 0)
+            j->rc = jw_failed(&jw);
+        if (j->rc < 0)
+            strbuf_adds(&j->err, "out of memory");
+    }
     step_analysis_release(&sa);
     run_events_release(&ev);
     store_close(s);
@@ -535,10 +522,13 @@ int report_data_json(struct store *s, const struct run_record *r, struct strbuf 
     int rc = s->ops->series_query(s, r->id, keep_series, &l);
     if (rc < 0)
         strbuf_addf(err, "cannot read the series of run %s: %s", r->id, s->err.buf);
+    struct json_writer jw;
+    jw_init(&jw, o);
     if (rc == 0) {
-        strbuf_adds(o, "{\"format\":1,");
-        add_run(o, r);
-        rc = add_series(s, r, &l, o, st);
+        jw_object_begin(&jw);
+        jw_kv_int(&jw, "format", 1);
+        add_run(&jw, r);
+        rc = add_series(s, r, &l, &jw, st);
         if (rc < 0)
             strbuf_addf(err, "cannot read the series of run %s: %s", r->id,
                         rc == -ENOMEM ? "out of memory" : s->err.buf);
@@ -550,10 +540,15 @@ int report_data_json(struct store *s, const struct run_record *r, struct strbuf 
         strbuf_adds(err, job.err.buf);
     }
     if (rc == 0) {
-        add_gpus(o, &l);
-        add_findings(s, r->id, o);
-        strbuf_add(o, job.out.buf, job.out.len);
-        strbuf_adds(o, "}\n");
+        add_gpus(&jw, &l);
+        rc = add_findings(s, r->id, &jw);
+        jw_raw_members(&jw, job.out.buf);
+        jw_end(&jw);
+        jw_space(&jw, "\n");
+        if (rc == 0)
+            rc = jw_failed(&jw);
+        if (rc < 0)
+            strbuf_adds(err, "out of memory");
     }
     strbuf_release(&job.out);
     strbuf_release(&job.err);

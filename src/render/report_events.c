@@ -85,43 +85,71 @@ static double rel_s(const struct run_record *r, int64_t ts)
     return (double)(ts - r->start_ns) / 1e9;
 }
 
-static void add_summary(struct strbuf *o, const struct run_record *r, const struct step_list *l)
+static void add_summary(struct json_writer *jw, const struct run_record *r,
+                        const struct step_list *l)
 {
     int64_t end = r->end_ns ? r->end_ns : r->last_ns;
-    strbuf_adds(o, ",\"summary\":{\"total_s\":");
-    strbuf_add_json_num(o, (double)(end - r->start_ns) / 1e9);
+    jw_key(jw, "summary");
+    jw_object_begin(jw);
+    jw_kv_num(jw, "total_s", (double)(end - r->start_ns) / 1e9);
     if (!l->n) {
-        strbuf_adds(o, ",\"first_step_s\":null,\"last_step_end_s\":null}");
+        jw_kv_null(jw, "first_step_s");
+        jw_kv_null(jw, "last_step_end_s");
+        jw_end(jw);
         return;
     }
     int64_t last_end = 0;
     for (uint32_t i = 0; i < l->n; i++)
         if (l->s[i].start + l->s[i].dur > last_end)
             last_end = l->s[i].start + l->s[i].dur;
-    strbuf_addf(o, ",\"first_step_s\":%.6f,\"last_step_end_s\":%.6f}", rel_s(r, l->s[0].start),
-                rel_s(r, last_end));
+    jw_kv_rawf(jw, "first_step_s", "%.6f", rel_s(r, l->s[0].start));
+    jw_kv_rawf(jw, "last_step_end_s", "%.6f", rel_s(r, last_end));
+    jw_end(jw);
+}
+
+/* Step times (ms) per bin of time: the shortest, longest and mean step. */
+struct step_bins {
+    double lo[REPORT_STEP_BINS], hi[REPORT_STEP_BINS], mean[REPORT_STEP_BINS];
+    uint32_t n[REPORT_STEP_BINS]; /* steps in the bin; 0: it is null */
+};
+
+static void add_bin_array(struct json_writer *jw, const char *key, const double *v,
+                          const uint32_t *n)
+{
+    jw_key(jw, key);
+    jw_array_begin(jw);
+    for (uint32_t b = 0; b < REPORT_STEP_BINS; b++) {
+        if (n[b])
+            jw_rawf(jw, "%.4g", v[b]);
+        else
+            jw_null(jw);
+    }
+    jw_end(jw);
 }
 
 /* Every step, or per bin of time (min, max, mean) plus the longest outliers,
  * so a million steps stay a few hundred kilobytes. */
-static void add_step_series(struct strbuf *o, const struct run_record *r, const struct step_list *l)
+static int add_step_series(struct json_writer *jw, const struct run_record *r,
+                           const struct step_list *l)
 {
     if (l->n <= REPORT_STEPS_EXACT) {
-        strbuf_adds(o, ",\"t\":[");
+        jw_key(jw, "t");
+        jw_array_begin(jw);
         for (uint32_t i = 0; i < l->n; i++)
-            strbuf_addf(o, "%s%.4f", i ? "," : "", rel_s(r, l->s[i].start));
-        strbuf_adds(o, "],\"ms\":[");
+            jw_rawf(jw, "%.4f", rel_s(r, l->s[i].start));
+        jw_end(jw);
+        jw_key(jw, "ms");
+        jw_array_begin(jw);
         for (uint32_t i = 0; i < l->n; i++)
-            strbuf_addf(o, "%s%.4g", i ? "," : "", (double)l->s[i].dur / 1e6);
-        strbuf_adds(o, "]");
-        return;
+            jw_rawf(jw, "%.4g", (double)l->s[i].dur / 1e6);
+        jw_end(jw);
+        return 0;
     }
     double t0 = rel_s(r, l->s[0].start), t1 = rel_s(r, l->s[l->n - 1].start);
     double w = (t1 - t0) / REPORT_STEP_BINS;
-    strbuf_addf(o, ",\"bins\":{\"t0\":%.4f,\"width\":%.6g,\"lo\":[", t0, w);
-    struct strbuf hi, mean;
-    strbuf_init(&hi);
-    strbuf_init(&mean);
+    struct step_bins *bins = calloc(1, sizeof(*bins));
+    if (!bins)
+        return -ENOMEM;
     uint32_t i = 0;
     for (uint32_t b = 0; b < REPORT_STEP_BINS; b++) {
         double lo = INFINITY, h = 0, sum = 0;
@@ -134,59 +162,75 @@ static void add_step_series(struct strbuf *o, const struct run_record *r, const 
             sum += d;
             n++;
         }
-        const char *sep = b ? "," : "";
-        if (n) {
-            strbuf_addf(o, "%s%.4g", sep, lo);
-            strbuf_addf(&hi, "%s%.4g", sep, h);
-            strbuf_addf(&mean, "%s%.4g", sep, sum / n);
-        } else {
-            strbuf_addf(o, "%snull", sep);
-            strbuf_addf(&hi, "%snull", sep);
-            strbuf_addf(&mean, "%snull", sep);
-        }
+        bins->lo[b] = lo;
+        bins->hi[b] = h;
+        bins->mean[b] = n ? sum / n : 0;
+        bins->n[b] = n;
     }
-    strbuf_addf(o, "],\"hi\":[%s],\"mean\":[%s]}", hi.buf, mean.buf);
-    strbuf_release(&hi);
-    strbuf_release(&mean);
+    jw_key(jw, "bins");
+    jw_object_begin(jw);
+    jw_kv_rawf(jw, "t0", "%.4f", t0);
+    jw_kv_rawf(jw, "width", "%.6g", w);
+    add_bin_array(jw, "lo", bins->lo, bins->n);
+    add_bin_array(jw, "hi", bins->hi, bins->n);
+    add_bin_array(jw, "mean", bins->mean, bins->n);
+    jw_end(jw);
+    free(bins);
+    return 0;
 }
 
-/* The outliers, longest first up to REPORT_OUTLIERS, then in time order. */
-static int add_outliers(struct strbuf *o, const struct run_record *r, const struct step_list *l)
+static int is_outlier(const struct step_list *l, uint32_t i)
+{
+    return (double)l->s[i].dur > l->threshold && l->sd > 0;
+}
+
+/* The outliers, longest first up to REPORT_OUTLIERS, then in time order:
+ * when (outlier_t, s) or how long (outlier_ms). */
+static void add_outlier_array(struct json_writer *jw, const struct run_record *r,
+                              const struct step_list *l, double floor_ns, int times)
+{
+    jw_key(jw, times ? "outlier_t" : "outlier_ms");
+    jw_array_begin(jw);
+    uint32_t shown = 0;
+    for (uint32_t i = 0; i < l->n && shown < REPORT_OUTLIERS; i++) {
+        double dur = (double)l->s[i].dur;
+        if (!is_outlier(l, i) || dur < floor_ns)
+            continue;
+        if (times)
+            jw_rawf(jw, "%.4f", rel_s(r, l->s[i].start));
+        else
+            jw_rawf(jw, "%.4g", dur / 1e6);
+        shown++;
+    }
+    jw_end(jw);
+}
+
+static int add_outliers(struct json_writer *jw, const struct run_record *r,
+                        const struct step_list *l)
 {
     uint32_t n = 0;
     for (uint32_t i = 0; i < l->n; i++)
-        n += (double)l->s[i].dur > l->threshold && l->sd > 0;
-    strbuf_addf(o, ",\"outliers\":%u,\"outlier_t\":[", n);
+        n += is_outlier(l, i);
+    jw_kv_uint(jw, "outliers", n);
     double *d = malloc((n + 1) * sizeof(*d));
     if (!d)
         return -ENOMEM;
     uint32_t k = 0;
     for (uint32_t i = 0; i < l->n; i++)
-        if ((double)l->s[i].dur > l->threshold && l->sd > 0)
+        if (is_outlier(l, i))
             d[k++] = (double)l->s[i].dur;
     qsort(d, k, sizeof(*d), cmp_dbl);
     double floor_ns = k > REPORT_OUTLIERS ? d[k - REPORT_OUTLIERS] : 0;
     free(d);
-    struct strbuf ms;
-    strbuf_init(&ms);
-    uint32_t shown = 0;
-    for (uint32_t i = 0; i < l->n && shown < REPORT_OUTLIERS; i++) {
-        double dur = (double)l->s[i].dur;
-        if (!(dur > l->threshold && l->sd > 0) || dur < floor_ns)
-            continue;
-        strbuf_addf(o, "%s%.4f", shown ? "," : "", rel_s(r, l->s[i].start));
-        strbuf_addf(&ms, "%s%.4g", shown ? "," : "", dur / 1e6);
-        shown++;
-    }
-    strbuf_addf(o, "],\"outlier_ms\":[%s]", ms.buf);
-    strbuf_release(&ms);
+    add_outlier_array(jw, r, l, floor_ns, 1);
+    add_outlier_array(jw, r, l, floor_ns, 0);
     return 0;
 }
 
 /* Histogram of step durations up to the 99.9th percentile; the longer ones
  * are counted in the last bin, so one 10x stall does not squeeze the rest
  * into a single bar. */
-static int add_histogram(struct strbuf *o, const struct step_list *l)
+static int add_histogram(struct json_writer *jw, const struct step_list *l)
 {
     double *d = malloc((l->n + 1) * sizeof(*d));
     if (!d)
@@ -205,89 +249,96 @@ static int add_histogram(struct strbuf *o, const struct step_list *l)
         counts[b < 0 ? 0 : b >= REPORT_HIST_BINS ? REPORT_HIST_BINS - 1 : b]++;
     }
     free(d);
-    strbuf_addf(o, ",\"hist\":{\"lo_ms\":%.6g,\"hi_ms\":%.6g,\"counts\":[", lo, hi);
+    jw_key(jw, "hist");
+    jw_object_begin(jw);
+    jw_kv_rawf(jw, "lo_ms", "%.6g", lo);
+    jw_kv_rawf(jw, "hi_ms", "%.6g", hi);
+    jw_key(jw, "counts");
+    jw_array_begin(jw);
     for (int b = 0; b < REPORT_HIST_BINS; b++)
-        strbuf_addf(o, "%s%u", b ? "," : "", counts[b]);
-    strbuf_adds(o, "]}");
+        jw_uint(jw, counts[b]);
+    jw_end(jw);
+    jw_end(jw);
     return 0;
 }
 
-static int add_steps(struct strbuf *o, const struct run_record *r, const struct step_analysis *a,
-                     const struct step_list *l)
+static int add_steps(struct json_writer *jw, const struct run_record *r,
+                     const struct step_analysis *a, const struct step_list *l)
 {
     if (!l->n) {
-        strbuf_adds(o, ",\"steps\":null");
+        jw_kv_null(jw, "steps");
         return 0;
     }
     const struct step_group *g = &a->groups[a->primary];
-    strbuf_addf(o, ",\"steps\":{\"pid\":%lld,\"rank\":%lld,", (long long)g->pid,
-                (long long)g->rank);
-    struct json_writer jw;
-    jw_init_members(&jw, o);
-    duration_stats_json(&jw, &g->steps);
-    strbuf_addf(o, ",\"backward_passes\":%llu,\"backward_per_step\":",
-                (unsigned long long)g->backward_passes);
-    strbuf_add_json_num(o, step_group_backward_per_step(g));
-    strbuf_addf(o, ",\"threshold_ms\":%.6g", l->threshold / 1e6);
-    add_step_series(o, r, l);
-    if (add_outliers(o, r, l) < 0 || add_histogram(o, l) < 0)
+    jw_key(jw, "steps");
+    jw_object_begin(jw);
+    jw_kv_int(jw, "pid", g->pid);
+    jw_kv_int(jw, "rank", g->rank);
+    duration_stats_json(jw, &g->steps);
+    jw_kv_uint(jw, "backward_passes", g->backward_passes);
+    jw_kv_num(jw, "backward_per_step", step_group_backward_per_step(g));
+    jw_kv_rawf(jw, "threshold_ms", "%.6g", l->threshold / 1e6);
+    if (add_step_series(jw, r, l) < 0 || add_outliers(jw, r, l) < 0 || add_histogram(jw, l) < 0)
         return -ENOMEM;
-    strbuf_addch(o, '}');
+    jw_end(jw);
     return 0;
 }
 
 /* One process's steps as JSON: pid, rank, the duration statistics and the
- * phase times, closed with its brace. */
-static void add_group(struct strbuf *o, const struct step_group *g)
+ * phase times. */
+static void add_group(struct json_writer *jw, const struct step_group *g)
 {
-    strbuf_addf(o, "{\"pid\":%lld,\"rank\":%lld,", (long long)g->pid, (long long)g->rank);
-    struct json_writer jw;
-    jw_init_members(&jw, o);
-    duration_stats_json(&jw, &g->steps);
-    strbuf_adds(o, ",\"phase_ns\":[");
-    for (int p = 0; p < PHASE_COUNT; p++) {
-        strbuf_adds(o, p ? "," : "");
-        strbuf_add_json_num(o, g->phase_ns[p]);
-    }
-    strbuf_adds(o, "]}");
+    jw_object_begin(jw);
+    jw_kv_int(jw, "pid", g->pid);
+    jw_kv_int(jw, "rank", g->rank);
+    duration_stats_json(jw, &g->steps);
+    jw_key(jw, "phase_ns");
+    jw_array_begin(jw);
+    for (int p = 0; p < PHASE_COUNT; p++)
+        jw_num(jw, g->phase_ns[p]);
+    jw_end(jw);
+    jw_end(jw);
 }
 
-static void add_phases(struct strbuf *o, const struct step_analysis *a)
+static void add_phases(struct json_writer *jw, const struct step_analysis *a)
 {
-    strbuf_addf(o, ",\"phase_names\":[");
+    jw_key(jw, "phase_names");
+    jw_array_begin(jw);
     for (int p = 0; p < PHASE_COUNT; p++)
-        strbuf_addf(o, "%s\"%s\"", p ? "," : "", phase_names[p]);
-    strbuf_addf(o, "],\"primary\":%u,\"groups\":[", a->primary);
-    for (uint32_t i = 0; i < a->ngroups; i++) {
-        strbuf_adds(o, i ? "," : "");
-        add_group(o, &a->groups[i]);
-    }
-    strbuf_addch(o, ']');
+        jw_str(jw, phase_names[p]);
+    jw_end(jw);
+    jw_kv_uint(jw, "primary", a->primary);
+    jw_key(jw, "groups");
+    jw_array_begin(jw);
+    for (uint32_t i = 0; i < a->ngroups; i++)
+        add_group(jw, &a->groups[i]);
+    jw_end(jw);
 }
 
 /* The evaluation steps of their primary process, apart from the training
  * ones: statistics and phase times, or null without any. */
-static void add_eval_steps(struct strbuf *o, const struct step_analysis *a)
+static void add_eval_steps(struct json_writer *jw, const struct step_analysis *a)
 {
-    if (!a->eval.ngroups) {
-        strbuf_adds(o, ",\"eval_steps\":null");
-        return;
-    }
-    strbuf_adds(o, ",\"eval_steps\":");
-    add_group(o, &a->eval.groups[a->eval.primary]);
+    jw_key(jw, "eval_steps");
+    if (!a->eval.ngroups)
+        jw_null(jw);
+    else
+        add_group(jw, &a->eval.groups[a->eval.primary]);
 }
 
 /* Workers, what each was busy with (dataloader.worker spans), and the share
  * of step time the primary process waited for data. */
-static void add_dataloader(struct strbuf *o, const struct run_events *e,
+static void add_dataloader(struct json_writer *jw, const struct run_events *e,
                            const struct step_analysis *a)
 {
-    strbuf_addf(o, ",\"dataloader\":{\"workers\":%u,\"busy_ns\":", a->workers);
-    strbuf_add_json_num(o, a->worker_busy_ns);
-    strbuf_adds(o, ",\"data_share\":");
-    strbuf_add_json_num(o, a->ngroups ? step_group_share(&a->groups[a->primary], PHASE_DATA) : 0);
-    strbuf_adds(o, ",\"list\":[");
-    uint32_t shown = 0; /* every worker: a cap here listed 64 of a count that said more */
+    jw_key(jw, "dataloader");
+    jw_object_begin(jw);
+    jw_kv_uint(jw, "workers", a->workers);
+    jw_kv_num(jw, "busy_ns", a->worker_busy_ns);
+    jw_kv_num(jw, "data_share",
+              a->ngroups ? step_group_share(&a->groups[a->primary], PHASE_DATA) : 0);
+    jw_key(jw, "list");
+    jw_array_begin(jw); /* every worker: a cap here listed 64 of a count that said more */
     for (uint32_t i = 0; i < e->nprocs; i++) {
         const struct proc_info *p = &e->procs[i];
         if (p->worker_id < 0)
@@ -306,14 +357,16 @@ static void add_dataloader(struct strbuf *o, const struct run_events *e,
                 }
             }
         }
-        strbuf_addf(o, "%s{\"pid\":%lld,\"ppid\":%lld,\"worker_id\":%lld,\"batches\":%llu,",
-                    shown++ ? "," : "", (long long)p->pid, (long long)p->ppid,
-                    (long long)p->worker_id, (unsigned long long)batches);
-        strbuf_adds(o, "\"busy_ns\":");
-        strbuf_add_json_num(o, busy);
-        strbuf_adds(o, "}");
+        jw_object_begin(jw);
+        jw_kv_int(jw, "pid", p->pid);
+        jw_kv_int(jw, "ppid", p->ppid);
+        jw_kv_int(jw, "worker_id", p->worker_id);
+        jw_kv_uint(jw, "batches", batches);
+        jw_kv_num(jw, "busy_ns", busy);
+        jw_end(jw);
     }
-    strbuf_adds(o, "]}");
+    jw_end(jw);
+    jw_end(jw);
 }
 
 struct op_acc {
@@ -329,7 +382,7 @@ static int cmp_op(const void *a, const void *b)
 }
 
 /* Operators imported from torch.profiler: complete events named "op:...". */
-static int add_ops(struct strbuf *o, const struct run_events *e)
+static int add_ops(struct json_writer *jw, const struct run_events *e)
 {
     struct op_acc *acc = calloc(e->nnames + 1, sizeof(*acc));
     if (!acc)
@@ -347,31 +400,34 @@ static int add_ops(struct strbuf *o, const struct run_events *e)
             x->max_ns = (double)ev->value > x->max_ns ? (double)ev->value : x->max_ns;
         }
     qsort(acc, e->nnames + 1, sizeof(*acc), cmp_op);
-    strbuf_adds(o, ",\"ops\":[");
+    jw_key(jw, "ops");
+    jw_array_begin(jw);
     for (uint32_t i = 0; i <= e->nnames && i < REPORT_TOP_OPS && acc[i].count; i++) {
-        strbuf_adds(o, i ? ",{\"name\":" : "{\"name\":");
-        strbuf_add_json_str(o, run_events_name(e, acc[i].name) + 3);
-        strbuf_addf(o, ",\"count\":%llu,\"total_ns\":%.0f,\"max_ns\":%.0f}",
-                    (unsigned long long)acc[i].count, acc[i].total_ns, acc[i].max_ns);
+        jw_object_begin(jw);
+        jw_kv_str(jw, "name", run_events_name(e, acc[i].name) + 3);
+        jw_kv_uint(jw, "count", acc[i].count);
+        jw_kv_rawf(jw, "total_ns", "%.0f", acc[i].total_ns);
+        jw_kv_rawf(jw, "max_ns", "%.0f", acc[i].max_ns);
+        jw_end(jw);
     }
-    strbuf_addch(o, ']');
+    jw_end(jw);
     free(acc);
     return 0;
 }
 
-int report_add_events(struct strbuf *o, const struct run_record *r, const struct run_events *e,
-                      const struct step_analysis *a)
+int report_add_events(struct json_writer *jw, const struct run_record *r,
+                      const struct run_events *e, const struct step_analysis *a)
 {
     struct step_list l;
     if (steps_collect(e, a, &l) < 0)
         return -ENOMEM;
-    add_summary(o, r, &l);
-    int rc = add_steps(o, r, a, &l);
+    add_summary(jw, r, &l);
+    int rc = add_steps(jw, r, a, &l);
     free(l.s);
     if (rc < 0)
         return rc;
-    add_phases(o, a);
-    add_eval_steps(o, a);
-    add_dataloader(o, e, a);
-    return add_ops(o, e);
+    add_phases(jw, a);
+    add_eval_steps(jw, a);
+    add_dataloader(jw, e, a);
+    return add_ops(jw, e);
 }

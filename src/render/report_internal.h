@@ -24,10 +24,11 @@
  * it. */
 double report_select_kth(double *v, size_t from, size_t n, size_t k);
 
-/* The event-derived members of the data object (",\"summary\":...,
- * \"steps\":..., \"phases\":..., \"dataloader\":..., \"ops\":..."), appended
- * to o (report_events.c). 0 or -ENOMEM. */
-int report_add_events(struct strbuf *o, const struct run_record *r, const struct run_events *e,
-                      const struct step_analysis *a);
+struct json_writer;
+/* The event-derived members of the data object ("summary", "steps",
+ * "phase_names", "primary", "groups", "eval_steps", "dataloader", "ops"),
+ * written into jw's open object (report_events.c). 0 or -ENOMEM. */
+int report_add_events(struct json_writer *jw, const struct run_record *r,
+                      const struct run_events *e, const struct step_analysis *a);
 
 #endif

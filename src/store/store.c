@@ -248,6 +248,26 @@ void run_record_json_head(struct json_writer *jw, const struct run_record *r)
     jw_kv_num(jw, "duration_s", run_record_duration_s(r));
 }
 
+void run_record_json_host(struct json_writer *jw, const struct run_record *r)
+{
+    jw_kv_str_or_null(jw, "cwd", r->cwd);
+    jw_kv_str_or_null(jw, "user", r->user);
+    jw_kv_str_or_null(jw, "host", r->host);
+    jw_kv_str_or_null(jw, "kernel", r->kernel);
+    jw_kv_str_or_null(jw, "cpu_model", r->cpu_model);
+    jw_kv_int(jw, "cpu_count", r->cpu_count);
+    jw_kv_int(jw, "mem_total_bytes", r->mem_total_bytes);
+    jw_kv_str_or_null(jw, "git_commit", r->git_commit);
+}
+
+void run_record_json_versions(struct json_writer *jw, const struct run_record *r)
+{
+    jw_kv_str_or_null(jw, "python_version", r->python_version);
+    jw_kv_str_or_null(jw, "torch_version", r->torch_version);
+    jw_kv_str_or_null(jw, "strobe_version", r->strobe_version);
+    jw_kv_str_or_null(jw, "error", r->error);
+}
+
 const char *run_record_status(const struct run_record *r)
 {
     if (strcmp(r->status, RUN_RUNNING) != 0)

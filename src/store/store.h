@@ -285,6 +285,13 @@ const char *run_record_workload(const struct run_record *r);
  * job exited), signal, start_ns, end_ns (null while running), duration_s.
  * One writer, so that ls, show, the API and the report agree. */
 void run_record_json_head(struct json_writer *jw, const struct run_record *r);
+/* Where it ran, as members: cwd, user, host, kernel, cpu_model, cpu_count,
+ * mem_total_bytes, git_commit (show --json and the report; git_dirty,
+ * spelled differently by each, comes next). */
+void run_record_json_host(struct json_writer *jw, const struct run_record *r);
+/* What ran, as members: python_version, torch_version, strobe_version and
+ * error, null when unknown. */
+void run_record_json_versions(struct json_writer *jw, const struct run_record *r);
 
 /* Deep copy of a run record. */
 int run_record_copy(struct run_record *dst, const struct run_record *src);

@@ -133,5 +133,35 @@ TEST(strbuf_failure_is_reported)
     strbuf_release(&sb);
 }
 
-TEST_MAIN(compact_object_and_array, lines_layout, lead_differs_from_sep, appends_to_existing_text,
-          misuse_is_remembered, strbuf_failure_is_reported)
+/* Members written apart (another thread's part of a document) join an
+ * object with the comma they need; a fixed number spelling is kept. */
+TEST(raw_members_and_formatted_numbers)
+{
+    struct strbuf part, sb;
+    strbuf_init(&part);
+    strbuf_init(&sb);
+    struct json_writer pw, jw;
+    jw_init_members(&pw, &part);
+    jw_kv_int(&pw, "b", 2);
+    jw_key(&pw, "t");
+    jw_array_begin(&pw);
+    jw_rawf(&pw, "%.4f", 0.5);
+    jw_rawf(&pw, "%.4g", 1234567.0);
+    jw_end(&pw);
+    ASSERT_EQ_INT(jw_failed(&pw), 0);
+    jw_init(&jw, &sb);
+    jw_object_begin(&jw);
+    jw_raw_members(&jw, "");
+    jw_kv_int(&jw, "a", 1);
+    jw_raw_members(&jw, part.buf);
+    jw_kv_rawf(&jw, "c", "%.0f", 3.0);
+    jw_end(&jw);
+    ASSERT_EQ_INT(jw_failed(&jw), 0);
+    ASSERT_EQ_STR(sb.buf, "{\"a\":1,\"b\":2,\"t\":[0.5000,1.235e+06],\"c\":3}");
+    strbuf_release(&part);
+    strbuf_release(&sb);
+}
+
+TEST_MAIN(raw_members_and_formatted_numbers, compact_object_and_array, lines_layout,
+          lead_differs_from_sep, appends_to_existing_text, misuse_is_remembered,
+          strbuf_failure_is_reported)
