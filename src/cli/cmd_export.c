@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/json_writer.h"
 #include "common/label.h"
 #include "common/log.h"
 #include "common/strbuf.h"
@@ -36,7 +37,7 @@ struct export_ctx {
     int failed;
     struct strbuf line;
     const char *key;        /* the series being written: name{labels} */
-    struct strbuf json_mid; /* its JSON line between the time and the value */
+    struct strbuf json_mid; /* its JSON members between the time and the value */
 };
 
 /* Whether a series is exported; every glob that takes it is marked. */
@@ -76,9 +77,8 @@ static void csv_field(struct strbuf *o, const char *s)
 }
 
 struct labels_out {
-    struct strbuf *o;
+    struct json_writer *jw;
     struct strbuf k, v; /* the pair unescaped */
-    int first;
 };
 
 static int label_json(const char *key, size_t key_len, const char *value, size_t value_len,
@@ -89,40 +89,35 @@ static int label_json(const char *key, size_t key_len, const char *value, size_t
     strbuf_reset(&l->v);
     label_unescape(&l->k, key, key_len);
     label_unescape(&l->v, value, value_len);
-    if (!l->first)
-        strbuf_addch(l->o, ',');
-    strbuf_add_json_str(l->o, l->k.buf);
-    strbuf_addch(l->o, ':');
-    strbuf_add_json_str(l->o, l->v.buf);
-    l->first = 0;
+    jw_kv_str(l->jw, l->k.buf, l->v.buf);
     return 0;
 }
 
 /* labels "a=1,b=2" as a JSON object, each key and value unescaped
  * (common/label.h: an interface "x,y=z" is stored as iface=x%2Cy%3Dz) */
-static void labels_json(struct strbuf *o, const char *labels)
+static void labels_json(struct json_writer *jw, const char *labels)
 {
-    struct labels_out l = {.o = o, .first = 1};
+    struct labels_out l = {.jw = jw};
     strbuf_init(&l.k);
     strbuf_init(&l.v);
-    strbuf_addch(o, '{');
+    jw_object_begin(jw);
     if (labels)
         strlist_each_pair(labels, label_json, &l);
-    strbuf_addch(o, '}');
+    jw_end(jw);
     strbuf_release(&l.k);
     strbuf_release(&l.v);
 }
 
 /* JSON has no NaN or infinity: they are written as the strings "nan", "inf"
  * and "-inf", so an unlimited cgroup limit is not mistaken for a gap. */
-static void json_value(struct strbuf *o, double v)
+static void json_value(struct json_writer *jw, double v)
 {
     if (isnan(v))
-        strbuf_adds(o, "\"nan\"");
+        jw_str(jw, "nan");
     else if (isinf(v))
-        strbuf_adds(o, v > 0 ? "\"inf\"" : "\"-inf\"");
+        jw_str(jw, v > 0 ? "inf" : "-inf");
     else
-        strbuf_add_json_num(o, v);
+        jw_num(jw, v);
 }
 
 static void csv_value(struct strbuf *o, double v)
@@ -164,10 +159,15 @@ static int export_points(const struct point *p, size_t n, void *arg)
     for (size_t i = 0; i < n; i++) {
         strbuf_reset(o);
         if (c->jsonl) {
-            strbuf_addf(o, "{\"time_ns\":%lld", (long long)p[i].ts_ns);
-            strbuf_add(o, c->json_mid.buf, c->json_mid.len);
-            json_value(o, p[i].value);
-            strbuf_adds(o, "}\n");
+            struct json_writer jw;
+            jw_init(&jw, o);
+            jw_object_begin(&jw);
+            jw_kv_int(&jw, "time_ns", p[i].ts_ns);
+            jw_raw_members(&jw, c->json_mid.buf);
+            jw_key(&jw, "value");
+            json_value(&jw, p[i].value);
+            jw_end(&jw);
+            jw_space(&jw, "\n");
         } else {
             strbuf_addf(o, "%lld,", (long long)p[i].ts_ns);
             csv_field(o, c->key);
@@ -200,11 +200,17 @@ static int export_series(const struct series_record *sr, void *arg)
     c->key = key.buf;
     /* the metric and its labels, unescaped, once a series, not once a point */
     strbuf_reset(&c->json_mid);
-    strbuf_adds(&c->json_mid, ",\"metric\":");
-    strbuf_add_json_str(&c->json_mid, sr->name);
-    strbuf_adds(&c->json_mid, ",\"labels\":");
-    labels_json(&c->json_mid, sr->labels);
-    strbuf_adds(&c->json_mid, ",\"value\":");
+    struct json_writer mid;
+    jw_init_members(&mid, &c->json_mid);
+    jw_kv_str(&mid, "metric", sr->name);
+    jw_key(&mid, "labels");
+    labels_json(&mid, sr->labels);
+    if (strbuf_failed(&key) || jw_failed(&mid)) {
+        errno = ENOMEM; /* said by the caller */
+        c->failed = 1;
+        strbuf_release(&key);
+        return 1;
+    }
     uint64_t corrupt = 0;
     /* a block at a time: a long series is never held whole */
     if (store_each_block_points(c->s, sr->id, export_points, c, &corrupt) < 0)

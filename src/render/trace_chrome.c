@@ -3,14 +3,16 @@
  * Perfetto's UI and speedscope read): complete events ("X") for slices,
  * instants ("i"), counters ("C") and metadata ("M") naming the processes and
  * threads. Times are µs since the run's start with three decimals, so no ns
- * is lost. Events are written with hand-rolled number formatting: printf
- * would cost most of the time (docs/trace.md has the figures).
+ * is lost. Slices, instants and counter points are written with hand-rolled
+ * number formatting: printf would cost most of the time (docs/trace.md has
+ * the figures); the rest goes through the JSON writer.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json_writer.h"
 #include "render/trace.h"
 
 /* Room for one event's fixed text and numbers, names excluded. */
@@ -19,8 +21,8 @@
 struct chrome {
     struct trace *t; /* counts the counter points it reads */
     struct trace_sink *k;
-    char **name_json; /* name id -> the name as a JSON string, quotes included */
-    int first;        /* no event written yet: no comma before the next */
+    char **name_json;      /* name id -> the name as a JSON string, quotes included */
+    struct json_writer jw; /* the document, on the sink's buffer; flushes keep its state */
 };
 
 static char *put(char *p, const char *s)
@@ -80,20 +82,13 @@ static char *put_double(char *p, double v)
     return put(p, tmp);
 }
 
-/* The comma and newline before an event. */
-static int sep(struct chrome *c)
-{
-    int rc = strbuf_adds(&c->k->buf, c->first ? "\n" : ",\n");
-    c->first = 0;
-    return rc;
-}
-
 /* Room for n more bytes at the end of the buffer, after the separator, or
  * NULL. */
 static char *reserve(struct chrome *c, size_t n)
 {
     struct strbuf *o = &c->k->buf;
-    if (sep(c) < 0 || strbuf_grow(o, n) < 0)
+    jw_raw_begin(&c->jw);
+    if (strbuf_grow(o, n) < 0)
         return NULL;
     return o->buf + o->len;
 }
@@ -110,15 +105,22 @@ static int commit(struct chrome *c, char *end)
 static int meta(struct chrome *c, const char *what, int64_t pid, int64_t tid, const char *key,
                 const char *str, int64_t num)
 {
-    struct strbuf *o = &c->k->buf;
-    if (sep(c) < 0)
-        return -ENOMEM;
-    strbuf_addf(o, "{\"ph\":\"M\",\"name\":\"%s\",\"pid\":%" PRId64, what, pid);
+    struct json_writer *jw = &c->jw;
+    jw_object_begin(jw);
+    jw_kv_str(jw, "ph", "M");
+    jw_kv_str(jw, "name", what);
+    jw_kv_int(jw, "pid", pid);
     if (tid >= 0)
-        strbuf_addf(o, ",\"tid\":%" PRId64, tid);
-    strbuf_addf(o, ",\"args\":{\"%s\":", key);
-    int rc = str ? strbuf_add_json_str(o, str) : strbuf_addf(o, "%" PRId64, num);
-    return rc ? rc : strbuf_adds(o, "}}");
+        jw_kv_int(jw, "tid", tid);
+    jw_key(jw, "args");
+    jw_object_begin(jw);
+    if (str)
+        jw_kv_str(jw, key, str);
+    else
+        jw_kv_int(jw, key, num);
+    jw_end(jw);
+    jw_end(jw);
+    return jw_failed(jw);
 }
 
 static int write_metadata(struct chrome *c)
@@ -242,65 +244,85 @@ static int write_counter(struct chrome *c, uint32_t ci)
     return rc;
 }
 
+/* ns since the run's start as µs with three decimals, as key's value. */
+static void kv_us(struct json_writer *jw, const char *key, const struct trace *t, int64_t ns)
+{
+    char num[40];
+    *put_us(num, ns - t->origin_ns) = '\0';
+    jw_key(jw, key);
+    jw_raw(jw, num);
+}
+
 /* Findings: global instants ("s":"g", a line across every track) on the
  * first node's metrics process, with what the rule said as args. */
 static int write_findings(struct chrome *c)
 {
     const struct trace *t = c->t;
-    struct strbuf *o = &c->k->buf;
+    struct json_writer *jw = &c->jw;
     int rc = 0;
     for (uint32_t i = 0; i < t->nfindings && rc == 0; i++) {
         const struct finding_record *f = &t->findings[t->finding_idx[i]];
-        if (sep(c) < 0)
-            return -ENOMEM;
-        strbuf_adds(o, "{\"ph\":\"i\",\"s\":\"g\",\"cat\":\"finding\",\"name\":");
         struct strbuf name;
         strbuf_init(&name);
         strbuf_addf(&name, "%s (%s)", f->rule ? f->rule : "", f->severity ? f->severity : "");
-        strbuf_add_json_str(o, name.buf);
+        jw_object_begin(jw);
+        jw_kv_str(jw, "ph", "i");
+        jw_kv_str(jw, "s", "g");
+        jw_kv_str(jw, "cat", "finding");
+        jw_kv_str(jw, "name", name.buf);
         strbuf_release(&name);
-        char num[40];
-        strbuf_addf(o, ",\"pid\":%" PRId64 ",\"tid\":0,\"ts\":", t->procs[0].pid);
-        *put_us(num, f->start_ns - t->origin_ns) = '\0';
-        strbuf_adds(o, num);
-        strbuf_adds(o, ",\"args\":{\"rule\":");
-        strbuf_add_json_str(o, f->rule);
-        strbuf_adds(o, ",\"severity\":");
-        strbuf_add_json_str(o, f->severity);
-        strbuf_adds(o, ",\"scope\":");
-        strbuf_add_json_str(o, f->scope);
-        *put_us(num, f->end_ns - t->origin_ns) = '\0';
-        strbuf_addf(o, ",\"end_us\":%s,\"evidence\":", num);
-        strbuf_add_json_str(o, f->evidence);
-        strbuf_adds(o, ",\"steps\":");
-        strbuf_add_json_str(o, f->events);
-        strbuf_adds(o, ",\"recommendation\":");
-        strbuf_add_json_str(o, f->recommendation);
-        rc = strbuf_adds(o, "}}");
+        jw_kv_int(jw, "pid", t->procs[0].pid);
+        jw_kv_int(jw, "tid", 0);
+        kv_us(jw, "ts", t, f->start_ns);
+        jw_key(jw, "args");
+        jw_object_begin(jw);
+        jw_kv_str(jw, "rule", f->rule);
+        jw_kv_str(jw, "severity", f->severity);
+        jw_kv_str(jw, "scope", f->scope);
+        kv_us(jw, "end_us", t, f->end_ns);
+        jw_kv_str(jw, "evidence", f->evidence);
+        jw_kv_str(jw, "steps", f->events);
+        jw_kv_str(jw, "recommendation", f->recommendation);
+        jw_end(jw);
+        jw_end(jw);
+        rc = jw_failed(jw);
         if (rc == 0)
             rc = trace_sink_flush(c->k, 0);
     }
     return rc;
 }
 
-/* What the run is, for readers of the file (viewers ignore it). */
+/* The end of the event list, then what the run is, for readers of the file
+ * (viewers ignore it). */
 static int write_other_data(struct chrome *c)
 {
     const struct trace *t = c->t;
-    struct strbuf *o = &c->k->buf;
-    strbuf_adds(o, "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"run_id\":");
-    strbuf_add_json_str(o, t->run->id);
-    strbuf_adds(o, ",\"run_name\":");
-    strbuf_add_json_str(o, t->run->name);
-    strbuf_addf(o, ",\"start_ns\":%" PRId64 ",\"strobe_time_unit\":\"us since start_ns\"",
-                t->origin_ns);
-    if (t->from_ns != INT64_MIN)
-        strbuf_addf(o, ",\"window_ns\":[%" PRId64 ",%" PRId64 "]", t->from_ns, t->to_ns);
-    strbuf_addf(o,
-                ",\"slices\":%" PRIu64 ",\"instants\":%" PRIu64 ",\"counter_points\":%" PRIu64
-                ",\"findings\":%" PRIu32 "}}\n",
-                t->slices, t->instants, t->points, t->nfindings);
-    return trace_sink_flush(c->k, 0);
+    struct json_writer *jw = &c->jw;
+    jw_space(jw, "\n");
+    jw_end(jw);
+    jw_kv_str(jw, "displayTimeUnit", "ns");
+    jw_key(jw, "otherData");
+    jw_object_begin(jw);
+    jw_kv_str(jw, "run_id", t->run->id);
+    jw_kv_str(jw, "run_name", t->run->name);
+    jw_kv_int(jw, "start_ns", t->origin_ns);
+    jw_kv_str(jw, "strobe_time_unit", "us since start_ns");
+    if (t->from_ns != INT64_MIN) {
+        jw_key(jw, "window_ns");
+        jw_array_begin(jw);
+        jw_int(jw, t->from_ns);
+        jw_int(jw, t->to_ns);
+        jw_end(jw);
+    }
+    jw_kv_uint(jw, "slices", t->slices);
+    jw_kv_uint(jw, "instants", t->instants);
+    jw_kv_uint(jw, "counter_points", t->points);
+    jw_kv_uint(jw, "findings", t->nfindings);
+    jw_end(jw);
+    jw_end(jw);
+    jw_space(jw, "\n");
+    int rc = jw_failed(jw);
+    return rc ? rc : trace_sink_flush(c->k, 0);
 }
 
 static int make_names(struct chrome *c)
@@ -321,10 +343,15 @@ static int make_names(struct chrome *c)
 
 int trace_write_chrome(struct trace *t, struct trace_sink *k)
 {
-    struct chrome c = {t, k, NULL, 1};
+    struct chrome c = {.t = t, .k = k};
     int rc = make_names(&c);
+    jw_init(&c.jw, &k->buf);
+    jw_object_begin(&c.jw);
+    jw_key(&c.jw, "traceEvents");
+    jw_array_begin(&c.jw); /* an event a line */
+    jw_lines(&c.jw, "\n", "\n");
     if (rc == 0)
-        rc = strbuf_adds(&k->buf, "{\"traceEvents\":[");
+        rc = jw_failed(&c.jw);
     if (rc == 0)
         rc = write_metadata(&c);
     for (uint32_t i = 0; i < t->nthreads && rc == 0; i++)
