@@ -120,8 +120,9 @@ int compare_param_keys(const struct compare_run *runs, uint32_t n, const char **
 int compare_param_changed(const struct compare_run *base, const struct compare_run *run,
                           const char *key);
 
-/* The comparison as one JSON object (compare_json.c): "baseline", "runs" and
- * each later run's "diff" from the first; n >= 1. */
-void compare_json(struct strbuf *o, const struct compare_run *runs, uint32_t n);
+struct json_writer;
+/* The comparison as one JSON object, a value for jw (compare_json.c):
+ * "baseline", "runs" and each later run's "diff" from the first; n >= 1. */
+void compare_json(struct json_writer *jw, const struct compare_run *runs, uint32_t n);
 
 #endif

@@ -173,25 +173,23 @@ static void json_diff(struct json_writer *jw, const struct compare_run *base,
     jw_end(jw);
 }
 
-void compare_json(struct strbuf *o, const struct compare_run *runs, uint32_t n)
+void compare_json(struct json_writer *jw, const struct compare_run *runs, uint32_t n)
 {
-    struct json_writer jw;
-    jw_init(&jw, o);
-    jw_object_begin(&jw);
-    jw_kv_str(&jw, "baseline", runs[0].rec.id);
-    jw_key(&jw, "runs");
-    jw_array_begin(&jw); /* a run a line */
-    jw_lines(&jw, "\n  ", "\n  ");
+    jw_object_begin(jw);
+    jw_kv_str(jw, "baseline", runs[0].rec.id);
+    jw_key(jw, "runs");
+    jw_array_begin(jw); /* a run a line */
+    jw_lines(jw, "\n  ", "\n  ");
     for (uint32_t i = 0; i < n; i++)
-        json_run(&jw, &runs[i]);
-    jw_space(&jw, "\n");
-    jw_end(&jw);
-    jw_key(&jw, "diff");
-    jw_object_begin(&jw); /* a diff a line */
-    jw_lines(&jw, "\n  ", "\n  ");
+        json_run(jw, &runs[i]);
+    jw_space(jw, "\n");
+    jw_end(jw);
+    jw_key(jw, "diff");
+    jw_object_begin(jw); /* a diff a line */
+    jw_lines(jw, "\n  ", "\n  ");
     for (uint32_t i = 1; i < n; i++)
-        json_diff(&jw, &runs[0], &runs[i]);
-    jw_space(&jw, "\n");
-    jw_end(&jw);
-    jw_end(&jw);
+        json_diff(jw, &runs[0], &runs[i]);
+    jw_space(jw, "\n");
+    jw_end(jw);
+    jw_end(jw);
 }

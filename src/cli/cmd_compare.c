@@ -12,6 +12,7 @@
 #include "analyze/compare.h"
 #include "cli/cli.h"
 #include "common/fmt.h"
+#include "common/json_writer.h"
 #include "common/log.h"
 #include "common/strbuf.h"
 
@@ -348,8 +349,10 @@ static int print_json(const struct compare_run *runs, uint32_t n)
 {
     struct strbuf o;
     strbuf_init(&o);
-    compare_json(&o, runs, n);
-    strbuf_addch(&o, '\n');
+    struct json_writer jw;
+    jw_init(&jw, &o);
+    compare_json(&jw, runs, n);
+    jw_space(&jw, "\n");
     int rc = cli_print(&o);
     strbuf_release(&o);
     return rc;

@@ -122,6 +122,12 @@ void jw_str_or_null(struct json_writer *jw, const char *s)
     strbuf_add_json_str_or_null(jw->out, s);
 }
 
+void jw_strn(struct json_writer *jw, const char *s, size_t len)
+{
+    begin_value(jw);
+    strbuf_add_json_strn(jw->out, s, len);
+}
+
 void jw_num(struct json_writer *jw, double v)
 {
     begin_value(jw);

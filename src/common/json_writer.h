@@ -80,6 +80,8 @@ void jw_key(struct json_writer *jw, const char *key);
  * document itself. */
 void jw_str(struct json_writer *jw, const char *s);         /* NULL: "" */
 void jw_str_or_null(struct json_writer *jw, const char *s); /* NULL: null */
+/* The len bytes at s, NUL bytes too (strbuf_add_json_strn). */
+void jw_strn(struct json_writer *jw, const char *s, size_t len);
 void jw_num(struct json_writer *jw, double v); /* shortest round-trip; NaN, Inf: null */
 void jw_int(struct json_writer *jw, long long v);
 void jw_uint(struct json_writer *jw, uint64_t v);

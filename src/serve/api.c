@@ -25,9 +25,12 @@
 void api_error(struct strbuf *body, const char *msg)
 {
     strbuf_reset(body);
-    strbuf_adds(body, "{\"error\":");
-    strbuf_add_json_str(body, msg);
-    strbuf_adds(body, "}\n");
+    struct json_writer jw;
+    jw_init(&jw, body);
+    jw_object_begin(&jw);
+    jw_kv_str(&jw, "error", msg);
+    jw_end(&jw);
+    jw_space(&jw, "\n");
 }
 
 static int fail(struct strbuf *body, int status, const char *msg)
@@ -67,29 +70,9 @@ static int parse_long(const char *s, long lo, long hi, long *out)
     return 0;
 }
 
-static void key_str(struct strbuf *o, const char *key, const char *v)
-{
-    strbuf_addf(o, "\"%s\":", key);
-    strbuf_add_json_str_or_null(o, v);
-}
-
-static void key_num(struct strbuf *o, const char *key, double v)
-{
-    strbuf_addf(o, "\"%s\":", key);
-    strbuf_add_json_num(o, v);
-}
-
-static void key_kv(struct strbuf *o, const char *key, const struct kv_list *l)
-{
-    struct json_writer jw;
-    jw_init_members(&jw, o);
-    jw_key(&jw, key);
-    kv_list_json(&jw, l);
-}
-
 /* Seconds as a short decimal, to the microsecond: chart axes need no more,
  * and it keeps arrays of times small. */
-static void add_secs(struct strbuf *o, int64_t ns)
+static void add_secs(struct json_writer *jw, int64_t ns)
 {
     char tmp[40];
     int n = snprintf(tmp, sizeof(tmp), "%.6f", (double)ns / 1e9);
@@ -99,17 +82,17 @@ static void add_secs(struct strbuf *o, int64_t ns)
         tmp[--n] = '\0';
     if (strcmp(tmp, "-0") == 0)
         snprintf(tmp, sizeof(tmp), "0");
-    strbuf_adds(o, tmp);
+    jw_raw(jw, tmp);
 }
 
 /* A derived figure to 7 significant digits (means: more digits than a chart
  * can show, fewer bytes than round-trip form). */
-static void add_approx(struct strbuf *o, double v)
+static void add_approx(struct json_writer *jw, double v)
 {
-    if (!isfinite(v))
-        strbuf_adds(o, "null");
+    if (isfinite(v))
+        jw_rawf(jw, "%.7g", v);
     else
-        strbuf_addf(o, "%.7g", v);
+        jw_null(jw);
 }
 
 static int resolve(const struct api_ctx *c, const char *ref, struct run_record *r,
@@ -344,26 +327,22 @@ static int fill_summary(const struct api_ctx *c, struct run_row *row)
     return rc;
 }
 
-static void run_row_json(struct strbuf *o, const struct run_row *x)
+static void run_row_json(struct json_writer *jw, const struct run_row *x)
 {
     const struct run_record *r = &x->r;
-    strbuf_addch(o, '{');
-    struct json_writer jw;
-    jw_init_members(&jw, o);
-    run_record_json_head(&jw, r);
-    strbuf_addch(o, ',');
-    key_kv(o, "tags", &r->tags);
-    strbuf_addch(o, ',');
-    key_kv(o, "params", &r->params);
-    strbuf_addf(o, ",\"steps\":%lld,", (long long)x->sum.steps);
-    key_num(o, "step_p50_s", x->sum.step_p50_s);
-    strbuf_addch(o, ',');
-    key_num(o, "samples_per_s", x->sum.samples_per_s);
-    strbuf_addch(o, ',');
-    key_num(o, "cpu_util_pct", x->sum.cpu_util_pct);
-    strbuf_addch(o, ',');
-    key_num(o, "gpu_util_pct", x->sum.gpu_util_pct);
-    strbuf_addf(o, ",\"findings\":%lld}", (long long)x->sum.findings);
+    jw_object_begin(jw);
+    run_record_json_head(jw, r);
+    jw_key(jw, "tags");
+    kv_list_json(jw, &r->tags);
+    jw_key(jw, "params");
+    kv_list_json(jw, &r->params);
+    jw_kv_int(jw, "steps", x->sum.steps);
+    jw_kv_num(jw, "step_p50_s", x->sum.step_p50_s);
+    jw_kv_num(jw, "samples_per_s", x->sum.samples_per_s);
+    jw_kv_num(jw, "cpu_util_pct", x->sum.cpu_util_pct);
+    jw_kv_num(jw, "gpu_util_pct", x->sum.gpu_util_pct);
+    jw_kv_int(jw, "findings", x->sum.findings);
+    jw_end(jw);
 }
 
 static int api_runs(const struct api_ctx *c, const struct api_query *q, struct strbuf *o)
@@ -395,14 +374,22 @@ static int api_runs(const struct api_ctx *c, const struct api_query *q, struct s
         qsort_r(L.rows, L.n, sizeof(*L.rows), cmp_rows, &sp);
     size_t first = (size_t)offset < L.n ? (size_t)offset : L.n;
     size_t last = first + (size_t)limit < L.n ? first + (size_t)limit : L.n;
-    strbuf_addf(o, "{\"total\":%zu,\"offset\":%ld,\"limit\":%ld,\"runs\":[", L.n, offset, limit);
+    struct json_writer jw;
+    jw_init(&jw, o);
+    jw_object_begin(&jw);
+    jw_kv_uint(&jw, "total", L.n);
+    jw_kv_int(&jw, "offset", offset);
+    jw_kv_int(&jw, "limit", limit);
+    jw_key(&jw, "runs");
+    jw_array_begin(&jw); /* a run a line, the first on the opening one */
+    jw_lines(&jw, "", "\n");
     for (size_t i = first; i < last; i++) {
         fill_summary(c, &L.rows[i]);
-        if (i > first)
-            strbuf_adds(o, ",\n");
-        run_row_json(o, &L.rows[i]);
+        run_row_json(&jw, &L.rows[i]);
     }
-    strbuf_adds(o, "]}\n");
+    jw_end(&jw);
+    jw_end(&jw);
+    jw_space(&jw, "\n");
 out:
     run_list_release(&L);
     return status;
@@ -419,32 +406,35 @@ static int api_run(const struct api_ctx *c, const struct run_record *r, struct s
 
 static int metric_json(const struct series_record *s, void *arg)
 {
-    struct strbuf *o = arg;
-    strbuf_adds(o, o->buf[o->len - 1] == '[' ? "\n{" : ",\n{");
-    key_str(o, "name", s->name);
-    strbuf_addch(o, ',');
-    key_str(o, "labels", s->labels);
-    strbuf_addch(o, ',');
-    key_str(o, "unit", s->unit);
-    strbuf_addf(o, ",\"count\":%lld,", (long long)s->count);
-    key_num(o, "min", s->min);
-    strbuf_addch(o, ',');
-    key_num(o, "max", s->max);
-    strbuf_addch(o, ',');
-    key_num(o, "mean", s->count ? s->sum / (double)s->count : NAN);
-    strbuf_addf(o, ",\"start_ns\":%lld,\"end_ns\":%lld}", (long long)s->start_ns,
-                (long long)s->end_ns);
+    struct json_writer *jw = arg;
+    jw_object_begin(jw);
+    jw_kv_str_or_null(jw, "name", s->name);
+    jw_kv_str_or_null(jw, "labels", s->labels);
+    jw_kv_str_or_null(jw, "unit", s->unit);
+    jw_kv_int(jw, "count", s->count);
+    jw_kv_num(jw, "min", s->min);
+    jw_kv_num(jw, "max", s->max);
+    jw_kv_num(jw, "mean", s->count ? s->sum / (double)s->count : NAN);
+    jw_kv_int(jw, "start_ns", s->start_ns);
+    jw_kv_int(jw, "end_ns", s->end_ns);
+    jw_end(jw);
     return 0;
 }
 
 static int api_metrics(const struct api_ctx *c, const struct run_record *r, struct strbuf *o)
 {
-    strbuf_adds(o, "{\"run\":");
-    strbuf_add_json_str(o, r->id);
-    strbuf_adds(o, ",\"metrics\":[");
-    if (c->s->ops->series_query(c->s, r->id, metric_json, o) < 0)
+    struct json_writer jw;
+    jw_init(&jw, o);
+    jw_object_begin(&jw);
+    jw_kv_str(&jw, "run", r->id);
+    jw_key(&jw, "metrics");
+    jw_array_begin(&jw); /* a series a line */
+    jw_lines(&jw, "\n", "\n");
+    if (c->s->ops->series_query(c->s, r->id, metric_json, &jw) < 0)
         return fail(o, 500, c->s->err.buf);
-    strbuf_adds(o, "]}\n");
+    jw_end(&jw);
+    jw_end(&jw);
+    jw_space(&jw, "\n");
     return 200;
 }
 
@@ -497,31 +487,28 @@ static int keep_series(const struct series_record *s, void *arg)
     return 0;
 }
 
-static void series_arrays(struct strbuf *o, const struct downsampler *d, int64_t t0)
+static void series_arrays(struct json_writer *jw, const struct downsampler *d, int64_t t0)
 {
     static const char *const names[] = {"t", "min", "max", "mean", "count"};
     for (int a = 0; a < 5; a++) {
-        strbuf_addf(o, ",\"%s\":[", names[a]);
-        int first = 1;
+        jw_key(jw, names[a]);
+        jw_array_begin(jw);
         for (uint32_t i = 0; i < d->nbuckets; i++) {
             const struct ds_bucket *b = &d->b[i];
             if (!b->count)
                 continue;
-            if (!first)
-                strbuf_addch(o, ',');
-            first = 0;
             if (a == 0)
-                add_secs(o, b->first_ns - t0);
+                add_secs(jw, b->first_ns - t0);
             else if (a == 1)
-                strbuf_add_json_num(o, b->min);
+                jw_num(jw, b->min);
             else if (a == 2)
-                strbuf_add_json_num(o, b->max);
+                jw_num(jw, b->max);
             else if (a == 3)
-                add_approx(o, isnan(b->min) ? NAN : b->sum / (double)b->count);
+                add_approx(jw, isnan(b->min) ? NAN : b->sum / (double)b->count);
             else
-                strbuf_addf(o, "%lld", (long long)b->count);
+                jw_int(jw, b->count);
         }
-        strbuf_addch(o, ']');
+        jw_end(jw);
     }
 }
 
@@ -550,22 +537,23 @@ static int api_series(const struct api_ctx *c, const struct run_record *r,
         downsampler_release(&d);
         return fail(o, 500, c->s->err.buf);
     }
-    strbuf_adds(o, "{");
-    key_str(o, "run", r->id);
-    strbuf_addch(o, ',');
-    key_str(o, "name", name);
-    strbuf_addch(o, ',');
-    key_str(o, "labels", labels ? labels : "");
-    strbuf_addch(o, ',');
-    key_str(o, "unit", f.unit);
-    strbuf_addf(o,
-                ",\"t0_ns\":%lld,\"from_ns\":%lld,\"to_ns\":%lld,\"bucket_ns\":%lld,"
-                "\"blocks_summary\":%lld,\"blocks_decoded\":%lld,\"corrupt\":%s",
-                (long long)r->start_ns, (long long)from, (long long)to, (long long)d.bucket_ns,
-                (long long)d.blocks_summary, (long long)d.blocks_decoded,
-                d.corrupt ? "true" : "false");
-    series_arrays(o, &d, r->start_ns);
-    strbuf_adds(o, "}\n");
+    struct json_writer jw;
+    jw_init(&jw, o);
+    jw_object_begin(&jw);
+    jw_kv_str(&jw, "run", r->id);
+    jw_kv_str(&jw, "name", name);
+    jw_kv_str(&jw, "labels", labels ? labels : "");
+    jw_kv_str(&jw, "unit", f.unit);
+    jw_kv_int(&jw, "t0_ns", r->start_ns);
+    jw_kv_int(&jw, "from_ns", from);
+    jw_kv_int(&jw, "to_ns", to);
+    jw_kv_int(&jw, "bucket_ns", d.bucket_ns);
+    jw_kv_int(&jw, "blocks_summary", d.blocks_summary);
+    jw_kv_int(&jw, "blocks_decoded", d.blocks_decoded);
+    jw_kv_bool(&jw, "corrupt", d.corrupt);
+    series_arrays(&jw, &d, r->start_ns);
+    jw_end(&jw);
+    jw_space(&jw, "\n");
     downsampler_release(&d);
     return 200;
 }
@@ -580,35 +568,33 @@ struct step_bucket {
     double phase[PHASE_COUNT];
 };
 
-static void steps_json(struct strbuf *o, const struct step_bucket *b, uint32_t nb, int64_t t0)
+static void steps_json(struct json_writer *jw, const struct step_bucket *b, uint32_t nb, int64_t t0)
 {
     static const char *const names[] = {"t", "count", "dur_min_ms", "dur_max_ms", "dur_mean_ms"};
     for (int a = 0; a < 5; a++) {
-        strbuf_addf(o, ",\"%s\":[", names[a]);
+        jw_key(jw, names[a]);
+        jw_array_begin(jw);
         for (uint32_t i = 0; i < nb; i++) {
-            if (i)
-                strbuf_addch(o, ',');
             double n = (double)b[i].count;
             if (a == 0)
-                add_secs(o, b[i].first_ns - t0);
+                add_secs(jw, b[i].first_ns - t0);
             else if (a == 1)
-                strbuf_addf(o, "%lld", (long long)b[i].count);
+                jw_int(jw, b[i].count);
             else
-                add_approx(o, (a == 2 ? b[i].dmin : a == 3 ? b[i].dmax : b[i].dsum / n) / 1e6);
+                add_approx(jw, (a == 2 ? b[i].dmin : a == 3 ? b[i].dmax : b[i].dsum / n) / 1e6);
         }
-        strbuf_addch(o, ']');
+        jw_end(jw);
     }
-    strbuf_adds(o, ",\"phases_ms\":{");
+    jw_key(jw, "phases_ms");
+    jw_object_begin(jw);
     for (int p = 0; p < PHASE_COUNT; p++) {
-        strbuf_addf(o, "%s\"%s\":[", p ? "," : "", phase_names[p]);
-        for (uint32_t i = 0; i < nb; i++) {
-            if (i)
-                strbuf_addch(o, ',');
-            add_approx(o, b[i].phase[p] / (double)b[i].count / 1e6);
-        }
-        strbuf_addch(o, ']');
+        jw_key(jw, phase_names[p]);
+        jw_array_begin(jw);
+        for (uint32_t i = 0; i < nb; i++)
+            add_approx(jw, b[i].phase[p] / (double)b[i].count / 1e6);
+        jw_end(jw);
     }
-    strbuf_addch(o, '}');
+    jw_end(jw);
 }
 
 /* Bucket the steps starting in [from, to]; returns the bucket count. */
@@ -671,13 +657,17 @@ static int api_steps(const struct api_ctx *c, const struct run_record *r, const 
     int64_t total = 0;
     for (uint32_t i = 0; i < nb; i++)
         total += b[i].count;
-    strbuf_adds(o, "{");
-    key_str(o, "run", r->id);
-    strbuf_addf(o, ",\"pid\":%lld,\"t0_ns\":%lld,\"steps\":%lld,\"grouped\":%s",
-                (long long)rows.pid, (long long)r->start_ns, (long long)total,
-                nb < total ? "true" : "false");
-    steps_json(o, b, nb, r->start_ns);
-    strbuf_adds(o, "}\n");
+    struct json_writer jw;
+    jw_init(&jw, o);
+    jw_object_begin(&jw);
+    jw_kv_str(&jw, "run", r->id);
+    jw_kv_int(&jw, "pid", rows.pid);
+    jw_kv_int(&jw, "t0_ns", r->start_ns);
+    jw_kv_int(&jw, "steps", total);
+    jw_kv_bool(&jw, "grouped", nb < total);
+    steps_json(&jw, b, nb, r->start_ns);
+    jw_end(&jw);
+    jw_space(&jw, "\n");
     free(b);
     step_rows_release(&rows);
     return 200;
@@ -685,43 +675,49 @@ static int api_steps(const struct api_ctx *c, const struct run_record *r, const 
 
 static int finding_json(const struct finding_record *f, void *arg)
 {
-    struct strbuf *o = arg;
-    strbuf_adds(o, o->buf[o->len - 1] == '[' ? "\n{" : ",\n{");
-    key_str(o, "rule", f->rule);
-    strbuf_addch(o, ',');
-    key_str(o, "severity", f->severity);
-    strbuf_addch(o, ',');
-    key_str(o, "scope", f->scope);
-    strbuf_addf(o, ",\"start_ns\":%lld,\"end_ns\":%lld,", (long long)f->start_ns,
-                (long long)f->end_ns);
-    key_str(o, "evidence", f->evidence);
-    strbuf_addch(o, ',');
-    key_str(o, "events", f->events);
-    strbuf_addch(o, ',');
-    key_str(o, "recommendation", f->recommendation);
-    strbuf_addch(o, '}');
+    struct json_writer *jw = arg;
+    jw_object_begin(jw);
+    jw_kv_str_or_null(jw, "rule", f->rule);
+    jw_kv_str_or_null(jw, "severity", f->severity);
+    jw_kv_str_or_null(jw, "scope", f->scope);
+    jw_kv_int(jw, "start_ns", f->start_ns);
+    jw_kv_int(jw, "end_ns", f->end_ns);
+    jw_kv_str_or_null(jw, "evidence", f->evidence);
+    jw_kv_str_or_null(jw, "events", f->events);
+    jw_kv_str_or_null(jw, "recommendation", f->recommendation);
+    jw_end(jw);
     return 0;
 }
 
 static int api_findings(const struct api_ctx *c, const struct run_record *r, struct strbuf *o)
 {
-    strbuf_adds(o, "{");
-    key_str(o, "run", r->id);
-    strbuf_addf(o, ",\"t0_ns\":%lld,\"findings\":[", (long long)r->start_ns);
-    /* a store from before the rules has no findings table: an empty list */
-    size_t mark = o->len;
-    if (c->s->ops->findings_query(c->s, r->id, finding_json, o) < 0) {
-        o->len = mark;
-        o->buf[mark] = '\0';
-    }
-    strbuf_adds(o, "]}\n");
-    return 200;
+    /* built apart: a store from before the rules has no findings table, and
+     * a failed query leaves an empty list */
+    struct strbuf list;
+    strbuf_init(&list);
+    struct json_writer lw;
+    jw_init(&lw, &list);
+    jw_array_begin(&lw); /* a finding a line */
+    jw_lines(&lw, "\n", "\n");
+    int rc = c->s->ops->findings_query(c->s, r->id, finding_json, &lw);
+    jw_end(&lw);
+    struct json_writer jw;
+    jw_init(&jw, o);
+    jw_object_begin(&jw);
+    jw_kv_str(&jw, "run", r->id);
+    jw_kv_int(&jw, "t0_ns", r->start_ns);
+    jw_kv_raw(&jw, "findings", rc < 0 || strbuf_failed(&list) ? "[]" : list.buf);
+    jw_end(&jw);
+    jw_space(&jw, "\n");
+    rc = strbuf_failed(&list);
+    strbuf_release(&list);
+    return rc < 0 ? fail(o, 500, "out of memory") : 200;
 }
 
 /* ---- /api/runs/{id}/texts[/{kind}] --------------------------------------------------- */
 
 struct texts_ctx {
-    struct strbuf *o;
+    struct json_writer *jw;
     const char *kind; /* NULL: the list */
     int n;
 };
@@ -731,27 +727,34 @@ static int text_json(const struct run_text_record *t, void *arg)
     struct texts_ctx *x = arg;
     if (x->kind && strcmp(t->kind, x->kind) != 0)
         return 0;
-    strbuf_adds(x->o, x->n++ ? "," : "");
-    strbuf_adds(x->o, "{");
-    key_str(x->o, "kind", t->kind);
-    strbuf_addf(x->o, ",\"bytes\":%lld,\"kept\":%zu", (long long)t->bytes, t->len);
+    x->n++;
+    jw_object_begin(x->jw);
+    jw_kv_str_or_null(x->jw, "kind", t->kind);
+    jw_kv_int(x->jw, "bytes", t->bytes);
+    jw_kv_uint(x->jw, "kept", t->len);
     if (x->kind) {
         /* the stored bytes may be any bytes, NUL too: a JSON string is
          * valid UTF-8 */
-        strbuf_adds(x->o, ",\"text\":");
-        strbuf_add_json_strn(x->o, t->data ? t->data : "", t->data ? t->len : 0);
+        jw_key(x->jw, "text");
+        jw_strn(x->jw, t->data ? t->data : "", t->data ? t->len : 0);
     }
-    strbuf_addch(x->o, '}');
+    jw_end(x->jw);
     return 0;
 }
 
 /* The texts kept with a run (stdout, stderr, packages, lscpu, nvidia-smi):
- * the list with sizes, or one of them with its text. */
+ * the list with sizes, or one of them with its text (kinds are unique). */
 static int api_texts(const struct api_ctx *c, const struct run_record *r, const char *kind,
                      struct strbuf *o)
 {
-    struct texts_ctx x = {o, kind && *kind ? kind : NULL, 0};
-    strbuf_adds(o, x.kind ? "" : "{\"texts\":[");
+    struct json_writer jw;
+    jw_init(&jw, o);
+    struct texts_ctx x = {&jw, kind && *kind ? kind : NULL, 0};
+    if (!x.kind) {
+        jw_object_begin(&jw);
+        jw_key(&jw, "texts");
+        jw_array_begin(&jw);
+    }
     if (c->s->ops->run_texts_query(c->s, r->id, text_json, &x) < 0) {
         strbuf_reset(o);
         return fail(o, 500, "cannot read the run's texts");
@@ -760,7 +763,11 @@ static int api_texts(const struct api_ctx *c, const struct run_record *r, const 
         strbuf_reset(o);
         return fail(o, 404, "no such text");
     }
-    strbuf_adds(o, x.kind ? "\n" : "]}\n");
+    if (!x.kind) {
+        jw_end(&jw);
+        jw_end(&jw);
+    }
+    jw_space(&jw, "\n");
     return 200;
 }
 
@@ -774,7 +781,7 @@ struct compare_set {
 
 /* Every key any run has, each with every run's value (null when absent) and
  * whether it differs from the first run's. */
-static int compare_params(struct strbuf *o, const struct compare_set *cs, int tags)
+static int compare_params(struct json_writer *jw, const struct compare_set *cs, int tags)
 {
     const struct kv_list *lists[COMPARE_MAX_RUNS];
     for (size_t i = 0; i < cs->n; i++)
@@ -783,20 +790,21 @@ static int compare_params(struct strbuf *o, const struct compare_set *cs, int ta
     uint32_t nkeys = 0;
     if (compare_kv_keys(lists, (uint32_t)cs->n, &keys, &nkeys) < 0)
         return -ENOMEM;
-    strbuf_addf(o, ",\"%s\":[", tags ? "tags" : "params");
+    jw_key(jw, tags ? "tags" : "params");
+    jw_array_begin(jw); /* a key a line */
+    jw_lines(jw, "\n", "\n");
     for (uint32_t k = 0; k < nkeys; k++) {
-        strbuf_adds(o, k ? ",\n{" : "\n{");
-        key_str(o, "key", keys[k]);
-        strbuf_adds(o, ",\"values\":[");
-        for (size_t j = 0; j < cs->n; j++) {
-            const char *v = kv_list_get(lists[j], keys[k]);
-            strbuf_adds(o, j ? "," : "");
-            strbuf_add_json_str_or_null(o, v);
-        }
-        strbuf_addf(o, "],\"differs\":%s}",
-                    compare_kv_differs(lists, (uint32_t)cs->n, keys[k]) ? "true" : "false");
+        jw_object_begin(jw);
+        jw_kv_str_or_null(jw, "key", keys[k]);
+        jw_key(jw, "values");
+        jw_array_begin(jw);
+        for (size_t j = 0; j < cs->n; j++)
+            jw_str_or_null(jw, kv_list_get(lists[j], keys[k]));
+        jw_end(jw);
+        jw_kv_bool(jw, "differs", compare_kv_differs(lists, (uint32_t)cs->n, keys[k]));
+        jw_end(jw);
     }
-    strbuf_addch(o, ']');
+    jw_end(jw);
     free(keys);
     return 0;
 }
@@ -821,33 +829,34 @@ static double summary_field(const struct run_row *x, int k)
     }
 }
 
-static void compare_summary(struct strbuf *o, const struct compare_set *cs)
+static void compare_summary(struct json_writer *jw, const struct compare_set *cs)
 {
     static const char *const keys[] = {"duration_s",    "steps",        "step_p50_s",
                                        "samples_per_s", "cpu_util_pct", "gpu_util_pct",
                                        "findings"};
-    strbuf_adds(o, ",\"summary\":[");
+    jw_key(jw, "summary");
+    jw_array_begin(jw); /* a figure a line */
+    jw_lines(jw, "\n", "\n");
     for (int k = 0; k < 7; k++) {
-        strbuf_adds(o, k ? ",\n{" : "\n{");
-        key_str(o, "key", keys[k]);
-        strbuf_adds(o, ",\"values\":[");
-        for (size_t j = 0; j < cs->n; j++) {
-            if (j)
-                strbuf_addch(o, ',');
-            strbuf_add_json_num(o, summary_field(&cs->row[j], k));
-        }
+        jw_object_begin(jw);
+        jw_kv_str(jw, "key", keys[k]);
+        jw_key(jw, "values");
+        jw_array_begin(jw);
+        for (size_t j = 0; j < cs->n; j++)
+            jw_num(jw, summary_field(&cs->row[j], k));
+        jw_end(jw);
         /* change against the first run, in percent */
-        strbuf_adds(o, "],\"delta_pct\":[");
+        jw_key(jw, "delta_pct");
+        jw_array_begin(jw);
         double base = summary_field(&cs->row[0], k);
         for (size_t j = 0; j < cs->n; j++) {
             double v = summary_field(&cs->row[j], k);
-            if (j)
-                strbuf_addch(o, ',');
-            add_approx(o, base != 0 ? (v - base) / fabs(base) * 100.0 : NAN);
+            add_approx(jw, base != 0 ? (v - base) / fabs(base) * 100.0 : NAN);
         }
-        strbuf_adds(o, "]}");
+        jw_end(jw);
+        jw_end(jw);
     }
-    strbuf_addch(o, ']');
+    jw_end(jw);
 }
 
 static int compare_seen(const struct compare_set *cs, const char *id)
@@ -922,23 +931,26 @@ static int api_compare(const struct api_ctx *c, const struct api_query *q, struc
     int with_analysis = !an || an[0] == '1';
     int status = compare_load(c, list ? list : "", cs, with_analysis, o);
     if (status == 0) {
-        strbuf_adds(o, "{\"runs\":[");
-        for (size_t i = 0; i < cs->n; i++) {
-            if (i)
-                strbuf_adds(o, ",\n");
-            run_row_json(o, &cs->row[i]);
-        }
-        strbuf_addch(o, ']');
-        if (compare_params(o, cs, 0) < 0 || compare_params(o, cs, 1) < 0) {
+        struct json_writer jw;
+        jw_init(&jw, o);
+        jw_object_begin(&jw);
+        jw_key(&jw, "runs");
+        jw_array_begin(&jw); /* a run a line, the first on the opening one */
+        jw_lines(&jw, "", "\n");
+        for (size_t i = 0; i < cs->n; i++)
+            run_row_json(&jw, &cs->row[i]);
+        jw_end(&jw);
+        if (compare_params(&jw, cs, 0) < 0 || compare_params(&jw, cs, 1) < 0) {
             strbuf_reset(o);
             status = fail(o, 500, "out of memory");
         } else {
-            compare_summary(o, cs);
+            compare_summary(&jw, cs);
             if (with_analysis) {
-                strbuf_adds(o, ",\"analysis\":");
-                compare_json(o, cs->cmp, (uint32_t)cs->n);
+                jw_key(&jw, "analysis");
+                compare_json(&jw, cs->cmp, (uint32_t)cs->n);
             }
-            strbuf_adds(o, "}\n");
+            jw_end(&jw);
+            jw_space(&jw, "\n");
             status = 200;
         }
     }

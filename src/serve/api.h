@@ -1,9 +1,9 @@
 /*
  * The JSON API of strobe serve, apart from HTTP: a path and its query
  * arguments in, a status and a JSON body out. docs/api.md documents each
- * endpoint and its keys. Every string from the store goes through
- * strbuf_add_json_str, so nothing a run is called can break out of its
- * JSON string.
+ * endpoint and its keys. Every string from the store goes through the JSON
+ * writer (strbuf_add_json_str), so nothing a run is called can break out of
+ * its JSON string.
  */
 #ifndef STROBE_SERVE_API_H
 #define STROBE_SERVE_API_H
