@@ -7,6 +7,7 @@
 
 #include "cli/cli.h"
 #include "common/array.h"
+#include "common/json_writer.h"
 #include "common/log.h"
 #include "common/strbuf.h"
 #include "import/sagemaker.h"
@@ -32,13 +33,15 @@ static char *command_json(int argc, char **argv)
 {
     struct strbuf o;
     strbuf_init(&o);
-    strbuf_adds(&o, "[\"strobe\",\"import\"");
-    for (int i = 0; i < argc; i++) {
-        strbuf_addch(&o, ',');
-        strbuf_add_json_str(&o, argv[i]);
-    }
-    strbuf_addch(&o, ']');
-    return strbuf_detach(&o);
+    struct json_writer jw;
+    jw_init(&jw, &o);
+    jw_array_begin(&jw);
+    jw_str(&jw, "strobe");
+    jw_str(&jw, "import");
+    for (int i = 0; i < argc; i++)
+        jw_str(&jw, argv[i]);
+    jw_end(&jw);
+    return strbuf_detach(&o); /* NULL when out of memory: no command */
 }
 
 /* sagemaker-<the directory's last component> */

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/json_writer.h"
 #include "common/log.h"
 #include "common/version.h"
 #include "sample/pfile.h"
@@ -385,14 +386,13 @@ static void collect_command(struct run_record *r, char *const argv[])
 {
     struct strbuf sb;
     strbuf_init(&sb);
-    strbuf_addch(&sb, '[');
-    for (int i = 0; argv[i]; i++) {
-        if (i)
-            strbuf_addch(&sb, ',');
-        strbuf_add_json_str(&sb, argv[i]);
-    }
-    strbuf_addch(&sb, ']');
-    r->command_json = strbuf_detach(&sb);
+    struct json_writer jw;
+    jw_init(&jw, &sb);
+    jw_array_begin(&jw);
+    for (int i = 0; argv[i]; i++)
+        jw_str(&jw, argv[i]);
+    jw_end(&jw);
+    r->command_json = strbuf_detach(&sb); /* NULL when out of memory: no command */
 }
 
 int runinfo_collect(struct run_record *r, char *const argv[], const char *proc_root,

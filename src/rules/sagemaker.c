@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/array.h"
+#include "common/json_writer.h"
 #include "rules/rules_internal.h"
 
 #define NPARAMS(a) ((uint32_t)(ARRAY_SIZE(a)))
@@ -1457,20 +1458,18 @@ static void usage_window(struct rule_ctx *c, const struct rule_window *w, void *
     rule_status(c, RULE_REPORT, "statistics at the end of the run");
 }
 
-static void json_stat(struct strbuf *o, const char *key, const struct sketch *sk)
+static void json_stat(struct json_writer *jw, const char *key, const struct sketch *sk)
 {
-    strbuf_add_json_str(o, key);
-    strbuf_adds(o, ":{\"count\":");
-    strbuf_addf(o, "%llu", (unsigned long long)sk->count);
     static const struct {
         const char *k;
         double q;
     } qs[] = {{"max", 1}, {"p99", 0.99}, {"p95", 0.95}, {"p50", 0.5}, {"min", 0}};
-    for (size_t i = 0; i < ARRAY_SIZE(qs); i++) {
-        strbuf_addf(o, ",\"%s\":", qs[i].k);
-        strbuf_add_json_num(o, sketch_quantile(sk, qs[i].q));
-    }
-    strbuf_addch(o, '}');
+    jw_key(jw, key);
+    jw_object_begin(jw);
+    jw_kv_uint(jw, "count", sk->count);
+    for (size_t i = 0; i < ARRAY_SIZE(qs); i++)
+        jw_kv_num(jw, qs[i].k, sketch_quantile(sk, qs[i].q));
+    jw_end(jw);
 }
 
 static void usage_finish(struct rule_ctx *c, const struct rule_window *w, void *p)
@@ -1479,29 +1478,25 @@ static void usage_finish(struct rule_ctx *c, const struct rule_window *w, void *
     struct usage_state *st = p;
     struct strbuf o;
     strbuf_init(&o);
-    strbuf_adds(&o, "{\"nodes\":{");
+    struct json_writer jw;
+    jw_init(&jw, &o);
+    jw_object_begin(&jw);
+    jw_key(&jw, "nodes");
+    jw_object_begin(&jw);
     char detail[256] = "";
     int listed = 0;
     for (uint32_t n = 0; n < st->nnodes; n++) {
         if (!st->node[n].seen)
             continue;
-        if (listed++)
-            strbuf_addch(&o, ',');
+        listed++;
         const char *name = rules_node_name(c->eng, n);
         name = *name ? name : rules_run(c->eng)->host;
-        strbuf_add_json_str(&o, name ? name : "");
-        strbuf_addch(&o, ':');
-        strbuf_addch(&o, '{');
-        int first = 1;
-        for (int u = 0; u < U_COUNT; u++) {
-            if (!st->node[n].sk[u].count)
-                continue;
-            if (!first)
-                strbuf_addch(&o, ',');
-            first = 0;
-            json_stat(&o, usage_names[u], &st->node[n].sk[u]);
-        }
-        strbuf_addch(&o, '}');
+        jw_key(&jw, name ? name : "");
+        jw_object_begin(&jw);
+        for (int u = 0; u < U_COUNT; u++)
+            if (st->node[n].sk[u].count)
+                json_stat(&jw, usage_names[u], &st->node[n].sk[u]);
+        jw_end(&jw);
         if (listed == 1) {
             char mem[48] = ""; /* without memory samples its quantile is NaN */
             if (st->node[n].sk[U_MEM].count)
@@ -1513,8 +1508,9 @@ static void usage_finish(struct rule_ctx *c, const struct rule_window *w, void *
                      st->node[n].sk[U_GPU].count ? "; GPUs in the report" : "");
         }
     }
-    strbuf_adds(&o, "}}");
-    rule_set_report(c, strbuf_detach(&o));
+    jw_end(&jw);
+    jw_end(&jw);
+    rule_set_report(c, strbuf_detach(&o)); /* NULL, no report, when out of memory */
     rule_status(c, RULE_REPORT, "%s", *detail ? detail : "no system samples");
 }
 
@@ -1556,18 +1552,18 @@ static void framework_window(struct rule_ctx *c, const struct rule_window *w, vo
 
 /* "modes": the steps of each mode and their time, as SageMaker splits
  * training, evaluation and the rest. */
-static void framework_modes(struct strbuf *o, const struct framework_state *st)
+static void framework_modes(struct json_writer *jw, const struct framework_state *st)
 {
-    strbuf_adds(o, ",\"modes\":{");
+    jw_key(jw, "modes");
+    jw_object_begin(jw);
     for (int m = 0; m < STEP_MODE_COUNT; m++)
-        strbuf_addf(o, "%s\"%s\":%llu", m ? "," : "", step_mode_names[m],
-                    (unsigned long long)st->mode_steps[m]);
-    strbuf_adds(o, "},\"mode_s\":{");
-    for (int m = 0; m < STEP_MODE_COUNT; m++) {
-        strbuf_addf(o, "%s\"%s\":", m ? "," : "", step_mode_names[m]);
-        strbuf_add_json_num(o, st->mode_ns[m] / 1e9);
-    }
-    strbuf_addch(o, '}');
+        jw_kv_uint(jw, step_mode_names[m], st->mode_steps[m]);
+    jw_end(jw);
+    jw_key(jw, "mode_s");
+    jw_object_begin(jw);
+    for (int m = 0; m < STEP_MODE_COUNT; m++)
+        jw_kv_num(jw, step_mode_names[m], st->mode_ns[m] / 1e9);
+    jw_end(jw);
 }
 
 static void framework_finish(struct rule_ctx *c, const struct rule_window *w, void *p)
@@ -1585,19 +1581,22 @@ static void framework_finish(struct rule_ctx *c, const struct rule_window *w, vo
     strbuf_init(&o);
     /* the phases are the training steps': an evaluation step has no
      * backward, and would water them down (null without training steps) */
-    strbuf_addf(&o, "{\"steps\":%u,\"step_s\":", st->all.steps);
-    strbuf_add_json_num(&o, st->all.step_ns / 1e9);
-    strbuf_adds(&o, ",\"phases\":{");
-    for (int q = 0; q < PHASE_COUNT; q++) {
-        strbuf_addf(&o, "%s\"%s\":", q ? "," : "", phase_names[q]);
-        strbuf_add_json_num(&o, st->all.phase_ns[q] / st->all.step_ns);
-    }
-    strbuf_adds(&o, "},\"comm_exposed\":");
-    strbuf_add_json_num(&o, st->all.comm_exposed_ns / st->all.step_ns);
-    framework_modes(&o, st);
+    struct json_writer jw;
+    jw_init(&jw, &o);
+    jw_object_begin(&jw);
+    jw_kv_uint(&jw, "steps", st->all.steps);
+    jw_kv_num(&jw, "step_s", st->all.step_ns / 1e9);
+    jw_key(&jw, "phases");
+    jw_object_begin(&jw);
+    for (int q = 0; q < PHASE_COUNT; q++)
+        jw_kv_num(&jw, phase_names[q], st->all.phase_ns[q] / st->all.step_ns);
+    jw_end(&jw);
+    jw_kv_num(&jw, "comm_exposed", st->all.comm_exposed_ns / st->all.step_ns);
+    framework_modes(&jw, st);
     /* operator times come with a torch.profiler window: say so rather than
      * invent shares */
-    strbuf_adds(&o, ",\"operators\":null}");
+    jw_kv_null(&jw, "operators");
+    jw_end(&jw);
     rule_set_report(c, strbuf_detach(&o));
     char text[400];
     if (st->all.steps)
