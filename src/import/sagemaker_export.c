@@ -14,6 +14,7 @@
 
 #include "analyze/steps.h"
 #include "common/array.h"
+#include "common/json_writer.h"
 #include "common/metrics.h"
 #include "common/strlist.h"
 #include "import/json.h"
@@ -253,10 +254,10 @@ static int map_series(struct ex_ctx *x, const struct ex_series *e)
  * writes it, but searching from 15 digits: every double that round-trips in
  * fewer prints the same at %.15g (DBL_DIG), and the values of a metric file
  * mostly need 15 to 17 (searching from 6 took half of an export's time). */
-static void add_value(struct strbuf *o, double v)
+static void add_value(struct json_writer *jw, double v)
 {
     if (v == floor(v) && fabs(v) < 1e15) {
-        strbuf_addf(o, "%.0f", v);
+        jw_rawf(jw, "%.0f", v);
         return;
     }
     char tmp[32];
@@ -265,11 +266,11 @@ static void add_value(struct strbuf *o, double v)
         if (strtod(tmp, NULL) == v)
             break;
     }
-    strbuf_adds(o, tmp);
+    jw_raw(jw, tmp);
 }
 
 /* "1700000130.5": seconds with as many decimals as the ns need */
-static void add_seconds(struct strbuf *o, int64_t ns)
+static void add_seconds(struct json_writer *jw, int64_t ns)
 {
     int64_t s = ns / 1000000000, f = ns % 1000000000;
     if (f < 0) {
@@ -282,11 +283,11 @@ static void add_seconds(struct strbuf *o, int64_t ns)
     while (n > 1 && frac[n - 1] == '0')
         n--;
     frac[n] = '\0';
-    strbuf_addf(o, "%" PRId64 ".%s", s, frac);
+    jw_rawf(jw, "%" PRId64 ".%s", s, frac);
 }
 
 /* microseconds with up to three decimals */
-static void add_us(struct strbuf *o, int64_t ns)
+static void add_us(struct json_writer *jw, int64_t ns)
 {
     int64_t us = ns / 1000, f = ns % 1000;
     if (f < 0) {
@@ -294,7 +295,7 @@ static void add_us(struct strbuf *o, int64_t ns)
         f += 1000;
     }
     if (!f) {
-        strbuf_addf(o, "%" PRId64, us);
+        jw_int(jw, us);
         return;
     }
     char frac[8];
@@ -303,7 +304,7 @@ static void add_us(struct strbuf *o, int64_t ns)
     while (n > 1 && frac[n - 1] == '0')
         n--;
     frac[n] = '\0';
-    strbuf_addf(o, "%" PRId64 ".%s", us, frac);
+    jw_rawf(jw, "%" PRId64 ".%s", us, frac);
 }
 
 static void hour_dir(int64_t s, char out[16])
@@ -381,19 +382,19 @@ static int write_system_node(struct ex_ctx *x, uint32_t node, struct ex_line *v,
             break;
         minute = m;
         const struct ex_out *o = &x->outs[v[i].out];
-        strbuf_adds(&data, "{\"Type\":");
-        strbuf_add_json_str(&data, o->type);
-        strbuf_adds(&data, ",\"Name\":");
-        strbuf_add_json_str(&data, o->name);
-        strbuf_adds(&data, ",\"Dimension\":");
-        strbuf_add_json_str(&data, o->dim);
-        strbuf_adds(&data, ",\"Value\":");
-        add_value(&data, v[i].value);
-        strbuf_adds(&data, ",\"NodeId\":");
-        strbuf_add_json_str(&data, x->nodes[node]);
-        strbuf_adds(&data, ",\"Timestamp\":");
-        add_seconds(&data, v[i].ts_ns);
-        strbuf_adds(&data, "}\n");
+        struct json_writer jw; /* a line of JSON */
+        jw_init(&jw, &data);
+        jw_object_begin(&jw);
+        jw_kv_str(&jw, "Type", o->type);
+        jw_kv_str(&jw, "Name", o->name);
+        jw_kv_str(&jw, "Dimension", o->dim);
+        jw_key(&jw, "Value");
+        add_value(&jw, v[i].value);
+        jw_kv_str(&jw, "NodeId", x->nodes[node]);
+        jw_key(&jw, "Timestamp");
+        add_seconds(&jw, v[i].ts_ns);
+        jw_end(&jw);
+        jw_space(&jw, "\n");
         x->c->lines++;
     }
     strbuf_release(&data);
@@ -568,7 +569,7 @@ struct ex_phases {
     uint32_t n;
 };
 
-static uint32_t phase_pid(struct ex_phases *ps, const char *phase, struct strbuf *o)
+static uint32_t phase_pid(struct ex_phases *ps, const char *phase, struct json_writer *jw)
 {
     for (uint32_t i = 0; i < ps->n; i++)
         if (ps->name[i] == phase)
@@ -576,14 +577,19 @@ static uint32_t phase_pid(struct ex_phases *ps, const char *phase, struct strbuf
     if (ps->n == ARRAY_SIZE(ps->name))
         return ps->n; /* cannot happen: phase_of has fewer */
     ps->name[ps->n++] = phase;
-    strbuf_addf(o,
-                ",\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%u,\"args\":{\"name\":", ps->n);
-    strbuf_add_json_str(o, phase);
-    strbuf_adds(o, "}}");
+    jw_object_begin(jw);
+    jw_kv_str(jw, "name", "process_name");
+    jw_kv_str(jw, "ph", "M");
+    jw_kv_uint(jw, "pid", ps->n);
+    jw_key(jw, "args");
+    jw_object_begin(jw);
+    jw_kv_str(jw, "name", phase);
+    jw_end(jw);
+    jw_end(jw);
     return ps->n;
 }
 
-static void trace_event(struct strbuf *o, const struct run_events *e, const struct event *ev,
+static void trace_event(struct json_writer *jw, const struct run_events *e, const struct event *ev,
                         int64_t pid, int64_t tid, int64_t base_ns, struct ex_phases *ps,
                         struct sagemaker_export_counts *c)
 {
@@ -603,62 +609,64 @@ static void trace_event(struct strbuf *o, const struct run_events *e, const stru
         }
     }
     const char *phase = phase_of(name, ev->kind);
-    uint32_t phase_id = phase_pid(ps, phase, o);
+    uint32_t phase_id = phase_pid(ps, phase, jw);
     int is_step = strncmp(phase, "Step:", 5) == 0;
-    strbuf_adds(o, ",\n{\"name\":");
-    if (is_step)
-        strbuf_add_json_str(o, phase);
-    else if (ev->kind == STROBE_EV_STEP)
-        strbuf_adds(o, "\"strobe.step\"");
-    else
-        strbuf_add_json_str(o, name);
-    strbuf_addf(o, ",\"ph\":\"%c\",\"ts\":", kind);
+    const char ph_name[2] = {kind, '\0'};
+    jw_object_begin(jw);
+    jw_kv_str(jw, "name", is_step ? phase : ev->kind == STROBE_EV_STEP ? "strobe.step" : name);
+    jw_kv_str(jw, "ph", ph_name);
     /* base_ns is at most ts_ns; clamped for a run spanning more than int64 */
     uint64_t rel = (uint64_t)ev->ts_ns - (uint64_t)base_ns;
-    add_us(o, rel > INT64_MAX ? INT64_MAX : (int64_t)rel);
+    jw_key(jw, "ts");
+    add_us(jw, rel > INT64_MAX ? INT64_MAX : (int64_t)rel);
     if (ev->kind == STROBE_EV_COMPLETE) {
-        strbuf_adds(o, ",\"dur\":");
-        add_us(o, ev->value > 0 ? ev->value : 0);
+        jw_key(jw, "dur");
+        add_us(jw, ev->value > 0 ? ev->value : 0);
     }
     if (kind == 'i')
-        strbuf_adds(o, ",\"s\":\"t\"");
-    strbuf_addf(o, ",\"pid\":%u,\"tid\":%" PRId64, phase_id, tid);
+        jw_kv_str(jw, "s", "t");
+    jw_kv_uint(jw, "pid", phase_id);
+    jw_kv_int(jw, "tid", tid);
+    jw_key(jw, "args");
+    jw_object_begin(jw);
     if (ev->kind == STROBE_EV_COUNTER) { /* every numeric arg is a counter */
-        strbuf_adds(o, ",\"args\":{\"value\":");
-        add_value(o, value);
-        strbuf_addch(o, '}');
+        jw_key(jw, "value");
+        add_value(jw, value);
     } else {
-        strbuf_addf(o, ",\"args\":{\"pid\":%" PRId64, pid);
+        jw_kv_int(jw, "pid", pid);
         if (is_step)
-            strbuf_addf(o, ",\"step_num\":%" PRIu32, ev->step);
+            jw_kv_uint(jw, "step_num", ev->step);
         else if (ev->kind == STROBE_EV_STEP)
-            strbuf_addf(o, ",\"step_num\":%" PRId64, ev->value);
-        strbuf_addch(o, '}');
+            jw_kv_int(jw, "step_num", ev->value);
     }
-    strbuf_addch(o, '}');
+    jw_end(jw);
+    jw_end(jw);
     c->steps += is_step;
     c->events++;
 }
 
 /* What strobe knows of a process and smdebug does not write (its comm,
  * parent, rank, worker id): a metadata event smdebug's readers pass over. */
-static void process_meta(struct strbuf *o, const struct proc_info *p, size_t comm_len)
+static void process_meta(struct json_writer *jw, const struct proc_info *p, size_t comm_len)
 {
-    strbuf_addf(o,
-                ",\n{\"name\":\"strobe.process\",\"ph\":\"M\",\"pid\":0,\"args\":{\"pid\":%" PRId64,
-                p->pid);
+    jw_object_begin(jw);
+    jw_kv_str(jw, "name", "strobe.process");
+    jw_kv_str(jw, "ph", "M");
+    jw_kv_int(jw, "pid", 0);
+    jw_key(jw, "args");
+    jw_object_begin(jw);
+    jw_kv_int(jw, "pid", p->pid);
     char comm[64];
     snprintf(comm, sizeof(comm), "%.*s", (int)comm_len, p->comm);
-    if (*comm) {
-        strbuf_adds(o, ",\"name\":");
-        strbuf_add_json_str(o, comm);
-    }
+    if (*comm)
+        jw_kv_str(jw, "name", comm);
     const int64_t *fields[] = {&p->ppid, &p->rank, &p->local_rank, &p->world_size, &p->worker_id};
     static const char *const keys[] = {"ppid", "rank", "local_rank", "world_size", "worker_id"};
     for (size_t k = 0; k < 5; k++)
         if (*fields[k] >= 0)
-            strbuf_addf(o, ",\"%s\":%" PRId64, keys[k], *fields[k]);
-    strbuf_adds(o, "}}");
+            jw_kv_int(jw, keys[k], *fields[k]);
+    jw_end(jw);
+    jw_end(jw);
 }
 
 /* Where the events of each thread go. */
@@ -701,18 +709,29 @@ static int write_trace_file(struct ex_ctx *x, const struct run_events *e,
     uint32_t w = refs[a].writer;
     const struct thread_events *t0 = &e->threads[refs[a].thread];
     strbuf_reset(data);
-    strbuf_addf(data,
-                "[\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":0,"
-                "\"args\":{\"start_time_since_epoch_in_micros\":%" PRId64 "}}",
-                base_us);
+    struct json_writer jw;
+    jw_init(&jw, data);
+    jw_array_begin(&jw); /* an event a line */
+    jw_lines(&jw, "\n", "\n");
+    jw_object_begin(&jw);
+    jw_kv_str(&jw, "name", "process_name");
+    jw_kv_str(&jw, "ph", "M");
+    jw_kv_int(&jw, "pid", 0);
+    jw_key(&jw, "args");
+    jw_object_begin(&jw);
+    jw_kv_int(&jw, "start_time_since_epoch_in_micros", base_us);
+    jw_end(&jw);
+    jw_end(&jw);
     if (w < e->nprocs)
-        process_meta(data, &e->procs[w], th->comm_len[w]);
+        process_meta(&jw, &e->procs[w], th->comm_len[w]);
     struct ex_phases ps = {.n = 0};
     for (uint32_t i = a; i < b; i++) {
         const struct thread_events *t = &e->threads[refs[i].thread];
-        trace_event(data, e, &t->ev[refs[i].index], t->pid, t->tid, base_us * 1000, &ps, x->c);
+        trace_event(&jw, e, &t->ev[refs[i].index], t->pid, t->tid, base_us * 1000, &ps, x->c);
     }
-    strbuf_adds(data, "\n]\n");
+    jw_space(&jw, "\n");
+    jw_end(&jw);
+    jw_space(&jw, "\n");
     char hour[16];
     hour_dir(hi / 1000000000 - (hi % 1000000000 < 0), hour);
     strbuf_reset(path);
