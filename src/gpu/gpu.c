@@ -10,6 +10,7 @@
 
 #include "common/array.h"
 #include "common/clock.h"
+#include "common/json_writer.h"
 #include "common/log.h"
 #include "common/strbuf.h"
 #include "common/strlist.h"
@@ -668,66 +669,49 @@ static int series_for(struct gpu_collector *g, struct series_table *t, const str
     return 0;
 }
 
-static void add_cuda_index(struct strbuf *m, int cuda_index)
-{
-    if (cuda_index >= 0)
-        strbuf_addf(m, ",\"cuda_index\":%d", cuda_index);
-    else
-        strbuf_adds(m, ",\"cuda_index\":null");
-}
-
-static void add_instance_id(struct strbuf *m, const char *key, long long id)
-{
-    if (id >= 0)
-        strbuf_addf(m, ",\"%s\":%lld", key, id);
-    else
-        strbuf_addf(m, ",\"%s\":null", key);
-}
-
 /* "mig_mode" and the "mig" list; last in the metadata, so that a reader
  * looking for the GPU's own "name" or "uuid" finds those first. */
-static void add_mig_meta(struct strbuf *m, const struct gpu_device *d)
+static void add_mig_meta(struct json_writer *jw, const struct gpu_device *d)
 {
-    if (d->mig_mode >= 0)
-        strbuf_addf(m, ",\"mig_mode\":%d,\"mig\":[", d->mig_mode);
-    else
-        strbuf_adds(m, ",\"mig_mode\":null,\"mig\":[");
+    jw_kv_int_or_null(jw, "mig_mode", d->mig_mode);
+    jw_key(jw, "mig");
+    jw_array_begin(jw);
     for (unsigned i = 0; i < d->nmig; i++) {
         const struct gpu_mig *mg = &d->mig[i];
-        strbuf_addf(m, "%s{\"index\":%u,\"uuid\":", i ? "," : "", mg->index);
-        strbuf_add_json_str(m, mg->uuid);
-        strbuf_adds(m, ",\"name\":");
-        strbuf_add_json_str(m, mg->name);
-        strbuf_addf(m, ",\"memory_total_bytes\":%llu", mg->mem_total);
-        add_instance_id(m, "gpu_instance_id", mg->gpu_instance_id);
-        add_instance_id(m, "compute_instance_id", mg->compute_instance_id);
-        add_cuda_index(m, mg->cuda_index);
-        strbuf_addch(m, '}');
+        jw_object_begin(jw);
+        jw_kv_uint(jw, "index", mg->index);
+        jw_kv_str(jw, "uuid", mg->uuid);
+        jw_kv_str(jw, "name", mg->name);
+        jw_kv_uint(jw, "memory_total_bytes", mg->mem_total);
+        jw_kv_int_or_null(jw, "gpu_instance_id", mg->gpu_instance_id);
+        jw_kv_int_or_null(jw, "compute_instance_id", mg->compute_instance_id);
+        jw_kv_int_or_null(jw, "cuda_index", mg->cuda_index);
+        jw_end(jw);
     }
-    strbuf_addch(m, ']');
+    jw_end(jw);
 }
 
-/* The device's facts in the metadata of gpu.mem_total_bytes{gpu=G}. */
+/* The device's facts in the metadata of gpu.mem_total_bytes{gpu=G}; none
+ * when out of memory rather than a cut object. */
 static void write_device_meta(struct gpu_collector *g, struct series_table *t,
                               const struct gpu_device *d, uint32_t series)
 {
     struct strbuf m;
     strbuf_init(&m);
-    strbuf_addf(&m, "{\"index\":%u,\"name\":", d->index);
-    strbuf_add_json_str(&m, d->name);
-    strbuf_adds(&m, ",\"uuid\":");
-    strbuf_add_json_str(&m, d->uuid);
-    strbuf_addf(&m, ",\"memory_total_bytes\":%llu,\"driver\":", d->mem_total);
-    strbuf_add_json_str(&m, g->driver);
-    add_cuda_index(&m, d->cuda_index);
-    strbuf_adds(&m, ",\"cuda_visible_devices\":");
-    if (g->visible)
-        strbuf_add_json_str(&m, g->visible);
-    else
-        strbuf_adds(&m, "null");
-    add_mig_meta(&m, d);
-    strbuf_addch(&m, '}');
-    series_set_meta(t, series, m.buf);
+    struct json_writer jw;
+    jw_init(&jw, &m);
+    jw_object_begin(&jw);
+    jw_kv_uint(&jw, "index", d->index);
+    jw_kv_str(&jw, "name", d->name);
+    jw_kv_str(&jw, "uuid", d->uuid);
+    jw_kv_uint(&jw, "memory_total_bytes", d->mem_total);
+    jw_kv_str(&jw, "driver", g->driver);
+    jw_kv_int_or_null(&jw, "cuda_index", d->cuda_index);
+    jw_kv_str_or_null(&jw, "cuda_visible_devices", g->visible);
+    add_mig_meta(&jw, d);
+    jw_end(&jw);
+    if (!jw_failed(&jw))
+        series_set_meta(t, series, m.buf);
     strbuf_release(&m);
 }
 

@@ -20,6 +20,7 @@
 #include "common/array.h"
 #include "common/clock.h"
 #include "common/hash.h"
+#include "common/json_writer.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/strlist.h"
@@ -451,13 +452,13 @@ static int net_metric(const char *name)
 /* A series' meta: the names SageMaker gave it, which export writes back. */
 static void sm_meta(struct strbuf *meta, const char *type, const char *name, const char *dim)
 {
-    strbuf_adds(meta, "{\"Type\":");
-    strbuf_add_json_str(meta, type);
-    strbuf_adds(meta, ",\"Name\":");
-    strbuf_add_json_str(meta, name);
-    strbuf_adds(meta, ",\"Dimension\":");
-    strbuf_add_json_str(meta, dim);
-    strbuf_addch(meta, '}');
+    struct json_writer jw;
+    jw_init(&jw, meta);
+    jw_object_begin(&jw);
+    jw_kv_str(&jw, "Type", type);
+    jw_kv_str(&jw, "Name", name);
+    jw_kv_str(&jw, "Dimension", dim);
+    jw_end(&jw);
 }
 
 static int system_record(struct sagemaker_import *im, uint32_t node, const char *type,
@@ -512,7 +513,9 @@ static int system_record(struct sagemaker_import *im, uint32_t node, const char 
         sm_meta(&meta, type, name, dim);
     }
     uint32_t index;
-    int rc = series_find(im, node, mname, labels, unit, meta.len ? meta.buf : NULL, &index);
+    int rc = strbuf_failed(&meta);
+    if (rc == 0)
+        rc = series_find(im, node, mname, labels, unit, meta.len ? meta.buf : NULL, &index);
     strbuf_release(&meta);
     if (rc == 0)
         rc = series_add(im, index, ts_ns, value);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/clock.h"
+#include "common/json_writer.h"
 #include "common/strbuf.h"
 #include "sample/collector.h"
 #include "sample/procbpf.h"
@@ -829,10 +830,16 @@ static int entry_series(struct proc_tree *t, struct proc_entry *e, struct series
         (rc = series_get_metric(st, METRIC_PROC_RUNQ_DELAY, labels, &e->s_runq)) < 0)
         return rc;
     strbuf_init(&meta);
-    strbuf_addf(&meta, "{\"pid\":%d,\"ppid\":%d,\"comm\":", (int)e->pid, (int)e->ppid);
-    strbuf_add_json_str(&meta, e->comm);
-    strbuf_addf(&meta, ",\"root\":%s}", e->pid == t->root_pid ? "true" : "false");
-    series_set_meta(st, e->s_cpu, meta.buf);
+    struct json_writer jw;
+    jw_init(&jw, &meta);
+    jw_object_begin(&jw);
+    jw_kv_int(&jw, "pid", e->pid);
+    jw_kv_int(&jw, "ppid", e->ppid);
+    jw_kv_str(&jw, "comm", e->comm);
+    jw_kv_bool(&jw, "root", e->pid == t->root_pid);
+    jw_end(&jw);
+    if (!jw_failed(&jw)) /* out of memory: no meta rather than a cut one */
+        series_set_meta(st, e->s_cpu, meta.buf);
     strbuf_release(&meta);
     e->have_series = 1;
     return 0;
