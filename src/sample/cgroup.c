@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/cursor.h"
+#include "common/json_writer.h"
 #include "sample/collector.h"
 #include "sample/parse.h"
 #include "sample/pfile.h"
@@ -31,7 +32,6 @@ struct cgroup_state {
     struct rate_counter nr, throttled_ns;
     struct read_time prev; /* of cpu.stat; due_ns 0 before the first */
     uint32_t s_used, s_limit, s_thr, s_thr_pct;
-    char meta[CG_PATH_MAX * 2 + 64];
 };
 
 struct cg_mounts {
@@ -199,6 +199,36 @@ static int cgroup_open_cpu(struct cgroup_state *s, const struct cg_mounts *m)
     return 0;
 }
 
+static const char *hierarchy_name(int found)
+{
+    return found == 1 ? "v2" : found == 2 ? "v1" : "none";
+}
+
+/* The memory series' meta: which hierarchy each controller came from and the
+ * job's cgroup path. Control characters and backslashes in the path show as
+ * '_', as they always have; the writer escapes the rest (a quote). None
+ * when out of memory. */
+static void set_meta(struct series_table *t, uint32_t series, int mem, int cpu, const char *path)
+{
+    char shown[CG_PATH_MAX];
+    snprintf(shown, sizeof(shown), "%s", path);
+    for (char *p = shown; *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == '\\')
+            *p = '_';
+    struct strbuf meta;
+    strbuf_init(&meta);
+    struct json_writer jw;
+    jw_init(&jw, &meta);
+    jw_object_begin(&jw);
+    jw_kv_str(&jw, "memory", hierarchy_name(mem));
+    jw_kv_str(&jw, "cpu", hierarchy_name(cpu));
+    jw_kv_str(&jw, "path", shown);
+    jw_end(&jw);
+    if (!jw_failed(&jw))
+        series_set_meta(t, series, meta.buf);
+    strbuf_release(&meta);
+}
+
 static int cgroup_init(void *state, const struct sample_env *env, struct series_table *t)
 {
     struct cgroup_state *s = state;
@@ -223,19 +253,8 @@ static int cgroup_init(void *state, const struct sample_env *env, struct series_
     if (cpu && ((rc = series_get_metric(t, METRIC_CGROUP_THROTTLED_PER_S, "", &s->s_thr)) < 0 ||
                 (rc = series_get_metric(t, METRIC_CGROUP_THROTTLED_PCT, "", &s->s_thr_pct)) < 0))
         return rc;
-    snprintf(s->meta, sizeof(s->meta), "{\"memory\":\"%s\",\"cpu\":\"%s\",\"path\":\"%s\"}",
-             mem == 1   ? "v2"
-             : mem == 2 ? "v1"
-                        : "none",
-             cpu == 1   ? "v2"
-             : cpu == 2 ? "v1"
-                        : "none",
-             mem == 2 ? m.memory_path : m.v2_path);
-    for (char *p = s->meta; *p; p++) /* keep the JSON valid whatever the path holds */
-        if ((unsigned char)*p < 0x20 || *p == '\\')
-            *p = '_';
     if (mem)
-        series_set_meta(t, s->s_used, s->meta);
+        set_meta(t, s->s_used, mem, cpu, mem == 2 ? m.memory_path : m.v2_path);
     return 0;
 }
 
