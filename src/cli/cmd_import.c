@@ -170,7 +170,9 @@ static int import_sagemaker(struct cli_ctx *cli, int argc, char **argv)
     }
     sagemaker_import_summary(im, &r, &line);
     int rc = evaluate_rules(s, &r, &o.rules, &line);
-    printf("%s\n", line.buf);
+    strbuf_addch(&line, '\n');
+    if (cli_print(&line) < 0)
+        rc = -1;
     status = rc < 0 ? CLI_EXIT_ERROR : CLI_EXIT_OK;
 out:
     sagemaker_import_free(im);
@@ -230,8 +232,8 @@ static int import_torch_trace(struct cli_ctx *cli, int argc, char **argv)
         log_warn("%s", line.buf);
     strbuf_reset(&line);
     torch_trace_summary(&res, path, r, &line);
-    printf("%s\n", line.buf);
-    status = CLI_EXIT_OK;
+    strbuf_addch(&line, '\n');
+    status = cli_print(&line) < 0 ? CLI_EXIT_ERROR : CLI_EXIT_OK;
 out:
     strbuf_release(&line);
     strbuf_release(&err);
