@@ -12,8 +12,10 @@
  * compact, byte for byte as they were spelled before the writer.
  *
  * Errors: appends go through the strbuf, whose error is sticky (strbuf.h);
- * misuse (nesting deeper than JW_MAX_DEPTH, an end with nothing open) is
- * remembered in the writer. jw_failed() gives either, once, at the end.
+ * misuse (nesting deeper than JW_MAX_DEPTH, an end with nothing open or
+ * after a key, a key or members outside an object) is remembered in the
+ * writer. jw_failed() gives either, once, at the end; a caller that gets an
+ * error discards what was written.
  *
  * Usage:
  *   struct json_writer jw;
@@ -54,9 +56,10 @@ struct json_writer {
 /* Start a writer that appends to out; nothing open. Holds no memory of its
  * own: there is nothing to release. */
 void jw_init(struct json_writer *jw, struct strbuf *out);
-/* A writer for members of an object the caller opened by hand and will close
- * by hand, for code that writes part of a document without the writer: the
- * first member gets no comma (the caller wrote any separator before it). */
+/* A writer for members of an object opened elsewhere: by code that writes by
+ * hand, or by another writer into which jw_raw_members() splices them (a
+ * part built on another thread, or once for many lines). The first member
+ * gets no comma; nothing is closed. */
 void jw_init_members(struct json_writer *jw, struct strbuf *out);
 /* 0, or the first error: the writer's misuse or the strbuf's (sticky). */
 int jw_failed(const struct json_writer *jw);

@@ -162,6 +162,28 @@ TEST(raw_members_and_formatted_numbers)
     strbuf_release(&sb);
 }
 
-TEST_MAIN(raw_members_and_formatted_numbers, compact_object_and_array, lines_layout,
-          lead_differs_from_sep, appends_to_existing_text, misuse_is_remembered,
-          strbuf_failure_is_reported)
+/* A hot path writes a value by hand after the writer's separator; stored
+ * text with a NUL byte stays one string. */
+TEST(hand_written_values_and_counted_strings)
+{
+    struct strbuf sb;
+    strbuf_init(&sb);
+    struct json_writer jw;
+    jw_init(&jw, &sb);
+    jw_array_begin(&jw);
+    jw_lines(&jw, "\n", "\n");
+    jw_raw_begin(&jw);
+    strbuf_adds(&sb, "{\"ph\":\"X\"}");
+    jw_strn(&jw, "a\0b", 3);
+    jw_raw_begin(&jw);
+    strbuf_adds(&sb, "7");
+    jw_space(&jw, "\n");
+    jw_end(&jw);
+    ASSERT_EQ_INT(jw_failed(&jw), 0);
+    ASSERT_EQ_STR(sb.buf, "[\n{\"ph\":\"X\"},\n\"a\\u0000b\",\n7\n]");
+    strbuf_release(&sb);
+}
+
+TEST_MAIN(hand_written_values_and_counted_strings, raw_members_and_formatted_numbers,
+          compact_object_and_array, lines_layout, lead_differs_from_sep, appends_to_existing_text,
+          misuse_is_remembered, strbuf_failure_is_reported)
