@@ -3,6 +3,7 @@
  * baseline), differences beyond the runs' own noise marked. The numbers come
  * from analyze/compare.h; this file only lays them out.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <math.h>
 #include <stdio.h>
@@ -33,6 +34,7 @@ static const struct cli_usage compare_usage = {
 /* The line being laid out: cells pad to their width, and the padding of the
  * last one should not reach the terminal. */
 static struct strbuf line;
+static int line_lost; /* a line ran out of memory: the text is incomplete */
 
 __attribute__((format(printf, 1, 2))) static void emit(const char *fmt, ...)
 {
@@ -48,7 +50,10 @@ static void end_line(void)
 {
     while (line.len && line.buf[line.len - 1] == ' ')
         line.buf[--line.len] = '\0';
-    puts(line.buf);
+    if (strbuf_failed(&line))
+        line_lost = 1; /* not printed cut; said at the end */
+    else
+        puts(line.buf);
     strbuf_reset(&line);
 }
 
@@ -334,15 +339,21 @@ static void print_findings(const struct compare_run *runs, uint32_t n)
     }
 }
 
-static void compare_text(const struct compare_run *runs, uint32_t n)
+/* 0, or -ENOMEM (said) when a line could not be laid out. */
+static int compare_text(const struct compare_run *runs, uint32_t n)
 {
     strbuf_init(&line);
+    line_lost = 0;
     print_headers(runs, n);
     print_params(runs, n);
     print_steps(runs, n);
     print_metrics(runs, n);
     print_findings(runs, n);
     strbuf_release(&line);
+    if (!line_lost)
+        return 0;
+    log_error("cannot write the comparison: %s", strerror(ENOMEM));
+    return -ENOMEM;
 }
 
 static int print_json(const struct compare_run *runs, uint32_t n)
@@ -402,10 +413,9 @@ int cmd_compare(struct cli_ctx *cli, int argc, char **argv)
     memset(runs, 0, sizeof(runs));
     status = load_runs(cli->store, cli->args, (uint32_t)n, runs);
     if (status == CLI_EXIT_OK) {
-        if (json && print_json(runs, (uint32_t)n) < 0)
+        int rc = json ? print_json(runs, (uint32_t)n) : compare_text(runs, (uint32_t)n);
+        if (rc < 0)
             status = CLI_EXIT_ERROR;
-        else if (!json)
-            compare_text(runs, (uint32_t)n);
     }
     for (int i = 0; i < n; i++)
         compare_run_release(&runs[i]);
