@@ -1,3 +1,4 @@
+/* What a command built, written to stdout whole or not at all (cli.h). */
 #include "cli/cli.h"
 #include "common/err.h"
 #include "common/log.h"
