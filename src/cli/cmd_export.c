@@ -231,12 +231,14 @@ static int export_main(struct cli_ctx *cli, int argc, char **argv, char **globs,
         CLI_OPT_STRING('f', "format", &format, "F", "csv, jsonl or sagemaker"),
         CLI_OPT_LIST('m', "metric", &metrics, "GLOB",
                      "only the series whose name matches (repeatable)"),
-        CLI_OPT_STRING('o', "output", &path, "FILE", "where it goes (default: stdout)"),
+        CLI_OPT_STRING('o', "output", &path, "FILE", "where it goes (default or '-': stdout)"),
         CLI_OPT_END,
     };
     int status = cli_parse(cli, &export_usage, opts, argc, argv);
     if (status >= 0)
         return status;
+    if (path && strcmp(path, "-") == 0)
+        path = NULL; /* stdout, as trace and report take it */
     struct export_ctx c;
     memset(&c, 0, sizeof(c));
     c.globs = globs;

@@ -12,6 +12,7 @@
   series and the count of damaged blocks; every other block's points are
   still written, and the exit status is 0;
 - output to a full device (/dev/full) is a one-line error and exit 1;
+- `-o -` writes to stdout, as trace and report take it;
 - show reads each series a block at a time too, keeping only its values
   for the percentiles (8 B a point, where the points and a copy took 24):
   on a synthetic run of 100 series of 524 161 points (bench/rules_synth),
@@ -209,4 +210,13 @@ with open("/dev/full", "wb") as full:
 lines = p.stderr.splitlines()
 check("output to a full device: a one-line error, exit 1",
       p.returncode == 1 and len(lines) == 1 and "No space left" in lines[0], (p.returncode, p.stderr[-300:]))
+# -o - is stdout, as trace and report take it: it once made a file named '-'
+cwd = os.path.dirname(db)
+plain = subprocess.run([STROBE, "export", "--store", db, "--format", "jsonl", "--metric", "cpu.util", "long"],
+                       capture_output=True, timeout=120)
+dash = subprocess.run([STROBE, "export", "--store", db, "--format", "jsonl", "--metric", "cpu.util", "-o", "-",
+                       "long"], capture_output=True, timeout=120, cwd=cwd)
+check("export -o - writes to stdout what export without -o writes, and no file named '-'",
+      dash.returncode == 0 and dash.stdout == plain.stdout and plain.stdout
+      and not os.path.exists(os.path.join(cwd, "-")), (dash.returncode, dash.stderr[-300:]))
 done()
