@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "common/array.h"
 #include "common/log.h"
+#include "common/strlist.h"
 
 static const char *const filter_statuses[] = {RUN_RUNNING, RUN_FINISHED, RUN_FAILED,
                                               RUN_CRASHED, RUN_KILLED,   RUN_LOST};
@@ -22,23 +23,26 @@ static int status_index(const char *s, size_t len)
     return -1;
 }
 
-/* "failed,crashed" into the mask; 0, or -EINVAL after saying why. */
+/* One status of the list into the mask (arg); -EINVAL after saying why. */
+static int add_status(const char *item, size_t len, void *arg)
+{
+    unsigned *mask = arg;
+    int i = status_index(item, len);
+    if (i < 0) {
+        log_error("--status: '%.*s' is not a status (running, finished, failed, crashed, "
+                  "killed, lost)",
+                  (int)len, item);
+        return -EINVAL;
+    }
+    *mask |= 1u << i;
+    return 0;
+}
+
+/* "failed,crashed" into the mask; 0, or -EINVAL after saying why. An empty
+ * item ("" or "failed,") is no status, so strlist_split hands it over. */
 static int parse_statuses(const char *arg, unsigned *mask)
 {
-    for (const char *p = arg;;) {
-        size_t len = strcspn(p, ",");
-        int i = status_index(p, len);
-        if (i < 0) {
-            log_error("--status: '%.*s' is not a status (running, finished, failed, crashed, "
-                      "killed, lost)",
-                      (int)len, p);
-            return -EINVAL;
-        }
-        *mask |= 1u << i;
-        if (!p[len])
-            return 0;
-        p += len + 1;
-    }
+    return strlist_split(arg, add_status, mask);
 }
 
 int run_filter_status_option(const struct cli_option *opt, const char *arg)
