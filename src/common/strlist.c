@@ -4,12 +4,19 @@
 
 int strlist_each(const char *list, strlist_fn *fn, void *arg)
 {
-    for (const char *p = list; *p;) {
-        size_t n = strcspn(p, ",");
+    return strlist_each_n(list, strlen(list), fn, arg);
+}
+
+int strlist_each_n(const char *list, size_t len, strlist_fn *fn, void *arg)
+{
+    const char *end = list + len;
+    for (const char *p = list; p < end;) {
+        const char *comma = memchr(p, ',', (size_t)(end - p));
+        size_t n = comma ? (size_t)(comma - p) : (size_t)(end - p);
         int rc = fn(p, n, arg);
         if (rc)
             return rc;
-        p += n + (p[n] == ',');
+        p += n + (comma != NULL);
     }
     return 0;
 }
@@ -38,8 +45,13 @@ static int equal(const char *item, size_t len, void *arg)
 
 int strlist_has(const char *list, const char *item, size_t len)
 {
+    return strlist_has_n(list, strlen(list), item, len);
+}
+
+int strlist_has_n(const char *list, size_t list_len, const char *item, size_t len)
+{
     struct want w = {item, len};
-    return strlist_each(list, equal, &w) == 1;
+    return strlist_each_n(list, list_len, equal, &w) == 1;
 }
 
 struct nth {

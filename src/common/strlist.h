@@ -18,12 +18,19 @@ typedef int strlist_fn(const char *item, size_t len, void *arg);
 /* Call fn on each item of list in order. 0, or fn's first nonzero result. */
 int strlist_each(const char *list, strlist_fn *fn, void *arg);
 
+/* As strlist_each over list[0..len), which need not be NUL-terminated: a
+ * field inside a line ("rw,memory,cpu" in /proc/self/mountinfo). */
+int strlist_each_n(const char *list, size_t len, strlist_fn *fn, void *arg);
+
 /* As strlist_each, but n commas make n+1 items: "" is one empty item and
  * "a," ends with one. */
 int strlist_split(const char *list, strlist_fn *fn, void *arg);
 
 /* Whether list holds an item equal to item[0..len). */
 int strlist_has(const char *list, const char *item, size_t len);
+
+/* As strlist_has over list[0..list_len), not NUL-terminated. */
+int strlist_has_n(const char *list, size_t list_len, const char *item, size_t len);
 
 /* Item number index (from 0) of list as strlist_each counts them, its
  * length in *len; NULL when the list is shorter. Points into list. */

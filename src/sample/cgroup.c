@@ -16,6 +16,7 @@
 
 #include "common/cursor.h"
 #include "common/json_writer.h"
+#include "common/strlist.h"
 #include "sample/collector.h"
 #include "sample/parse.h"
 #include "sample/pfile.h"
@@ -57,14 +58,10 @@ static void rebase_mount(char *dst, size_t cap, const char *mnt, size_t len, con
     }
 }
 
+/* Whether the comma list opts[0..len), a field of a line, names name. */
 static int has_option(const char *opts, size_t len, const char *name)
 {
-    size_t n = strlen(name);
-    for (size_t i = 0; i + n <= len; i++)
-        if ((i == 0 || opts[i - 1] == ',') && memcmp(opts + i, name, n) == 0 &&
-            (i + n == len || opts[i + n] == ','))
-            return 1;
-    return 0;
+    return strlist_has_n(opts, len, name, strlen(name));
 }
 
 /* mountinfo(5): id parent maj:min root mount-point options [optional...] - fstype source super */

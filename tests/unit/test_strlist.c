@@ -62,6 +62,43 @@ TEST(has_matches_whole_items_only)
     ASSERT(strlist_has("a,,b", "", 0));
 }
 
+/* The bounded walk stops at len, whatever follows: a field of a line, with
+ * no comma or NUL after its last item. */
+TEST(each_n_reads_only_len_bytes)
+{
+    static const struct {
+        const char *line;
+        size_t len;
+        const char *items;
+    } cases[] = {
+        {"rw,memory,cpu 0:1", 13, "[rw][memory][cpu]"},
+        {"memory,cpuacct", 8, "[memory][c]"}, /* cut inside an item */
+        {"a,,b,x", 5, "[a][][b]"},            /* a trailing comma ends it */
+        {"cpu", 0, ""},
+    };
+    struct strbuf b;
+    strbuf_init(&b);
+    for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+        strbuf_reset(&b);
+        ASSERT_EQ_INT(strlist_each_n(cases[i].line, cases[i].len, bracket, &b), 0);
+        ASSERT_EQ_STR(b.buf, cases[i].items);
+    }
+    strbuf_release(&b);
+    ASSERT_EQ_INT(strlist_each_n("a,b,c", 5, stop_at_b, NULL), 7);
+    ASSERT_EQ_INT(strlist_each_n("a,b,c", 2, stop_at_b, NULL), 0);
+}
+
+TEST(has_n_matches_whole_items_within_len)
+{
+    const char *opts = "rw,cpu,cpuacct - cgroup";
+    ASSERT(strlist_has_n(opts, 14, "cpu", 3));
+    ASSERT(strlist_has_n(opts, 14, "cpuacct", 7));
+    ASSERT(!strlist_has_n(opts, 13, "cpuacct", 7)); /* past len */
+    ASSERT(strlist_has_n(opts, 13, "cpuacc", 6));   /* the item as len cuts it */
+    ASSERT(!strlist_has_n(opts, 14, "memory", 6));
+    ASSERT(!strlist_has_n(opts, 0, "rw", 2));
+}
+
 TEST(nth_counts_as_each_does)
 {
     const char *list = "train,eval,,test";
@@ -125,5 +162,6 @@ TEST(value_of_a_key)
 }
 
 TEST_MAIN(each_item_in_order_empty_ones_too, each_stops_at_the_first_nonzero,
-          has_matches_whole_items_only, nth_counts_as_each_does,
+          has_matches_whole_items_only, each_n_reads_only_len_bytes,
+          has_n_matches_whole_items_within_len, nth_counts_as_each_does,
           each_pair_splits_at_the_first_equals, value_of_a_key)
