@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hash.h"
+
 #define SERIES_PENDING_CAP_DEFAULT (64u << 20)
 
 int series_table_init(struct series_table *t)
@@ -40,16 +42,12 @@ void series_table_release(struct series_table *t)
     memset(t, 0, sizeof(*t));
 }
 
-/* FNV-1a over name, a separator, and labels. */
+/* Name and labels, with name's NUL between them so ("ab", "c") and
+ * ("a", "bc") hash apart. Only the index depends on it: a series' index is
+ * its order of first sight. */
 static uint32_t series_hash(const char *name, const char *labels)
 {
-    uint32_t h = 2166136261u;
-    for (const char *p = name; *p; p++)
-        h = (h ^ (uint8_t)*p) * 16777619u;
-    h = (h ^ 0xffu) * 16777619u;
-    for (const char *p = labels; *p; p++)
-        h = (h ^ (uint8_t)*p) * 16777619u;
-    return h;
+    return hash_fnv1a(hash_fnv1a_str(HASH_FNV1A_INIT, name), labels, strlen(labels));
 }
 
 static int rehash(struct series_table *t)

@@ -1,5 +1,6 @@
 #include <string.h>
 
+#include "common/hash.h"
 #include "serve/ratelimit.h"
 
 void ratelimit_init(struct ratelimit *r, double rate_per_s, double burst)
@@ -15,19 +16,10 @@ void ratelimit_release(struct ratelimit *r)
     pthread_mutex_destroy(&r->lock);
 }
 
-/* FNV-1a over the key */
-static uint32_t hash_key(const uint8_t *k, size_t len)
-{
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ k[i]) * 16777619u;
-    return h;
-}
-
 /* The slot of key, or a fresh one in place of the longest idle. */
 static struct ratelimit_slot *slot_for(struct ratelimit *r, const uint8_t *key, size_t len)
 {
-    uint32_t h = hash_key(key, len);
+    uint32_t h = hash_fnv1a(HASH_FNV1A_INIT, key, len);
     struct ratelimit_slot *oldest = NULL;
     for (uint32_t i = 0; i < RATELIMIT_WAYS; i++) {
         struct ratelimit_slot *s = &r->slot[(h + i) % RATELIMIT_SLOTS];

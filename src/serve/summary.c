@@ -7,6 +7,7 @@
 
 #include "analyze/steps.h"
 #include "common/array.h"
+#include "common/hash.h"
 #include "common/metrics.h"
 #include "serve/summary.h"
 
@@ -49,18 +50,11 @@ void summary_cache_free(struct summary_cache *c)
     free(c);
 }
 
-static size_t hash_id(const char *id)
-{
-    size_t h = 2166136261u;
-    for (; *id; id++)
-        h = (h ^ (unsigned char)*id) * 16777619u;
-    return h;
-}
-
 /* The slot holding id, or the free slot where it would go. */
 static struct entry *slot_of(struct entry *e, size_t cap, const char *id)
 {
-    for (size_t i = hash_id(id) & (cap - 1);; i = (i + 1) & (cap - 1))
+    size_t h = hash_fnv1a(HASH_FNV1A_INIT, id, strlen(id));
+    for (size_t i = h & (cap - 1);; i = (i + 1) & (cap - 1))
         if (!e[i].id[0] || strcmp(e[i].id, id) == 0)
             return &e[i];
 }
