@@ -14,6 +14,7 @@
 #include "common/array.h"
 #include "common/metrics.h"
 #include "common/strlist.h"
+#include "common/strtab.h"
 #include "rules/rules.h"
 #include "rules/stats.h"
 
@@ -115,10 +116,7 @@ struct rules_engine {
     uint32_t names_cap;
     struct finding *findings;
     uint32_t nfindings, findings_cap;
-    char **node_names; /* by node id; [RULES_LOCAL_NODE] is "" */
-    uint32_t nnodes, node_names_cap;
-    uint32_t *node_hash; /* open addressing: node id + 1, 0 empty */
-    uint32_t node_hash_cap;
+    struct strtab nodes; /* names by node id; [RULES_LOCAL_NODE] is "" */
     uint32_t *win_nodes; /* a window's nodes with cpu.util */
     uint8_t *node_mark;  /* scratch for them, by node id */
     uint32_t win_nodes_cap;
@@ -341,74 +339,22 @@ const char *rule_param_choice(const struct rule_param *p, double v)
 
 /* ---- nodes ------------------------------------------------------------------ */
 
-static uint32_t node_hash_of(const char *s, size_t len)
-{
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (uint8_t)s[i]) * 16777619u;
-    return h;
-}
-
-static int node_rehash(struct rules_engine *e, uint32_t cap)
-{
-    uint32_t *h = calloc(cap, sizeof(*h));
-    if (!h)
-        return -ENOMEM;
-    for (uint32_t id = 0; id < e->nnodes; id++) {
-        const char *name = e->node_names[id];
-        uint32_t i = node_hash_of(name, strlen(name)) & (cap - 1);
-        while (h[i])
-            i = (i + 1) & (cap - 1);
-        h[i] = id + 1;
-    }
-    free(e->node_hash);
-    e->node_hash = h;
-    e->node_hash_cap = cap;
-    return 0;
-}
-
 /* The id of the node named name[0..len), added when new (ids in order of
- * first sight, no limit: a run of 4096 imported nodes has as many). A hash
- * table, since every series of every node asks. 0, or -ENOMEM. */
+ * first sight, no limit: a run of 4096 imported nodes has as many). Indexed
+ * by common/strtab, since every series of every node asks. 0, or -ENOMEM. */
 static int node_intern(struct rules_engine *e, const char *name, size_t len, uint32_t *id)
 {
-    uint32_t h = node_hash_of(name, len);
-    if (e->node_hash_cap) {
-        uint32_t mask = e->node_hash_cap - 1;
-        for (uint32_t i = h & mask; e->node_hash[i]; i = (i + 1) & mask) {
-            const char *known = e->node_names[e->node_hash[i] - 1];
-            if (strlen(known) == len && memcmp(known, name, len) == 0) {
-                *id = e->node_hash[i] - 1;
-                return 0;
-            }
-        }
-    }
-    if ((e->nnodes + 1) * 2 > e->node_hash_cap &&
-        node_rehash(e, e->node_hash_cap ? e->node_hash_cap * 2 : 16) < 0)
-        return -ENOMEM;
-    if (array_grow((void **)&e->node_names, &e->node_names_cap, e->nnodes + 1,
-                   sizeof(*e->node_names), 16) < 0)
-        return -ENOMEM;
-    char *dup = strndup(name, len);
-    if (!dup)
-        return -ENOMEM;
-    e->node_names[e->nnodes] = dup;
-    uint32_t mask = e->node_hash_cap - 1, i = h & mask;
-    while (e->node_hash[i])
-        i = (i + 1) & mask;
-    e->node_hash[i] = e->nnodes + 1;
-    *id = e->nnodes++;
-    return 0;
+    return strtab_intern(&e->nodes, name, len, id) < 0 ? -ENOMEM : 0;
 }
 
 uint32_t rules_node_count(const struct rules_engine *e)
 {
-    return e ? e->nnodes : 0;
+    return e ? e->nodes.n : 0;
 }
 
 const char *rules_node_name(const struct rules_engine *e, uint32_t id)
 {
-    return e && id < e->nnodes ? e->node_names[id] : "";
+    return e && id < e->nodes.n ? e->nodes.s[id] : "";
 }
 
 void rules_warn(struct rules_engine *e, const char *fmt, ...)
@@ -526,10 +472,7 @@ void rules_engine_free(struct rules_engine *e)
         free(e->findings[i].events);
     }
     free(e->findings);
-    for (uint32_t i = 0; i < e->nnodes; i++)
-        free(e->node_names[i]);
-    free(e->node_names);
-    free(e->node_hash);
+    strtab_release(&e->nodes);
     free(e->win_nodes);
     free(e->node_mark);
     for (uint32_t i = 0; i < e->nwarnings; i++)
@@ -640,7 +583,7 @@ int rules_series(struct rules_engine *e, const char *name, const char *labels)
     s->view.metric = m;
     s->view.name = s->name;
     s->view.labels = s->labels;
-    s->view.node = e->node_names[node_id]; /* its own copy: node_names may move, it does not */
+    s->view.node = e->nodes.s[node_id]; /* its own copy: nodes.s may move, it does not */
     s->view.node_id = node_id;
     s->last_ts = INT64_MIN;
     return (int)e->nslots++;
@@ -1084,24 +1027,24 @@ static void series_views(struct rules_engine *e, struct rule_window *w)
  * their ids. */
 static void window_node_list(struct rules_engine *e, struct rule_window *w)
 {
-    w->node_count = e->nnodes;
+    w->node_count = e->nodes.n;
     w->nnodes = 0;
-    if (e->nnodes > e->win_nodes_cap) {
-        uint32_t *ids = realloc(e->win_nodes, e->nnodes * sizeof(*ids));
+    if (e->nodes.n > e->win_nodes_cap) {
+        uint32_t *ids = realloc(e->win_nodes, e->nodes.n * sizeof(*ids));
         if (ids)
             e->win_nodes = ids;
-        uint8_t *mark = realloc(e->node_mark, e->nnodes);
+        uint8_t *mark = realloc(e->node_mark, e->nodes.n);
         if (mark)
             e->node_mark = mark;
         if (!ids || !mark)
             return;
-        e->win_nodes_cap = e->nnodes;
+        e->win_nodes_cap = e->nodes.n;
     }
-    memset(e->node_mark, 0, e->nnodes);
+    memset(e->node_mark, 0, e->nodes.n);
     for (uint32_t i = 0; i < w->nseries; i++)
         if (w->series[i].metric == RM_CPU_UTIL)
             e->node_mark[w->series[i].node_id] = 1;
-    for (uint32_t id = 0; id < e->nnodes; id++)
+    for (uint32_t id = 0; id < e->nodes.n; id++)
         if (e->node_mark[id])
             e->win_nodes[w->nnodes++] = id;
     w->nodes = e->win_nodes;
@@ -1223,7 +1166,7 @@ void rules_finish(struct rules_engine *e, int64_t end_ns)
     struct rule_window w = {.t0 = e->run.start_ns,
                             .t1 = end_ns + 1,
                             .final = 1,
-                            .node_count = e->nnodes,
+                            .node_count = e->nodes.n,
                             .first_fwd_bwd_ns = INT64_MAX};
     run_rules(e, &w);
     e->finished = 1;
