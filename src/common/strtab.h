@@ -1,8 +1,8 @@
 /*
  * A string table: each distinct string stored once and numbered in the
  * order first seen (0, 1, 2, ...), found again by an open-addressing index
- * (common/hash.h). The importers intern event names, and pid and tid
- * strings, with it.
+ * (common/hash.h). The recorder and the importers intern event names with
+ * it, the importers pid and tid strings too, the rules engine node names.
  *
  * Ownership: the table owns its copies; s[i] lives until strtab_release.
  * A zeroed struct is an empty table with no limit; set max to bound it.

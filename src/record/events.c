@@ -8,46 +8,24 @@
 #include <unistd.h>
 
 #include "common/array.h"
+#include "common/strtab.h"
 #include "record/event_block.h"
 #include "sample/proctree.h"
 #include "sample/series.h"
 
 /* ---- names ---------------------------------------------------------------- */
 
-#define NAME_SLOTS (2 * EVENT_NAMES_MAX) /* a power of two, at most half full */
-
-static uint32_t hash_name(const char *s)
-{
-    uint32_t h = 2166136261u;
-    for (; *s; s++)
-        h = (h ^ (uint8_t)*s) * 16777619u;
-    return h;
-}
-
-/* The run-wide id of name, defining it on first sight. 0 when the table is
- * full (the events that use it are lost, and counted). */
+/* The run-wide id of name (its index + 1), defining it on first sight. 0
+ * when the table is full (the events that use it are lost, and counted). */
 static uint32_t intern_name(struct event_sink *k, const char *name)
 {
-    uint32_t i = hash_name(name) & (NAME_SLOTS - 1);
-    for (;; i = (i + 1) & (NAME_SLOTS - 1)) {
-        uint32_t id = k->name_slots[i];
-        if (!id)
-            break;
-        if (strcmp(k->names[id - 1], name) == 0)
-            return id;
-    }
-    if (k->nnames >= EVENT_NAMES_MAX)
+    uint32_t index;
+    int rc = strtab_intern(&k->names, name, strlen(name), &index);
+    if (rc < 0)
         return 0;
-    if (array_grow((void **)&k->names, &k->names_cap, k->nnames + 1, sizeof(*k->names), 256) < 0)
-        return 0;
-    char *copy = strdup(name);
-    if (!copy)
-        return 0;
-    k->names[k->nnames++] = copy;
-    k->name_slots[i] = k->nnames;
-    if (strcmp(copy, "step") == 0)
-        k->step_name = k->nnames;
-    return k->nnames;
+    if (rc == 1 && strcmp(name, "step") == 0)
+        k->step_name = index + 1;
+    return index + 1;
 }
 
 /* ---- processes ------------------------------------------------------------ */
@@ -174,7 +152,7 @@ static void put_app_counter(struct event_sink *k, pid_t pid, uint32_t name, int6
         char series_name[EVENT_NAME_BUF], labels[32] = "";
         snprintf(series_name, sizeof(series_name), "%.*s%s",
                  (int)metric_family_prefix_len(METRIC_APP), metric_name(METRIC_APP),
-                 k->names[name - 1]);
+                 k->names.s[name - 1]);
         if (rank >= 0)
             snprintf(labels, sizeof(labels), "rank=%d", rank);
         if (series_get(k->series, series_name, labels, metric_unit(METRIC_APP), &index) < 0)
@@ -237,7 +215,7 @@ static void append(struct event_sink *k, struct event_stream *s, struct event ev
     k->events++;
     if (k->span_tap && ev.kind == STROBE_EV_COMPLETE && ev.value >= 0)
         k->span_tap(k->tap_arg, s->pid, s->tid, ev.ts_ns, ev.ts_ns + ev.value, ev.name,
-                    ev.name ? k->names[ev.name - 1] : "");
+                    ev.name ? k->names.s[ev.name - 1] : "");
 }
 
 /* Spans still open are kept as span-begin events: the end never came. */
@@ -324,7 +302,7 @@ static void on_record(int ring, pid_t pid, pid_t tid, const struct strobe_record
     case STROBE_EV_COUNTER: {
         double v;
         memcpy(&v, &r->value, sizeof(v));
-        const char *n = id ? k->names[id - 1] : "";
+        const char *n = id ? k->names.s[id - 1] : "";
         size_t plen = sizeof(EVENT_META_PREFIX) - 1;
         if (strncmp(n, EVENT_META_PREFIX, plen) == 0) {
             set_meta(k, pid, n + plen, v);
@@ -358,8 +336,8 @@ int event_sink_open(struct event_sink *k, const char *run_id, struct series_tabl
     if (rc < 0)
         return rc;
     k->streams = calloc(k->seg.ring_count, sizeof(*k->streams));
-    k->name_slots = calloc(NAME_SLOTS, sizeof(*k->name_slots));
-    if (!k->streams || !k->name_slots || event_encoder_init(&k->enc) < 0) {
+    k->names.max = EVENT_NAMES_MAX;
+    if (!k->streams || event_encoder_init(&k->enc) < 0) {
         event_sink_close(k);
         return -ENOMEM;
     }
@@ -413,10 +391,7 @@ void event_sink_close(struct event_sink *k)
     free(k->streams);
     if (k->seg.hdr)
         ring_segment_release(&k->seg);
-    for (uint32_t i = 0; i < k->nnames; i++)
-        free(k->names[i]);
-    free(k->names);
-    free(k->name_slots);
+    strtab_release(&k->names);
     free(k->procs);
     free(k->apps);
     for (struct event_sealed *b = k->sealed_head, *next; b; b = next) {
@@ -442,13 +417,13 @@ int event_batch_collect(struct event_batch *b, struct event_sink *k)
     b->nblocks = 0;
     if (!k->on)
         return 0;
-    uint32_t n = k->nnames - k->names_stored;
+    uint32_t n = k->names.n - k->names_stored;
     if (array_grow((void **)&b->names, &b->names_cap, n, sizeof(*b->names), 64) < 0)
         return -ENOMEM;
     if (n) /* both may still be NULL */
-        memcpy(b->names, k->names + k->names_stored, n * sizeof(*b->names));
+        memcpy(b->names, k->names.s + k->names_stored, n * sizeof(*b->names));
     b->names_from = k->names_stored;
-    b->names_to = k->nnames;
+    b->names_to = k->names.n;
     for (uint32_t i = 0; i < k->nprocs; i++) {
         if (k->procs[i].stored == k->procs[i].version)
             continue;

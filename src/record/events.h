@@ -34,6 +34,7 @@
 #include <sys/types.h>
 
 #include "codec/events.h"
+#include "common/strtab.h"
 #include "ring/ring.h"
 #include "store/store.h"
 
@@ -118,9 +119,8 @@ struct event_sink {
     void *tap_arg;
     struct ring_segment seg;
     struct event_stream *streams; /* seg.ring_count */
-    char **names;                 /* names[id - 1] */
-    uint32_t nnames, names_cap, names_stored;
-    uint32_t *name_slots; /* open-addressing index into names, 2 * EVENT_NAMES_MAX */
+    struct strtab names;          /* names.s[id - 1], at most EVENT_NAMES_MAX */
+    uint32_t names_stored;        /* names.s[0..names_stored) are in the store */
     struct event_proc *procs;
     uint32_t nprocs, procs_cap;
     struct app_series *apps;

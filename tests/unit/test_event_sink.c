@@ -119,15 +119,15 @@ static void define(struct rig *r, int ring, uint32_t id, const char *name)
 /* The run-wide name of id. */
 static const char *sink_name(const struct event_sink *k, uint32_t id)
 {
-    if (!id || id > k->nnames)
-        TEST_FAIL("name id %u not defined (%u names)", id, k->nnames);
-    return k->names[id - 1];
+    if (!id || id > k->names.n)
+        TEST_FAIL("name id %u not defined (%u names)", id, k->names.n);
+    return k->names.s[id - 1];
 }
 
 static uint32_t sink_id(const struct event_sink *k, const char *name)
 {
-    for (uint32_t i = 0; i < k->nnames; i++)
-        if (strcmp(k->names[i], name) == 0)
+    for (uint32_t i = 0; i < k->names.n; i++)
+        if (strcmp(k->names.s[i], name) == 0)
             return i + 1;
     TEST_FAIL("name \"%s\" not defined", name);
 }
@@ -282,7 +282,7 @@ TEST(spans_pair_and_events_pass_through_in_utc)
     push(&r, ring, STROBE_EV_STEP, 0, 8, AT(INT64_C(3600000000000)), 8);
     event_sink_drain(&r.k, AT(2000));
     ASSERT_EQ_INT(sealed_count(&r.k), 0); /* not full, not old */
-    ASSERT_EQ_INT(r.k.nnames, 9);
+    ASSERT_EQ_INT(r.k.names.n, 9);
     for (uint32_t i = 0; i < 9; i++)
         ASSERT_EQ_STR(sink_name(&r.k, i + 1), names[i]);
     event_sink_seal_all(&r.k);
@@ -373,7 +373,7 @@ TEST(names_are_run_wide_across_threads_and_reclaimed_rings)
     push(&r, x, STROBE_EV_SPAN_BEGIN, 2, 0, AT(55), 0); /* never ended: its thread died */
     event_sink_drain(&r.k, AT(1000));
     ASSERT_EQ_U64(r.k.st.reclaimed, 1);
-    ASSERT_EQ_INT(r.k.nnames, 3);
+    ASSERT_EQ_INT(r.k.names.n, 3);
     ASSERT_EQ_STR(sink_name(&r.k, 1), "forward");
     ASSERT_EQ_STR(sink_name(&r.k, 2), "backward");
     ASSERT_EQ_STR(sink_name(&r.k, 3), "data");
@@ -387,7 +387,7 @@ TEST(names_are_run_wide_across_threads_and_reclaimed_rings)
     push(&r, y, STROBE_EV_INSTANT, 1, 0, AT(70), 0);
     push(&r, y, STROBE_EV_INSTANT, 3, 0, AT(80), 0); /* an id it never defined: lost */
     event_sink_drain(&r.k, AT(2000));
-    ASSERT_EQ_INT(r.k.nnames, 4);
+    ASSERT_EQ_INT(r.k.names.n, 4);
     ASSERT_EQ_STR(sink_name(&r.k, 4), "optimizer");
     ASSERT_EQ_U64(event_sink_dropped(&r.k), 1);
     /* the old owner's block was sealed when the new owner's first record came */
@@ -661,7 +661,7 @@ TEST(libstrobe_events_from_a_forked_child)
     event_sink_drain(&r.k, after);
     ASSERT_EQ_U64(r.k.st.reclaimed, 1);
     event_sink_seal_all(&r.k);
-    ASSERT_EQ_INT(r.k.nnames, 6);
+    ASSERT_EQ_INT(r.k.names.n, 6);
     uint32_t fwd = sink_id(&r.k, "forward"), bwd = sink_id(&r.k, "backward");
     uint32_t loss = sink_id(&r.k, "loss");
     ASSERT_EQ_INT(sink_id(&r.k, "strobe.rank"), 1);
