@@ -106,6 +106,9 @@ async function main() {
         hash: location.hash,
         name: document.getElementById('run-name').textContent,
         charts: Array.from(document.querySelectorAll('.chart[data-metric]')).map((c) => c.dataset.metric),
+        // each chart's tooltip and each metric picker entry's: the catalog's help
+        help: Object.fromEntries(Array.from(document.querySelectorAll('.chart[data-metric], label.m'))
+          .map((c) => [c.dataset.metric || c.dataset.key, c.title])),
         findings: document.querySelectorAll('#findings tbody tr').length,
         // each finding's rule and time range, as "Rule 0.0-1.6 s"
         ranges: Array.from(document.querySelectorAll('#findings tbody tr'))

@@ -36,7 +36,9 @@ async function main() {
         if (Math.max(d[i], d[i + 1], d[i + 2]) - Math.min(d[i], d[i + 1], d[i + 2]) > 60) colour++;
       }
       const title = c.closest('.uplot') && c.closest('.uplot').querySelector('.u-title');
-      return { title: title ? title.textContent : '', width: c.width, height: c.height, ink, colour };
+      const box = c.closest('.chart');
+      return { title: title ? title.textContent : '', help: box ? box.title : '', width: c.width, height: c.height,
+        ink, colour };
     }));
     out.texts = await page.evaluate(() => {
       const t = {};

@@ -130,6 +130,12 @@ def main():
           "experiment=" + EXPERIMENT in flt.get("hash", "") and sorted(flt.get("names", [])) == ["bs16", "bs64"], flt)
 
     run = st.get("run", {})
+    catalog = {m["name"]: m["help"] for m in json.loads(strobe("metrics", "--json").stdout)}
+    help_ = run.get("help", {})
+    check("run: a chart's and a picker entry's tooltip is the metric's help (strobe metrics)",
+          help_.get("cpu.util") == catalog["cpu.util"] and help_.get("proc.cpu") == catalog["proc.cpu"]
+          and any(k.startswith("mem.used_bytes") and v == catalog["mem.used_bytes"] for k, v in help_.items()),
+          help_)
     check("run: opened from the list, by id in the URL", run.get("hash", "").startswith("#/run/" + ids["bs64"])
           and run.get("name") == "bs64", run)
     check("run: default charts cpu.util, proc.cpu, proc.rss_bytes, and steps and phases",

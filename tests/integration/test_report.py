@@ -142,6 +142,10 @@ titles = [c["title"] for c in canv]
 check("charts: CPU, per-core heatmap, memory, script loss, steps, histogram",
       all(any(t.startswith(w) for t in titles) for w in
           ("CPU (", "CPU per core", "Memory", "Script: loss", "Step duration", "Histogram")), titles)
+catalog = {m["name"]: m["help"] for m in json.loads(strobe("metrics", "--json").stdout)}
+cpu_help = [c["help"] for c in canv if c["title"].startswith("CPU (")]
+check("a chart's tooltip is its metric's help from the catalog (strobe metrics)",
+      cpu_help and cpu_help[0] == catalog["cpu.util"], (cpu_help, catalog.get("cpu.util")))
 blank = [c for c in canv if c["colour"] < 50]
 check("every chart draws data on its canvas", canv and not blank, blank)
 t = b.get("texts", {})

@@ -273,6 +273,19 @@ var strobeFormat = (function () {
     return out;
   }
 
-  return {NONE: NONE, num: num, dur: dur, bytes: bytes, pct: pct, byUnit: byUnit, offsetRange: offsetRange,
+  /* A metric's one-line help from the catalog (build/gen/metrics.js, loaded
+   * beside this file), for a tooltip; a family member (app.loss) takes its
+   * family's (app.*). '' where the catalog is not loaded or lacks the name. */
+  function metricHelp(name) {
+    if (typeof strobeMetrics === 'undefined' || !name) return '';
+    var family = name.slice(0, name.indexOf('.') + 1) + '*';
+    var keys = Object.keys(strobeMetrics);
+    for (var pass = 0; pass < 2; pass++)
+      for (var i = 0; i < keys.length; i++)
+        if (strobeMetrics[keys[i]].name === (pass ? family : name)) return strobeMetrics[keys[i]].help;
+    return '';
+  }
+
+  return {NONE: NONE, num: num, metricHelp: metricHelp, dur: dur, bytes: bytes, pct: pct, byUnit: byUnit, offsetRange: offsetRange,
     ticks: ticks, axis: axis, axisSize: axisSize, textWidth: textWidth, thin: thin, distinctLabels: distinctLabels};
 })();

@@ -451,7 +451,7 @@
       if (unit === 'pct' || unit === 'bytes') o.scales.y = {range: fromZero};
       o.series.push({label: 'mean', stroke: c, width: 1.5, value: fmt});
       o.bands = [{series: [2, 1], fill: c + '22'}];
-      var box = h('div', {class: 'chart', dataset: {metric: key}});
+      var box = h('div', {class: 'chart', title: F.metricHelp(info.name) || null, dataset: {metric: key}});
       metricBox.appendChild(box);
       var ch = newChart(o, [[], [], [], []], box, {kind: 'metric', metric: m});
       ch.fetch = function () {
@@ -548,7 +548,7 @@
           if (now.length) now.forEach(function (x) { n.append('m', x); }); else n.set('m', '');
           q = n; setState(n); drawMetrics(); btn.textContent = 'Metrics (' + now.length + ') ▾';
         }});
-        list.appendChild(h('label', {class: 'm', dataset: {key: k}}, cb, h('span', {text: k}),
+        list.appendChild(h('label', {class: 'm', title: F.metricHelp(m.name) || null, dataset: {key: k}}, cb, h('span', {text: k}),
           h('span', {class: 'muted', text: ' ' + (m.unit || '') + ' · ' + m.count})));
       });
       panel.appendChild(list);

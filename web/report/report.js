@@ -193,7 +193,7 @@
         data.push(s.hi, s.lo);
       }
     });
-    var box = el('div', {class: 'chart'});
+    var box = el('div', {class: 'chart', title: F.metricHelp(list[0].name) || null});
     parent.appendChild(box);
     charts.push(new uPlot(o, data, box));
   }
@@ -241,7 +241,7 @@
       }
       ctx.restore();
     }];
-    var box = el('div', {class: 'chart'});
+    var box = el('div', {class: 'chart', title: F.metricHelp(cores[0].name) || null});
     parent.appendChild(box);
     charts.push(new uPlot(o, [xs, new Array(grid.n).fill(null)], box));
   }
