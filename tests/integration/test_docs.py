@@ -2,7 +2,12 @@
 """The docs stay readable and self-contained: each Markdown file's sentences
 average at most MAX_MEAN words (as scripts/doc-stats counts them), and no
 file of the repository points at a path outside it (the design notes beside
-the checkout are not part of a clone, so such a link is dead for a reader)."""
+the checkout are not part of a clone, so such a link is dead for a reader).
+
+CONTRIBUTING.md names the files to touch and the functions to call: each
+path it names in backticks or links to exists, and each `function()` it names is
+found in src/ or tests/, so a rename cannot leave the guide behind.
+README.md links to it."""
 import importlib.machinery
 import importlib.util
 import os
@@ -45,6 +50,28 @@ for path in doc_stats.default_files():
     check(f"{name}: mean sentence at most {MAX_MEAN:.0f} words ({s['mean']:.1f})",
           s["sentences"] > 0 and s["mean"] <= MAX_MEAN,
           f"{s['sentences']} sentences, mean {s['mean']:.1f}, longest {s['longest']}")
+
+with open(os.path.join(ROOT, "CONTRIBUTING.md"), encoding="utf-8") as f:
+    guide = f.read()
+# paths in backticks or links, without placeholders (`src/cli/cmd_<name>.c`) or
+# patterns (`*.c`); a link's #anchor is left out
+PATH = re.compile(r"(?:`|\]\()((?:src|tests|docs|scripts|web|include|python|bench|examples|\.ci)/"
+                  r"[A-Za-z0-9_./-]*)(?:`|\)|#)")
+missing = sorted({p for p in PATH.findall(guide) if not os.path.exists(os.path.join(ROOT, p))})
+check("every path CONTRIBUTING.md names exists", not missing, ", ".join(missing))
+code = ""
+for top in ("src", "tests"):
+    for d, _, files in os.walk(os.path.join(ROOT, top)):
+        for name in files:
+            if name.endswith((".c", ".h")):
+                with open(os.path.join(d, name), encoding="utf-8", errors="replace") as f:
+                    code += f.read()
+undefined = sorted({fn for fn in re.findall(r"`([a-z_][a-z0-9_]*)\(\)`", guide)
+                    if not re.search(r"\b%s\(" % fn, code)})
+check("every function CONTRIBUTING.md names is in src/ or tests/", not undefined,
+      ", ".join(undefined))
+with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+    check("README.md links to CONTRIBUTING.md", "(CONTRIBUTING.md)" in f.read())
 
 pointing_out = []
 for path in repository_files():
