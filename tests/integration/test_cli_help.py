@@ -25,6 +25,7 @@ OPTIONS = {
     "report": ("store output", "oh"),
     "trace": ("store output format steps mode", "ofh"),
     "serve": ("store listen token threads rate burst", "h"),
+    "metrics": ("json markdown", "h"),
 }
 # an option's line: "  -e, --experiment E   help", "      --json   help", "  -n N   help"
 OPTION_LINE = re.compile(r"^ {2,6}(-\S.*?)(?: {2,}|$)")
@@ -61,6 +62,9 @@ for cmd, (longs, shorts) in OPTIONS.items():
 p = strobe("--help")
 check("strobe --help lists every command", p.returncode == 0 and all(
     re.search(rf"^  {c.split()[0]} ", p.stdout, re.M) for c in OPTIONS), p.stdout)
+listed_cmds = re.findall(r"^  ([a-z-]+) ", p.stdout.split("commands:\n", 1)[-1], re.M)
+check("every command strobe --help lists is checked here (a new one gets a row in OPTIONS)",
+      listed_cmds and set(listed_cmds) <= {c.split()[0] for c in OPTIONS}, listed_cmds)
 
 # a value the option's row refuses: one line, the usage exit, nothing done
 for args, rc, want in (
@@ -90,4 +94,8 @@ for args in (["show"], ["show", "a", "b"], ["logs"], ["report"], ["trace"], ["ex
     check(f"{' '.join(args)}: the usage on stderr, exit 2",
           p.returncode == 2 and p.stderr.startswith("usage: strobe ") and not p.stdout,
           f"{p.returncode} {p.stderr!r}")
+p = strobe("metrics", "x", timeout=10)  # takes no store
+check("metrics x: the usage on stderr, exit 2",
+      p.returncode == 2 and p.stderr.startswith("usage: strobe metrics") and not p.stdout,
+      f"{p.returncode} {p.stderr!r}")
 done()
