@@ -390,7 +390,11 @@ def memory_leak():
         # the leak rides on the steps, which a busy host slows below schedule
         if ok or not (slope is not None and slope < 15e6 and busy_skip(tag, name)):
             check(name, ok, f"slope {slope and slope / 1e6:.1f} MB/s")
-        check(f"{tag}: ... along a straight line (R^2 > 0.95)", r2 is not None and r2 > 0.95, f"R^2 {r2}")
+        name = f"{tag}: ... along a straight line (R^2 > 0.95)"
+        ok = r2 is not None and r2 > 0.95
+        # a busy host slows some steps and not others: the line bends in time
+        if ok or not busy_skip(tag, name):
+            check(name, ok, f"R^2 {r2}")
         first, second = halves(rss)
         if None not in (slope, first, second):
             note(tag, f"RSS slope {slope / 1e6:.1f} MB/s, R^2 {r2:.4f} over the last 20 s; halves "
