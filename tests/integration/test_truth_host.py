@@ -104,12 +104,35 @@ s.sendall(b'x' * 20_000_000)
 s.close(); t.join()
 import time; time.sleep(0.3)
 """
+
+
+def loopback_bytes():
+    """The kernel's own lo counters (/proc/net/dev): received, sent."""
+    with open("/proc/net/dev") as f:
+        for line in f:
+            name, _, rest = line.partition(":")
+            if name.strip() == "lo":
+                fields = rest.split()
+                return int(fields[0]), int(fields[8])
+    return 0, 0
+
+
+before = loopback_bytes()
 p = run(db, PYTHON, "-c", job)
+after = loopback_bytes()
+kernel_rx, kernel_tx = after[0] - before[0], after[1] - before[1]
 m = show(db)["metrics"]
 rx = m["net.rx_bytes_per_s{iface=lo}"]["total"]
 tx = m["net.tx_bytes_per_s{iface=lo}"]["total"]
-check("loopback carried the 20 MB (+ TCP/IP headers, < 10 %)", 20e6 <= rx <= 22e6 and 20e6 <= tx <= 22e6,
-      f"rx {rx / 1e6:.2f} MB tx {tx / 1e6:.2f} MB")
+# the job's 20 MB at least, and no more than the kernel counted over the
+# whole run; other programs' loopback traffic (a database, a test server)
+# counts too, so the 10 % bound on headers holds only on a quiet loopback
+quiet = kernel_rx <= 22e6 and kernel_tx <= 22e6
+check("loopback carried the 20 MB (+ TCP/IP headers, < 10 % on a quiet loopback), no more than the "
+      "kernel's counters over the run",
+      20e6 <= rx <= kernel_rx and 20e6 <= tx <= kernel_tx and (not quiet or (rx <= 22e6 and tx <= 22e6)),
+      f"rx {rx / 1e6:.2f} MB tx {tx / 1e6:.2f} MB; the kernel's {kernel_rx / 1e6:.2f} and "
+      f"{kernel_tx / 1e6:.2f} MB")
 
 # --- disk: 40 MB written and fsynced to the file system under the store --------
 target = os.path.join(TMP, "disk.bin")
