@@ -32,10 +32,12 @@ OPT     += -fno-sanitize-recover=undefined
 endif
 BUILD   := $(BUILD)-san-$(subst $(comma),-,$(SAN))
 endif
-CPPFLAGS += -D_GNU_SOURCE -Iinclude -Isrc
+# libpq's header lives in its own directory on Debian (libpq-dev)
+PQ_CFLAGS := $(shell pkg-config --cflags libpq 2>/dev/null || echo -I/usr/include/postgresql)
+CPPFLAGS += -D_GNU_SOURCE -Iinclude -Isrc $(PQ_CFLAGS)
 CFLAGS   += -std=c11 $(OPT) $(WARN) -MMD -MP -pthread
 LDFLAGS  += $(SANLD) -pthread
-LDLIBS   += -lsqlite3 -lzstd -lz -lm -ldl -lmicrohttpd
+LDLIBS   += -lsqlite3 -lpq -lzstd -lz -lm -ldl -lmicrohttpd
 
 CORE_SRC := $(filter-out %.bpf.c,$(wildcard src/common/*.c src/codec/*.c src/ring/*.c src/lib/*.c src/sample/*.c src/store/*.c src/record/*.c src/analyze/*.c src/gpu/*.c src/rules/*.c src/import/*.c src/render/*.c src/serve/*.c))
 CLI_SRC  := $(wildcard src/cli/*.c)
@@ -214,7 +216,7 @@ fuzz: $(BUILD)/gen/report_assets.c
 	@for f in $(FUZZ_SRC); do \
 	  n=$$(basename $$f .c); \
 	  clang $(CPPFLAGS) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
-	    -o $(BUILD)/fuzz/$$n $$f $(filter-out src/serve/%,$(CORE_SRC)) $(BUILD)/gen/report_assets.c -lsqlite3 -lzstd -lz -lm -pthread || exit 1; \
+	    -o $(BUILD)/fuzz/$$n $$f $(filter-out src/serve/%,$(CORE_SRC)) $(BUILD)/gen/report_assets.c -lsqlite3 -lpq -lzstd -lz -lm -pthread || exit 1; \
 	  echo "built $(BUILD)/fuzz/$$n"; \
 	done
 

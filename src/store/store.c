@@ -138,19 +138,26 @@ const char *store_default_uri(const char *flag)
 
 int store_open(const char *uri, int readonly, struct store **out, struct strbuf *err)
 {
-    if (strncmp(uri, "postgresql://", 13) == 0 || strncmp(uri, "postgres://", 11) == 0) {
+    int rc = store_uri_is_postgres(uri) ? store_postgres_open(uri, readonly, out, err)
+                                        : store_sqlite_open(uri, readonly, out, err);
+    if (rc < 0)
+        return rc;
+    if (!((*out)->open_uri = strdup(uri))) {
+        store_close(*out);
+        *out = NULL;
         if (err)
-            strbuf_addf(err, "cannot open store '%s': the PostgreSQL backend is not built yet",
-                        uri);
-        return -STROBE_ESTORE;
+            strbuf_adds(err, "out of memory");
+        return -ENOMEM;
     }
-    return store_sqlite_open(uri, readonly, out, err);
+    return 0;
 }
 
 void store_close(struct store *s)
 {
-    if (s)
-        s->ops->close(s);
+    if (!s)
+        return;
+    free(s->open_uri);
+    s->ops->close(s);
 }
 
 struct resolve_ctx {

@@ -1,8 +1,8 @@
 /*
  * The store: a catalog of runs, their series, and the series' compressed
  * blocks. One interface, chosen by URI: a file path selects SQLite (the
- * default), postgresql:// will select PostgreSQL with the same schema.
- * The schema and block format are in docs/store-format.md.
+ * default), postgresql:// (or postgres://) selects PostgreSQL with the same
+ * tables. The schema and block format are in docs/store-format.md.
  *
  * Threading: a struct store is used by one thread at a time. The recorder's
  * writer thread owns its own; readers (ls, show) open their own.
@@ -240,7 +240,8 @@ struct store_ops {
 
 struct store {
     const struct store_ops *ops;
-    char *uri;
+    char *uri;         /* as given, less any password: safe to print */
+    char *open_uri;    /* as given, password and all: to open another connection, never shown */
     struct strbuf err; /* detail of the last error */
 };
 
@@ -254,6 +255,16 @@ void store_close(struct store *s);
 
 /* The store URI from --store, else $STROBE_STORE, else ./strobe.db. */
 const char *store_default_uri(const char *flag);
+
+/* Whether uri names a PostgreSQL database (postgresql:// or postgres://),
+ * not a file. */
+int store_uri_is_postgres(const char *uri);
+/* Append uri to out without its password (postgresql://user:pw@host/db and
+ * ?password=pw): the form to print, log or keep. Other URIs are appended
+ * as they are. Returns strbuf_failed(out). */
+int store_uri_redact(const char *uri, struct strbuf *out);
+/* Whether uri holds a password that store_uri_redact() removes. */
+int store_uri_has_password(const char *uri);
 
 /*
  * Resolve RUN, trying in turn: RUN_REF_LAST (the newest run), a whole id, a

@@ -1,0 +1,1438 @@
+/*
+ * PostgreSQL backend, through libpq. The tables and columns are SQLite's
+ * (store/schema_pg.h), and every query returns rows in the order sqlite.c
+ * does, so that every command prints the same from either store.
+ *
+ * Statements are prepared on first use, once per connection, with the
+ * types of their parameters: integers (BIGINT everywhere) and floats travel
+ * in binary, as do blocks (BYTEA); texts as text. Results come back in
+ * binary, so a value is read without parsing: a NULL float is NaN, as
+ * SQLite's NULL REAL is read.
+ *
+ * Ordering: texts are sorted bytewise (COLLATE "C"), as SQLite's BINARY
+ * does, whatever the database's collation. A run's series are sorted by
+ * name in SQL and by labels here, in glibc's version order (strverscmp),
+ * as sqlite.c's strobe_natural collation does.
+ *
+ * A query's rows are read whole into one PGresult before the first callback
+ * runs: a callback may query the same connection again (ls reads each run's
+ * attributes while listing). A connection lost between transactions is
+ * opened again at the next begin.
+ *
+ * The password: s->uri and every message carry the URI without it
+ * (store_uri_redact); libpq alone sees the URI as given.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <libpq-fe.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/array.h"
+#include "common/err.h"
+#include "store/backend.h"
+#include "store/schema_pg.h"
+#include "store/store.h"
+
+/* Type OIDs of pg_type.h (catalog/pg_type_d.h is not in libpq-dev). */
+#define OID_BYTEA  17
+#define OID_INT8   20
+#define OID_TEXT   25
+#define OID_FLOAT8 701
+
+#define MAX_PARAMS 32
+
+/* The one advisory lock that serializes schema migrations ("strobe" in ASCII). */
+#define MIGRATION_LOCK "7959390390122853"
+
+enum {
+    ST_RUN_INSERT,
+    ST_ATTR_PUT,
+    ST_RUN_UPDATE,
+    ST_SERIES_INSERT,
+    ST_SERIES_META,
+    ST_BLOCK_UPSERT,
+    ST_RUNS_ALL,
+    ST_RUNS_EXPERIMENT,
+    ST_ATTRS_OF_RUN,
+    ST_SERIES_OF_RUN,
+    ST_BLOCKS_OF_SERIES,
+    ST_EVENT_NAME_PUT,
+    ST_PROCESS_PUT,
+    ST_EVENT_BLOCK_INSERT,
+    ST_EVENT_NAMES_OF_RUN,
+    ST_PROCESSES_OF_RUN,
+    ST_EVENT_BLOCKS_OF_RUN,
+    ST_RULE_CONFIG_PUT,
+    ST_RULE_RESULT_PUT,
+    ST_FINDING_PUT,
+    ST_RULE_CONFIG_OF_RUN,
+    ST_RULE_RESULTS_OF_RUN,
+    ST_FINDINGS_OF_RUN,
+    ST_RUN_TEXT_PUT,
+    ST_RUN_TEXTS_OF_RUN,
+    ST_BLOCKS_IN_RANGE,
+    ST_SERIES_FIND,
+    ST_BLOCK_DATA,
+    ST_FINDINGS_CLEAR,
+    ST_RULE_RESULTS_CLEAR,
+    ST_RULE_CONFIG_CLEAR,
+    ST_RUN_TEXTS_CLEAR,
+    ST_EVENT_BLOCKS_CLEAR,
+    ST_EVENT_NAMES_CLEAR,
+    ST_PROCESSES_CLEAR,
+    ST_BLOCKS_CLEAR,
+    ST_SERIES_CLEAR,
+    ST_ATTRS_CLEAR,
+    ST_RUN_DELETE,
+    ST_COUNT
+};
+
+#define RUN_COLUMNS                                                                                \
+    "id, name, experiment, command, cwd, \"user\", host, kernel, cpu_model, cpu_count,"            \
+    " mem_total_bytes, start_ns, end_ns, last_ns, exit_code, signal, status, git_commit,"          \
+    " git_dirty, python_version, torch_version, interval_ns, samples, points, missed, dropped,"    \
+    " recorder_pid, strobe_version, error, events, events_dropped, events_invalid, workload,"      \
+    " recorder_boot_id, recorder_pid_ns, recorder_time_ns, recorder_start_ticks"
+
+/* INSERT OR REPLACE of sqlite.c becomes ON CONFLICT(key) DO UPDATE. */
+static const char *const statements[ST_COUNT] = {
+    [ST_RUN_INSERT] =
+        "INSERT INTO runs(id, name, experiment, command, cwd, \"user\", host, kernel, cpu_model,"
+        " cpu_count, mem_total_bytes, start_ns, status, git_commit, git_dirty, python_version,"
+        " torch_version, interval_ns, recorder_pid, strobe_version, exit_code, signal, end_ns,"
+        " last_ns, error, workload, recorder_boot_id, recorder_pid_ns, recorder_time_ns,"
+        " recorder_start_ticks)"
+        " VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,"
+        " $22,$23,$24,$25,$26,$27,$28,$29,$30)",
+    [ST_ATTR_PUT] = "INSERT INTO run_attrs(run_id, kind, key, value) VALUES($1,$2,$3,$4)"
+                    " ON CONFLICT(run_id, kind, key) DO UPDATE SET value=excluded.value",
+    [ST_RUN_UPDATE] = "UPDATE runs SET end_ns=$2, last_ns=$3, exit_code=$4, signal=$5, status=$6,"
+                      " samples=$7, points=$8, missed=$9, dropped=$10, error=$11, events=$12,"
+                      " events_dropped=$13, events_invalid=$14 WHERE id=$1",
+    [ST_SERIES_INSERT] = "INSERT INTO series(run_id, name, labels, unit, meta)"
+                         " VALUES($1,$2,$3,$4,$5) RETURNING id",
+    [ST_SERIES_META] = "UPDATE series SET meta=$2 WHERE id=$1",
+    [ST_BLOCK_UPSERT] =
+        "INSERT INTO blocks(series_id, start_ns, end_ns, count, min, max, sum, first, last, data)"
+        " VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)"
+        " ON CONFLICT(series_id, start_ns) DO UPDATE SET end_ns=excluded.end_ns,"
+        " count=excluded.count, min=excluded.min, max=excluded.max, sum=excluded.sum,"
+        " first=excluded.first, last=excluded.last, data=excluded.data",
+    [ST_RUNS_ALL] = "SELECT " RUN_COLUMNS " FROM runs ORDER BY start_ns DESC, id COLLATE \"C\"",
+    [ST_RUNS_EXPERIMENT] = "SELECT " RUN_COLUMNS " FROM runs WHERE experiment=$1"
+                           " ORDER BY start_ns DESC, id COLLATE \"C\"",
+    [ST_ATTRS_OF_RUN] = "SELECT kind, key, value FROM run_attrs WHERE run_id=$1"
+                        " ORDER BY kind COLLATE \"C\", key COLLATE \"C\"",
+    /* labels in version order: sorted after the query (sort_series) */
+    [ST_SERIES_OF_RUN] =
+        "SELECT s.id, s.name, s.labels, s.unit, s.meta, COALESCE(SUM(b.count),0)::bigint,"
+        " MIN(b.min), MAX(b.max), SUM(b.sum), MIN(b.start_ns), MAX(b.end_ns),"
+        " COALESCE(SUM(length(b.data)),0)::bigint"
+        " FROM series s LEFT JOIN blocks b ON b.series_id = s.id"
+        " WHERE s.run_id=$1 GROUP BY s.id ORDER BY s.name COLLATE \"C\"",
+    [ST_BLOCKS_OF_SERIES] =
+        "SELECT start_ns, end_ns, count, min, max, sum, first, last, data FROM blocks"
+        " WHERE series_id=$1 ORDER BY start_ns",
+    [ST_EVENT_NAME_PUT] = "INSERT INTO event_names(run_id, id, name) VALUES($1,$2,$3)"
+                          " ON CONFLICT(run_id, id) DO UPDATE SET name=excluded.name",
+    [ST_PROCESS_PUT] =
+        "INSERT INTO processes(run_id, pid, ppid, comm, role, rank, local_rank, world_size,"
+        " worker_id) VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9) ON CONFLICT(run_id, pid) DO UPDATE SET"
+        " ppid=excluded.ppid, comm=excluded.comm, role=excluded.role, rank=excluded.rank,"
+        " local_rank=excluded.local_rank, world_size=excluded.world_size,"
+        " worker_id=excluded.worker_id",
+    [ST_EVENT_BLOCK_INSERT] =
+        "INSERT INTO event_blocks(run_id, pid, tid, start_ns, end_ns, step_min, step_max, count,"
+        " data) VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9)",
+    [ST_EVENT_NAMES_OF_RUN] = "SELECT id, name FROM event_names WHERE run_id=$1 ORDER BY id",
+    [ST_PROCESSES_OF_RUN] = "SELECT pid, ppid, comm, role, rank, local_rank, world_size, worker_id"
+                            " FROM processes WHERE run_id=$1 ORDER BY pid",
+    [ST_EVENT_BLOCKS_OF_RUN] =
+        "SELECT pid, tid, start_ns, end_ns, step_min, step_max, count, data FROM event_blocks"
+        " WHERE run_id=$1 AND end_ns >= $2 AND start_ns <= $3 ORDER BY start_ns, id",
+    [ST_RULE_CONFIG_PUT] =
+        "INSERT INTO rule_config(run_id, interval_ns, rules, params, mode, evaluated_ns)"
+        " VALUES($1,$2,$3,$4,$5,$6) ON CONFLICT(run_id) DO UPDATE SET"
+        " interval_ns=excluded.interval_ns, rules=excluded.rules, params=excluded.params,"
+        " mode=excluded.mode, evaluated_ns=excluded.evaluated_ns",
+    [ST_RULE_RESULT_PUT] =
+        "INSERT INTO rule_results(run_id, rule, status, datapoints, violations, detail, report)"
+        " VALUES($1,$2,$3,$4,$5,$6,$7) ON CONFLICT(run_id, rule) DO UPDATE SET"
+        " status=excluded.status, datapoints=excluded.datapoints,"
+        " violations=excluded.violations, detail=excluded.detail, report=excluded.report",
+    [ST_FINDING_PUT] =
+        "INSERT INTO findings(run_id, seq, rule, severity, start_ns, end_ns, scope, evidence,"
+        " events, recommendation) VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)"
+        " ON CONFLICT(run_id, seq) DO UPDATE SET rule=excluded.rule,"
+        " severity=excluded.severity, start_ns=excluded.start_ns, end_ns=excluded.end_ns,"
+        " scope=excluded.scope, evidence=excluded.evidence, events=excluded.events,"
+        " recommendation=excluded.recommendation",
+    [ST_RULE_CONFIG_OF_RUN] = "SELECT interval_ns, rules, params, mode, evaluated_ns"
+                              " FROM rule_config WHERE run_id=$1",
+    /* SQLite reads them in primary-key order, by rule */
+    [ST_RULE_RESULTS_OF_RUN] = "SELECT rule, status, datapoints, violations, detail, report"
+                               " FROM rule_results WHERE run_id=$1 ORDER BY rule COLLATE \"C\"",
+    [ST_FINDINGS_OF_RUN] = "SELECT rule, severity, start_ns, end_ns, scope, evidence, events,"
+                           " recommendation FROM findings WHERE run_id=$1 ORDER BY seq",
+    [ST_RUN_TEXT_PUT] = "INSERT INTO run_texts(run_id, kind, bytes, text) VALUES($1,$2,$3,$4)"
+                        " ON CONFLICT(run_id, kind) DO UPDATE SET bytes=excluded.bytes,"
+                        " text=excluded.text",
+    [ST_RUN_TEXTS_OF_RUN] = "SELECT kind, bytes, text FROM run_texts WHERE run_id=$1"
+                            " ORDER BY kind COLLATE \"C\"",
+    /* as sqlite.c's: the scan starts at the last block starting at or
+     * before from_ns, found in the (series_id, start_ns) index */
+    [ST_BLOCKS_IN_RANGE] =
+        "SELECT start_ns, end_ns, count, min, max, sum, first, last, id FROM blocks"
+        " WHERE series_id=$1 AND start_ns <= $3 AND start_ns >= COALESCE((SELECT MAX(start_ns)"
+        " FROM blocks WHERE series_id=$1 AND start_ns <= $2), $2) AND end_ns >= $2"
+        " ORDER BY start_ns",
+    [ST_BLOCK_DATA] = "SELECT data FROM blocks WHERE id=$1",
+    [ST_SERIES_FIND] =
+        "SELECT id, unit, meta, (SELECT start_ns FROM blocks WHERE series_id=s.id ORDER BY start_ns"
+        " LIMIT 1), (SELECT end_ns FROM blocks WHERE series_id=s.id ORDER BY start_ns DESC LIMIT 1)"
+        " FROM series s WHERE run_id=$1 AND name=$2 AND labels=$3",
+    [ST_FINDINGS_CLEAR] = "DELETE FROM findings WHERE run_id=$1",
+    [ST_RULE_RESULTS_CLEAR] = "DELETE FROM rule_results WHERE run_id=$1",
+    [ST_RULE_CONFIG_CLEAR] = "DELETE FROM rule_config WHERE run_id=$1",
+    [ST_RUN_TEXTS_CLEAR] = "DELETE FROM run_texts WHERE run_id=$1",
+    [ST_EVENT_BLOCKS_CLEAR] = "DELETE FROM event_blocks WHERE run_id=$1",
+    [ST_EVENT_NAMES_CLEAR] = "DELETE FROM event_names WHERE run_id=$1",
+    [ST_PROCESSES_CLEAR] = "DELETE FROM processes WHERE run_id=$1",
+    [ST_BLOCKS_CLEAR] =
+        "DELETE FROM blocks WHERE series_id IN (SELECT id FROM series WHERE run_id=$1)",
+    [ST_SERIES_CLEAR] = "DELETE FROM series WHERE run_id=$1",
+    [ST_ATTRS_CLEAR] = "DELETE FROM run_attrs WHERE run_id=$1",
+    [ST_RUN_DELETE] = "DELETE FROM runs WHERE id=$1",
+};
+
+_Static_assert(ST_COUNT <= 64, "prepared is a 64-bit mask");
+
+struct pg_store {
+    struct store base;
+    PGconn *conn;
+    uint64_t prepared; /* bit i: statements[i] is prepared on this connection */
+};
+
+/* One statement's parameters, in the order of $1, $2, ...; values point
+ * into the caller's data or into bin[] (network byte order). */
+struct pg_params {
+    int n;
+    Oid types[MAX_PARAMS];
+    const char *values[MAX_PARAMS];
+    int lengths[MAX_PARAMS];
+    int formats[MAX_PARAMS];
+    unsigned char bin[MAX_PARAMS][8];
+};
+
+static void put_be64(unsigned char *p, uint64_t v)
+{
+    for (int i = 7; i >= 0; i--, v >>= 8)
+        p[i] = (unsigned char)(v & 0xff);
+}
+
+static uint64_t get_be(const unsigned char *p, int len)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < len; i++)
+        v = v << 8 | p[i];
+    return v;
+}
+
+static void param_null(struct pg_params *p, Oid type)
+{
+    int i = p->n++;
+    p->types[i] = type;
+    p->values[i] = NULL;
+    p->lengths[i] = 0;
+    p->formats[i] = 1;
+}
+
+static void param_text(struct pg_params *p, const char *v)
+{
+    if (!v) {
+        param_null(p, OID_TEXT);
+        return;
+    }
+    int i = p->n++;
+    p->types[i] = OID_TEXT;
+    p->values[i] = v;
+    p->lengths[i] = 0;
+    p->formats[i] = 0;
+}
+
+static void param_int(struct pg_params *p, int64_t v)
+{
+    int i = p->n++;
+    put_be64(p->bin[i], (uint64_t)v);
+    p->types[i] = OID_INT8;
+    p->values[i] = (const char *)p->bin[i];
+    p->lengths[i] = 8;
+    p->formats[i] = 1;
+}
+
+static void param_int_or_null(struct pg_params *p, int64_t v, int is_null)
+{
+    if (is_null)
+        param_null(p, OID_INT8);
+    else
+        param_int(p, v);
+}
+
+/* NaN is kept as NULL, as sqlite.c keeps it: it reads back as NaN. */
+static void param_real(struct pg_params *p, double v)
+{
+    if (isnan(v)) {
+        param_null(p, OID_FLOAT8);
+        return;
+    }
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof(bits));
+    int i = p->n++;
+    put_be64(p->bin[i], bits);
+    p->types[i] = OID_FLOAT8;
+    p->values[i] = (const char *)p->bin[i];
+    p->lengths[i] = 8;
+    p->formats[i] = 1;
+}
+
+static void param_bytes(struct pg_params *p, const void *data, size_t len)
+{
+    int i = p->n++;
+    p->types[i] = OID_BYTEA;
+    p->values[i] = len ? data : "";
+    p->lengths[i] = (int)len;
+    p->formats[i] = 1;
+}
+
+/* ---- reading binary results ----------------------------------------------- */
+
+static int is_null(const PGresult *r, int row, int col)
+{
+    return PQgetisnull(r, row, col);
+}
+
+static int64_t col_int_or(const PGresult *r, int row, int col, int64_t missing)
+{
+    if (is_null(r, row, col))
+        return missing;
+    int len = PQgetlength(r, row, col);
+    uint64_t v = get_be((const unsigned char *)PQgetvalue(r, row, col), len);
+    if (len == 4)
+        return (int32_t)(uint32_t)v;
+    if (len == 2)
+        return (int16_t)(uint16_t)v;
+    return (int64_t)v;
+}
+
+static int64_t col_int(const PGresult *r, int row, int col)
+{
+    return col_int_or(r, row, col, 0);
+}
+
+static double col_real(const PGresult *r, int row, int col)
+{
+    if (is_null(r, row, col) || PQgetlength(r, row, col) != 8)
+        return NAN;
+    uint64_t bits = get_be((const unsigned char *)PQgetvalue(r, row, col), 8);
+    double v;
+    memcpy(&v, &bits, sizeof(v));
+    return v;
+}
+
+/* A text column: NULL for NULL; lives as long as the result. */
+static const char *col_text(const PGresult *r, int row, int col)
+{
+    return is_null(r, row, col) ? NULL : PQgetvalue(r, row, col);
+}
+
+static char *col_dup(const PGresult *r, int row, int col)
+{
+    const char *t = col_text(r, row, col);
+    return t ? strdup(t) : NULL;
+}
+
+/* ---- errors --------------------------------------------------------------- */
+
+/* Our code for a server error, by its SQLSTATE class (Appendix A of the
+ * PostgreSQL manual). */
+static int map_sqlstate(const char *state)
+{
+    if (!state)
+        return -STROBE_ESTORE;
+    if (strcmp(state, "53100") == 0) /* disk_full */
+        return -STROBE_EFULL;
+    if (strcmp(state, "40001") == 0 || strcmp(state, "40P01") == 0 ||
+        strcmp(state, "55P03") == 0) /* serialization, deadlock, lock not available */
+        return -STROBE_EBUSY;
+    if (strncmp(state, "XX", 2) == 0) /* internal error, data corrupted */
+        return -STROBE_ECORRUPT;
+    return -STROBE_ESTORE;
+}
+
+/* The first line of msg, without trailing blanks. */
+static void add_first_line(struct strbuf *out, const char *msg)
+{
+    size_t n = strcspn(msg, "\n");
+    while (n > 0 && (msg[n - 1] == ' ' || msg[n - 1] == '\t' || msg[n - 1] == '\r'))
+        n--;
+    strbuf_add(out, msg, n);
+}
+
+/* Set s->err to "what: message" for a failed command (res may be NULL). */
+static int fail(struct pg_store *s, const PGresult *res, const char *what)
+{
+    strbuf_reset(&s->base.err);
+    if (what)
+        strbuf_addf(&s->base.err, "%s: ", what);
+    if (PQstatus(s->conn) == CONNECTION_BAD) {
+        strbuf_addf(&s->base.err, "lost the connection to %s", s->base.uri);
+        return -STROBE_ESTORE;
+    }
+    const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+    add_first_line(&s->base.err, msg ? msg : PQerrorMessage(s->conn));
+    return map_sqlstate(res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL);
+}
+
+void pg_connect_error_line(const char *libpq_msg, const char *password, struct strbuf *out)
+{
+    static const char *const prefixes[] = {"FATAL:  ", "ERROR:  ", "FATAL: ", "ERROR: "};
+    struct strbuf line;
+    strbuf_init(&line);
+    const char *msg = libpq_msg ? libpq_msg : "";
+    /* "connection to server at \"h\", port 5432 failed: <why>" */
+    const char *failed = strstr(msg, " failed: ");
+    if (failed && (size_t)(failed - msg) < strcspn(msg, "\n"))
+        msg = failed + strlen(" failed: ");
+    for (size_t i = 0; i < ARRAY_SIZE(prefixes); i++)
+        if (strncmp(msg, prefixes[i], strlen(prefixes[i])) == 0) {
+            msg += strlen(prefixes[i]);
+            break;
+        }
+    add_first_line(&line, msg);
+    if (!line.len)
+        strbuf_adds(&line, "unknown error");
+    const char *p = line.buf, *hit;
+    while (password && *password && (hit = strstr(p, password))) {
+        strbuf_add(out, p, (size_t)(hit - p));
+        strbuf_adds(out, "***");
+        p = hit + strlen(password);
+    }
+    strbuf_adds(out, p);
+    strbuf_release(&line);
+}
+
+/* ---- statements ----------------------------------------------------------- */
+
+static int prepare(struct pg_store *s, int which, const struct pg_params *p)
+{
+    if (s->prepared & (UINT64_C(1) << which))
+        return 0;
+    char name[16];
+    snprintf(name, sizeof(name), "strobe_%d", which);
+    PGresult *res = PQprepare(s->conn, name, statements[which], p->n, p->types);
+    int rc = PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : fail(s, res, NULL);
+    PQclear(res);
+    if (rc == 0)
+        s->prepared |= UINT64_C(1) << which;
+    return rc;
+}
+
+/* Run statement which with p; *out gets the result (the caller PQclear()s
+ * it) on success. Errors are "what: message" in s->err. */
+static int exec_stmt(struct pg_store *s, int which, const struct pg_params *p, const char *what,
+                     PGresult **out)
+{
+    *out = NULL;
+    int rc = prepare(s, which, p);
+    if (rc < 0) {
+        strbuf_reset(&s->base.err);
+        return fail(s, NULL, what);
+    }
+    char name[16];
+    snprintf(name, sizeof(name), "strobe_%d", which);
+    PGresult *res = PQexecPrepared(s->conn, name, p->n, p->values, p->lengths, p->formats, 1);
+    ExecStatusType st = PQresultStatus(res);
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+        rc = fail(s, res, what);
+        PQclear(res);
+        return rc;
+    }
+    *out = res;
+    return 0;
+}
+
+/* Run a statement that returns no rows. */
+static int exec_done(struct pg_store *s, int which, const struct pg_params *p, const char *what)
+{
+    PGresult *res;
+    int rc = exec_stmt(s, which, p, what, &res);
+    PQclear(res);
+    return rc;
+}
+
+/* Run one of a run's queries, $1 the run id. */
+static int exec_of_run(struct pg_store *s, int which, const char *run_id, const char *what,
+                       PGresult **out)
+{
+    struct pg_params p = {0};
+    param_text(&p, run_id);
+    return exec_stmt(s, which, &p, what, out);
+}
+
+/* Run SQL text without parameters (transactions, schema). */
+static int exec_sql(struct pg_store *s, const char *sql, const char *what)
+{
+    PGresult *res = PQexec(s->conn, sql);
+    ExecStatusType st = PQresultStatus(res);
+    int rc = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK ? 0 : fail(s, res, what);
+    PQclear(res);
+    return rc;
+}
+
+/* ---- connection ----------------------------------------------------------- */
+
+static void ignore_notice(void *arg, const char *message)
+{
+    (void)arg;
+    (void)message; /* NOTICEs go nowhere: libpq would print them on stderr */
+}
+
+/* The password of uri as libpq will read it, or NULL; for scrubbing
+ * messages only. Freed by the caller. */
+static char *uri_password(const char *uri)
+{
+    char *errmsg = NULL;
+    PQconninfoOption *opts = PQconninfoParse(uri, &errmsg);
+    PQfreemem(errmsg);
+    char *pw = NULL;
+    for (PQconninfoOption *o = opts; o && o->keyword; o++)
+        if (strcmp(o->keyword, "password") == 0 && o->val)
+            pw = strdup(o->val);
+    PQconninfoFree(opts);
+    return pw;
+}
+
+/* Connect to uri: the URI's own settings, then UTF-8 texts whatever it
+ * says; a timeout and a name in pg_stat_activity unless it says otherwise. */
+static int connect_db(struct pg_store *s, const char *uri)
+{
+    const char *const keys[] = {"connect_timeout", "application_name", "dbname", "client_encoding",
+                                NULL};
+    const char *const values[] = {"10", "strobe", uri, "UTF8", NULL};
+    s->conn = PQconnectdbParams(keys, values, 1);
+    if (!s->conn)
+        return -ENOMEM;
+    if (PQstatus(s->conn) != CONNECTION_OK) {
+        char *pw = uri_password(uri);
+        strbuf_reset(&s->base.err);
+        strbuf_addf(&s->base.err, "cannot connect to %s: ", s->base.uri);
+        pg_connect_error_line(PQerrorMessage(s->conn), pw, &s->base.err);
+        free(pw);
+        return -STROBE_ESTORE;
+    }
+    PQsetNoticeProcessor(s->conn, ignore_notice, NULL);
+    /* no column holds a time or a date; set for what a session may show */
+    return exec_sql(s, "SET TimeZone = 'UTC'", "cannot set up the session");
+}
+
+/* After the server went away: one new connection, its statements to be
+ * prepared again. */
+static int reconnect_if_lost(struct pg_store *s)
+{
+    if (PQstatus(s->conn) == CONNECTION_OK)
+        return 0;
+    PQreset(s->conn);
+    s->prepared = 0;
+    if (PQstatus(s->conn) != CONNECTION_OK) {
+        strbuf_reset(&s->base.err);
+        strbuf_addf(&s->base.err, "lost the connection to %s", s->base.uri);
+        return -STROBE_ESTORE;
+    }
+    PQsetNoticeProcessor(s->conn, ignore_notice, NULL);
+    return exec_sql(s, "SET TimeZone = 'UTC'", "cannot set up the session");
+}
+
+/* ---- transactions --------------------------------------------------------- */
+
+static void pg_close(struct store *base)
+{
+    struct pg_store *s = (struct pg_store *)base;
+    if (s->conn)
+        PQfinish(s->conn);
+    strbuf_release(&s->base.err);
+    free(s->base.uri);
+    free(s);
+}
+
+static int pg_begin(struct store *base)
+{
+    struct pg_store *s = (struct pg_store *)base;
+    int rc = reconnect_if_lost(s);
+    return rc < 0 ? rc : exec_sql(s, "BEGIN", NULL);
+}
+
+static int pg_commit(struct store *base)
+{
+    return exec_sql((struct pg_store *)base, "COMMIT", NULL);
+}
+
+static int pg_rollback(struct store *base)
+{
+    struct pg_store *s = (struct pg_store *)base;
+    if (PQstatus(s->conn) != CONNECTION_OK || PQtransactionStatus(s->conn) == PQTRANS_IDLE)
+        return 0;
+    /* keep the error that made the caller roll back */
+    PGresult *res = PQexec(s->conn, "ROLLBACK");
+    PQclear(res);
+    return 0;
+}
+
+/* ---- runs ----------------------------------------------------------------- */
+
+static int put_attrs(struct pg_store *s, const char *run_id, const char *kind,
+                     const struct kv_list *l)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        struct pg_params p = {0};
+        param_text(&p, run_id);
+        param_text(&p, kind);
+        param_text(&p, l->items[i].key);
+        param_text(&p, l->items[i].value);
+        int rc = exec_done(s, ST_ATTR_PUT, &p, "cannot record run attributes");
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* The recorder's identity (boot id, pid and time namespaces, start
+ * ticks); NULL where unknown. */
+static void param_recorder(struct pg_params *p, const struct procid *id)
+{
+    param_text(p, id->boot_id[0] ? id->boot_id : NULL);
+    param_int_or_null(p, id->pid_ns, id->pid_ns == 0);
+    param_int_or_null(p, id->time_ns, id->time_ns == 0);
+    param_int_or_null(p, id->start_ticks, id->start_ticks < 0);
+}
+
+static int pg_run_insert(struct store *base, const struct run_record *r)
+{
+    struct pg_store *s = (struct pg_store *)base;
+    struct pg_params p = {0};
+    param_text(&p, r->id);
+    param_text(&p, r->name);
+    param_text(&p, r->experiment);
+    param_text(&p, r->command_json);
+    param_text(&p, r->cwd);
+    param_text(&p, r->user);
+    param_text(&p, r->host);
+    param_text(&p, r->kernel);
+    param_text(&p, r->cpu_model);
+    param_int(&p, r->cpu_count);
+    param_int(&p, r->mem_total_bytes);
+    param_int(&p, r->start_ns);
+    param_text(&p, r->status);
+    param_text(&p, r->git_commit);
+    param_int_or_null(&p, r->git_dirty, r->git_dirty < 0);
+    param_text(&p, r->python_version);
+    param_text(&p, r->torch_version);
+    param_int(&p, r->interval_ns);
+    param_int(&p, r->recorder_pid);
+    param_text(&p, r->strobe_version);
+    param_int_or_null(&p, r->exit_code, r->exit_code < 0);
+    param_int_or_null(&p, r->signal, r->signal == 0);
+    param_int_or_null(&p, r->end_ns, r->end_ns == 0);
+    param_int_or_null(&p, r->last_ns, r->last_ns == 0);
+    param_text(&p, r->error);
+    param_text(&p, r->workload);
+    param_recorder(&p, &r->recorder);
+    int rc = exec_done(s, ST_RUN_INSERT, &p, "cannot record run");
+    if (rc == 0)
+        rc = put_attrs(s, r->id, "tag", &r->tags);
+    if (rc == 0)
+        rc = put_attrs(s, r->id, "param", &r->params);
+    if (rc == 0)
+        rc = put_attrs(s, r->id, "env", &r->env);
+    return rc;
+}
+
+static int pg_run_update(struct store *base, const struct run_record *r)
+{
+    struct pg_params p = {0};
+    param_text(&p, r->id);
+    param_int_or_null(&p, r->end_ns, r->end_ns == 0);
+    param_int_or_null(&p, r->last_ns, r->last_ns == 0);
+    param_int_or_null(&p, r->exit_code, r->exit_code < 0);
+    param_int_or_null(&p, r->signal, r->signal == 0);
+    param_text(&p, r->status);
+    param_int(&p, r->samples);
+    param_int(&p, r->points);
+    param_int(&p, r->missed);
+    param_int(&p, r->dropped);
+    param_text(&p, r->error);
+    param_int(&p, r->events);
+    param_int(&p, r->events_dropped);
+    param_int(&p, r->events_invalid);
+    return exec_done((struct pg_store *)base, ST_RUN_UPDATE, &p, "cannot update run");
+}
+
+static void read_recorder(const PGresult *res, int row, int col, struct procid *id)
+{
+    const char *boot = col_text(res, row, col);
+    snprintf(id->boot_id, sizeof(id->boot_id), "%s", boot ? boot : "");
+    id->pid_ns = col_int(res, row, col + 1);
+    id->time_ns = col_int(res, row, col + 2);
+    id->start_ticks = col_int_or(res, row, col + 3, -1);
+}
+
+static void read_run_row(const PGresult *res, int i, struct run_record *r)
+{
+    const char *id = col_text(res, i, 0);
+    snprintf(r->id, sizeof(r->id), "%s", id ? id : "");
+    r->name = col_dup(res, i, 1);
+    r->experiment = col_dup(res, i, 2);
+    r->command_json = col_dup(res, i, 3);
+    r->cwd = col_dup(res, i, 4);
+    r->user = col_dup(res, i, 5);
+    r->host = col_dup(res, i, 6);
+    r->kernel = col_dup(res, i, 7);
+    r->cpu_model = col_dup(res, i, 8);
+    r->cpu_count = (int)col_int(res, i, 9);
+    r->mem_total_bytes = col_int(res, i, 10);
+    r->start_ns = col_int(res, i, 11);
+    r->end_ns = col_int(res, i, 12);
+    r->last_ns = col_int(res, i, 13);
+    r->exit_code = (int)col_int_or(res, i, 14, -1);
+    r->signal = (int)col_int(res, i, 15);
+    const char *status = col_text(res, i, 16);
+    snprintf(r->status, sizeof(r->status), "%s", status ? status : "");
+    r->git_commit = col_dup(res, i, 17);
+    r->git_dirty = (int)col_int_or(res, i, 18, -1);
+    r->python_version = col_dup(res, i, 19);
+    r->torch_version = col_dup(res, i, 20);
+    r->interval_ns = col_int(res, i, 21);
+    r->samples = col_int(res, i, 22);
+    r->points = col_int(res, i, 23);
+    r->missed = col_int(res, i, 24);
+    r->dropped = col_int(res, i, 25);
+    r->recorder_pid = col_int(res, i, 26);
+    r->strobe_version = col_dup(res, i, 27);
+    r->error = col_dup(res, i, 28);
+    r->events = col_int(res, i, 29);
+    r->events_dropped = col_int(res, i, 30);
+    r->events_invalid = col_int(res, i, 31);
+    r->workload = col_dup(res, i, 32);
+    read_recorder(res, i, 33, &r->recorder);
+}
+
+static int read_attrs(struct pg_store *s, struct run_record *r)
+{
+    PGresult *res;
+    int rc = exec_of_run(s, ST_ATTRS_OF_RUN, r->id, "cannot read run attributes", &res);
+    if (rc < 0)
+        return rc;
+    for (int i = 0; i < PQntuples(res); i++) {
+        const char *kind = col_text(res, i, 0), *key = col_text(res, i, 1),
+                   *value = col_text(res, i, 2);
+        if (!kind || !key || !value)
+            continue;
+        struct kv_list *l = strcmp(kind, "tag") == 0     ? &r->tags
+                            : strcmp(kind, "param") == 0 ? &r->params
+                                                         : &r->env;
+        kv_list_add(l, key, value);
+    }
+    PQclear(res);
+    return 0;
+}
+
+static int pg_runs_query(struct store *base, const char *experiment, run_fn *fn, void *arg)
+{
+    struct pg_store *s = (struct pg_store *)base;
+    struct pg_params p = {0};
+    if (experiment)
+        param_text(&p, experiment);
+    PGresult *res;
+    int rc =
+        exec_stmt(s, experiment ? ST_RUNS_EXPERIMENT : ST_RUNS_ALL, &p, "cannot list runs", &res);
+    if (rc < 0)
+        return rc;
+    int stop = 0;
+    for (int i = 0; !stop && i < PQntuples(res); i++) {
+        struct run_record r;
+        run_record_init(&r);
+        read_run_row(res, i, &r);
+        read_attrs(s, &r);
+        stop = fn(&r, arg);
+        run_record_release(&r);
+    }
+    PQclear(res);
+    return stop < 0 ? stop : 0;
+}
+
+static int pg_run_delete(struct store *base, const char *run_id)
+{
+    static const int clear[] = {
+        ST_FINDINGS_CLEAR,     ST_RULE_RESULTS_CLEAR, ST_RULE_CONFIG_CLEAR, ST_RUN_TEXTS_CLEAR,
+        ST_EVENT_BLOCKS_CLEAR, ST_EVENT_NAMES_CLEAR,  ST_PROCESSES_CLEAR,   ST_BLOCKS_CLEAR,
+        ST_SERIES_CLEAR,       ST_ATTRS_CLEAR,        ST_RUN_DELETE,
+    };
+    struct pg_store *s = (struct pg_store *)base;
+    int rc = pg_begin(base);
+    for (size_t i = 0; rc == 0 && i < ARRAY_SIZE(clear); i++) {
+        struct pg_params p = {0};
+        param_text(&p, run_id);
+        rc = exec_done(s, clear[i], &p, "cannot delete run");
+    }
+    if (rc == 0)
+        return pg_commit(base);
+    pg_rollback(base);
+    return rc;
+}
+
+/* ---- series and blocks ---------------------------------------------------- */
+
+static int pg_series_insert(struct store *base, const char *run_id, const char *name,
+                            const char *labels, const char *unit, const char *meta, int64_t *out_id)
+{
+    struct pg_store *s = (struct pg_store *)base;
+    struct pg_params p = {0};
+    param_text(&p, run_id);
+    param_text(&p, name);
+    param_text(&p, labels);
+    param_text(&p, unit);
+    param_text(&p, meta);
+    PGresult *res;
+    int rc = exec_stmt(s, ST_SERIES_INSERT, &p, "cannot define series", &res);
+    if (rc == 0)
+        *out_id = col_int(res, 0, 0);
+    PQclear(res);
+    return rc;
+}
+
+static int pg_series_update_meta(struct store *base, int64_t id, const char *meta)
+{
+    struct pg_params p = {0};
+    param_int(&p, id);
+    param_text(&p, meta);
+    return exec_done((struct pg_store *)base, ST_SERIES_META, &p, "cannot update series");
+}
+
+static int pg_block_upsert(struct store *base, int64_t series_id, const struct block_stats *st,
+                           const void *data, size_t len)
+{
+    struct pg_params p = {0};
+    param_int(&p, series_id);
+    param_int(&p, st->start_ns);
+    param_int(&p, st->end_ns);
+    param_int(&p, st->count);
+    param_real(&p, st->min);
+    param_real(&p, st->max);
+    param_real(&p, st->sum);
+    param_real(&p, st->first);
+    param_real(&p, st->last);
+    param_bytes(&p, data, len);
+    return exec_done((struct pg_store *)base, ST_BLOCK_UPSERT, &p, "cannot write block");
+}
+
+/* Labels in natural order, as sqlite.c's strobe_natural collation. */
+static int natural_cmp(const char *a, const char *b)
+{
+    if (strlen(a) >= 256 || strlen(b) >= 256) /* longer than any label set: as text */
+        return strcmp(a, b);
+    return strverscmp(a, b);
+}
+
+struct series_row {
+    const PGresult *res;
+    int row;
+};
+
+static int series_row_cmp(const void *x, const void *y)
+{
+    const struct series_row *a = x, *b = y;
+    int c = strcmp(PQgetvalue(a->res, a->row, 1), PQgetvalue(b->res, b->row, 1));
+    return c ? c : natural_cmp(PQgetvalue(a->res, a->row, 2), PQgetvalue(b->res, b->row, 2));
+}
+
+static int pg_series_query(struct store *base, const char *run_id, series_fn *fn, void *arg)
+{
+    struct pg_store *s = (struct pg_store *)base;
+    PGresult *res;
+    int rc = exec_of_run(s, ST_SERIES_OF_RUN, run_id, "cannot list series", &res);
+    if (rc < 0)
+        return rc;
+    int n = PQntuples(res);
+    struct series_row *rows = calloc((size_t)n + 1, sizeof(*rows));
+    if (!rows) {
+        PQclear(res);
+        return -ENOMEM;
+    }
+    for (int i = 0; i < n; i++)
+        rows[i] = (struct series_row){res, i};
+    qsort(rows, (size_t)n, sizeof(*rows), series_row_cmp);
+    int stop = 0;
+    for (int k = 0; !stop && k < n; k++) {
+        int i = rows[k].row;
+        const char *labels = col_text(res, i, 2), *unit = col_text(res, i, 3);
+        struct series_record r = {
+            .id = col_int(res, i, 0),
+            .run_id = run_id,
+            .name = col_text(res, i, 1),
+            .labels = labels ? labels : "",
+            .unit = unit ? unit : "",
+            .meta = col_text(res, i, 4),
+            .count = col_int(res, i, 5),
+            .min = col_real(res, i, 6),
+            .max = col_real(res, i, 7),
+            .sum = col_real(res, i, 8),
+            .start_ns = col_int(res, i, 9),
+            .end_ns = col_int(res, i, 10),
+            .bytes = col_int(res, i, 11),
+        };
+        stop = fn(&r, arg);
+    }
+    free(rows);
+    PQclear(res);
+    return stop < 0 ? stop : 0;
+}
+
+/* A block row's summary: columns 0-7 are start_ns, end_ns, count, min, max,
+ * sum, first, last in every query of blocks. */
+static struct block_stats block_row_stats(const PGresult *res, int i)
+{
+    int64_t count = col_int(res, i, 2);
+    return (struct block_stats){
+        .count = count > 0 && count <= UINT32_MAX ? (uint32_t)count : 0,
+        .start_ns = col_int(res, i, 0),
+        .end_ns = col_int(res, i, 1),
+        .min = col_real(res, i, 3),
+        .max = col_real(res, i, 4),
+        .sum = col_real(res, i, 5),
+        .first = col_real(res, i, 6),
+        .last = col_real(res, i, 7),
+    };
+}
+
+static int pg_blocks_query(struct store *base, int64_t series_id, block_fn *fn, void *arg)
+{
+    struct pg_store *s = (struct pg_store *)base;
+    struct pg_params p = {0};
+    param_int(&p, series_id);
+    PGresult *res;
+    int rc = exec_stmt(s, ST_BLOCKS_OF_SERIES, &p, "cannot read blocks", &res);
+    if (rc < 0)
+        return rc;
+    int stop = 0;
+    for (int i = 0; !stop && i < PQntuples(res); i++) {
+        struct block_record b = {.series_id = series_id, .st = block_row_stats(res, i)};
+        b.data = (const uint8_t *)PQgetvalue(res, i, 8);
+        b.len = (size_t)PQgetlength(res, i, 8);
+        stop = fn(&b, arg);
+    }
+    PQclear(res);
+    return stop < 0 ? stop : 0;
+}
+
+/* The data of block id, when want() asked for it: one index probe. */
+static int read_block_data(struct pg_store *s, int64_t id, PGresult **out)
+{
+    struct pg_params p = {0};
+    param_int(&p, id);
+    return exec_stmt(s, ST_BLOCK_DATA, &p, "cannot read blocks", out);
+}
+
+static int pg_blocks_range_query(struct store *base, int64_t series_id, int64_t from_ns,
+                                 int64_t to_ns, block_want_fn *want, block_fn *fn, void *arg)
+{
+    struct pg_store *s = (struct pg_store *)base;
+    struct pg_params p = {0};
+    param_int(&p, series_id);
+    param_int(&p, from_ns);
+    param_int(&p, to_ns);
+    PGresult *res;
+    int rc = exec_stmt(s, ST_BLOCKS_IN_RANGE, &p, "cannot read blocks", &res);
+    if (rc < 0)
+        return rc;
+    int stop = 0;
+    for (int i = 0; !stop && i < PQntuples(res); i++) {
+        struct block_record b = {.series_id = series_id, .st = block_row_stats(res, i)};
+        PGresult *d = NULL;
+        if (want(&b.st, arg)) {
+            if ((stop = read_block_data(s, col_int(res, i, 8), &d)) < 0)
+                break;
+            if (PQntuples(d) == 1) {
+                b.data = (const uint8_t *)PQgetvalue(d, 0, 0);
+                b.len = (size_t)PQgetlength(d, 0, 0);
+            }
+        }
+        stop = fn(&b, arg);
+        PQclear(d);
+    }
+    PQclear(res);
+    return stop < 0 ? stop : 0;
+}
+
+static int pg_series_find(struct store *base, const char *run_id, const char *name,
+                          const char *labels, series_fn *fn, void *arg)
+{
+    struct pg_store *s = (struct pg_store *)base;
+    struct pg_params p = {0};
+    param_text(&p, run_id);
+    param_text(&p, name);
+    param_text(&p, labels);
+    PGresult *res;
+    int rc = exec_stmt(s, ST_SERIES_FIND, &p, "cannot find series", &res);
+    if (rc < 0)
+        return rc;
+    int out = -STROBE_ENOTFOUND;
+    if (PQntuples(res) > 0) {
+        const char *unit = col_text(res, 0, 1);
+        struct series_record r = {
+            .id = col_int(res, 0, 0),
+            .run_id = run_id,
+            .name = name,
+            .labels = labels,
+            .unit = unit ? unit : "",
+            .meta = col_text(res, 0, 2),
+            .min = NAN,
+            .max = NAN,
+            .sum = NAN,
+            .start_ns = col_int(res, 0, 3),
+            .end_ns = col_int(res, 0, 4),
+        };
+        out = fn(&r, arg);
+    }
+    PQclear(res);
+    return out < 0 ? out : 0;
+}
+
+/* ---- framework events ----------------------------------------------------- */
+
+static int pg_event_name_insert(struct store *base, const char *run_id, int64_t id,
+                                const char *name)
+{
+    struct pg_params p = {0};
+    param_text(&p, run_id);
+    param_int(&p, id);
+    param_text(&p, name);
+    return exec_done((struct pg_store *)base, ST_EVENT_NAME_PUT, &p, "cannot define event name");
+}
+
+static int pg_process_upsert(struct store *base, const char *run_id,
+                             const struct process_record *pr)
+{
+    struct pg_params p = {0};
+    param_text(&p, run_id);
+    param_int(&p, pr->pid);
+    param_int_or_null(&p, pr->ppid, pr->ppid < 0);
+    param_text(&p, pr->comm);
+    param_text(&p, pr->role);
+    param_int_or_null(&p, pr->rank, pr->rank < 0);
+    param_int_or_null(&p, pr->local_rank, pr->local_rank < 0);
+    param_int_or_null(&p, pr->world_size, pr->world_size < 0);
+    param_int_or_null(&p, pr->worker_id, pr->worker_id < 0);
+    return exec_done((struct pg_store *)base, ST_PROCESS_PUT, &p, "cannot record process");
+}
+
+static int pg_event_block_insert(struct store *base, const char *run_id,
+                                 const struct event_block_record *b)
+{
+    struct pg_params p = {0};
+    param_text(&p, run_id);
+    param_int(&p, b->pid);
+    param_int(&p, b->tid);
+    param_int(&p, b->start_ns);
+    param_int(&p, b->end_ns);
+    param_int(&p, b->step_min);
+    param_int(&p, b->step_max);
+    param_int(&p, b->count);
+    param_bytes(&p, b->data, b->len);
+    return exec_done((struct pg_store *)base, ST_EVENT_BLOCK_INSERT, &p,
+                     "cannot write event block");
+}
+
+static int pg_event_names_query(struct store *base, const char *run_id, event_name_fn *fn,
+                                void *arg)
+{
+    PGresult *res;
+    int rc = exec_of_run((struct pg_store *)base, ST_EVENT_NAMES_OF_RUN, run_id,
+                         "cannot read event names", &res);
+    if (rc < 0)
+        return rc;
+    int stop = 0;
+    for (int i = 0; !stop && i < PQntuples(res); i++) {
+        const char *name = col_text(res, i, 1);
+        stop = fn(col_int(res, i, 0), name ? name : "", arg);
+    }
+    PQclear(res);
+    return stop < 0 ? stop : 0;
+}
+
+static int pg_processes_query(struct store *base, const char *run_id, process_fn *fn, void *arg)
+{
+    PGresult *res;
+    int rc = exec_of_run((struct pg_store *)base, ST_PROCESSES_OF_RUN, run_id,
+                         "cannot read processes", &res);
+    if (rc < 0)
+        return rc;
+    int stop = 0;
+    for (int i = 0; !stop && i < PQntuples(res); i++) {
+        struct process_record pr = {
+            .pid = col_int(res, i, 0),
+            .ppid = col_int_or(res, i, 1, -1),
+            .comm = col_text(res, i, 2),
+            .role = col_text(res, i, 3),
+            .rank = col_int_or(res, i, 4, -1),
+            .local_rank = col_int_or(res, i, 5, -1),
+            .world_size = col_int_or(res, i, 6, -1),
+            .worker_id = col_int_or(res, i, 7, -1),
+        };
+        stop = fn(&pr, arg);
+    }
+    PQclear(res);
+    return stop < 0 ? stop : 0;
+}
+
+static int pg_event_blocks_query(struct store *base, const char *run_id, int64_t from_ns,
+                                 int64_t to_ns, event_block_fn *fn, void *arg)
+{
+    struct pg_params p = {0};
+    param_text(&p, run_id);
+    param_int(&p, from_ns);
+    param_int(&p, to_ns);
+    PGresult *res;
+    int rc = exec_stmt((struct pg_store *)base, ST_EVENT_BLOCKS_OF_RUN, &p,
+                       "cannot read event blocks", &res);
+    if (rc < 0)
+        return rc;
+    int stop = 0;
+    for (int i = 0; !stop && i < PQntuples(res); i++) {
+        struct event_block_record b = {
+            .pid = col_int(res, i, 0),
+            .tid = col_int(res, i, 1),
+            .start_ns = col_int(res, i, 2),
+            .end_ns = col_int(res, i, 3),
+            .step_min = col_int(res, i, 4),
+            .step_max = col_int(res, i, 5),
+            .count = col_int(res, i, 6),
+            .data = (const uint8_t *)PQgetvalue(res, i, 7),
+            .len = (size_t)PQgetlength(res, i, 7),
+        };
+        stop = fn(&b, arg);
+    }
+    PQclear(res);
+    return stop < 0 ? stop : 0;
+}
+
+/* ---- rules ---------------------------------------------------------------- */
+
+static int pg_rules_clear(struct store *base, const char *run_id)
+{
+    static const int clear[] = {ST_FINDINGS_CLEAR, ST_RULE_RESULTS_CLEAR, ST_RULE_CONFIG_CLEAR};
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < ARRAY_SIZE(clear); i++) {
+        struct pg_params p = {0};
+        param_text(&p, run_id);
+        rc = exec_done((struct pg_store *)base, clear[i], &p, "cannot clear findings");
+    }
+    return rc;
+}
+
+static int pg_rule_config_put(struct store *base, const char *run_id,
+                              const struct rule_config_record *c)
+{
+    struct pg_params p = {0};
+    param_text(&p, run_id);
+    param_int(&p, c->interval_ns);
+    param_text(&p, c->rules);
+    param_text(&p, c->params);
+    param_text(&p, c->mode);
+    param_int(&p, c->evaluated_ns);
+    return exec_done((struct pg_store *)base, ST_RULE_CONFIG_PUT, &p,
+                     "cannot record rule settings");
+}
+
+static int pg_rule_result_insert(struct store *base, const char *run_id,
+                                 const struct rule_result_record *r)
+{
+    struct pg_params p = {0};
+    param_text(&p, run_id);
+    param_text(&p, r->rule);
+    param_text(&p, r->status);
+    param_int(&p, r->datapoints);
+    param_int(&p, r->violations);
+    param_text(&p, r->detail);
+    param_text(&p, r->report);
+    return exec_done((struct pg_store *)base, ST_RULE_RESULT_PUT, &p, "cannot record rule result");
+}
+
+static int pg_finding_insert(struct store *base, const char *run_id, int64_t seq,
+                             const struct finding_record *f)
+{
+    struct pg_params p = {0};
+    param_text(&p, run_id);
+    param_int(&p, seq);
+    param_text(&p, f->rule);
+    param_text(&p, f->severity);
+    param_int(&p, f->start_ns);
+    param_int(&p, f->end_ns);
+    param_text(&p, f->scope);
+    param_text(&p, f->evidence ? f->evidence : "");
+    param_text(&p, f->events);
+    param_text(&p, f->recommendation);
+    return exec_done((struct pg_store *)base, ST_FINDING_PUT, &p, "cannot record finding");
+}
+
+static int pg_rule_config_query(struct store *base, const char *run_id, rule_config_fn *fn,
+                                void *arg)
+{
+    PGresult *res;
+    int rc = exec_of_run((struct pg_store *)base, ST_RULE_CONFIG_OF_RUN, run_id,
+                         "cannot read rule settings", &res);
+    if (rc < 0)
+        return rc;
+    int stop = 0;
+    for (int i = 0; !stop && i < PQntuples(res); i++) {
+        struct rule_config_record c = {col_int(res, i, 0), col_text(res, i, 1), col_text(res, i, 2),
+                                       col_text(res, i, 3), col_int(res, i, 4)};
+        stop = fn(&c, arg);
+    }
+    PQclear(res);
+    return stop < 0 ? stop : 0;
+}
+
+static int pg_rule_results_query(struct store *base, const char *run_id, rule_result_fn *fn,
+                                 void *arg)
+{
+    PGresult *res;
+    int rc = exec_of_run((struct pg_store *)base, ST_RULE_RESULTS_OF_RUN, run_id,
+                         "cannot read rule results", &res);
+    if (rc < 0)
+        return rc;
+    int stop = 0;
+    for (int i = 0; !stop && i < PQntuples(res); i++) {
+        struct rule_result_record r = {col_text(res, i, 0), col_text(res, i, 1),
+                                       col_int(res, i, 2),  col_int(res, i, 3),
+                                       col_text(res, i, 4), col_text(res, i, 5)};
+        stop = fn(&r, arg);
+    }
+    PQclear(res);
+    return stop < 0 ? stop : 0;
+}
+
+static int pg_findings_query(struct store *base, const char *run_id, finding_rec_fn *fn, void *arg)
+{
+    PGresult *res;
+    int rc = exec_of_run((struct pg_store *)base, ST_FINDINGS_OF_RUN, run_id,
+                         "cannot read findings", &res);
+    if (rc < 0)
+        return rc;
+    int stop = 0;
+    for (int i = 0; !stop && i < PQntuples(res); i++) {
+        struct finding_record f = {
+            .rule = col_text(res, i, 0),
+            .severity = col_text(res, i, 1),
+            .start_ns = col_int(res, i, 2),
+            .end_ns = col_int(res, i, 3),
+            .scope = col_text(res, i, 4),
+            .evidence = col_text(res, i, 5),
+            .events = col_text(res, i, 6),
+            .recommendation = col_text(res, i, 7),
+        };
+        stop = fn(&f, arg);
+    }
+    PQclear(res);
+    return stop < 0 ? stop : 0;
+}
+
+/* ---- texts ---------------------------------------------------------------- */
+
+/* The text is BYTEA: a job's output is not always valid UTF-8, which a
+ * TEXT column refuses. */
+static int pg_run_text_put(struct store *base, const char *run_id, const struct run_text_record *t)
+{
+    struct pg_params p = {0};
+    param_text(&p, run_id);
+    param_text(&p, t->kind);
+    param_int(&p, t->bytes);
+    param_bytes(&p, t->data, t->len);
+    return exec_done((struct pg_store *)base, ST_RUN_TEXT_PUT, &p, "cannot keep the run's texts");
+}
+
+static int pg_run_texts_query(struct store *base, const char *run_id, run_text_fn *fn, void *arg)
+{
+    PGresult *res;
+    int rc = exec_of_run((struct pg_store *)base, ST_RUN_TEXTS_OF_RUN, run_id,
+                         "cannot read the run's texts", &res);
+    if (rc < 0)
+        return rc;
+    int stop = 0;
+    for (int i = 0; !stop && i < PQntuples(res); i++) {
+        struct run_text_record t = {
+            .kind = col_text(res, i, 0),
+            .bytes = col_int(res, i, 1),
+            .data = PQgetvalue(res, i, 2), /* NUL-terminated by libpq, as SQLite's text */
+            .len = (size_t)PQgetlength(res, i, 2),
+        };
+        stop = fn(&t, arg);
+    }
+    PQclear(res);
+    return stop < 0 ? stop : 0;
+}
+
+static const struct store_ops pg_ops = {
+    .name = "postgresql",
+    .close = pg_close,
+    .begin = pg_begin,
+    .commit = pg_commit,
+    .rollback = pg_rollback,
+    .run_insert = pg_run_insert,
+    .run_update = pg_run_update,
+    .series_insert = pg_series_insert,
+    .series_update_meta = pg_series_update_meta,
+    .block_upsert = pg_block_upsert,
+    .runs_query = pg_runs_query,
+    .series_query = pg_series_query,
+    .blocks_query = pg_blocks_query,
+    .run_delete = pg_run_delete,
+    .event_name_insert = pg_event_name_insert,
+    .process_upsert = pg_process_upsert,
+    .event_block_insert = pg_event_block_insert,
+    .event_names_query = pg_event_names_query,
+    .processes_query = pg_processes_query,
+    .event_blocks_query = pg_event_blocks_query,
+    .rules_clear = pg_rules_clear,
+    .rule_config_put = pg_rule_config_put,
+    .rule_result_insert = pg_rule_result_insert,
+    .finding_insert = pg_finding_insert,
+    .rule_config_query = pg_rule_config_query,
+    .rule_results_query = pg_rule_results_query,
+    .findings_query = pg_findings_query,
+    .run_text_put = pg_run_text_put,
+    .run_texts_query = pg_run_texts_query,
+    .blocks_range_query = pg_blocks_range_query,
+    .series_find = pg_series_find,
+};
+
+/* ---- schema --------------------------------------------------------------- */
+
+/* One integer from SQL text (text result: PQexec answers in text). */
+static int query_int(struct pg_store *s, const char *sql, int64_t *out)
+{
+    PGresult *res = PQexec(s->conn, sql);
+    int rc = 0;
+    if (PQresultStatus(res) != PGRES_TUPLES_OK)
+        rc = fail(s, res, "cannot read store");
+    else
+        *out = PQntuples(res) && !PQgetisnull(res, 0, 0) ? strtoll(PQgetvalue(res, 0, 0), NULL, 10)
+                                                         : 0;
+    PQclear(res);
+    return rc;
+}
+
+/* The schema version: 0 when the database holds no strobe store. Refuses
+ * a newer store, and a database whose runs table is not ours. */
+static int read_version(struct pg_store *s, int64_t *version)
+{
+    int64_t ours = 0, theirs = 0;
+    *version = 0;
+    int rc = query_int(s, "SELECT (to_regclass('strobe_schema') IS NOT NULL)::int", &ours);
+    if (rc == 0 && ours)
+        rc = query_int(s, "SELECT max(version) FROM strobe_schema", version);
+    if (rc == 0 && !ours)
+        rc = query_int(s, "SELECT (to_regclass('runs') IS NOT NULL)::int", &theirs);
+    if (rc < 0)
+        return rc;
+    strbuf_reset(&s->base.err);
+    if (theirs) {
+        strbuf_adds(&s->base.err, "not a strobe store (it holds a table 'runs' of its own)");
+        return -STROBE_ECORRUPT;
+    }
+    if (*version > SCHEMA_VERSION) {
+        strbuf_addf(&s->base.err, "store schema version %lld is newer than this strobe's (%d)",
+                    (long long)*version, SCHEMA_VERSION);
+        return -STROBE_ESCHEMA;
+    }
+    return 0;
+}
+
+/* Apply the migrations past the version in one transaction. The advisory
+ * lock makes recorders that open a new database together take turns: the
+ * second reads the version again under the lock and finds nothing to do. */
+static int migrate_locked(struct pg_store *s)
+{
+    int64_t version = 0;
+    int rc = exec_sql(s, "SELECT pg_advisory_xact_lock(" MIGRATION_LOCK ")", "cannot lock schema");
+    if (rc == 0)
+        rc = read_version(s, &version);
+    if (rc == 0 && version == 0)
+        rc = exec_sql(s, "CREATE TABLE strobe_schema(version BIGINT NOT NULL)",
+                      "cannot create schema");
+    for (size_t i = 0; rc == 0 && i < ARRAY_SIZE(pg_migrations); i++) {
+        if (pg_migrations[i].version <= version)
+            continue;
+        char bump[96];
+        snprintf(bump, sizeof(bump),
+                 "DELETE FROM strobe_schema; INSERT INTO strobe_schema VALUES(%d)",
+                 pg_migrations[i].version);
+        if ((rc = exec_sql(s, pg_migrations[i].sql, "cannot create schema")) == 0)
+            rc = exec_sql(s, bump, "cannot create schema");
+    }
+    return rc;
+}
+
+/* Create or upgrade the schema where this connection writes; readers only
+ * read the version (a database without a store is "not found"). A reader
+ * of an older store upgrades it, as sqlite.c's does: every query expects
+ * the current schema. */
+static int migrate(struct pg_store *s, int readonly)
+{
+    int64_t version = 0;
+    int rc = read_version(s, &version);
+    if (rc < 0 || version == SCHEMA_VERSION)
+        return rc;
+    if (readonly && version == 0) {
+        strbuf_reset(&s->base.err);
+        strbuf_adds(&s->base.err, "the database holds no strobe store yet (run 'strobe run' "
+                                  "first, or pass --store)");
+        return -STROBE_ENOTFOUND;
+    }
+    if ((rc = pg_begin(&s->base)) < 0)
+        return rc;
+    if ((rc = migrate_locked(s)) == 0)
+        return pg_commit(&s->base);
+    pg_rollback(&s->base);
+    return rc;
+}
+
+int store_postgres_open(const char *uri, int readonly, struct store **out, struct strbuf *err)
+{
+    struct pg_store *s = calloc(1, sizeof(*s));
+    if (!s)
+        return -ENOMEM;
+    s->base.ops = &pg_ops;
+    strbuf_init(&s->base.err);
+    struct strbuf shown;
+    strbuf_init(&shown);
+    int rc = store_uri_redact(uri, &shown);
+    s->base.uri = strbuf_detach(&shown);
+    if (rc < 0 || !s->base.uri) {
+        pg_close(&s->base);
+        return -ENOMEM;
+    }
+    if ((rc = connect_db(s, uri)) < 0 || (rc = migrate(s, readonly)) < 0)
+        goto fail;
+    *out = &s->base;
+    return 0;
+fail:
+    if (err && strncmp(s->base.err.buf, "cannot connect", 14) == 0)
+        strbuf_adds(err, s->base.err.buf);
+    else if (err)
+        strbuf_addf(err, "cannot open store '%s': %s", s->base.uri, s->base.err.buf);
+    pg_close(&s->base);
+    return rc;
+}
