@@ -55,11 +55,12 @@ int cmd_report(struct cli_ctx *cli, int argc, char **argv)
 
 /* <dir of the store>/reports/, made if missing: reports of runs that tests
  * and scripts make in scratch directories stay beside their store instead of
- * piling up in the working directory. */
+ * piling up in the working directory. A PostgreSQL store has no directory:
+ * ./reports/. */
 static int default_report_path(const char *store_uri, const struct run_record *r,
                                struct strbuf *out)
 {
-    const char *slash = strrchr(store_uri, '/');
+    const char *slash = store_uri_is_postgres(store_uri) ? NULL : strrchr(store_uri, '/');
     if (slash)
         strbuf_add(out, store_uri, (size_t)(slash - store_uri) + 1);
     strbuf_adds(out, "reports");

@@ -1,4 +1,5 @@
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -52,8 +53,41 @@ static void usage(FILE *out)
                  "See 'strobe <command> --help'.\n");
 }
 
+/*
+ * A password in --store's URI would show in ps for as long as strobe runs
+ * (strobe run lasts as long as its job). Each of strobe's own arguments that
+ * holds one is copied for the parser, and the original is overwritten in
+ * place with the URI less its password, padded with NULs: that memory is
+ * what /proc/PID/cmdline shows. The job's command, after "--", is left as
+ * it is. A moment remains between exec and this, when ps could see it:
+ * PGPASSWORD or ~/.pgpass leave no such moment.
+ */
+static void hide_store_passwords(int argc, char **argv)
+{
+    static const char flag[] = "--store=";
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        char *arg = argv[i];
+        size_t prefix = strncmp(arg, flag, sizeof(flag) - 1) == 0 ? sizeof(flag) - 1 : 0;
+        if (!store_uri_is_postgres(arg + prefix) || !store_uri_has_password(arg + prefix))
+            continue;
+        struct strbuf shown;
+        strbuf_init(&shown);
+        char *copy = strdup(arg); /* lives as long as argv: never freed */
+        if (copy && store_uri_redact(arg + prefix, &shown) == 0) {
+            size_t len = strlen(arg);
+            memcpy(arg + prefix, shown.buf, shown.len); /* shorter: the password is gone */
+            memset(arg + prefix + shown.len, 0, len - prefix - shown.len);
+            argv[i] = copy;
+        } else {
+            free(copy);
+        }
+        strbuf_release(&shown);
+    }
+}
+
 int main(int argc, char **argv)
 {
+    hide_store_passwords(argc, argv);
     if (argc < 2) {
         usage(stderr);
         return CLI_EXIT_USAGE;

@@ -93,6 +93,7 @@ struct recorder {
     int live;
     struct log_line *line;         /* stderr's terminal line, when the live line is on */
     struct log_writer line_writer; /* strobe's own lines onto it */
+    struct strbuf store_shown;     /* o->store_uri without its password, for messages */
     char name_buf[256];
 };
 
@@ -180,7 +181,7 @@ static int open_store_and_run(struct recorder *r)
         rc = s->ops->commit(s);
     if (rc < 0) {
         s->ops->rollback(s);
-        log_error("cannot record run in store '%s': %s", r->o->store_uri, s->err.buf);
+        log_error("cannot record run in store '%s': %s", r->store_shown.buf, s->err.buf);
     }
     return rc;
 }
@@ -638,11 +639,11 @@ static void settle(struct recorder *r)
     if (rc < 0 && !r->store_failing) {
         char size[32];
         log_warn("cannot write to store '%s': %s; keeping %s in memory and retrying",
-                 r->o->store_uri, r->store->err.buf,
+                 r->store_shown.buf, r->store->err.buf,
                  fmt_bytes((double)pending_bytes(r), size, sizeof(size)));
         r->store_failing = 1;
     } else if (rc == 0 && r->store_failing) {
-        log_note("store '%s' is writable again", r->o->store_uri);
+        log_note("store '%s' is writable again", r->store_shown.buf);
         r->store_failing = 0;
     }
     if (rc == 0)
@@ -876,7 +877,7 @@ static void finish_rules(struct recorder *r)
     live_rules_finish(&r->rules, rules_run_end_ns(&r->run));
     if (live_rules_save(&r->rules, r->store, r->run.id) < 0)
         log_warn("cannot store the findings in '%s': %s; 'strobe rules %.8s' recomputes them",
-                 r->o->store_uri, r->store->err.buf, r->run.id);
+                 r->store_shown.buf, r->store->err.buf, r->run.id);
 }
 
 /* What was lost and counted: warnings, so they print under --quiet too. */
@@ -933,7 +934,7 @@ static void summary(struct recorder *r, int final_rc)
         int64_t from = r->committed_ns ? r->committed_ns : r->run.start_ns;
         log_error("could not save the last %s of run %s to store '%s': %s",
                   fmt_duration((double)(r->run.last_ns - from) / 1e9, lost, sizeof(lost)),
-                  r->run.id, r->o->store_uri, err_str(final_rc));
+                  r->run.id, r->store_shown.buf, err_str(final_rc));
         return;
     }
     if (r->o->quiet) {
@@ -946,7 +947,7 @@ static void summary(struct recorder *r, int final_rc)
     log_note("run %s '%s' %s after %s (%s %d), %lld samples in %s; see 'strobe show %.8s'",
              r->run.id, r->run.name, r->run.status,
              fmt_duration((double)(r->run.end_ns - r->run.start_ns) / 1e9, dur, sizeof(dur)), how,
-             code, (long long)r->frames, r->o->store_uri, r->run.id);
+             code, (long long)r->frames, r->store_shown.buf, r->run.id);
     warn_losses(r);
     if (r->missed)
         log_note("%lld sampling deadlines were missed (the machine was too busy)",
@@ -1017,6 +1018,8 @@ int recorder_run(const struct recorder_opts *o)
     r.logs[0].job_fd = r.logs[1].job_fd = -1;
     batch_init(&r.batch);
     run_record_init(&r.run);
+    strbuf_init(&r.store_shown);
+    store_uri_redact(o->store_uri, &r.store_shown);
     int exit_status = RECORDER_EXIT_SELF;
     raise_fd_limit(&r); /* before the tree sets its fd budget */
     proc_tree_init(&r.tree, &r.env);
@@ -1101,5 +1104,6 @@ int recorder_run(const struct recorder_opts *o)
         log_note("%u processes of the job are still running", r.tree.n);
 out:
     cleanup(&r);
+    strbuf_release(&r.store_shown);
     return exit_status;
 }

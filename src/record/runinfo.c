@@ -348,8 +348,13 @@ static void collect_env(struct run_record *r)
         if (!eq || !env_wanted(*e, (size_t)(eq - *e)))
             continue;
         char *key = strndup(*e, (size_t)(eq - *e));
-        if (key)
-            kv_list_add(&r->env, key, eq + 1);
+        /* STROBE_STORE may be a URI with a password in it: kept without */
+        struct strbuf value;
+        strbuf_init(&value);
+        store_uri_redact(eq + 1, &value);
+        if (key && !strbuf_failed(&value))
+            kv_list_add(&r->env, key, value.buf);
+        strbuf_release(&value);
         free(key);
     }
 }

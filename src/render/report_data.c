@@ -512,7 +512,7 @@ int report_data_json(struct store *s, const struct run_record *r, struct strbuf 
                      struct report_stats *st, struct strbuf *err)
 {
     struct series_list l = {0};
-    struct events_job job = {.uri = s->uri, .r = r};
+    struct events_job job = {.uri = s->open_uri ? s->open_uri : s->uri, .r = r};
     strbuf_init(&job.out);
     strbuf_init(&job.err);
     pthread_t th;

@@ -412,8 +412,12 @@ static void print_listening(struct MHD_Daemon *d, const struct serve_config *c)
         }
     }
     int v6 = ss.ss_family == AF_INET6;
+    struct strbuf shown; /* the store without its password */
+    strbuf_init(&shown);
+    store_uri_redact(c->store_uri, &shown);
     fprintf(stderr, "strobe: serving http://%s%s%s:%d/ from store '%s'%s\n", v6 ? "[" : "", host,
-            v6 ? "]" : "", port, c->store_uri, c->token ? " (token required)" : "");
+            v6 ? "]" : "", port, shown.buf, c->token ? " (token required)" : "");
+    strbuf_release(&shown);
 }
 
 /* Block the stop signals in every thread (the pool inherits the mask), so

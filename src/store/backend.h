@@ -8,10 +8,11 @@ int store_sqlite_open(const char *uri, int readonly, struct store **out, struct 
 /* uri is postgresql://...; s->uri is kept without the password. */
 int store_postgres_open(const char *uri, int readonly, struct store **out, struct strbuf *err);
 
-/* libpq's message of a failed connection as one line, for "cannot connect
- * to URI: ...": the server's words without the "connection to server at
- * ... failed:" and "FATAL:" prefixes, or libpq's own. Any occurrence of
- * password (when not NULL or empty) is replaced by "***". */
-void pg_connect_error_line(const char *libpq_msg, const char *password, struct strbuf *out);
+/* Append libpq's message of a failed connection to out as one line, for
+ * "cannot connect to URI: ...": the server's words without the "connection
+ * to server at ... failed:" and "FATAL:" prefixes, or libpq's own. Every
+ * occurrence of each secret (NULL and "" are skipped) becomes "***". */
+void pg_connect_error_line(const char *libpq_msg, const char *const *secrets, size_t nsecrets,
+                           struct strbuf *out);
 
 #endif

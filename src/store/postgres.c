@@ -397,11 +397,29 @@ static int fail(struct pg_store *s, const PGresult *res, const char *what)
     return map_sqlstate(res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL);
 }
 
-void pg_connect_error_line(const char *libpq_msg, const char *password, struct strbuf *out)
+/* Replace every occurrence of secret in sb by "***". */
+static void scrub(struct strbuf *sb, const char *secret)
+{
+    if (!secret || !*secret || !strstr(sb->buf, secret))
+        return;
+    struct strbuf out;
+    strbuf_init(&out);
+    const char *p = sb->buf, *hit;
+    while ((hit = strstr(p, secret))) {
+        strbuf_add(&out, p, (size_t)(hit - p));
+        strbuf_adds(&out, "***");
+        p = hit + strlen(secret);
+    }
+    strbuf_adds(&out, p);
+    strbuf_reset(sb);
+    strbuf_add(sb, out.buf, out.len);
+    strbuf_release(&out);
+}
+
+void pg_connect_error_line(const char *libpq_msg, const char *const *secrets, size_t nsecrets,
+                           struct strbuf *out)
 {
     static const char *const prefixes[] = {"FATAL:  ", "ERROR:  ", "FATAL: ", "ERROR: "};
-    struct strbuf line;
-    strbuf_init(&line);
     const char *msg = libpq_msg ? libpq_msg : "";
     /* "connection to server at \"h\", port 5432 failed: <why>" */
     const char *failed = strstr(msg, " failed: ");
@@ -412,16 +430,14 @@ void pg_connect_error_line(const char *libpq_msg, const char *password, struct s
             msg += strlen(prefixes[i]);
             break;
         }
+    struct strbuf line;
+    strbuf_init(&line);
     add_first_line(&line, msg);
     if (!line.len)
         strbuf_adds(&line, "unknown error");
-    const char *p = line.buf, *hit;
-    while (password && *password && (hit = strstr(p, password))) {
-        strbuf_add(out, p, (size_t)(hit - p));
-        strbuf_adds(out, "***");
-        p = hit + strlen(password);
-    }
-    strbuf_adds(out, p);
+    for (size_t i = 0; i < nsecrets; i++)
+        scrub(&line, secrets[i]);
+    strbuf_add(out, line.buf, line.len);
     strbuf_release(&line);
 }
 
@@ -501,8 +517,8 @@ static void ignore_notice(void *arg, const char *message)
     (void)message; /* NOTICEs go nowhere: libpq would print them on stderr */
 }
 
-/* The password of uri as libpq will read it, or NULL; for scrubbing
- * messages only. Freed by the caller. */
+/* The password of uri as libpq reads it (decoded), or NULL; for
+ * scrubbing messages only. Freed by the caller. */
 static char *uri_password(const char *uri)
 {
     char *errmsg = NULL;
@@ -516,6 +532,33 @@ static char *uri_password(const char *uri)
     return pw;
 }
 
+/* The password as written in uri's user info, or NULL: libpq quotes it so
+ * when it cannot decode it. Freed by the caller. */
+static char *uri_password_as_written(const char *uri)
+{
+    const char *auth = strstr(uri, "://");
+    if (!auth)
+        return NULL;
+    auth += 3;
+    size_t info_len = strcspn(auth, "@/");
+    const char *colon = memchr(auth, ':', info_len);
+    if (auth[info_len] != '@' || !colon)
+        return NULL;
+    return strndup(colon + 1, (size_t)(auth + info_len - colon - 1));
+}
+
+/* s->err = "cannot connect to URI: why", the password nowhere in it. */
+static void connect_error(struct pg_store *s, const char *uri)
+{
+    char *secrets[] = {uri_password(uri), uri_password_as_written(uri)};
+    strbuf_reset(&s->base.err);
+    strbuf_addf(&s->base.err, "cannot connect to %s: ", s->base.uri);
+    pg_connect_error_line(PQerrorMessage(s->conn), (const char *const *)secrets,
+                          ARRAY_SIZE(secrets), &s->base.err);
+    for (size_t i = 0; i < ARRAY_SIZE(secrets); i++)
+        free(secrets[i]);
+}
+
 /* Connect to uri: the URI's own settings, then UTF-8 texts whatever it
  * says; a timeout and a name in pg_stat_activity unless it says otherwise. */
 static int connect_db(struct pg_store *s, const char *uri)
@@ -527,11 +570,7 @@ static int connect_db(struct pg_store *s, const char *uri)
     if (!s->conn)
         return -ENOMEM;
     if (PQstatus(s->conn) != CONNECTION_OK) {
-        char *pw = uri_password(uri);
-        strbuf_reset(&s->base.err);
-        strbuf_addf(&s->base.err, "cannot connect to %s: ", s->base.uri);
-        pg_connect_error_line(PQerrorMessage(s->conn), pw, &s->base.err);
-        free(pw);
+        connect_error(s, uri);
         return -STROBE_ESTORE;
     }
     PQsetNoticeProcessor(s->conn, ignore_notice, NULL);
