@@ -182,6 +182,9 @@ int run_filter_status_option(const struct cli_option *opt, const char *arg);
 int run_filter_any(const struct run_filter *f);
 int run_filter_match(const struct run_filter *f, const struct run_record *r);
 
+/* Append arg to out without a store password in it (a URI, or --store=URI:
+ * store_uri_redact). Returns strbuf_failed(out). */
+int cli_arg_redact(const char *arg, struct strbuf *out);
 /* Parse "K=V" into key and value (pointers into a copy the caller frees). */
 int cli_split_kv(const char *arg, char **key, char **value);
 /* A name, tag or parameter the store will keep: 0, or -EINVAL after one

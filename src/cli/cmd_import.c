@@ -28,19 +28,24 @@ static const struct cli_usage sagemaker_usage = {
     0,
 };
 
-/* The command line as the run's command: a JSON array. */
+/* The command line as the run's command: a JSON array, without the
+ * store's password. */
 static char *command_json(int argc, char **argv)
 {
-    struct strbuf o;
+    struct strbuf o, arg;
     strbuf_init(&o);
+    strbuf_init(&arg);
     struct json_writer jw;
     jw_init(&jw, &o);
     jw_array_begin(&jw);
     jw_str(&jw, "strobe");
     jw_str(&jw, "import");
-    for (int i = 0; i < argc; i++)
-        jw_str(&jw, argv[i]);
+    for (int i = 0; i < argc; i++) {
+        strbuf_reset(&arg);
+        jw_str(&jw, cli_arg_redact(argv[i], &arg) == 0 ? arg.buf : "");
+    }
     jw_end(&jw);
+    strbuf_release(&arg);
     return strbuf_detach(&o); /* NULL when out of memory: no command */
 }
 

@@ -23,6 +23,14 @@ int cli_open_store(const char *flag, int readonly, struct store **out)
     return rc;
 }
 
+int cli_arg_redact(const char *arg, struct strbuf *out)
+{
+    static const char flag[] = "--store=";
+    size_t prefix = strncmp(arg, flag, sizeof(flag) - 1) == 0 ? sizeof(flag) - 1 : 0;
+    strbuf_add(out, arg, prefix);
+    return store_uri_redact(arg + prefix, out);
+}
+
 const char *cli_visible(struct strbuf *sb, const char *s)
 {
     strbuf_reset(sb);

@@ -64,25 +64,22 @@ static void usage(FILE *out)
  */
 static void hide_store_passwords(int argc, char **argv)
 {
-    static const char flag[] = "--store=";
+    struct strbuf shown;
+    strbuf_init(&shown);
     for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        strbuf_reset(&shown);
         char *arg = argv[i];
-        size_t prefix = strncmp(arg, flag, sizeof(flag) - 1) == 0 ? sizeof(flag) - 1 : 0;
-        if (!store_uri_is_postgres(arg + prefix) || !store_uri_has_password(arg + prefix))
-            continue;
-        struct strbuf shown;
-        strbuf_init(&shown);
+        size_t len = strlen(arg);
+        if (cli_arg_redact(arg, &shown) < 0 || shown.len >= len)
+            continue;             /* nothing to hide (the password is all that can go) */
         char *copy = strdup(arg); /* lives as long as argv: never freed */
-        if (copy && store_uri_redact(arg + prefix, &shown) == 0) {
-            size_t len = strlen(arg);
-            memcpy(arg + prefix, shown.buf, shown.len); /* shorter: the password is gone */
-            memset(arg + prefix + shown.len, 0, len - prefix - shown.len);
-            argv[i] = copy;
-        } else {
-            free(copy);
-        }
-        strbuf_release(&shown);
+        if (!copy)
+            continue;
+        memcpy(arg, shown.buf, shown.len);
+        memset(arg + shown.len, 0, len - shown.len);
+        argv[i] = copy;
     }
+    strbuf_release(&shown);
 }
 
 int main(int argc, char **argv)

@@ -389,7 +389,7 @@ static int fail(struct pg_store *s, const PGresult *res, const char *what)
     if (what)
         strbuf_addf(&s->base.err, "%s: ", what);
     if (PQstatus(s->conn) == CONNECTION_BAD) {
-        strbuf_addf(&s->base.err, "lost the connection to %s", s->base.uri);
+        strbuf_adds(&s->base.err, "lost the connection to the server");
         return -STROBE_ESTORE;
     }
     const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
@@ -588,7 +588,7 @@ static int reconnect_if_lost(struct pg_store *s)
     s->prepared = 0;
     if (PQstatus(s->conn) != CONNECTION_OK) {
         strbuf_reset(&s->base.err);
-        strbuf_addf(&s->base.err, "lost the connection to %s", s->base.uri);
+        strbuf_adds(&s->base.err, "lost the connection to the server");
         return -STROBE_ESTORE;
     }
     PQsetNoticeProcessor(s->conn, ignore_notice, NULL);
@@ -1373,17 +1373,26 @@ static int query_int(struct pg_store *s, const char *sql, int64_t *out)
     return rc;
 }
 
+/* Whether a table of that name is on the search path. Read from pg_class
+ * with the statement's snapshot, not through to_regclass(): its cache
+ * would still miss a table another recorder created while this one waited
+ * for the migration lock. */
+#define TABLE_EXISTS(name)                                                                         \
+    "SELECT count(*) FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n"                    \
+    " ON n.oid = c.relnamespace WHERE c.relname = '" name "'"                                      \
+    " AND n.nspname = ANY(current_schemas(false))"
+
 /* The schema version: 0 when the database holds no strobe store. Refuses
  * a newer store, and a database whose runs table is not ours. */
 static int read_version(struct pg_store *s, int64_t *version)
 {
     int64_t ours = 0, theirs = 0;
     *version = 0;
-    int rc = query_int(s, "SELECT (to_regclass('strobe_schema') IS NOT NULL)::int", &ours);
+    int rc = query_int(s, TABLE_EXISTS("strobe_schema"), &ours);
     if (rc == 0 && ours)
         rc = query_int(s, "SELECT max(version) FROM strobe_schema", version);
     if (rc == 0 && !ours)
-        rc = query_int(s, "SELECT (to_regclass('runs') IS NOT NULL)::int", &theirs);
+        rc = query_int(s, TABLE_EXISTS("runs"), &theirs);
     if (rc < 0)
         return rc;
     strbuf_reset(&s->base.err);
