@@ -38,12 +38,18 @@
 #include "store/store.h"
 
 /* Type OIDs of pg_type.h (catalog/pg_type_d.h is not in libpq-dev). */
-#define OID_BYTEA  17
-#define OID_INT8   20
-#define OID_TEXT   25
-#define OID_FLOAT8 701
+#define OID_BYTEA      17
+#define OID_INT8       20
+#define OID_TEXT       25
+#define OID_FLOAT8     701
+#define OID_TEXT_ARRAY 1009
 
 #define MAX_PARAMS 32
+
+/* Runs whose attributes one query reads: a list of runs costs one round
+ * trip per this many runs, not one per run (a remote server's round trip
+ * is about a millisecond). */
+#define ATTR_BATCH_RUNS 256
 
 /* The one advisory lock that serializes schema migrations ("strobe" in ASCII). */
 #define MIGRATION_LOCK "7959390390122853"
@@ -57,7 +63,7 @@ enum {
     ST_BLOCK_UPSERT,
     ST_RUNS_ALL,
     ST_RUNS_EXPERIMENT,
-    ST_ATTRS_OF_RUN,
+    ST_ATTRS_OF_RUNS,
     ST_SERIES_OF_RUN,
     ST_BLOCKS_OF_SERIES,
     ST_EVENT_NAME_PUT,
@@ -125,8 +131,9 @@ static const char *const statements[ST_COUNT] = {
     [ST_RUNS_ALL] = "SELECT " RUN_COLUMNS " FROM runs ORDER BY start_ns DESC, id COLLATE \"C\"",
     [ST_RUNS_EXPERIMENT] = "SELECT " RUN_COLUMNS " FROM runs WHERE experiment=$1"
                            " ORDER BY start_ns DESC, id COLLATE \"C\"",
-    [ST_ATTRS_OF_RUN] = "SELECT kind, key, value FROM run_attrs WHERE run_id=$1"
-                        " ORDER BY kind COLLATE \"C\", key COLLATE \"C\"",
+    /* the attributes of a batch of runs ($1 an array of ids), by run */
+    [ST_ATTRS_OF_RUNS] = "SELECT run_id, kind, key, value FROM run_attrs WHERE run_id = ANY($1)"
+                         " ORDER BY run_id COLLATE \"C\", kind COLLATE \"C\", key COLLATE \"C\"",
     /* labels in version order: sorted after the query (sort_series) */
     [ST_SERIES_OF_RUN] =
         "SELECT s.id, s.name, s.labels, s.unit, s.meta, COALESCE(SUM(b.count),0)::bigint,"
@@ -768,24 +775,59 @@ static void read_run_row(const PGresult *res, int i, struct run_record *r)
     read_recorder(res, i, 33, &r->recorder);
 }
 
-static int read_attrs(struct pg_store *s, struct run_record *r)
+/* The attributes of runs [from, to) of res (a runs query) in one query:
+ * $1 is a text array literal of their ids, each one quoted. */
+static int fetch_attrs(struct pg_store *s, const PGresult *runs, int from, int to, PGresult **out)
 {
-    PGresult *res;
-    int rc = exec_of_run(s, ST_ATTRS_OF_RUN, r->id, "cannot read run attributes", &res);
-    if (rc < 0)
-        return rc;
-    for (int i = 0; i < PQntuples(res); i++) {
-        const char *kind = col_text(res, i, 0), *key = col_text(res, i, 1),
-                   *value = col_text(res, i, 2);
-        if (!kind || !key || !value)
-            continue;
+    struct strbuf ids;
+    strbuf_init(&ids);
+    strbuf_addch(&ids, '{');
+    for (int i = from; i < to; i++) {
+        strbuf_adds(&ids, i > from ? ",\"" : "\"");
+        for (const char *c = PQgetvalue(runs, i, 0); *c; c++) {
+            if (*c == '"' || *c == '\\')
+                strbuf_addch(&ids, '\\');
+            strbuf_addch(&ids, *c);
+        }
+        strbuf_addch(&ids, '"');
+    }
+    strbuf_addch(&ids, '}');
+    int rc = -ENOMEM;
+    if (!strbuf_failed(&ids)) {
+        struct pg_params p = {0};
+        param_text(&p, ids.buf);
+        p.types[0] = OID_TEXT_ARRAY;
+        rc = exec_stmt(s, ST_ATTRS_OF_RUNS, &p, "cannot read run attributes", out);
+    }
+    strbuf_release(&ids);
+    return rc;
+}
+
+/* The first row of attrs (sorted by run id) of run_id, or the row count. */
+static int attrs_lower_bound(const PGresult *attrs, const char *run_id)
+{
+    int lo = 0, hi = PQntuples(attrs);
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (strcmp(PQgetvalue(attrs, mid, 0), run_id) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static void read_attrs(const PGresult *attrs, struct run_record *r)
+{
+    for (int i = attrs_lower_bound(attrs, r->id);
+         i < PQntuples(attrs) && strcmp(PQgetvalue(attrs, i, 0), r->id) == 0; i++) {
+        const char *kind = PQgetvalue(attrs, i, 1), *key = PQgetvalue(attrs, i, 2),
+                   *value = PQgetvalue(attrs, i, 3);
         struct kv_list *l = strcmp(kind, "tag") == 0     ? &r->tags
                             : strcmp(kind, "param") == 0 ? &r->params
                                                          : &r->env;
         kv_list_add(l, key, value);
     }
-    PQclear(res);
-    return 0;
 }
 
 static int pg_runs_query(struct store *base, const char *experiment, run_fn *fn, void *arg)
@@ -794,20 +836,27 @@ static int pg_runs_query(struct store *base, const char *experiment, run_fn *fn,
     struct pg_params p = {0};
     if (experiment)
         param_text(&p, experiment);
-    PGresult *res;
+    PGresult *res, *attrs = NULL;
     int rc =
         exec_stmt(s, experiment ? ST_RUNS_EXPERIMENT : ST_RUNS_ALL, &p, "cannot list runs", &res);
     if (rc < 0)
         return rc;
-    int stop = 0;
-    for (int i = 0; !stop && i < PQntuples(res); i++) {
+    int n = PQntuples(res), stop = 0;
+    for (int i = 0; !stop && i < n; i++) {
+        if (i % ATTR_BATCH_RUNS == 0) {
+            PQclear(attrs);
+            int to = n - i < ATTR_BATCH_RUNS ? n : i + ATTR_BATCH_RUNS;
+            if ((stop = fetch_attrs(s, res, i, to, &attrs)) < 0)
+                break;
+        }
         struct run_record r;
         run_record_init(&r);
         read_run_row(res, i, &r);
-        read_attrs(s, &r);
+        read_attrs(attrs, &r);
         stop = fn(&r, arg);
         run_record_release(&r);
     }
+    PQclear(attrs);
     PQclear(res);
     return stop < 0 ? stop : 0;
 }
