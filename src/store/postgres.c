@@ -464,6 +464,32 @@ static int prepare(struct pg_store *s, int which, const struct pg_params *p)
     return rc;
 }
 
+/* Whether s is well-formed UTF-8 throughout. */
+static int is_utf8(const char *s)
+{
+    for (const unsigned char *c = (const unsigned char *)s; *c;) {
+        size_t n = utf8_seq_len(c);
+        if (!n)
+            return 0;
+        c += n;
+    }
+    return 1;
+}
+
+/* A text parameter as the server takes it. A TEXT column refuses bytes
+ * that are not UTF-8, where SQLite keeps them: a path or a process name
+ * that is not (rare) goes in with U+FFFD for each bad byte (into *fixed,
+ * initialised here, released by the caller), rather than fail its batch
+ * and with it the run. Readers show such bytes as U+FFFD from SQLite too. */
+static const char *as_utf8(const char *value, int format, struct strbuf *fixed)
+{
+    strbuf_init(fixed);
+    if (format != 0 || !value || is_utf8(value))
+        return value;
+    strbuf_add_utf8(fixed, value);
+    return strbuf_failed(fixed) ? value : fixed->buf;
+}
+
 /* Run statement which with p; *out gets the result (the caller PQclear()s
  * it) on success. Errors are "what: message" in s->err. */
 static int exec_stmt(struct pg_store *s, int which, const struct pg_params *p, const char *what,
@@ -477,7 +503,13 @@ static int exec_stmt(struct pg_store *s, int which, const struct pg_params *p, c
     }
     char name[16];
     snprintf(name, sizeof(name), "strobe_%d", which);
-    PGresult *res = PQexecPrepared(s->conn, name, p->n, p->values, p->lengths, p->formats, 1);
+    const char *values[MAX_PARAMS];
+    struct strbuf fixed[MAX_PARAMS];
+    for (int i = 0; i < p->n; i++)
+        values[i] = as_utf8(p->values[i], p->formats[i], &fixed[i]);
+    PGresult *res = PQexecPrepared(s->conn, name, p->n, values, p->lengths, p->formats, 1);
+    for (int i = 0; i < p->n; i++)
+        strbuf_release(&fixed[i]);
     ExecStatusType st = PQresultStatus(res);
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
         rc = fail(s, res, what);
