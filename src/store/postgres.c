@@ -15,14 +15,18 @@
  * as sqlite.c's strobe_natural collation does.
  *
  * A query's rows are read whole into one PGresult before the first callback
- * runs: a callback may query the same connection again (ls reads each run's
- * attributes while listing). A connection lost between transactions is
- * opened again at the next begin.
+ * runs: a callback may query the same connection again. A list of runs
+ * reads their attributes 256 runs to a query, not one query per run: a
+ * round trip to a remote server costs about a millisecond. A connection
+ * lost between transactions is opened again at the next begin.
+ *
+ * Text: a TEXT column refuses bytes that are not UTF-8, which SQLite keeps.
+ * Such bytes go in as U+FFFD (as_utf8); the texts kept with a run (a job's
+ * output) are BYTEA and keep every byte.
  *
  * The password: s->uri and every message carry the URI without it
  * (store_uri_redact); libpq alone sees the URI as given.
  */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <libpq-fe.h>
 #include <math.h>
@@ -450,14 +454,14 @@ void pg_connect_error_line(const char *libpq_msg, const char *const *secrets, si
 
 /* ---- statements ----------------------------------------------------------- */
 
-static int prepare(struct pg_store *s, int which, const struct pg_params *p)
+static int prepare(struct pg_store *s, int which, const struct pg_params *p, const char *what)
 {
     if (s->prepared & (UINT64_C(1) << which))
         return 0;
     char name[16];
     snprintf(name, sizeof(name), "strobe_%d", which);
     PGresult *res = PQprepare(s->conn, name, statements[which], p->n, p->types);
-    int rc = PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : fail(s, res, NULL);
+    int rc = PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : fail(s, res, what);
     PQclear(res);
     if (rc == 0)
         s->prepared |= UINT64_C(1) << which;
@@ -496,11 +500,9 @@ static int exec_stmt(struct pg_store *s, int which, const struct pg_params *p, c
                      PGresult **out)
 {
     *out = NULL;
-    int rc = prepare(s, which, p);
-    if (rc < 0) {
-        strbuf_reset(&s->base.err);
-        return fail(s, NULL, what);
-    }
+    int rc = prepare(s, which, p, what);
+    if (rc < 0)
+        return rc;
     char name[16];
     snprintf(name, sizeof(name), "strobe_%d", which);
     const char *values[MAX_PARAMS];
