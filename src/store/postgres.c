@@ -15,7 +15,8 @@
  * as sqlite.c's strobe_natural collation does.
  *
  * A query's rows are read whole into one PGresult before the first callback
- * runs: a callback may query the same connection again. A list of runs
+ * runs: a callback may query the same connection again. Blocks, which may
+ * be gigabytes, come a page at a time instead (PAGE_ROWS). A list of runs
  * reads their attributes 256 runs to a query, not one query per run: a
  * round trip to a remote server costs about a millisecond. A connection
  * lost between transactions is opened again at the next begin.
@@ -49,6 +50,16 @@
 #define OID_TEXT_ARRAY 1009
 
 #define MAX_PARAMS 32
+
+/* Blocks read per query of a series' or a run's blocks, which may be
+ * gigabytes: SQLite steps through them, and a PGresult holds every row it
+ * has. The next page starts after the last row's (start_ns, id). */
+#ifndef PAGE_ROWS
+#define PAGE_ROWS 512
+#endif
+#define STR(x)        #x
+#define XSTR(x)       STR(x)
+#define PAGE_ROWS_SQL XSTR(PAGE_ROWS)
 
 /* Runs whose attributes one query reads: a list of runs costs one round
  * trip per this many runs, not one per run (a remote server's round trip
@@ -145,9 +156,11 @@ static const char *const statements[ST_COUNT] = {
         " COALESCE(SUM(length(b.data)),0)::bigint"
         " FROM series s LEFT JOIN blocks b ON b.series_id = s.id"
         " WHERE s.run_id=$1 GROUP BY s.id ORDER BY s.name COLLATE \"C\"",
+    /* a page of rows after ($2, $3) in (start_ns, id) order: see PAGE_ROWS */
     [ST_BLOCKS_OF_SERIES] =
-        "SELECT start_ns, end_ns, count, min, max, sum, first, last, data FROM blocks"
-        " WHERE series_id=$1 ORDER BY start_ns",
+        "SELECT start_ns, end_ns, count, min, max, sum, first, last, data, id FROM blocks"
+        " WHERE series_id=$1 AND start_ns >= $2 AND (start_ns, id) > ($2, $3)"
+        " ORDER BY start_ns, id LIMIT " PAGE_ROWS_SQL,
     [ST_EVENT_NAME_PUT] = "INSERT INTO event_names(run_id, id, name) VALUES($1,$2,$3)"
                           " ON CONFLICT(run_id, id) DO UPDATE SET name=excluded.name",
     [ST_PROCESS_PUT] =
@@ -163,8 +176,9 @@ static const char *const statements[ST_COUNT] = {
     [ST_PROCESSES_OF_RUN] = "SELECT pid, ppid, comm, role, rank, local_rank, world_size, worker_id"
                             " FROM processes WHERE run_id=$1 ORDER BY pid",
     [ST_EVENT_BLOCKS_OF_RUN] =
-        "SELECT pid, tid, start_ns, end_ns, step_min, step_max, count, data FROM event_blocks"
-        " WHERE run_id=$1 AND end_ns >= $2 AND start_ns <= $3 ORDER BY start_ns, id",
+        "SELECT pid, tid, start_ns, end_ns, step_min, step_max, count, data, id FROM event_blocks"
+        " WHERE run_id=$1 AND end_ns >= $2 AND start_ns <= $3 AND start_ns >= $4"
+        " AND (start_ns, id) > ($4, $5) ORDER BY start_ns, id LIMIT " PAGE_ROWS_SQL,
     [ST_RULE_CONFIG_PUT] =
         "INSERT INTO rule_config(run_id, interval_ns, rules, params, mode, evaluated_ns)"
         " VALUES($1,$2,$3,$4,$5,$6) ON CONFLICT(run_id) DO UPDATE SET"
@@ -1042,20 +1056,30 @@ static struct block_stats block_row_stats(const PGresult *res, int i)
 static int pg_blocks_query(struct store *base, int64_t series_id, block_fn *fn, void *arg)
 {
     struct pg_store *s = (struct pg_store *)base;
-    struct pg_params p = {0};
-    param_int(&p, series_id);
-    PGresult *res;
-    int rc = exec_stmt(s, ST_BLOCKS_OF_SERIES, &p, "cannot read blocks", &res);
-    if (rc < 0)
-        return rc;
-    int stop = 0;
-    for (int i = 0; !stop && i < PQntuples(res); i++) {
-        struct block_record b = {.series_id = series_id, .st = block_row_stats(res, i)};
-        b.data = (const uint8_t *)PQgetvalue(res, i, 8);
-        b.len = (size_t)PQgetlength(res, i, 8);
-        stop = fn(&b, arg);
+    int64_t after_ns = INT64_MIN, after_id = INT64_MIN; /* ids start at 1 */
+    int rows = PAGE_ROWS, stop = 0;
+    while (!stop && rows == PAGE_ROWS) {
+        struct pg_params p = {0};
+        param_int(&p, series_id);
+        param_int(&p, after_ns);
+        param_int(&p, after_id);
+        PGresult *res;
+        int rc = exec_stmt(s, ST_BLOCKS_OF_SERIES, &p, "cannot read blocks", &res);
+        if (rc < 0)
+            return rc;
+        rows = PQntuples(res);
+        for (int i = 0; !stop && i < rows; i++) {
+            struct block_record b = {.series_id = series_id, .st = block_row_stats(res, i)};
+            b.data = (const uint8_t *)PQgetvalue(res, i, 8);
+            b.len = (size_t)PQgetlength(res, i, 8);
+            stop = fn(&b, arg);
+        }
+        if (rows > 0) {
+            after_ns = col_int(res, rows - 1, 0);
+            after_id = col_int(res, rows - 1, 9);
+        }
+        PQclear(res);
     }
-    PQclear(res);
     return stop < 0 ? stop : 0;
 }
 
@@ -1222,31 +1246,41 @@ static int pg_processes_query(struct store *base, const char *run_id, process_fn
 static int pg_event_blocks_query(struct store *base, const char *run_id, int64_t from_ns,
                                  int64_t to_ns, event_block_fn *fn, void *arg)
 {
-    struct pg_params p = {0};
-    param_text(&p, run_id);
-    param_int(&p, from_ns);
-    param_int(&p, to_ns);
-    PGresult *res;
-    int rc = exec_stmt((struct pg_store *)base, ST_EVENT_BLOCKS_OF_RUN, &p,
-                       "cannot read event blocks", &res);
-    if (rc < 0)
-        return rc;
-    int stop = 0;
-    for (int i = 0; !stop && i < PQntuples(res); i++) {
-        struct event_block_record b = {
-            .pid = col_int(res, i, 0),
-            .tid = col_int(res, i, 1),
-            .start_ns = col_int(res, i, 2),
-            .end_ns = col_int(res, i, 3),
-            .step_min = col_int(res, i, 4),
-            .step_max = col_int(res, i, 5),
-            .count = col_int(res, i, 6),
-            .data = (const uint8_t *)PQgetvalue(res, i, 7),
-            .len = (size_t)PQgetlength(res, i, 7),
-        };
-        stop = fn(&b, arg);
+    int64_t after_ns = INT64_MIN, after_id = INT64_MIN; /* ids start at 1 */
+    int rows = PAGE_ROWS, stop = 0;
+    while (!stop && rows == PAGE_ROWS) {
+        struct pg_params p = {0};
+        param_text(&p, run_id);
+        param_int(&p, from_ns);
+        param_int(&p, to_ns);
+        param_int(&p, after_ns);
+        param_int(&p, after_id);
+        PGresult *res;
+        int rc = exec_stmt((struct pg_store *)base, ST_EVENT_BLOCKS_OF_RUN, &p,
+                           "cannot read event blocks", &res);
+        if (rc < 0)
+            return rc;
+        rows = PQntuples(res);
+        for (int i = 0; !stop && i < rows; i++) {
+            struct event_block_record b = {
+                .pid = col_int(res, i, 0),
+                .tid = col_int(res, i, 1),
+                .start_ns = col_int(res, i, 2),
+                .end_ns = col_int(res, i, 3),
+                .step_min = col_int(res, i, 4),
+                .step_max = col_int(res, i, 5),
+                .count = col_int(res, i, 6),
+                .data = (const uint8_t *)PQgetvalue(res, i, 7),
+                .len = (size_t)PQgetlength(res, i, 7),
+            };
+            stop = fn(&b, arg);
+        }
+        if (rows > 0) {
+            after_ns = col_int(res, rows - 1, 2);
+            after_id = col_int(res, rows - 1, 8);
+        }
+        PQclear(res);
     }
-    PQclear(res);
     return stop < 0 ? stop : 0;
 }
 
