@@ -8,6 +8,7 @@
 
 #include "common/array.h"
 #include "fixture.h"
+#include "store_rig.h"
 #include "serve/downsample.h"
 #include "store/store.h"
 #include "test.h"
@@ -187,15 +188,15 @@ TEST(rejects_bad_arguments)
     downsampler_release(&d);
 }
 
-/* Through a real SQLite store: the range query must hand over every block
- * that overlaps, the first one included when it starts before from_ns. */
+/* Through a real store (SQLite; PostgreSQL on the pg/ pass): the range
+ * query must hand over every block that overlaps, the first one included
+ * when it starts before from_ns. */
 TEST(through_the_store)
 {
-    char dir[512], db[600];
-    fixture_tmpdir(dir, sizeof(dir));
-    fixture_join(db, sizeof(db), dir, "strobe.db");
+    struct store_rig rig;
+    store_rig_init(&rig);
     struct store *st = NULL;
-    ASSERT_EQ_INT(store_open(db, 0, &st, NULL), 0);
+    ASSERT_EQ_INT(store_open(rig.db, 0, &st, NULL), 0);
     struct run_record r;
     run_record_init(&r);
     snprintf(r.id, sizeof(r.id), "00000000000000aa");
@@ -225,7 +226,11 @@ TEST(through_the_store)
     free(s);
     run_record_release(&r);
     store_close(st);
+    store_rig_release(&rig);
 }
 
-TEST_MAIN(whole_range_equals_decoding_everything, opposite_infinities_sum_to_nan_from_headers_too,
-          random_ranges_equal_decoding_everything, rejects_bad_arguments, through_the_store)
+TEST_CASES_ONCE(whole_range_equals_decoding_everything,
+                opposite_infinities_sum_to_nan_from_headers_too,
+                random_ranges_equal_decoding_everything, rejects_bad_arguments)
+TEST_CASES_BOTH(through_the_store)
+STORE_TEST_MAIN()

@@ -5,9 +5,9 @@
  * The sink is fed through its own segment: a writer in this process attaches
  * to it and pushes hand-made records (or libstrobe does, in a forked child),
  * the sink drains and seals, and the sealed blocks are decoded and compared
- * event by event. Batches go through a real SQLite store and come back
- * through its queries. The analysis reads runs whose events were written
- * block by block with known spans, so every phase figure is exact.
+ * event by event. Batches go through a real store (SQLite, and PostgreSQL
+ * on the pg/ pass) and come back through its queries. The analysis reads runs whose events were
+ * written block by block with known spans, so every phase figure is exact.
  */
 #include "common/array.h"
 #include "record/event_block.h"
@@ -26,6 +26,7 @@
 #include "strobe/strobe.h"
 
 #include "fixture.h"
+#include "store_rig.h"
 #include "test.h"
 
 #define MONO0    INT64_C(5000000000)          /* the job's start on CLOCK_MONOTONIC */
@@ -711,18 +712,16 @@ TEST(libstrobe_events_from_a_forked_child)
 /* ---- batches through a real store ------------------------------------------------------- */
 
 struct db {
-    char dir[512];
-    char path[600];
+    struct store_rig rig; /* SQLite, or PostgreSQL on the pg/ pass */
     struct store *s;
 };
 
 static void db_open(struct db *d)
 {
-    fixture_tmpdir(d->dir, sizeof(d->dir));
-    fixture_join(d->path, sizeof(d->path), d->dir, "strobe.db");
+    store_rig_init(&d->rig);
     struct strbuf err;
     strbuf_init(&err);
-    if (store_open(d->path, 0, &d->s, &err) < 0)
+    if (store_open(d->rig.db, 0, &d->s, &err) < 0)
         TEST_FAIL("store_open: %s", err.buf);
     strbuf_release(&err);
 }
@@ -730,7 +729,7 @@ static void db_open(struct db *d)
 static void db_close(struct db *d)
 {
     store_close(d->s);
-    fixture_rmtree(d->dir);
+    store_rig_release(&d->rig);
 }
 
 static void db_insert_run(struct db *d, const char *id)
@@ -1488,13 +1487,15 @@ TEST(block_writer_stores_blocks_cut_as_the_recorder_cuts_them)
     free(ev);
 }
 
-TEST_MAIN(spans_pair_and_events_pass_through_in_utc,
-          spans_nested_too_deep_are_dropped_and_the_rest_pair,
-          names_are_run_wide_across_threads_and_reclaimed_rings,
-          meta_counters_set_process_attributes_and_app_counters_make_series,
-          blocks_seal_when_full_and_when_old, memory_cap_drops_new_blocks_and_counts_them,
-          ring_drops_are_counted, libstrobe_events_from_a_forked_child, batch_collect_store_settle,
-          batch_failure_keeps_everything_for_the_retry, steps_load_and_phase_breakdown,
-          steps_primary_without_rank_zero, phases_crossing_step_boundaries_are_clipped,
-          block_build_is_the_codec_block_and_its_summary,
-          block_writer_stores_blocks_cut_as_the_recorder_cuts_them)
+TEST_CASES_ONCE(spans_pair_and_events_pass_through_in_utc,
+                spans_nested_too_deep_are_dropped_and_the_rest_pair,
+                names_are_run_wide_across_threads_and_reclaimed_rings,
+                meta_counters_set_process_attributes_and_app_counters_make_series,
+                blocks_seal_when_full_and_when_old, memory_cap_drops_new_blocks_and_counts_them,
+                ring_drops_are_counted, block_build_is_the_codec_block_and_its_summary)
+/* through a real store: SQLite, then PostgreSQL */
+TEST_CASES_BOTH(libstrobe_events_from_a_forked_child, batch_collect_store_settle,
+                batch_failure_keeps_everything_for_the_retry, steps_load_and_phase_breakdown,
+                steps_primary_without_rank_zero, phases_crossing_step_boundaries_are_clipped,
+                block_writer_stores_blocks_cut_as_the_recorder_cuts_them)
+STORE_TEST_MAIN()

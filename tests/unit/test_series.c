@@ -2,7 +2,8 @@
  * The recorder's series table (sample/series.h) and the store writer
  * (record/writer.h): lookup and hash growth, sealing, the pending-memory cap,
  * batch collection and settlement, and a writer thread committing batches to
- * a real SQLite store that read back bit-exactly.
+ * a real store (SQLite, and PostgreSQL on the pg/ pass) that read back
+ * bit-exactly.
  */
 #include "sample/series.h"
 
@@ -16,6 +17,7 @@
 #include "store/store.h"
 
 #include "fixture.h"
+#include "store_rig.h"
 #include "test.h"
 
 #define BLOCK_SIZE sizeof(struct sealed_block)
@@ -479,19 +481,17 @@ TEST(batch_settle_failure_keeps_everything)
 /* ---- the writer thread -------------------------------------------------------- */
 
 struct rig {
-    char dir[512];
-    char db[600];
+    struct store_rig sr; /* SQLite, or PostgreSQL on the pg/ pass */
     struct store *store;
     struct run_record run;
 };
 
 static void rig_open(struct rig *r)
 {
-    fixture_tmpdir(r->dir, sizeof(r->dir));
-    fixture_join(r->db, sizeof(r->db), r->dir, "strobe.db");
+    store_rig_init(&r->sr);
     struct strbuf err;
     strbuf_init(&err);
-    int rc = store_open(r->db, 0, &r->store, &err);
+    int rc = store_open(r->sr.db, 0, &r->store, &err);
     if (rc < 0)
         TEST_FAIL("store_open: %s", err.buf);
     strbuf_release(&err);
@@ -508,7 +508,7 @@ static void rig_close(struct rig *r)
 {
     run_record_release(&r->run);
     store_close(r->store);
-    fixture_rmtree(r->dir);
+    store_rig_release(&r->sr);
 }
 
 /* The batch's run record: id and counters only (its strings are borrowed). */
@@ -662,7 +662,7 @@ TEST(writer_busy_store_loses_nothing)
     rig_open(&r);
     /* a second connection holds the write lock past the busy timeout */
     struct store *other;
-    ASSERT_EQ_INT(store_open(r.db, 0, &other, NULL), 0);
+    ASSERT_EQ_INT(store_open(r.sr.db, 0, &other, NULL), 0);
     ASSERT_EQ_INT(other->ops->begin(other), 0);
 
     struct series_table t;
@@ -711,8 +711,11 @@ TEST(writer_busy_store_loses_nothing)
     rig_close(&r);
 }
 
-TEST_MAIN(get_put, retire_seals_frees_and_revives, hash_grows_past_256_and_512,
-          seals_at_block_points, seals_when_the_block_is_full, pending_cap_drops_oldest_sealed,
-          frozen_table_drops_nothing, release_sealed_and_seal_all, batch_collect_and_settle_ok,
-          batch_settle_failure_keeps_everything, writer_thread_persists_bit_exactly,
-          writer_busy_store_loses_nothing)
+/* writer_busy_store_loses_nothing holds SQLite's write lock: SQLite only */
+TEST_CASES_ONCE(get_put, retire_seals_frees_and_revives, hash_grows_past_256_and_512,
+                seals_at_block_points, seals_when_the_block_is_full,
+                pending_cap_drops_oldest_sealed, frozen_table_drops_nothing,
+                release_sealed_and_seal_all, batch_collect_and_settle_ok,
+                batch_settle_failure_keeps_everything, writer_busy_store_loses_nothing)
+TEST_CASES_BOTH(writer_thread_persists_bit_exactly)
+STORE_TEST_MAIN()

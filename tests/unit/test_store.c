@@ -1,8 +1,10 @@
 /*
- * The SQLite store through struct store_ops (store/store.h): creating,
- * reopening and refusing files, the run catalog with every field, blocks and
- * their summaries, resolving run references, deleting, two writers on one
- * file, and reading points back (store/points.h).
+ * The store through struct store_ops (store/store.h): creating, reopening
+ * and refusing files, the run catalog with every field, blocks and their
+ * summaries, resolving run references, deleting, two writers on one store,
+ * and reading points back (store/points.h). The cases of TEST_CASES_BOTH
+ * run on SQLite and again on PostgreSQL (store_rig.h); those of
+ * TEST_CASES_ONCE are SQLite's own.
  */
 #include "common/array.h"
 #include "store/store.h"
@@ -19,22 +21,12 @@
 #include "store/schema.h"
 
 #include "fixture.h"
+#include "store_rig.h"
 #include "test.h"
 
 #define HOSTILE_SQL "'; DROP TABLE runs; --"
 #define HOSTILE_Q   "it's \"quoted\" \\ back`tick`"
 #define HOSTILE_U   "训练-ünïcødé-🚀-\xe2\x80\xae-tab\there"
-
-struct rig {
-    char dir[512];
-    char db[600];
-};
-
-static void rig_init(struct rig *r)
-{
-    fixture_tmpdir(r->dir, sizeof(r->dir));
-    fixture_join(r->db, sizeof(r->db), r->dir, "strobe.db");
-}
 
 static struct store *open_ok(const char *path)
 {
@@ -46,21 +38,6 @@ static struct store *open_ok(const char *path)
         TEST_FAIL("store_open('%s') = %d: %s", path, rc, err.buf);
     strbuf_release(&err);
     return s;
-}
-
-/* Run one statement on the file directly; returns the first column of the
- * first row as an integer (or 0). */
-static int64_t raw_int(const char *path, const char *sql)
-{
-    sqlite3 *db;
-    ASSERT_EQ_INT(sqlite3_open(path, &db), SQLITE_OK);
-    sqlite3_stmt *q;
-    if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK)
-        TEST_FAIL("%s: %s", sql, sqlite3_errmsg(db));
-    int64_t v = sqlite3_step(q) == SQLITE_ROW ? sqlite3_column_int64(q, 0) : 0;
-    sqlite3_finalize(q);
-    sqlite3_close(db);
-    return v;
 }
 
 static void raw_text(const char *path, const char *sql, char *out, size_t cap)
@@ -83,6 +60,23 @@ static void raw_exec(const char *path, const char *sql)
     if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
         TEST_FAIL("%s: %s", sql, msg);
     sqlite3_close(db);
+}
+
+/* Tables, indexes and the like in the store: SQLite's schema table, or
+ * PostgreSQL's relations outside its own schemas. */
+static int64_t schema_objects(const struct store_rig *r)
+{
+    return store_rig_int(r, r->pg ? "SELECT count(*) FROM pg_class c JOIN pg_namespace n"
+                                    " ON n.oid = c.relnamespace WHERE n.nspname NOT IN"
+                                    " ('pg_catalog', 'information_schema', 'pg_toast')"
+                                  : "SELECT count(*) FROM sqlite_schema");
+}
+
+/* Whether the store has a table called runs. */
+static int64_t has_runs_table(const struct store_rig *r)
+{
+    return store_rig_int(r, r->pg ? "SELECT count(*) FROM pg_tables WHERE tablename = 'runs'"
+                                  : "SELECT count(*) FROM sqlite_schema WHERE name='runs'");
 }
 
 /* A run with the given id, name and start; every other string NULL. */
@@ -117,19 +111,20 @@ static void assert_resolves_to(struct store *s, const char *ref, const char *id)
 
 TEST(create_sets_version_and_wal)
 {
-    struct rig r;
-    rig_init(&r);
+    struct store_rig r;
+    store_rig_init(&r);
     struct store *s = open_ok(r.db);
     ASSERT_EQ_STR(s->ops->name, "sqlite");
     store_close(s);
-    ASSERT_EQ_INT(raw_int(r.db, "PRAGMA user_version"), SCHEMA_VERSION);
+    ASSERT_EQ_INT(store_rig_int(&r, "PRAGMA user_version"), SCHEMA_VERSION);
     char mode[32];
     raw_text(r.db, "PRAGMA journal_mode", mode, sizeof(mode));
     ASSERT_EQ_STR(mode, "wal");
-    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM sqlite_schema WHERE type='table' AND name IN"
+    ASSERT_EQ_INT(store_rig_int(&r,
+                                "SELECT count(*) FROM sqlite_schema WHERE type='table' AND name IN"
                                 " ('runs','run_attrs','series','blocks')"),
                   4);
-    fixture_rmtree(r.dir);
+    store_rig_release(&r);
 }
 
 /* A file system without shared memory for the -shm file (some network
@@ -153,8 +148,8 @@ static int noshm_open(sqlite3_vfs *vfs, sqlite3_filename name, sqlite3_file *f, 
 
 TEST(store_without_wal_is_refused)
 {
-    struct rig r;
-    rig_init(&r);
+    struct store_rig r;
+    store_rig_init(&r);
     static sqlite3_vfs noshm;
     real_vfs = sqlite3_vfs_find(NULL);
     noshm = *real_vfs;
@@ -168,34 +163,35 @@ TEST(store_without_wal_is_refused)
     ASSERT(strstr(err.buf, "cannot switch it to WAL mode (journal mode stays 'delete')") != NULL);
     strbuf_release(&err);
     sqlite3_vfs_unregister(&noshm);
-    fixture_rmtree(r.dir);
+    store_rig_release(&r);
 }
 
 TEST(reopen_is_idempotent)
 {
-    struct rig r;
-    rig_init(&r);
+    struct store_rig r;
+    store_rig_init(&r);
     struct store *s = open_ok(r.db);
     insert_run(s, "00000000000000aa", "first", 1);
     store_close(s);
-    int64_t objects = raw_int(r.db, "SELECT count(*) FROM sqlite_schema");
+    int64_t objects = schema_objects(&r);
     for (int i = 0; i < 3; i++) {
         s = open_ok(r.db);
         store_close(s);
     }
-    ASSERT_EQ_INT(raw_int(r.db, "PRAGMA user_version"), SCHEMA_VERSION);
-    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM sqlite_schema"), objects);
-    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM runs"), 1);
+    if (!r.pg)
+        ASSERT_EQ_INT(store_rig_int(&r, "PRAGMA user_version"), SCHEMA_VERSION);
+    ASSERT_EQ_INT(schema_objects(&r), objects);
+    ASSERT_EQ_INT(store_rig_int(&r, "SELECT count(*) FROM runs"), 1);
     /* readonly opens a store that exists */
     ASSERT_EQ_INT(store_open(r.db, 1, &s, NULL), 0);
     store_close(s);
-    fixture_rmtree(r.dir);
+    store_rig_release(&r);
 }
 
 TEST(foreign_database_is_refused)
 {
-    struct rig r;
-    rig_init(&r);
+    struct store_rig r;
+    store_rig_init(&r);
     raw_exec(r.db, "CREATE TABLE notes(x TEXT); INSERT INTO notes VALUES('mine')");
     struct store *s = NULL;
     struct strbuf err;
@@ -205,17 +201,17 @@ TEST(foreign_database_is_refused)
     ASSERT(strstr(err.buf, r.db));
     strbuf_release(&err);
     /* and left as it was */
-    ASSERT_EQ_INT(raw_int(r.db, "PRAGMA user_version"), 0);
-    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM sqlite_schema WHERE name='runs'"), 0);
-    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM notes"), 1);
+    ASSERT_EQ_INT(store_rig_int(&r, "PRAGMA user_version"), 0);
+    ASSERT_EQ_INT(has_runs_table(&r), 0);
+    ASSERT_EQ_INT(store_rig_int(&r, "SELECT count(*) FROM notes"), 1);
     ASSERT_EQ_INT(store_open(r.db, 1, &s, NULL), -STROBE_ECORRUPT);
-    fixture_rmtree(r.dir);
+    store_rig_release(&r);
 }
 
 TEST(non_database_file_is_refused)
 {
-    struct rig r;
-    rig_init(&r);
+    struct store_rig r;
+    store_rig_init(&r);
     char text[4096];
     for (size_t i = 0; i < sizeof(text); i++)
         text[i] = "not a database, just some notes\n"[i % 32];
@@ -233,13 +229,13 @@ TEST(non_database_file_is_refused)
     fixture_join(missing, sizeof(missing), r.dir, "missing.db");
     ASSERT_EQ_INT(store_open(missing, 1, &s, NULL), -STROBE_ENOTFOUND);
     ASSERT(access(missing, F_OK) < 0);
-    fixture_rmtree(r.dir);
+    store_rig_release(&r);
 }
 
 TEST(newer_schema_is_refused)
 {
-    struct rig r;
-    rig_init(&r);
+    struct store_rig r;
+    store_rig_init(&r);
     struct store *s = open_ok(r.db);
     store_close(s);
     raw_exec(r.db, "PRAGMA user_version = 99");
@@ -249,8 +245,8 @@ TEST(newer_schema_is_refused)
     ASSERT(strstr(err.buf, "99"));
     strbuf_release(&err);
     ASSERT_EQ_INT(store_open(r.db, 1, &s, NULL), -STROBE_ESCHEMA);
-    ASSERT_EQ_INT(raw_int(r.db, "PRAGMA user_version"), 99);
-    fixture_rmtree(r.dir);
+    ASSERT_EQ_INT(store_rig_int(&r, "PRAGMA user_version"), 99);
+    store_rig_release(&r);
 }
 
 /* ---- runs ------------------------------------------------------------------------ */
@@ -334,8 +330,8 @@ static void runs_release(struct runs *l)
 
 TEST(run_roundtrip_every_field)
 {
-    struct rig r;
-    rig_init(&r);
+    struct store_rig r;
+    store_rig_init(&r);
     struct store *s = open_ok(r.db);
     char long_name[201];
     memset(long_name, 'n', 200);
@@ -420,15 +416,15 @@ TEST(run_roundtrip_every_field)
 
     /* the hostile strings were data, not SQL */
     store_close(s);
-    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM sqlite_schema WHERE name='runs'"), 1);
+    ASSERT_EQ_INT(has_runs_table(&r), 1);
     run_record_release(&w);
-    fixture_rmtree(r.dir);
+    store_rig_release(&r);
 }
 
 TEST(run_id_is_unique)
 {
-    struct rig r;
-    rig_init(&r);
+    struct store_rig r;
+    store_rig_init(&r);
     struct store *s = open_ok(r.db);
     insert_run(s, "abcdabcdabcdabcd", "a", 1);
     struct run_record dup;
@@ -439,7 +435,7 @@ TEST(run_id_is_unique)
     int64_t id;
     ASSERT(s->ops->series_insert(s, "ffffffffffffffff", "x", "", "1", NULL, &id) < 0);
     store_close(s);
-    fixture_rmtree(r.dir);
+    store_rig_release(&r);
 }
 
 /* ---- series and blocks -------------------------------------------------------------- */
@@ -472,8 +468,8 @@ static struct block_stats stats(int64_t start, int64_t end, uint32_t count, doub
 
 TEST(block_upsert_replaces_same_start)
 {
-    struct rig r;
-    rig_init(&r);
+    struct store_rig r;
+    store_rig_init(&r);
     struct store *s = open_ok(r.db);
     insert_run(s, "00000000000000bb", "b", 1);
     int64_t sid;
@@ -506,10 +502,10 @@ TEST(block_upsert_replaces_same_start)
     ASSERT(memcmp(b.data[1], "\x01\x02\x03\x04", 4) == 0);
     ASSERT_EQ_INT(b.st[2].start_ns, 500);
     /* committed: another connection sees them while this one is open */
-    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM blocks"), 3);
+    ASSERT_EQ_INT(store_rig_int(&r, "SELECT count(*) FROM blocks"), 3);
     store_close(s);
-    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM blocks"), 3);
-    fixture_rmtree(r.dir);
+    ASSERT_EQ_INT(store_rig_int(&r, "SELECT count(*) FROM blocks"), 3);
+    store_rig_release(&r);
 }
 
 struct summaries {
@@ -535,8 +531,8 @@ static int collect_series(const struct series_record *s, void *arg)
 
 TEST(series_query_summaries)
 {
-    struct rig r;
-    rig_init(&r);
+    struct store_rig r;
+    store_rig_init(&r);
     struct store *s = open_ok(r.db);
     const char *run = "00000000000000cc";
     insert_run(s, run, "c", 1);
@@ -591,15 +587,15 @@ TEST(series_query_summaries)
     ASSERT_EQ_STR(l.meta[2], "{\"v\":2}");
     ASSERT_EQ_STR(l.labels[2], "");
     store_close(s);
-    fixture_rmtree(r.dir);
+    store_rig_release(&r);
 }
 
 /* ---- resolving and deleting ------------------------------------------------------------ */
 
 TEST(resolve_run_references)
 {
-    struct rig r;
-    rig_init(&r);
+    struct store_rig r;
+    store_rig_init(&r);
     struct store *s = open_ok(r.db);
     insert_run(s, "0123456789abcdef", "train", 100);
     insert_run(s, "0123aaaaaaaaaaaa", "train", 300); /* newest "train" */
@@ -641,20 +637,20 @@ TEST(resolve_run_references)
     store_close(s);
 
     /* "last" in an empty store */
-    struct rig e;
-    rig_init(&e);
+    struct store_rig e;
+    store_rig_init(&e);
     s = open_ok(e.db);
     ASSERT_EQ_INT(store_resolve_run(s, "last", &out), -STROBE_ENOTFOUND);
     run_record_release(&out);
     store_close(s);
-    fixture_rmtree(e.dir);
-    fixture_rmtree(r.dir);
+    store_rig_release(&e);
+    store_rig_release(&r);
 }
 
 TEST(run_delete_removes_series_and_blocks)
 {
-    struct rig r;
-    rig_init(&r);
+    struct store_rig r;
+    store_rig_init(&r);
     struct store *s = open_ok(r.db);
     const char *gone = "00000000000000ee", *kept = "00000000000000ff";
     struct run_record w;
@@ -690,11 +686,11 @@ TEST(run_delete_removes_series_and_blocks)
     /* deleting what is not there is not an error */
     ASSERT_EQ_INT(s->ops->run_delete(s, gone), 0);
     store_close(s);
-    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM blocks"), 1);
-    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM series"), 1);
-    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM run_attrs"), 0);
-    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM runs"), 1);
-    fixture_rmtree(r.dir);
+    ASSERT_EQ_INT(store_rig_int(&r, "SELECT count(*) FROM blocks"), 1);
+    ASSERT_EQ_INT(store_rig_int(&r, "SELECT count(*) FROM series"), 1);
+    ASSERT_EQ_INT(store_rig_int(&r, "SELECT count(*) FROM run_attrs"), 0);
+    ASSERT_EQ_INT(store_rig_int(&r, "SELECT count(*) FROM runs"), 1);
+    store_rig_release(&r);
 }
 
 /* ---- framework events ------------------------------------------------------------------- */
@@ -772,8 +768,8 @@ static int ev_blocks_in(struct store *s, const char *run, int64_t from, int64_t 
 
 TEST(event_tables_roundtrip)
 {
-    struct rig r;
-    rig_init(&r);
+    struct store_rig r;
+    store_rig_init(&r);
     struct store *s = open_ok(r.db);
     const char *run = "00000000000e0e01", *other = "00000000000e0e02";
     insert_run(s, run, "events", 1);
@@ -806,7 +802,7 @@ TEST(event_tables_roundtrip)
     ASSERT_EQ_STR(pl.comm[1], "(null)");
     ASSERT_EQ_STR(pl.role[1], "(null)");
     ASSERT_EQ_INT(pl.p[1].rank, -1);
-    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM processes WHERE rank IS NULL"), 2);
+    ASSERT_EQ_INT(store_rig_int(&r, "SELECT count(*) FROM processes WHERE rank IS NULL"), 2);
     p = (struct process_record){4242, 1, "python3", "rank", 0, 0, 8, -1};
     ASSERT_EQ_INT(s->ops->process_upsert(s, run, &p), 0);
     pl.n = 0;
@@ -856,13 +852,13 @@ TEST(event_tables_roundtrip)
     ASSERT_EQ_INT(ev_blocks_in(s, run, 1001, INT64_MAX, &l), 0);
     ASSERT_EQ_INT(ev_blocks_in(s, "nosuchrun", INT64_MIN, INT64_MAX, &l), 0);
     store_close(s);
-    fixture_rmtree(r.dir);
+    store_rig_release(&r);
 }
 
 TEST(run_delete_removes_event_rows)
 {
-    struct rig r;
-    rig_init(&r);
+    struct store_rig r;
+    store_rig_init(&r);
     struct store *s = open_ok(r.db);
     const char *gone = "00000000000e0e0a", *kept = "00000000000e0e0b";
     insert_run(s, gone, "gone", 1);
@@ -893,11 +889,11 @@ TEST(run_delete_removes_event_rows)
     ASSERT_EQ_INT(pl.p[0].pid, 101);
     ASSERT_EQ_INT(ev_blocks_in(s, kept, INT64_MIN, INT64_MAX, &l), 2);
     store_close(s);
-    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM event_names"), 2);
-    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM processes"), 1);
-    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM event_blocks"), 2);
-    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM runs"), 1);
-    fixture_rmtree(r.dir);
+    ASSERT_EQ_INT(store_rig_int(&r, "SELECT count(*) FROM event_names"), 2);
+    ASSERT_EQ_INT(store_rig_int(&r, "SELECT count(*) FROM processes"), 1);
+    ASSERT_EQ_INT(store_rig_int(&r, "SELECT count(*) FROM event_blocks"), 2);
+    ASSERT_EQ_INT(store_rig_int(&r, "SELECT count(*) FROM runs"), 1);
+    store_rig_release(&r);
 }
 
 /* ---- migrating a version-1 store ---------------------------------------------------------- */
@@ -920,14 +916,15 @@ static void make_v1_store(const char *path)
                    " 'cpu.util', '', 'pct')");
     raw_exec(path, "INSERT INTO blocks(series_id, start_ns, end_ns, count, data)"
                    " VALUES(1, 1717000000000000000, 1717000001000000000, 2, x'0102')");
-    ASSERT_EQ_INT(raw_int(path, "PRAGMA user_version"), 1);
+    ASSERT_EQ_INT(store_rig_sqlite_int(path, "PRAGMA user_version"), 1);
 }
 
 static void expect_migrated(struct store *s, const char *path)
 {
-    ASSERT_EQ_INT(raw_int(path, "PRAGMA user_version"), SCHEMA_VERSION);
-    ASSERT_EQ_INT(raw_int(path, "SELECT count(*) FROM sqlite_schema WHERE type='table' AND name IN"
-                                " ('event_names','processes','event_blocks')"),
+    ASSERT_EQ_INT(store_rig_sqlite_int(path, "PRAGMA user_version"), SCHEMA_VERSION);
+    ASSERT_EQ_INT(store_rig_sqlite_int(
+                      path, "SELECT count(*) FROM sqlite_schema WHERE type='table' AND name IN"
+                            " ('event_names','processes','event_blocks')"),
                   3);
     struct run_record out;
     ASSERT_EQ_INT(store_resolve_run(s, "old run", &out), 0);
@@ -964,8 +961,8 @@ static void expect_migrated(struct store *s, const char *path)
 
 TEST(version_1_store_is_migrated)
 {
-    struct rig r;
-    rig_init(&r);
+    struct store_rig r;
+    store_rig_init(&r);
     make_v1_store(r.db);
     struct store *s = open_ok(r.db);
     expect_migrated(s, r.db);
@@ -986,12 +983,12 @@ TEST(version_1_store_is_migrated)
     run_record_release(&w);
     store_close(s);
     /* opening again changes nothing */
-    int64_t objects = raw_int(r.db, "SELECT count(*) FROM sqlite_schema");
+    int64_t objects = store_rig_int(&r, "SELECT count(*) FROM sqlite_schema");
     s = open_ok(r.db);
     store_close(s);
-    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM sqlite_schema"), objects);
-    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM event_names"), 1);
-    fixture_rmtree(r.dir);
+    ASSERT_EQ_INT(store_rig_int(&r, "SELECT count(*) FROM sqlite_schema"), objects);
+    ASSERT_EQ_INT(store_rig_int(&r, "SELECT count(*) FROM event_names"), 1);
+    store_rig_release(&r);
 }
 
 /* ---- migrating a version-4 store: runs without the recorder's identity ------------------ */
@@ -1022,8 +1019,8 @@ static void make_v4_store(const char *path, const char *host, pid_t dead, pid_t 
 
 TEST(version_4_store_is_migrated_and_its_runs_keep_the_pid_rule)
 {
-    struct rig r;
-    rig_init(&r);
+    struct store_rig r;
+    store_rig_init(&r);
     struct utsname u;
     ASSERT_EQ_INT(uname(&u), 0);
     pid_t dead = fork();
@@ -1033,8 +1030,9 @@ TEST(version_4_store_is_migrated_and_its_runs_keep_the_pid_rule)
     ASSERT_EQ_INT(waitpid(dead, NULL, 0), dead);
     make_v4_store(r.db, u.nodename, dead, getpid());
     struct store *s = open_ok(r.db);
-    ASSERT_EQ_INT(raw_int(r.db, "PRAGMA user_version"), SCHEMA_VERSION);
-    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM pragma_table_info('runs')"
+    ASSERT_EQ_INT(store_rig_int(&r, "PRAGMA user_version"), SCHEMA_VERSION);
+    ASSERT_EQ_INT(store_rig_int(&r,
+                                "SELECT count(*) FROM pragma_table_info('runs')"
                                 " WHERE name GLOB 'recorder_*'"), /* recorder_pid, and schema 5's */
                   5);
     struct run_record out;
@@ -1048,13 +1046,13 @@ TEST(version_4_store_is_migrated_and_its_runs_keep_the_pid_rule)
     ASSERT_EQ_STR(run_record_status(&out), RUN_RUNNING); /* someone has its pid */
     run_record_release(&out);
     store_close(s);
-    fixture_rmtree(r.dir);
+    store_rig_release(&r);
 }
 
 TEST(version_1_store_is_migrated_by_a_reader)
 {
-    struct rig r;
-    rig_init(&r);
+    struct store_rig r;
+    store_rig_init(&r);
     make_v1_store(r.db);
     struct store *s = NULL;
     struct strbuf err;
@@ -1065,8 +1063,8 @@ TEST(version_1_store_is_migrated_by_a_reader)
     strbuf_release(&err);
     expect_migrated(s, r.db);
     store_close(s);
-    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM runs"), 1);
-    fixture_rmtree(r.dir);
+    ASSERT_EQ_INT(store_rig_int(&r, "SELECT count(*) FROM runs"), 1);
+    store_rig_release(&r);
 }
 
 /* ---- two writers --------------------------------------------------------------------------- */
@@ -1114,8 +1112,8 @@ static void *writer_thread(void *p)
 
 TEST(two_connections_write_interleaved)
 {
-    struct rig r;
-    rig_init(&r);
+    struct store_rig r;
+    store_rig_init(&r);
     store_close(open_ok(r.db));
     pthread_barrier_t start;
     pthread_barrier_init(&start, NULL, 2);
@@ -1129,20 +1127,22 @@ TEST(two_connections_write_interleaved)
     pthread_barrier_destroy(&start);
     ASSERT_EQ_INT(a.failures, 0);
     ASSERT_EQ_INT(b.failures, 0);
-    ASSERT_EQ_INT(raw_int(r.db, "SELECT count(*) FROM blocks"), 2 * WRITER_TXNS);
-    ASSERT_EQ_INT(raw_int(r.db, "SELECT samples FROM runs WHERE id='aaaaaaaaaaaaaaaa'"),
+    ASSERT_EQ_INT(store_rig_int(&r, "SELECT count(*) FROM blocks"), 2 * WRITER_TXNS);
+    ASSERT_EQ_INT(store_rig_int(&r, "SELECT samples FROM runs WHERE id='aaaaaaaaaaaaaaaa'"),
                   WRITER_TXNS - 1);
-    ASSERT_EQ_INT(raw_int(r.db, "SELECT samples FROM runs WHERE id='bbbbbbbbbbbbbbbb'"),
+    ASSERT_EQ_INT(store_rig_int(&r, "SELECT samples FROM runs WHERE id='bbbbbbbbbbbbbbbb'"),
                   WRITER_TXNS - 1);
-    fixture_rmtree(r.dir);
+    store_rig_release(&r);
 }
 
 TEST(two_stores_created_together)
 {
-    /* two recorders starting on a store that does not exist yet */
-    for (int round = 0; round < 50; round++) {
-        struct rig r;
-        rig_init(&r);
+    /* two recorders starting on a store that does not exist yet (a
+     * PostgreSQL round makes a database: fewer rounds) */
+    int rounds = store_rig_pg_base ? 10 : 50;
+    for (int round = 0; round < rounds; round++) {
+        struct store_rig r;
+        store_rig_init(&r);
         pthread_barrier_t start;
         pthread_barrier_init(&start, NULL, 2);
         struct writer_arg a = {r.db, "aaaaaaaaaaaaaaaa", &start, 0};
@@ -1155,8 +1155,11 @@ TEST(two_stores_created_together)
         pthread_barrier_destroy(&start);
         ASSERT_EQ_INT(a.failures, 0); /* -1: store_open failed */
         ASSERT_EQ_INT(b.failures, 0);
-        ASSERT_EQ_INT(raw_int(r.db, "PRAGMA user_version"), SCHEMA_VERSION);
-        fixture_rmtree(r.dir);
+        if (!r.pg)
+            ASSERT_EQ_INT(store_rig_int(&r, "PRAGMA user_version"), SCHEMA_VERSION);
+        else
+            ASSERT(has_runs_table(&r));
+        store_rig_release(&r);
     }
 }
 
@@ -1175,8 +1178,8 @@ static void store_points(struct store *s, int64_t sid, int64_t ts0, const double
 
 TEST(points_roundtrip_and_stats)
 {
-    struct rig r;
-    rig_init(&r);
+    struct store_rig r;
+    store_rig_init(&r);
     struct store *s = open_ok(r.db);
     insert_run(s, "0000000000000111", "p", 1);
     int64_t sid;
@@ -1240,7 +1243,7 @@ TEST(points_roundtrip_and_stats)
     ASSERT_EQ_INT(ps.count, 0);
     ASSERT(isnan(ps.p50) && isnan(ps.min) && isnan(ps.mean));
     store_close(s);
-    fixture_rmtree(r.dir);
+    store_rig_release(&r);
 }
 
 static int cmp_dbl(const void *a, const void *b)
@@ -1298,12 +1301,15 @@ TEST(points_stats_percentiles_match_a_sort)
     }
 }
 
-TEST_MAIN(create_sets_version_and_wal, store_without_wal_is_refused, reopen_is_idempotent,
-          foreign_database_is_refused, non_database_file_is_refused, newer_schema_is_refused,
-          run_roundtrip_every_field, run_id_is_unique, block_upsert_replaces_same_start,
-          series_query_summaries, resolve_run_references, run_delete_removes_series_and_blocks,
-          two_connections_write_interleaved, two_stores_created_together,
-          points_roundtrip_and_stats, event_tables_roundtrip, run_delete_removes_event_rows,
-          version_1_store_is_migrated, version_1_store_is_migrated_by_a_reader,
-          version_4_store_is_migrated_and_its_runs_keep_the_pid_rule,
-          points_stats_percentiles_match_a_sort)
+/* SQLite's own: WAL, its files, its migrations from older versions; and no store at all. */
+TEST_CASES_ONCE(create_sets_version_and_wal, store_without_wal_is_refused,
+                foreign_database_is_refused, non_database_file_is_refused, newer_schema_is_refused,
+                version_1_store_is_migrated, version_1_store_is_migrated_by_a_reader,
+                version_4_store_is_migrated_and_its_runs_keep_the_pid_rule,
+                points_stats_percentiles_match_a_sort)
+TEST_CASES_BOTH(reopen_is_idempotent, run_roundtrip_every_field, run_id_is_unique,
+                block_upsert_replaces_same_start, series_query_summaries, resolve_run_references,
+                run_delete_removes_series_and_blocks, two_connections_write_interleaved,
+                two_stores_created_together, points_roundtrip_and_stats, event_tables_roundtrip,
+                run_delete_removes_event_rows)
+STORE_TEST_MAIN()
