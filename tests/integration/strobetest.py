@@ -1,11 +1,15 @@
 """Helpers for strobe's integration tests: run the binary, read results back,
 and print one TAP-like line per check ("ok - name" / "not ok - name"), which
 tests/run counts."""
+import atexit
+import contextlib
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 STROBE = os.environ.get("STROBE", "build/strobe")
@@ -172,3 +176,58 @@ def ddp_rank_clocks(stdout):
     examples/ddp_straggler.py timed itself (its closing line)."""
     return {int(m[1]): (float(m[2]), float(m[3])) for m in
             re.finditer(r"rank (\d+), loss \S+, forward ([\d.]+) ms/step, cpu ([\d.]+) ms/step", stdout)}
+
+
+# ---- PostgreSQL (tests/tools/pgserver) -----------------------------------------
+PGSERVER = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools",
+                                        "pgserver"))
+# a URI no server answers: a strobe without the backend refuses it unopened
+PG_NOWHERE = "postgresql://strobe@127.0.0.1:1/none?connect_timeout=2"
+
+
+def pg_missing():
+    """Why the PostgreSQL tests cannot run here, or None: PostgreSQL is not
+    installed, or the strobe under test refuses postgresql:// ("not built")."""
+    p = subprocess.run([PGSERVER, "bindir"], capture_output=True, text=True)
+    if p.returncode != 0:
+        return p.stderr.strip().removeprefix("skip: ")
+    q = strobe("ls", store=PG_NOWHERE)
+    if "not built" in q.stderr:
+        return "this strobe has no PostgreSQL backend: " + q.stderr.strip()
+    return None
+
+
+@contextlib.contextmanager
+def pg_server():
+    """A PostgreSQL server of this test's own; yields its URI, which holds
+    the role strobe's password. It is stopped on the way out, at exit, on
+    SIGTERM (tests/run's timeout), and by pgserver's watcher when this
+    process dies any other way."""
+    d = tempfile.mkdtemp(prefix="pg-", dir=TMP)
+
+    def stop():
+        subprocess.run([PGSERVER, "stop", d], capture_output=True)
+
+    atexit.register(stop)
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, lambda sig, frame: sys.exit(128 + sig))
+    p = subprocess.run([PGSERVER, "start", d, "--watch", str(os.getpid())], capture_output=True,
+                       text=True, timeout=180)
+    if p.returncode != 0:
+        stop()
+        raise RuntimeError(f"pgserver start exited with {p.returncode}: {p.stderr.strip()}")
+    try:
+        yield p.stdout.strip()
+    finally:
+        stop()
+
+
+def psql(uri, sql):
+    """Run sql on the database at uri with PostgreSQL's psql; its output,
+    unaligned and without headers. Raises on an error."""
+    bindir = subprocess.run([PGSERVER, "bindir"], capture_output=True, text=True).stdout.strip()
+    p = subprocess.run([os.path.join(bindir, "psql"), "-XAtq", "-v", "ON_ERROR_STOP=1", "-d", uri,
+                        "-c", sql], capture_output=True, text=True, timeout=60)
+    if p.returncode != 0:
+        raise RuntimeError(f"psql: {sql}: {p.stderr.strip()}")
+    return p.stdout
