@@ -104,8 +104,8 @@ static pid_t store_rig_owner; /* the process that made them: not a child it fork
 
 static inline void store_rig_drop(const char *db)
 {
-    char sql[160];
-    snprintf(sql, sizeof(sql), "DROP DATABASE IF EXISTS \"%s\" WITH (FORCE)", db);
+    char sql[160]; /* a name is at most 63 bytes (PostgreSQL's NAMEDATALEN - 1) */
+    snprintf(sql, sizeof(sql), "DROP DATABASE IF EXISTS \"%.63s\" WITH (FORCE)", db);
     if (store_rig_psql(store_rig_pg_base, sql, NULL, 0) != 0)
         fprintf(stderr, "  cannot drop database %s\n", db);
 }
@@ -134,7 +134,7 @@ static inline void store_rig_init(struct store_rig *r)
     r->pg = 1;
     snprintf(r->pg_db, sizeof(r->pg_db), "strobe_test_%ld_%d", (long)getpid(), made++);
     char sql[160];
-    snprintf(sql, sizeof(sql), "CREATE DATABASE \"%s\"", r->pg_db);
+    snprintf(sql, sizeof(sql), "CREATE DATABASE \"%.63s\"", r->pg_db);
     if (store_rig_psql(store_rig_pg_base, sql, NULL, 0) != 0)
         TEST_FAIL("cannot create database %s", r->pg_db);
     int slot = 0;
