@@ -57,6 +57,7 @@ int cmd_ls(struct cli_ctx *c, int argc, char **argv);
 int cmd_show(struct cli_ctx *c, int argc, char **argv);
 int cmd_export(struct cli_ctx *c, int argc, char **argv);
 int cmd_rm(struct cli_ctx *c, int argc, char **argv);
+int cmd_copy(struct cli_ctx *c, int argc, char **argv);
 int cmd_import(struct cli_ctx *c, int argc, char **argv);
 int cmd_rules(struct cli_ctx *c, int argc, char **argv);
 int cmd_logs(struct cli_ctx *c, int argc, char **argv);
@@ -181,9 +182,20 @@ int run_filter_status_option(const struct cli_option *opt, const char *arg);
 /* Whether any filter is set. */
 int run_filter_any(const struct run_filter *f);
 int run_filter_match(const struct run_filter *f, const struct run_record *r);
+/* rm and copy take RUNs or filters: -1 when the operands hold one of
+ * them, else the usage exit after the help (neither) or one line (both). */
+int run_filter_operands(struct cli_ctx *cli, const struct run_filter *f, const struct cli_usage *u,
+                        const struct cli_option *opts);
+/* fn on each run the operands name (RUN...), else on each run f matches,
+ * newest first; each read from cli->store as fn gets it. CLI_EXIT_OK, or
+ * CLI_EXIT_ERROR when a RUN was not found or the runs could not be listed
+ * (said in one line each); what fn does wrong is fn's to count. */
+typedef void cli_run_fn(const struct run_record *r, void *arg);
+int cli_each_run(struct cli_ctx *cli, const struct run_filter *f, cli_run_fn *fn, void *arg);
 
-/* Append arg to out without a store password in it (a URI, or --store=URI:
- * store_uri_redact). Returns strbuf_failed(out). */
+/* Append arg to out without a store password in it (a URI, or --OPTION=URI
+ * as --store, --from, --to take: store_uri_redact). Returns
+ * strbuf_failed(out). */
 int cli_arg_redact(const char *arg, struct strbuf *out);
 /* Parse "K=V" into key and value (pointers into a copy the caller frees). */
 int cli_split_kv(const char *arg, char **key, char **value);

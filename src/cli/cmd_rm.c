@@ -6,11 +6,9 @@
  * cannot tell (a recorder on another host that died), the user can.
  */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
-#include "common/array.h"
 #include "common/log.h"
 
 static const struct cli_usage rm_usage = {
@@ -31,8 +29,9 @@ struct rm_ctx {
     int status; /* the exit status so far */
 };
 
-static void remove_run(struct rm_ctx *c, const struct run_record *r)
+static void remove_run(const struct run_record *r, void *arg)
 {
+    struct rm_ctx *c = arg;
     const char *name = r->name ? r->name : "";
     int recording = strcmp(run_record_status(r), RUN_RUNNING) == 0;
     if (recording && !c->force) {
@@ -54,54 +53,6 @@ static void remove_run(struct rm_ctx *c, const struct run_record *r)
     }
 }
 
-/* The run ref names (an id, prefix, name or last). */
-static void remove_ref(struct rm_ctx *c, const char *ref)
-{
-    struct run_record r;
-    if (cli_resolve(c->s, ref, &r) < 0) {
-        c->status = CLI_EXIT_ERROR;
-        return;
-    }
-    remove_run(c, &r);
-    run_record_release(&r);
-}
-
-/* The matching runs' ids, taken while the query steps; removed after it. */
-struct matches {
-    const struct run_filter *f;
-    char (*ids)[RUN_ID_LEN + 1];
-    uint32_t n, cap;
-    int nomem;
-};
-
-static int collect_match(const struct run_record *r, void *arg)
-{
-    struct matches *m = arg;
-    if (!run_filter_match(m->f, r))
-        return 0;
-    if (array_grow((void **)&m->ids, &m->cap, m->n + 1, sizeof(*m->ids), 64) < 0) {
-        m->nomem = 1;
-        return 1; /* stop */
-    }
-    memcpy(m->ids[m->n++], r->id, RUN_ID_LEN + 1);
-    return 0;
-}
-
-static void remove_matching(struct rm_ctx *c, const struct run_filter *f)
-{
-    struct matches m = {f, NULL, 0, 0, 0};
-    if (c->s->ops->runs_query(c->s, f->experiment, collect_match, &m) < 0 || m.nomem) {
-        log_error("cannot list runs in '%s': %s", c->s->uri,
-                  m.nomem ? "out of memory" : c->s->err.buf);
-        c->status = CLI_EXIT_ERROR;
-    } else if (!m.n) {
-        log_note("no run matches");
-    }
-    for (uint32_t i = 0; !m.nomem && i < m.n; i++)
-        remove_ref(c, m.ids[i]);
-    free(m.ids);
-}
-
 int cmd_rm(struct cli_ctx *cli, int argc, char **argv)
 {
     struct run_filter f = {0};
@@ -117,21 +68,10 @@ int cmd_rm(struct cli_ctx *cli, int argc, char **argv)
     int status = cli_parse(cli, &rm_usage, opts, argc, argv);
     if (status >= 0)
         return status;
-    int named = cli->nargs > 0, filtered = run_filter_any(&f);
-    if (named == filtered) {
-        /* neither: nothing to remove; both: which would win is a guess */
-        if (!named)
-            return cli_usage_error(cli, &rm_usage, opts);
-        log_error("rm takes RUNs or filters, not both");
-        return CLI_EXIT_USAGE;
-    }
+    if ((status = run_filter_operands(cli, &f, &rm_usage, opts)) >= 0)
+        return status;
     if ((status = cli_open(cli)) >= 0)
         return status;
     c.s = cli->store;
-    if (named)
-        for (int i = 0; i < cli->nargs; i++)
-            remove_ref(&c, cli->args[i]);
-    else
-        remove_matching(&c, &f);
-    return c.status;
+    return cli_each_run(cli, &f, remove_run, &c) | c.status;
 }

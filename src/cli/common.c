@@ -25,8 +25,10 @@ int cli_open_store(const char *flag, int readonly, struct store **out)
 
 int cli_arg_redact(const char *arg, struct strbuf *out)
 {
-    static const char flag[] = "--store=";
-    size_t prefix = strncmp(arg, flag, sizeof(flag) - 1) == 0 ? sizeof(flag) - 1 : 0;
+    /* --store=URI, and copy's --from=URI and --to=URI: a long option's
+     * value after '=' (a value that is no URI stays as it is) */
+    const char *eq = strncmp(arg, "--", 2) == 0 ? strchr(arg, '=') : NULL;
+    size_t prefix = eq ? (size_t)(eq + 1 - arg) : 0;
     strbuf_add(out, arg, prefix);
     return store_uri_redact(arg + prefix, out);
 }

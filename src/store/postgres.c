@@ -917,12 +917,17 @@ static int pg_run_delete(struct store *base, const char *run_id)
         ST_SERIES_CLEAR,       ST_ATTRS_CLEAR,        ST_RUN_DELETE,
     };
     struct pg_store *s = (struct pg_store *)base;
-    int rc = pg_begin(base);
+    /* in the caller's transaction when one is open: strobe copy removes
+     * an old copy in the one that writes the new */
+    int own = PQstatus(s->conn) != CONNECTION_OK || PQtransactionStatus(s->conn) == PQTRANS_IDLE;
+    int rc = own ? pg_begin(base) : 0;
     for (size_t i = 0; rc == 0 && i < ARRAY_SIZE(clear); i++) {
         struct pg_params p = {0};
         param_text(&p, run_id);
         rc = exec_done(s, clear[i], &p, "cannot delete run");
     }
+    if (!own)
+        return rc;
     if (rc == 0)
         return pg_commit(base);
     pg_rollback(base);

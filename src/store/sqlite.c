@@ -1044,7 +1044,10 @@ static int sqlite_run_delete(struct store *base, const char *run_id)
         "DELETE FROM run_attrs WHERE run_id=?1",
         "DELETE FROM runs WHERE id=?1",
     };
-    int rc = sqlite_begin(base);
+    /* in the caller's transaction when one is open: strobe copy removes
+     * an old copy in the one that writes the new */
+    int own = sqlite3_get_autocommit(s->db);
+    int rc = own ? sqlite_begin(base) : 0;
     for (size_t i = 0; rc == 0 && i < ARRAY_SIZE(sql); i++) {
         sqlite3_stmt *q = NULL;
         if (sqlite3_prepare_v2(s->db, sql[i], -1, &q, NULL) != SQLITE_OK) {
@@ -1055,6 +1058,8 @@ static int sqlite_run_delete(struct store *base, const char *run_id)
         rc = step_done(s, q, "cannot delete run");
         sqlite3_finalize(q);
     }
+    if (!own)
+        return rc;
     if (rc == 0)
         return sqlite_commit(base);
     sqlite_rollback(base);

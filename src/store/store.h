@@ -197,6 +197,7 @@ struct store_ops {
     int (*series_query)(struct store *s, const char *run_id, series_fn *fn, void *arg);
     /* Blocks of a series in time order. */
     int (*blocks_query)(struct store *s, int64_t series_id, block_fn *fn, void *arg);
+    /* In the caller's transaction when one is open, else in its own. */
     int (*run_delete)(struct store *s, const char *run_id);
     /* Framework events: names are run-wide ids, defined once; a process row
      * is replaced as its attributes become known (rank, worker id). */

@@ -18,6 +18,7 @@ OPTIONS = {
     "compare": ("store json", "jh"),
     "export": ("store format metric output", "fmoh"),
     "rm": ("store dry-run force experiment workload name status", "h"),
+    "copy": ("store from to dry-run experiment workload name status", "h"),
     "import sagemaker": ("store name experiment tag rules rule-param rule-interval", "neth"),
     "import torch-trace": ("store pid", "h"),
     "rules": ("store json rules rule-param rule-interval save list", "jh"),

@@ -1,0 +1,87 @@
+/*
+ * Copying a run from one store to another, through store_ops only, so any
+ * pair of backends works (strobe copy; strobe push sends a node's spool,
+ * a SQLite store, the same way).
+ *
+ * A copy is idempotent: the run keeps its id, and a run the destination
+ * already holds is compared with the source's first. Each side is tallied
+ * (struct store_copy_tally: the run's status and counters, and the rows of
+ * every table counted), and the two tallies decide:
+ *
+ *   equal                              SAME: nothing is written
+ *   the source's has gone further      REPLACE: the destination's goes
+ *   the destination's has gone further NEWER: nothing is written
+ *   both, or differ without progress   DIVERGED: nothing; the caller errs
+ *
+ * "Further" is any of: finished where the other still says running, a
+ * later last sample or end, more samples, points, events, blocks, event
+ * blocks or bytes of text written, a later rules evaluation. A run that
+ * was recording when it reached the destination (push's case) is thus
+ * replaced by the whole run.
+ */
+#ifndef STROBE_STORE_COPY_H
+#define STROBE_STORE_COPY_H
+
+#include <stdint.h>
+
+#include "common/strbuf.h"
+#include "store/store.h"
+
+/* A run's rows in one store, counted. */
+struct store_copy_tally {
+    char status[16];         /* as stored: "running" for a lost run too */
+    int64_t end_ns, last_ns; /* the run record's */
+    int64_t samples, points, events;
+    int64_t series;
+    int64_t blocks;      /* series blocks */
+    int64_t block_count; /* points in them */
+    int64_t block_bytes; /* their encoded bytes */
+    int64_t event_names, processes;
+    int64_t event_blocks, event_bytes;
+    int64_t rule_configs, rule_results, findings;
+    int64_t rules_evaluated_ns; /* 0 when never evaluated */
+    int64_t texts;
+    int64_t text_bytes; /* as the job wrote them, before any cut */
+};
+
+enum store_copy_verdict {
+    STORE_COPY_NEW,      /* the destination lacks the run */
+    STORE_COPY_REPLACE,  /* the destination's copy is behind the source's */
+    STORE_COPY_SAME,     /* the destination's copy tallies the same */
+    STORE_COPY_NEWER,    /* the destination's copy is ahead of the source's */
+    STORE_COPY_DIVERGED, /* each is ahead in something, or they differ */
+};
+
+struct store_copy_plan {
+    enum store_copy_verdict verdict;
+    struct store_copy_tally from; /* the source's run */
+    struct store_copy_tally to;   /* the destination's; zero under STORE_COPY_NEW */
+};
+
+/* Tally run r (as s's runs_query gave it) in s. 0, or negative with
+ * s->err set. */
+int store_copy_tally(struct store *s, const struct run_record *r, struct store_copy_tally *out);
+
+/*
+ * What copying r, a run of from as its runs_query gave it, into to would
+ * do: reads both, writes nothing (strobe copy --dry-run). to NULL: a
+ * destination not made yet, which holds no run. 0, or negative with a
+ * line in err ("cannot read run ID from 'URI': ...").
+ */
+int store_copy_decide(struct store *from, struct store *to, const struct run_record *r,
+                      struct store_copy_plan *out, struct strbuf *err);
+
+/*
+ * store_copy_decide(), then, for NEW and REPLACE, the copy: the run record
+ * and attributes, each series with its meta and every block as stored
+ * (series ids are the destination's own), event names, processes, event
+ * blocks, rule settings, rule results, findings in order, texts. All in
+ * one transaction on to, the old copy's removal included: a failure
+ * leaves to as it was. 0, or negative with a line in err naming the
+ * store that failed. from is only read; a run still recording there is
+ * copied as it stands (the caller warns).
+ */
+int store_copy_run(struct store *from, struct store *to, const struct run_record *r,
+                   struct store_copy_plan *out, struct strbuf *err);
+
+#endif
