@@ -29,4 +29,15 @@ static inline uint32_t hash_fnv1a_str(uint32_t h, const char *s)
     return hash_fnv1a(h, s, strlen(s) + 1);
 }
 
+/*
+ * The index of an open-addressing table of items 0..count-1: *nslots slots
+ * (a power of two), each 0 (empty) or i + 1 for item i, probed linearly.
+ * Make room for one more item at most half full: when count + 1 would pass
+ * half, the index doubles (from 256) and is rebuilt from hash(ctx, i) of
+ * each item. 0, or -ENOMEM with the index unchanged.
+ */
+typedef uint32_t hash_item_fn(const void *ctx, uint32_t i);
+int hash_slots_reserve(uint32_t **slots, uint32_t *nslots, uint32_t count, hash_item_fn *hash,
+                       const void *ctx);
+
 #endif

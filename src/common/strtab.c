@@ -7,27 +7,15 @@
 #include "common/array.h"
 #include "common/hash.h"
 
-static int strtab_rehash(struct strtab *t)
+static uint32_t strtab_hash(const void *ctx, uint32_t i)
 {
-    uint32_t nslots = t->nslots ? t->nslots * 2 : 256;
-    uint32_t *slots = calloc(nslots, sizeof(*slots));
-    if (!slots)
-        return -ENOMEM;
-    for (uint32_t i = 0; i < t->n; i++) {
-        uint32_t h = hash_fnv1a(HASH_FNV1A_INIT, t->s[i], strlen(t->s[i])) & (nslots - 1);
-        while (slots[h])
-            h = (h + 1) & (nslots - 1);
-        slots[h] = i + 1;
-    }
-    free(t->slots);
-    t->slots = slots;
-    t->nslots = nslots;
-    return 0;
+    const char *s = ((const struct strtab *)ctx)->s[i];
+    return hash_fnv1a(HASH_FNV1A_INIT, s, strlen(s));
 }
 
 int strtab_intern(struct strtab *t, const char *s, size_t len, uint32_t *index)
 {
-    if ((t->n + 1) * 2 > t->nslots && strtab_rehash(t) < 0)
+    if (hash_slots_reserve(&t->slots, &t->nslots, t->n, strtab_hash, t) < 0)
         return -ENOMEM;
     uint32_t h = hash_fnv1a(HASH_FNV1A_INIT, s, len) & (t->nslots - 1);
     for (; t->slots[h]; h = (h + 1) & (t->nslots - 1)) {

@@ -202,31 +202,6 @@ static int64_t sat_sub(int64_t a, int64_t b)
     return b < 0 ? INT64_MAX : INT64_MIN;
 }
 
-/* Grow an open-addressing table to twice its size; rehash calls back for
- * each entry's hash. */
-typedef uint32_t hash_fn(const struct sagemaker_import *im, uint32_t index);
-
-static int slots_grow(const struct sagemaker_import *im, uint32_t **slots, uint32_t *nslots,
-                      uint32_t count, hash_fn *hash)
-{
-    if ((count + 1) * 2 <= *nslots)
-        return 0;
-    uint32_t n = *nslots ? *nslots * 2 : 256;
-    uint32_t *fresh = calloc(n, sizeof(*fresh));
-    if (!fresh)
-        return -ENOMEM;
-    for (uint32_t i = 0; i < count; i++) {
-        uint32_t h = hash(im, i) & (n - 1);
-        while (fresh[h])
-            h = (h + 1) & (n - 1);
-        fresh[h] = i + 1;
-    }
-    free(*slots);
-    *slots = fresh;
-    *nslots = n;
-    return 0;
-}
-
 /* Natural order: runs of digits compare as numbers ("algo-2" < "algo-10"). */
 static int natural_cmp(const char *a, const char *b)
 {
@@ -354,16 +329,16 @@ static uint32_t series_key_hash(uint32_t node, const char *name, const char *lab
     return hash_fnv1a_str(hash_fnv1a_str(h, name), labels);
 }
 
-static uint32_t series_hash(const struct sagemaker_import *im, uint32_t i)
+static uint32_t series_hash(const void *ctx, uint32_t i)
 {
-    const struct sm_series *s = &im->series[i];
+    const struct sm_series *s = &((const struct sagemaker_import *)ctx)->series[i];
     return series_key_hash(s->node, s->name, s->labels);
 }
 
 static int series_find(struct sagemaker_import *im, uint32_t node, const char *name,
                        const char *labels, const char *unit, const char *meta, uint32_t *out)
 {
-    if (slots_grow(im, &im->series_slots, &im->series_nslots, im->nseries, series_hash) < 0)
+    if (hash_slots_reserve(&im->series_slots, &im->series_nslots, im->nseries, series_hash, im) < 0)
         return -ENOMEM;
     uint32_t mask = im->series_nslots - 1;
     uint32_t h = series_key_hash(node, name, labels) & mask;
@@ -699,9 +674,9 @@ static uint32_t thread_key_hash(uint32_t stream, int64_t os_pid, int64_t tid)
     return hash_fnv1a(h, &tid, sizeof(tid));
 }
 
-static uint32_t thread_hash(const struct sagemaker_import *im, uint32_t i)
+static uint32_t thread_hash(const void *ctx, uint32_t i)
 {
-    const struct sm_thread *t = &im->threads[i];
+    const struct sm_thread *t = &((const struct sagemaker_import *)ctx)->threads[i];
     return thread_key_hash(t->stream, t->os_pid, t->tid);
 }
 
@@ -734,7 +709,8 @@ static struct sm_thread *thread_get(struct sagemaker_import *im, uint32_t stream
                                     int64_t tid, int *rc)
 {
     *rc = -ENOMEM;
-    if (slots_grow(im, &im->thread_slots, &im->thread_nslots, im->nthreads, thread_hash) < 0)
+    if (hash_slots_reserve(&im->thread_slots, &im->thread_nslots, im->nthreads, thread_hash, im) <
+        0)
         return NULL;
     uint32_t mask = im->thread_nslots - 1;
     uint32_t h = thread_key_hash(stream, os_pid, tid) & mask;

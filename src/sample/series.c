@@ -50,22 +50,10 @@ static uint32_t series_hash(const char *name, const char *labels)
     return hash_fnv1a(hash_fnv1a_str(HASH_FNV1A_INIT, name), labels, strlen(labels));
 }
 
-static int rehash(struct series_table *t)
+static uint32_t item_hash(const void *ctx, uint32_t i)
 {
-    uint32_t nslots = t->nslots * 2;
-    uint32_t *slots = calloc(nslots, sizeof(*slots));
-    if (!slots)
-        return -ENOMEM;
-    for (uint32_t i = 0; i < t->count; i++) {
-        uint32_t h = series_hash(t->items[i].name, t->items[i].labels) & (nslots - 1);
-        while (slots[h])
-            h = (h + 1) & (nslots - 1);
-        slots[h] = i + 1;
-    }
-    free(t->slots);
-    t->slots = slots;
-    t->nslots = nslots;
-    return 0;
+    const struct series *s = &((const struct series_table *)ctx)->items[i];
+    return series_hash(s->name, s->labels);
 }
 
 static int series_add(struct series_table *t, const char *name, const char *labels,
@@ -99,7 +87,7 @@ static int series_add(struct series_table *t, const char *name, const char *labe
 int series_get(struct series_table *t, const char *name, const char *labels, const char *unit,
                uint32_t *out_index)
 {
-    if ((t->count + 1) * 2 > t->nslots && rehash(t) < 0)
+    if (hash_slots_reserve(&t->slots, &t->nslots, t->count, item_hash, t) < 0)
         return -ENOMEM;
     uint32_t h = series_hash(name, labels) & (t->nslots - 1);
     while (t->slots[h]) {
