@@ -37,7 +37,7 @@ PQ_CFLAGS := $(shell pkg-config --cflags libpq 2>/dev/null || echo -I/usr/includ
 CPPFLAGS += -D_GNU_SOURCE -Iinclude -Isrc $(PQ_CFLAGS)
 CFLAGS   += -std=c11 $(OPT) $(WARN) -MMD -MP -pthread
 LDFLAGS  += $(SANLD) -pthread
-LDLIBS   += -lsqlite3 -lpq -lzstd -lz -lm -ldl -lmicrohttpd
+LDLIBS   += -lsqlite3 -lzstd -lz -lm -ldl -lmicrohttpd
 
 CORE_SRC := $(filter-out %.bpf.c,$(wildcard src/common/*.c src/codec/*.c src/ring/*.c src/lib/*.c src/sample/*.c src/store/*.c src/record/*.c src/analyze/*.c src/gpu/*.c src/rules/*.c src/import/*.c src/render/*.c src/serve/*.c))
 CLI_SRC  := $(wildcard src/cli/*.c)
@@ -216,7 +216,7 @@ fuzz: $(BUILD)/gen/report_assets.c
 	@for f in $(FUZZ_SRC); do \
 	  n=$$(basename $$f .c); \
 	  clang $(CPPFLAGS) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
-	    -o $(BUILD)/fuzz/$$n $$f $(filter-out src/serve/%,$(CORE_SRC)) $(BUILD)/gen/report_assets.c -lsqlite3 -lpq -lzstd -lz -lm -pthread || exit 1; \
+	    -o $(BUILD)/fuzz/$$n $$f $(filter-out src/serve/%,$(CORE_SRC)) $(BUILD)/gen/report_assets.c -lsqlite3 -lzstd -lz -lm -ldl -pthread || exit 1; \
 	  echo "built $(BUILD)/fuzz/$$n"; \
 	done
 
