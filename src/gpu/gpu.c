@@ -478,6 +478,22 @@ static void sample_processes(struct gpu_collector *g, struct gpu_device *d, stru
             put(r, metric, d, 0, ts, (double)v_ *(scale));                                         \
     } while (0)
 
+/* When NVLink counters were read. A round held up by a slow call or a busy
+ * CPU reads them well after its own start: dividing by the rounds' spacing
+ * would give one interval's traffic over another's length (a dip, then a
+ * spike). The driver stamps each field (µs since the epoch); without its
+ * stamps, the time the call returned stands in. */
+static struct nvlink_stamp nvlink_read_stamp(const nvmlFieldValue_t *f, uint64_t answered)
+{
+    long long latest = 0;
+    for (unsigned i = 0; i < 2 * NVML_NVLINK_MAX_LINKS; i++)
+        if ((answered & (UINT64_C(1) << i)) && f[i].timestamp > latest)
+            latest = f[i].timestamp;
+    if (latest > 0)
+        return (struct nvlink_stamp){.ns = (int64_t)latest * 1000, .driver = 1};
+    return (struct nvlink_stamp){.ns = clock_monotonic_ns(), .driver = 0};
+}
+
 /* NVLink data throughput: per-link KiB counters, each differenced on its
  * own and summed over the links, as a rate between two readings. A reading
  * that lacks a link the last one had (a link that flaps) gives no point: the
@@ -519,18 +535,19 @@ static void sample_nvlink(struct gpu_collector *g, struct gpu_device *d, struct 
         unsigned long long v =
             f[i].valueType == NVML_VALUE_TYPE_UNSIGNED_INT ? f[i].value.uiVal : f[i].value.ullVal;
         /* counters only grow; a reset (driver reload) reads as no traffic */
-        if ((d->nvlink_seen & (UINT64_C(1) << i)) && v >= d->nvlink_prev[i])
-            kib[i & 1] += (double)(v - d->nvlink_prev[i]);
-        d->nvlink_prev[i] = v;
+        if ((d->nvlink_seen & (UINT64_C(1) << i)) && v >= d->nvlink_count[i])
+            kib[i & 1] += (double)(v - d->nvlink_count[i]);
+        d->nvlink_count[i] = v;
     }
-    if (d->nvlink_prev_ts && ts > d->nvlink_prev_ts) {
-        double dt = (double)(ts - d->nvlink_prev_ts) / 1e9;
+    struct nvlink_stamp read = nvlink_read_stamp(f, now);
+    if (d->nvlink_prev.ns && read.driver == d->nvlink_prev.driver && read.ns > d->nvlink_prev.ns) {
+        double dt = (double)(read.ns - d->nvlink_prev.ns) / 1e9;
         put(r, GM_NVLINK_RX, d, 0, ts, kib[0] * 1024.0 / dt);
         put(r, GM_NVLINK_TX, d, 0, ts, kib[1] * 1024.0 / dt);
     }
     d->nvlink_seen = now;
     d->nvlink_missing = 0;
-    d->nvlink_prev_ts = ts;
+    d->nvlink_prev = read;
 }
 
 /* Each MIG device's memory, through its own handle: under MIG the GPU's

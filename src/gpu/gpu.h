@@ -79,6 +79,13 @@ struct gpu_mig {
     int cuda_index;                /* as gpu_device's; -1 hidden or unknown */
 };
 
+/* When NVLink counters were read: the driver's stamp, or our monotonic
+ * clock where the driver gives none; two readings difference only on one. */
+struct nvlink_stamp {
+    int64_t ns;
+    int driver;
+};
+
 struct gpu_device {
     nvmlDevice_t handle;
     unsigned index;
@@ -97,10 +104,10 @@ struct gpu_device {
     /* NVLink: each link's KiB counters (rx, tx: fields 2l and 2l+1) at the
      * last reading that counted, the fields that answered then, and the
      * readings since that lacked one of them */
-    unsigned long long nvlink_prev[2 * NVML_NVLINK_MAX_LINKS];
+    unsigned long long nvlink_count[2 * NVML_NVLINK_MAX_LINKS];
     uint64_t nvlink_seen; /* a bit a field */
     unsigned nvlink_missing;
-    int64_t nvlink_prev_ts;          /* its time; 0 before the first */
+    struct nvlink_stamp nvlink_prev; /* when it was read; .ns 0 before the first */
     int mig_mode;                    /* current MIG mode, 0 or 1; -1 when NVML would not say */
     struct gpu_mig mig[GPU_MIG_MAX]; /* in MIG mode: its MIG devices, by index */
     unsigned nmig;
