@@ -14,7 +14,8 @@
     X(CORRUPT, "store is corrupt or not a strobe store")                                           \
     X(SCHEMA, "store was written by a newer strobe")                                               \
     X(NOTFOUND, "no such run")                                                                     \
-    X(AMBIGUOUS, "run reference is ambiguous")
+    X(AMBIGUOUS, "run reference is ambiguous")                                                     \
+    X(EXIST, "already recording")
 
 enum {
     STROBE_ERR_BASE = 10000,

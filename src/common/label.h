@@ -20,4 +20,12 @@ int label_format(char *out, size_t cap, const char *key, const char *value);
  * (a '%' not followed by two hex digits is kept as it is) */
 void label_unescape(struct strbuf *o, const char *s, size_t len);
 
+/* labels (sorted by key, as strobe writes them) with the pair "key=value"
+ * (value escaped) in its place by key, onto out. */
+int labels_insert(const char *labels, const char *key, const char *value, struct strbuf *out);
+
+/* labels without its pairs of key, onto rest; the last such value, as
+ * written (escaped), onto value. Returns whether key was there. */
+int labels_take(const char *labels, const char *key, struct strbuf *rest, struct strbuf *value);
+
 #endif

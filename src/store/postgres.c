@@ -140,7 +140,7 @@ static int pq_load(struct strbuf *err)
 #define OID_FLOAT8     701
 #define OID_TEXT_ARRAY 1009
 
-#define MAX_PARAMS 32
+#define MAX_PARAMS 40
 
 /* Blocks read per query of a series' or a run's blocks, which may be
  * gigabytes: SQLite steps through them, and a PGresult holds every row it
@@ -169,6 +169,10 @@ enum {
     ST_BLOCK_UPSERT,
     ST_RUNS_ALL,
     ST_RUNS_EXPERIMENT,
+    ST_RUNS_OF_PARENT,
+    ST_RUNS_OF_JOIN_KEY,
+    ST_JOIN_LOCK,
+    ST_CLOCK,
     ST_ATTRS_OF_RUNS,
     ST_SERIES_OF_RUN,
     ST_BLOCKS_OF_SERIES,
@@ -208,7 +212,8 @@ enum {
     " mem_total_bytes, start_ns, end_ns, last_ns, exit_code, signal, status, git_commit,"          \
     " git_dirty, python_version, torch_version, interval_ns, samples, points, missed, dropped,"    \
     " recorder_pid, strobe_version, error, events, events_dropped, events_invalid, workload,"      \
-    " recorder_boot_id, recorder_pid_ns, recorder_time_ns, recorder_start_ticks"
+    " recorder_boot_id, recorder_pid_ns, recorder_time_ns, recorder_start_ticks, parent_id, node," \
+    " join_key, clock_offset_ns, clock_rtt_ns"
 
 /* INSERT OR REPLACE of sqlite.c becomes ON CONFLICT(key) DO UPDATE. */
 static const char *const statements[ST_COUNT] = {
@@ -217,14 +222,15 @@ static const char *const statements[ST_COUNT] = {
         " cpu_count, mem_total_bytes, start_ns, status, git_commit, git_dirty, python_version,"
         " torch_version, interval_ns, recorder_pid, strobe_version, exit_code, signal, end_ns,"
         " last_ns, error, workload, recorder_boot_id, recorder_pid_ns, recorder_time_ns,"
-        " recorder_start_ticks)"
+        " recorder_start_ticks, parent_id, node, join_key, clock_offset_ns, clock_rtt_ns)"
         " VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,"
-        " $22,$23,$24,$25,$26,$27,$28,$29,$30)",
+        " $22,$23,$24,$25,$26,$27,$28,$29,$30,$31,$32,$33,$34,$35)",
     [ST_ATTR_PUT] = "INSERT INTO run_attrs(run_id, kind, key, value) VALUES($1,$2,$3,$4)"
                     " ON CONFLICT(run_id, kind, key) DO UPDATE SET value=excluded.value",
     [ST_RUN_UPDATE] = "UPDATE runs SET end_ns=$2, last_ns=$3, exit_code=$4, signal=$5, status=$6,"
                       " samples=$7, points=$8, missed=$9, dropped=$10, error=$11, events=$12,"
-                      " events_dropped=$13, events_invalid=$14 WHERE id=$1",
+                      " events_dropped=$13, events_invalid=$14, clock_offset_ns=$15,"
+                      " clock_rtt_ns=$16 WHERE id=$1",
     [ST_SERIES_INSERT] = "INSERT INTO series(run_id, name, labels, unit, meta)"
                          " VALUES($1,$2,$3,$4,$5) RETURNING id",
     [ST_SERIES_META] = "UPDATE series SET meta=$2 WHERE id=$1",
@@ -237,6 +243,14 @@ static const char *const statements[ST_COUNT] = {
     [ST_RUNS_ALL] = "SELECT " RUN_COLUMNS " FROM runs ORDER BY start_ns DESC, id COLLATE \"C\"",
     [ST_RUNS_EXPERIMENT] = "SELECT " RUN_COLUMNS " FROM runs WHERE experiment=$1"
                            " ORDER BY start_ns DESC, id COLLATE \"C\"",
+    [ST_RUNS_OF_PARENT] = "SELECT " RUN_COLUMNS " FROM runs WHERE parent_id=$1"
+                          " ORDER BY start_ns DESC, id COLLATE \"C\"",
+    [ST_RUNS_OF_JOIN_KEY] = "SELECT " RUN_COLUMNS " FROM runs WHERE join_key=$1"
+                            " ORDER BY start_ns DESC, id COLLATE \"C\"",
+    /* a transaction lock in a key space of strobe's own (the first key) */
+    [ST_JOIN_LOCK] = "SELECT pg_advisory_xact_lock(1937010277, hashtext($1))",
+    /* the server's clock now (not the transaction's start), in µs */
+    [ST_CLOCK] = "SELECT (extract(epoch from clock_timestamp()) * 1000000)::bigint",
     /* the attributes of a batch of runs ($1 an array of ids), by run */
     [ST_ATTRS_OF_RUNS] = "SELECT run_id, kind, key, value FROM run_attrs WHERE run_id = ANY($1)"
                          " ORDER BY run_id COLLATE \"C\", kind COLLATE \"C\", key COLLATE \"C\"",
@@ -804,6 +818,13 @@ static void param_recorder(struct pg_params *p, const struct procid *id)
     param_int_or_null(p, id->start_ticks, id->start_ticks < 0);
 }
 
+/* A node's clock offset and its round trip, NULL until measured. */
+static void param_clock(struct pg_params *p, const struct run_record *r)
+{
+    param_int_or_null(p, r->clock_offset_ns, r->clock_rtt_ns <= 0);
+    param_int_or_null(p, r->clock_rtt_ns, r->clock_rtt_ns <= 0);
+}
+
 static int pg_run_insert(struct store *base, const struct run_record *r)
 {
     struct pg_store *s = (struct pg_store *)base;
@@ -835,6 +856,10 @@ static int pg_run_insert(struct store *base, const struct run_record *r)
     param_text(&p, r->error);
     param_text(&p, r->workload);
     param_recorder(&p, &r->recorder);
+    param_text(&p, r->parent_id);
+    param_text(&p, r->node);
+    param_text(&p, r->join_key);
+    param_clock(&p, r);
     int rc = exec_done(s, ST_RUN_INSERT, &p, "cannot record run");
     if (rc == 0)
         rc = put_attrs(s, r->id, "tag", &r->tags);
@@ -862,6 +887,7 @@ static int pg_run_update(struct store *base, const struct run_record *r)
     param_int(&p, r->events);
     param_int(&p, r->events_dropped);
     param_int(&p, r->events_invalid);
+    param_clock(&p, r);
     return exec_done((struct pg_store *)base, ST_RUN_UPDATE, &p, "cannot update run");
 }
 
@@ -912,6 +938,11 @@ static void read_run_row(const PGresult *res, int i, struct run_record *r)
     r->events_invalid = col_int(res, i, 31);
     r->workload = col_dup(res, i, 32);
     read_recorder(res, i, 33, &r->recorder);
+    r->parent_id = col_dup(res, i, 37);
+    r->node = col_dup(res, i, 38);
+    r->join_key = col_dup(res, i, 39);
+    r->clock_offset_ns = col_int(res, i, 40);
+    r->clock_rtt_ns = col_int(res, i, 41);
 }
 
 /* The attributes of runs [from, to) of res (a runs query) in one query:
@@ -969,15 +1000,14 @@ static void read_attrs(const PGresult *attrs, struct run_record *r)
     }
 }
 
-static int pg_runs_query(struct store *base, const char *experiment, run_fn *fn, void *arg)
+/* The runs of statement `which`, its $1 value (NULL: none). */
+static int query_runs(struct pg_store *s, int which, const char *value, run_fn *fn, void *arg)
 {
-    struct pg_store *s = (struct pg_store *)base;
     struct pg_params p = {0};
-    if (experiment)
-        param_text(&p, experiment);
+    if (value)
+        param_text(&p, value);
     PGresult *res, *attrs = NULL;
-    int rc =
-        exec_stmt(s, experiment ? ST_RUNS_EXPERIMENT : ST_RUNS_ALL, &p, "cannot list runs", &res);
+    int rc = exec_stmt(s, which, &p, "cannot list runs", &res);
     if (rc < 0)
         return rc;
     int n = PQntuples(res), stop = 0;
@@ -998,6 +1028,38 @@ static int pg_runs_query(struct store *base, const char *experiment, run_fn *fn,
     PQclear(attrs);
     PQclear(res);
     return stop < 0 ? stop : 0;
+}
+
+static int pg_runs_query(struct store *base, const char *experiment, run_fn *fn, void *arg)
+{
+    return query_runs((struct pg_store *)base, experiment ? ST_RUNS_EXPERIMENT : ST_RUNS_ALL,
+                      experiment, fn, arg);
+}
+
+static int pg_runs_where(struct store *base, enum run_key key, const char *value, run_fn *fn,
+                         void *arg)
+{
+    return query_runs((struct pg_store *)base,
+                      key == RUNS_OF_PARENT ? ST_RUNS_OF_PARENT : ST_RUNS_OF_JOIN_KEY, value, fn, arg);
+}
+
+static int pg_join_lock(struct store *base, const char *key)
+{
+    struct pg_params p = {0};
+    param_text(&p, key);
+    return exec_done((struct pg_store *)base, ST_JOIN_LOCK, &p, "cannot join the run");
+}
+
+static int pg_clock_ns(struct store *base, int64_t *out)
+{
+    struct pg_store *s = (struct pg_store *)base;
+    struct pg_params p = {0};
+    PGresult *res;
+    int rc = exec_stmt(s, ST_CLOCK, &p, "cannot read the server's clock", &res);
+    if (rc == 0)
+        *out = col_int(res, 0, 0) * 1000;
+    PQclear(res);
+    return rc;
 }
 
 static int pg_run_delete(struct store *base, const char *run_id)
@@ -1568,6 +1630,9 @@ static const struct store_ops pg_ops = {
     .run_texts_query = pg_run_texts_query,
     .blocks_range_query = pg_blocks_range_query,
     .series_find = pg_series_find,
+    .runs_where = pg_runs_where,
+    .join_lock = pg_join_lock,
+    .clock_ns = pg_clock_ns,
 };
 
 /* ---- schema --------------------------------------------------------------- */

@@ -6,7 +6,7 @@
 #ifndef STROBE_STORE_SCHEMA_H
 #define STROBE_STORE_SCHEMA_H
 
-#define SCHEMA_VERSION 5
+#define SCHEMA_VERSION 6
 
 /* clang-format off */
 /* one SQL clause per line reads better than reflowed */
@@ -111,6 +111,15 @@ static const char *const schema_migrations[SCHEMA_VERSION] = {
     "ALTER TABLE runs ADD COLUMN recorder_pid_ns INTEGER;"     /* inode of /proc/self/ns/pid */
     "ALTER TABLE runs ADD COLUMN recorder_time_ns INTEGER;"    /* inode of /proc/self/ns/time */
     "ALTER TABLE runs ADD COLUMN recorder_start_ticks INTEGER;", /* proc(5) stat field 22 */
+    /* 6: cluster mode: a job's run is a parent, each node's part a run of
+     * its own under it (record/cluster.h) */
+    "ALTER TABLE runs ADD COLUMN parent_id TEXT;"       /* the job's run; NULL: not a node's */
+    "ALTER TABLE runs ADD COLUMN node TEXT;"            /* the node's name, on a node's run */
+    "ALTER TABLE runs ADD COLUMN join_key TEXT;"        /* what the nodes joined on, on the job's */
+    "ALTER TABLE runs ADD COLUMN clock_offset_ns INTEGER;" /* the store's clock less the node's */
+    "ALTER TABLE runs ADD COLUMN clock_rtt_ns INTEGER;" /* round trip of that estimate */
+    "CREATE INDEX runs_by_parent ON runs(parent_id, node);"
+    "CREATE INDEX runs_by_join_key ON runs(join_key, start_ns);",
 };
 /* clang-format on */
 

@@ -16,7 +16,7 @@
 #include "store/schema.h"
 
 /* The version of the last of pg_migrations[]. */
-#define PG_SCHEMA_VERSION 5
+#define PG_SCHEMA_VERSION 6
 
 struct pg_migration {
     int version;     /* the version it brings the database to */
@@ -121,6 +121,13 @@ static const struct pg_migration pg_migrations[] = {
     " bytes BIGINT NOT NULL,"        /* the original size: more than length(text) when cut */
     " text BYTEA NOT NULL,"          /* as written: not always valid UTF-8, which TEXT refuses */
     " PRIMARY KEY(run_id, kind));"},
+    /* 6: cluster mode, as SQLite's 6 */
+    {6,
+    "ALTER TABLE runs ADD COLUMN parent_id TEXT,"
+    " ADD COLUMN node TEXT, ADD COLUMN join_key TEXT,"
+    " ADD COLUMN clock_offset_ns BIGINT, ADD COLUMN clock_rtt_ns BIGINT;"
+    "CREATE INDEX runs_by_parent ON runs(parent_id, node);"
+    "CREATE INDEX runs_by_join_key ON runs(join_key, start_ns);"},
 };
 /* clang-format on */
 

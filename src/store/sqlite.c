@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/array.h"
+#include "common/clock.h"
 #include "common/err.h"
 #include "store/backend.h"
 #include "store/schema.h"
@@ -30,6 +31,8 @@ enum {
     ST_BLOCK_UPSERT,
     ST_RUNS_ALL,
     ST_RUNS_EXPERIMENT,
+    ST_RUNS_OF_PARENT,
+    ST_RUNS_OF_JOIN_KEY,
     ST_ATTRS_OF_RUN,
     ST_SERIES_OF_RUN,
     ST_BLOCKS_OF_SERIES,
@@ -59,14 +62,15 @@ static const char *const statements[ST_COUNT] = {
         " cpu_count, mem_total_bytes, start_ns, status, git_commit, git_dirty, python_version,"
         " torch_version, interval_ns, recorder_pid, strobe_version, exit_code, signal, end_ns,"
         " last_ns, error, workload, recorder_boot_id, recorder_pid_ns, recorder_time_ns,"
-        " recorder_start_ticks)"
+        " recorder_start_ticks, parent_id, node, join_key, clock_offset_ns, clock_rtt_ns)"
         " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,"
-        " ?22,?23,?24,?25,?26,?27,?28,?29,?30)",
+        " ?22,?23,?24,?25,?26,?27,?28,?29,?30,?31,?32,?33,?34,?35)",
     [ST_ATTR_INSERT] = "INSERT OR REPLACE INTO run_attrs(run_id, kind, key, value)"
                        " VALUES(?1,?2,?3,?4)",
     [ST_RUN_UPDATE] = "UPDATE runs SET end_ns=?2, last_ns=?3, exit_code=?4, signal=?5, status=?6,"
                       " samples=?7, points=?8, missed=?9, dropped=?10, error=?11, events=?12,"
-                      " events_dropped=?13, events_invalid=?14 WHERE id=?1",
+                      " events_dropped=?13, events_invalid=?14, clock_offset_ns=?15,"
+                      " clock_rtt_ns=?16 WHERE id=?1",
     [ST_SERIES_INSERT] = "INSERT INTO series(run_id, name, labels, unit, meta)"
                          " VALUES(?1,?2,?3,?4,?5)",
     [ST_SERIES_META] = "UPDATE series SET meta=?2 WHERE id=?1",
@@ -81,8 +85,13 @@ static const char *const statements[ST_COUNT] = {
     " mem_total_bytes, start_ns, end_ns, last_ns, exit_code, signal, status, git_commit,"          \
     " git_dirty, python_version, torch_version, interval_ns, samples, points, missed, dropped,"    \
     " recorder_pid, strobe_version, error, events, events_dropped, events_invalid, workload,"      \
-    " recorder_boot_id, recorder_pid_ns, recorder_time_ns, recorder_start_ticks"
+    " recorder_boot_id, recorder_pid_ns, recorder_time_ns, recorder_start_ticks, parent_id, node," \
+    " join_key, clock_offset_ns, clock_rtt_ns"
     [ST_RUNS_ALL] = "SELECT " RUN_COLUMNS " FROM runs ORDER BY start_ns DESC, id",
+    [ST_RUNS_OF_PARENT] =
+        "SELECT " RUN_COLUMNS " FROM runs WHERE parent_id=?1 ORDER BY start_ns DESC, id",
+    [ST_RUNS_OF_JOIN_KEY] =
+        "SELECT " RUN_COLUMNS " FROM runs WHERE join_key=?1 ORDER BY start_ns DESC, id",
     [ST_RUNS_EXPERIMENT] =
         "SELECT " RUN_COLUMNS " FROM runs WHERE experiment=?1 ORDER BY start_ns DESC, id",
     [ST_ATTRS_OF_RUN] = "SELECT kind, key, value FROM run_attrs WHERE run_id=?1 ORDER BY kind, key",
@@ -332,6 +341,13 @@ static void bind_recorder(sqlite3_stmt *q, int i, const struct procid *id)
     bind_int_or_null(q, i + 3, id->start_ticks, id->start_ticks < 0);
 }
 
+/* A node's clock offset and its round trip, NULL until measured. */
+static void bind_clock(sqlite3_stmt *q, int i, const struct run_record *r)
+{
+    bind_int_or_null(q, i, r->clock_offset_ns, r->clock_rtt_ns <= 0);
+    bind_int_or_null(q, i + 1, r->clock_rtt_ns, r->clock_rtt_ns <= 0);
+}
+
 static int sqlite_run_insert(struct store *base, const struct run_record *r)
 {
     struct sqlite_store *s = (struct sqlite_store *)base;
@@ -364,6 +380,10 @@ static int sqlite_run_insert(struct store *base, const struct run_record *r)
         bind_text(q, 25, r->error);
         bind_text(q, 26, r->workload);
         bind_recorder(q, 27, &r->recorder);
+        bind_text(q, 31, r->parent_id);
+        bind_text(q, 32, r->node);
+        bind_text(q, 33, r->join_key);
+        bind_clock(q, 34, r);
     }
     int rc = step_done(s, q, "cannot record run");
     if (rc == 0)
@@ -394,6 +414,7 @@ static int sqlite_run_update(struct store *base, const struct run_record *r)
         sqlite3_bind_int64(q, 12, r->events);
         sqlite3_bind_int64(q, 13, r->events_dropped);
         sqlite3_bind_int64(q, 14, r->events_invalid);
+        bind_clock(q, 15, r);
     }
     return step_done(s, q, "cannot update run");
 }
@@ -518,6 +539,11 @@ static void read_run_row(sqlite3_stmt *q, struct run_record *r)
     r->events_invalid = sqlite3_column_int64(q, 31);
     r->workload = col_dup(q, 32);
     read_recorder(q, 33, &r->recorder);
+    r->parent_id = col_dup(q, 37);
+    r->node = col_dup(q, 38);
+    r->join_key = col_dup(q, 39);
+    r->clock_offset_ns = sqlite3_column_int64(q, 40);
+    r->clock_rtt_ns = sqlite3_column_int64(q, 41);
 }
 
 static int read_attrs(struct sqlite_store *s, struct run_record *r)
@@ -546,15 +572,14 @@ static int read_attrs(struct sqlite_store *s, struct run_record *r)
     return rc == SQLITE_DONE ? 0 : map_rc(s, rc, "cannot read run attributes");
 }
 
-static int sqlite_runs_query(struct store *base, const char *experiment, run_fn *fn, void *arg)
+/* The runs of statement `which`, its ?1 bound to value (NULL: none). */
+static int query_runs(struct sqlite_store *s, int which, const char *value, run_fn *fn, void *arg)
 {
-    struct sqlite_store *s = (struct sqlite_store *)base;
     sqlite3_stmt *q = NULL;
-    int which = experiment ? ST_RUNS_EXPERIMENT : ST_RUNS_ALL;
     if (sqlite3_prepare_v2(s->db, statements[which], -1, &q, NULL) != SQLITE_OK)
         return map_rc(s, sqlite3_errcode(s->db), "cannot list runs");
-    if (experiment)
-        bind_text(q, 1, experiment);
+    if (value)
+        bind_text(q, 1, value);
     int rc, stop = 0;
     while (!stop && (rc = sqlite3_step(q)) == SQLITE_ROW) {
         struct run_record r;
@@ -568,6 +593,36 @@ static int sqlite_runs_query(struct store *base, const char *experiment, run_fn 
         stop = map_rc(s, rc, "cannot list runs");
     sqlite3_finalize(q);
     return stop < 0 ? stop : 0;
+}
+
+static int sqlite_runs_query(struct store *base, const char *experiment, run_fn *fn, void *arg)
+{
+    return query_runs((struct sqlite_store *)base,
+                      experiment ? ST_RUNS_EXPERIMENT : ST_RUNS_ALL, experiment, fn, arg);
+}
+
+static int sqlite_runs_where(struct store *base, enum run_key key, const char *value, run_fn *fn,
+                             void *arg)
+{
+    return query_runs((struct sqlite_store *)base,
+                      key == RUNS_OF_PARENT ? ST_RUNS_OF_PARENT : ST_RUNS_OF_JOIN_KEY, value, fn,
+                      arg);
+}
+
+/* BEGIN IMMEDIATE took the write lock: joins are one at a time already. */
+static int sqlite_join_lock(struct store *base, const char *key)
+{
+    (void)base;
+    (void)key;
+    return 0;
+}
+
+/* A file has no server: its clock is this machine's. */
+static int sqlite_clock_ns(struct store *base, int64_t *out)
+{
+    (void)base;
+    *out = clock_realtime_ns();
+    return 0;
 }
 
 static int sqlite_series_query(struct store *base, const char *run_id, series_fn *fn, void *arg)
@@ -1098,6 +1153,9 @@ static const struct store_ops sqlite_ops = {
     .run_texts_query = sqlite_run_texts_query,
     .blocks_range_query = sqlite_blocks_range_query,
     .series_find = sqlite_series_find,
+    .runs_where = sqlite_runs_where,
+    .join_lock = sqlite_join_lock,
+    .clock_ns = sqlite_clock_ns,
 };
 
 static int query_int(struct sqlite_store *s, const char *sql, int64_t *out)
@@ -1144,17 +1202,22 @@ static int check_version(struct sqlite_store *s, int64_t *version)
  * it stopped. The version is read again under the write lock: recorders that
  * start together on a new store must not both create it.
  */
-/* A version-4 store this connection may not upgrade (another user's, a
- * read-only mount) differs from version 5 only by the recorder's identity
- * columns: a temporary view, which shadows main.runs for this connection and
- * writes nothing to the file, gives them as unknown (the pid-and-host rule of
- * older runs). */
-static int read_v4_as_v5(struct sqlite_store *s)
+/* An older store this connection may not upgrade (another user's, a
+ * read-only mount), from version 4 on, differs from the current one only by
+ * columns added to runs: a temporary view, which shadows main.runs for this
+ * connection and writes nothing to the file, gives them as unknown (the
+ * pid-and-host rule of older runs; no cluster). */
+static int read_old_as_current(struct sqlite_store *s, int64_t version)
 {
     strbuf_reset(&s->base.err);
-    return exec_sql(s, "CREATE TEMP VIEW runs AS SELECT *, NULL AS recorder_boot_id,"
-                       " NULL AS recorder_pid_ns, NULL AS recorder_time_ns,"
-                       " NULL AS recorder_start_ticks FROM main.runs");
+    return exec_sql(s, version == 4 ? "CREATE TEMP VIEW runs AS SELECT *, NULL AS recorder_boot_id,"
+                                      " NULL AS recorder_pid_ns, NULL AS recorder_time_ns,"
+                                      " NULL AS recorder_start_ticks, NULL AS parent_id,"
+                                      " NULL AS node, NULL AS join_key, NULL AS clock_offset_ns,"
+                                      " NULL AS clock_rtt_ns FROM main.runs"
+                                    : "CREATE TEMP VIEW runs AS SELECT *, NULL AS parent_id,"
+                                      " NULL AS node, NULL AS join_key, NULL AS clock_offset_ns,"
+                                      " NULL AS clock_rtt_ns FROM main.runs");
 }
 
 static int migrate(struct sqlite_store *s, int readonly)
@@ -1177,8 +1240,8 @@ static int migrate(struct sqlite_store *s, int readonly)
      * current schema (a read-only file then fails with a clear message) */
     if (rc < 0 || version == SCHEMA_VERSION)
         return rc;
-    if (readonly && version == 4 && sqlite3_db_readonly(s->db, "main") == 1)
-        return read_v4_as_v5(s);
+    if (readonly && (version == 4 || version == 5) && sqlite3_db_readonly(s->db, "main") == 1)
+        return read_old_as_current(s, version);
     for (;;) {
         if ((rc = sqlite_begin(&s->base)) < 0)
             return rc;

@@ -72,7 +72,8 @@ void run_record_release(struct run_record *r)
     char **strings[] = {
         &r->name,           &r->experiment,    &r->workload,       &r->command_json, &r->cwd,
         &r->user,           &r->host,          &r->kernel,         &r->cpu_model,    &r->git_commit,
-        &r->python_version, &r->torch_version, &r->strobe_version, &r->error};
+        &r->python_version, &r->torch_version, &r->strobe_version, &r->error,
+        &r->parent_id,      &r->node,          &r->join_key};
     for (size_t i = 0; i < ARRAY_SIZE(strings); i++)
         free(*strings[i]);
     kv_list_release(&r->tags);
@@ -122,6 +123,9 @@ int run_record_copy(struct run_record *dst, const struct run_record *src)
     rc |= dup_or_null(&dst->torch_version, src->torch_version);
     rc |= dup_or_null(&dst->strobe_version, src->strobe_version);
     rc |= dup_or_null(&dst->error, src->error);
+    rc |= dup_or_null(&dst->parent_id, src->parent_id);
+    rc |= dup_or_null(&dst->node, src->node);
+    rc |= dup_or_null(&dst->join_key, src->join_key);
     rc |= kv_copy(&dst->tags, &src->tags);
     rc |= kv_copy(&dst->params, &src->params);
     rc |= kv_copy(&dst->env, &src->env);

@@ -79,6 +79,11 @@ struct run_record {
     char *strobe_version;
     char *error; /* why a run failed to start, or NULL */
     struct kv_list tags, params, env;
+    /* cluster mode (record/cluster.h): a node's part of a job has the job's
+     * run as parent and its node's name; the job's run has the join key */
+    char *parent_id, *node, *join_key; /* NULL outside cluster mode */
+    int64_t clock_offset_ns; /* the store's clock less the node's; on a node's run */
+    int64_t clock_rtt_ns;    /* the round trip it was measured with; 0: not measured */
 };
 
 void run_record_init(struct run_record *r);
@@ -174,6 +179,12 @@ typedef int run_text_fn(const struct run_text_record *t, void *arg);
 
 struct store;
 
+/* Which runs runs_where lists. */
+enum run_key {
+    RUNS_OF_PARENT,   /* a job's node runs: parent_id = value */
+    RUNS_OF_JOIN_KEY, /* jobs that nodes joined on key value */
+};
+
 struct store_ops {
     const char *name;
     void (*close)(struct store *s);
@@ -237,6 +248,14 @@ struct store_ops {
      * once when it exists; -STROBE_ENOTFOUND when it does not. */
     int (*series_find)(struct store *s, const char *run_id, const char *name, const char *labels,
                        series_fn *fn, void *arg);
+    /* Runs whose parent_id or join_key is value, newest first. */
+    int (*runs_where)(struct store *s, enum run_key key, const char *value, run_fn *fn, void *arg);
+    /* In a transaction: hold back other joins on key until it ends, so that
+     * nodes starting together make one job (SQLite's write lock does it). */
+    int (*join_lock)(struct store *s, const char *key);
+    /* The store's clock, ns since the epoch: the database server's, this
+     * machine's for a file. */
+    int (*clock_ns)(struct store *s, int64_t *out);
 };
 
 struct store {
