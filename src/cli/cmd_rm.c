@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "common/log.h"
+#include "store/job.h"
 
 static const struct cli_usage rm_usage = {
     "rm",
@@ -45,11 +46,13 @@ static void remove_run(const struct run_record *r, void *arg)
                  name, (long long)r->recorder_pid, r->host ? r->host : "an unknown host");
     if (c->dry_run) {
         printf("would remove run %s '%s'\n", r->id, name);
-    } else if (c->s->ops->run_delete(c->s, r->id) < 0) {
+    } else if ((run_record_is_job(r) ? store_job_delete(c->s, r->id)
+                                     : c->s->ops->run_delete(c->s, r->id)) < 0) {
         log_error("cannot remove run %s: %s", r->id, c->s->err.buf);
         c->status = CLI_EXIT_ERROR;
     } else {
-        printf("removed run %s '%s'\n", r->id, name);
+        printf("removed run %s '%s'%s\n", r->id, name,
+               run_record_is_job(r) ? " and its nodes' runs" : "");
     }
 }
 

@@ -17,7 +17,7 @@
 
 static const char run_synopsis[] =
     "usage: strobe run [--store S] [--name N] [--experiment E] [--workload W] [--tag K=V]...\n"
-    "                  [--param K=V]...\n"
+    "                  [--param K=V]... [--join KEY [--node NAME] | --no-join]\n"
     "                  [--interval DUR] [--gpu-interval DUR] [--no-framework] [--quiet]\n"
     "                  [--rules LIST|none] [--rule-param RULE.P=V]... [--rule-interval DUR]\n"
     "                  [--no-report | --report PATH] [--torch-profile STEPS] [--no-logs]\n"
@@ -160,6 +160,14 @@ int cmd_run(struct cli_ctx *cli, int argc, char **argv)
         CLI_OPT_CALLBACK('w', "workload", &o->workload, "W",
                          "runs started together, e.g. one point of a sweep (as in radT)",
                          cli_group_name_option),
+        CLI_OPT_STRING(0, "join", &o->join_key, "KEY",
+                       "record as one node of a job: the recorders given one KEY\n"
+                       "write one run (default: the launcher's job, from torchrun,\n"
+                       "Slurm, SageMaker or Open MPI; docs/cluster.md)"),
+        CLI_OPT_STRING(0, "node", &o->node, "NAME",
+                       "this node's name in the job (default: the host name)"),
+        CLI_OPT_FLAG(0, "no-join", &o->no_join,
+                     "a run of its own, whatever the launcher's environment says"),
         CLI_OPT_TAG(&o->tags),
         CLI_OPT_CALLBACK('p', "param", &o->params, "K=V",
                          "a parameter of the run; a Python script's own --key value\n"

@@ -5,6 +5,7 @@
 
 #include "analyze/steps.h"
 #include "cli/cli.h"
+#include "store/job.h"
 #include "common/fmt.h"
 #include "common/json_writer.h"
 #include "common/log.h"
@@ -40,6 +41,7 @@ struct show_ctx {
     struct run_events ev;
     struct step_analysis steps;
     struct stored_findings findings;
+    struct run_list nodes; /* a job's (store/job.h); none otherwise */
 };
 
 /* Where the recorder read the process tree (proc.cpu's meta); NULL for runs
@@ -175,6 +177,36 @@ static void json_host(struct json_writer *jw, const struct run_record *r)
     run_record_json_versions(jw, r);
 }
 
+/* A job's nodes: each one's run, host, status, span and clock. */
+static void json_nodes(struct json_writer *jw, const struct run_record *job,
+                       const struct run_list *nodes)
+{
+    jw_kv_str(jw, "join_key", job->join_key);
+    jw_key(jw, "nodes");
+    jw_array_begin(jw);
+    for (uint32_t i = 0; i < nodes->n; i++) {
+        const struct run_record *n = &nodes->items[i];
+        jw_object_begin(jw);
+        jw_kv_str_or_null(jw, "node", n->node);
+        jw_kv_str(jw, "run", n->id);
+        jw_kv_str_or_null(jw, "host", n->host);
+        jw_kv_str(jw, "status", run_record_status(n));
+        jw_kv_int_or_null(jw, "exit_code", n->exit_code);
+        jw_kv_int(jw, "start_ns", n->start_ns);
+        jw_kv_num(jw, "duration_s", run_record_duration_s(n));
+        jw_kv_int(jw, "samples", n->samples);
+        if (n->clock_rtt_ns > 0) {
+            jw_kv_int(jw, "clock_offset_ns", n->clock_offset_ns);
+            jw_kv_int(jw, "clock_rtt_ns", n->clock_rtt_ns);
+        } else {
+            jw_kv_null(jw, "clock_offset_ns");
+            jw_kv_null(jw, "clock_rtt_ns");
+        }
+        jw_end(jw);
+    }
+    jw_end(jw);
+}
+
 /* The whole --json document, appended to *out (strobe serve's run view too). */
 static void show_json(struct strbuf *o, const struct run_record *r, const struct show_ctx *c)
 {
@@ -196,6 +228,8 @@ static void show_json(struct strbuf *o, const struct run_record *r, const struct
     kv_list_json(&jw, &r->params);
     jw_key(&jw, "env");
     kv_list_json(&jw, &r->env);
+    if (run_record_is_job(r))
+        json_nodes(&jw, r, &c->nodes);
     show_steps_json(&jw, r, &c->ev, &c->steps);
     jw_key(&jw, "findings");
     findings_json(&jw, c->findings.f, c->findings.n);
@@ -414,6 +448,33 @@ static void print_devices(const struct show_ctx *c)
 /* The run's own lines; every stored string through cli_visible: names and
  * tags are checked when recorded, but not in a store another tool wrote,
  * and host, error and app names come from the machine and the job. */
+/* A job's nodes, one a line: the clock is the store's less the node's, and
+ * the error of that estimate half its round trip. */
+static void print_nodes(const struct run_record *job, const struct run_list *nodes)
+{
+    struct strbuf v1, v2;
+    strbuf_init(&v1);
+    strbuf_init(&v2);
+    printf("nodes     %u, joined on %s\n", nodes->n, cli_visible(&v1, job->join_key));
+    printf("  %-16s  %-8s  %-16s  %-9s  %8s  %8s  %8s  %s\n", "NODE", "RUN", "HOST", "STATUS",
+           "START", "DURATION", "SAMPLES", "CLOCK (STORE - NODE)");
+    for (uint32_t i = 0; i < nodes->n; i++) {
+        const struct run_record *n = &nodes->items[i];
+        char dur[32], clock[64] = "not measured";
+        if (n->clock_rtt_ns > 0)
+            snprintf(clock, sizeof(clock), "%+.3f ms (within %.3f)",
+                     (double)n->clock_offset_ns / 1e6, (double)n->clock_rtt_ns / 2e6);
+        printf("  %-16s  %.8s  %-16s  %-9s  %+7.1fs  %8s  %8lld  %s\n",
+               cli_visible(&v1, n->node ? n->node : "?"), n->id,
+               cli_visible(&v2, n->host ? n->host : "?"), run_record_status(n),
+               (double)(n->start_ns - job->start_ns) / 1e9,
+               fmt_duration(run_record_duration_s(n), dur, sizeof(dur)), (long long)n->samples,
+               clock);
+    }
+    strbuf_release(&v1);
+    strbuf_release(&v2);
+}
+
 static void show_text(const struct run_record *r, const struct show_ctx *c)
 {
     char start[32], dur[32], mem[32], iv[32];
@@ -464,6 +525,8 @@ static void show_text(const struct run_record *r, const struct show_ctx *c)
     for (size_t i = 0; i < r->tags.n; i++)
         printf("tag       %s=%s\n", cli_visible(&v1, r->tags.items[i].key),
                cli_visible(&v2, r->tags.items[i].value));
+    if (run_record_is_job(r))
+        print_nodes(r, &c->nodes);
     show_steps_text(r, &c->ev, &c->steps);
     if (c->findings.n) {
         printf("findings  %u (strobe rules %.8s for every rule's verdict)\n", c->findings.n, r->id);
@@ -514,7 +577,8 @@ static int show_load(struct store *s, const struct run_record *r, struct show_ct
     *c = (struct show_ctx){.s = s, .interval_ns = r->interval_ns};
     if (s->ops->series_query(s, r->id, collect_series, c) < 0 || c->failed ||
         run_events_load(s, r->id, &c->ev) < 0 || step_analysis_run(&c->ev, &c->steps) < 0 ||
-        load_findings(s, r->id, &c->findings) < 0)
+        load_findings(s, r->id, &c->findings) < 0 ||
+        (run_record_is_job(r) && store_job_nodes(s, r->id, &c->nodes) < 0))
         return -1;
     return 0;
 }
@@ -523,6 +587,7 @@ static void show_release(struct show_ctx *c)
 {
     rows_release(c);
     stored_findings_release(&c->findings);
+    run_list_release(&c->nodes);
     step_analysis_release(&c->steps);
     run_events_release(&c->ev);
 }

@@ -6,6 +6,9 @@
 #include <stddef.h>
 
 #include "cli/cli.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "store/job.h"
 
 static int takes_store(const struct cli_ctx *c)
 {
@@ -58,6 +61,21 @@ int cli_parse(struct cli_ctx *c, const struct cli_usage *u, const struct cli_opt
     return -1;
 }
 
+/* A job of many nodes reads as one run through a view of the store
+ * (store/job.h): each command shows every node without knowing of them. */
+static int open_job(struct cli_ctx *c)
+{
+    struct store *view;
+    int rc = store_job_view(c->store, 1, &c->run, &view);
+    if (rc < 0) {
+        log_error("cannot read the nodes of run %s: %s", c->run.id,
+                  c->store->err.len ? c->store->err.buf : err_str(rc));
+        return CLI_EXIT_ERROR;
+    }
+    c->store = view;
+    return -1;
+}
+
 int cli_open(struct cli_ctx *c)
 {
     if (!(c->needs & (CLI_STORE_READ | CLI_STORE_WRITE)))
@@ -67,7 +85,7 @@ int cli_open(struct cli_ctx *c)
         return CLI_EXIT_ERROR;
     if ((c->needs & CLI_RUN) && cli_resolve(c->store, c->args[0], &c->run) < 0)
         return CLI_EXIT_ERROR;
-    return -1;
+    return (c->needs & CLI_RUN) && run_record_is_job(&c->run) ? open_job(c) : -1;
 }
 
 int cli_setup(struct cli_ctx *c, const struct cli_usage *u, const struct cli_option *opts, int argc,

@@ -24,8 +24,14 @@ static uint32_t intern_name(struct event_sink *k, const char *name)
     if (rc < 0)
         return 0;
     if (rc == 1 && strcmp(name, "step") == 0)
-        k->step_name = index + 1;
-    return index + 1;
+        k->step_name = k->name_base + index + 1;
+    return k->name_base + index + 1;
+}
+
+/* The name of id (not 0) */
+static const char *name_of(const struct event_sink *k, uint32_t id)
+{
+    return k->names.s[id - 1 - k->name_base];
 }
 
 /* ---- processes ------------------------------------------------------------ */
@@ -152,7 +158,7 @@ static void put_app_counter(struct event_sink *k, pid_t pid, uint32_t name, int6
         char series_name[EVENT_NAME_BUF], labels[32] = "";
         snprintf(series_name, sizeof(series_name), "%.*s%s",
                  (int)metric_family_prefix_len(METRIC_APP), metric_name(METRIC_APP),
-                 k->names.s[name - 1]);
+                 name_of(k, name));
         if (rank >= 0)
             snprintf(labels, sizeof(labels), "rank=%d", rank);
         if (series_get(k->series, series_name, labels, metric_unit(METRIC_APP), &index) < 0)
@@ -215,7 +221,7 @@ static void append(struct event_sink *k, struct event_stream *s, struct event ev
     k->events++;
     if (k->span_tap && ev.kind == STROBE_EV_COMPLETE && ev.value >= 0)
         k->span_tap(k->tap_arg, s->pid, s->tid, ev.ts_ns, ev.ts_ns + ev.value, ev.name,
-                    ev.name ? k->names.s[ev.name - 1] : "");
+                    ev.name ? name_of(k, ev.name) : "");
 }
 
 /* Spans still open are kept as span-begin events: the end never came. */
@@ -302,7 +308,7 @@ static void on_record(int ring, pid_t pid, pid_t tid, const struct strobe_record
     case STROBE_EV_COUNTER: {
         double v;
         memcpy(&v, &r->value, sizeof(v));
-        const char *n = id ? k->names.s[id - 1] : "";
+        const char *n = id ? name_of(k, id) : "";
         size_t plen = sizeof(EVENT_META_PREFIX) - 1;
         if (strncmp(n, EVENT_META_PREFIX, plen) == 0) {
             set_meta(k, pid, n + plen, v);
@@ -423,6 +429,7 @@ int event_batch_collect(struct event_batch *b, struct event_sink *k)
     if (n) /* both may still be NULL */
         memcpy(b->names, k->names.s + k->names_stored, n * sizeof(*b->names));
     b->names_from = k->names_stored;
+    b->name_base = k->name_base;
     b->names_to = k->names.n;
     for (uint32_t i = 0; i < k->nprocs; i++) {
         if (k->procs[i].stored == k->procs[i].version)
@@ -480,7 +487,8 @@ int event_batch_store(const struct event_batch *b, struct store *s, const char *
 {
     int rc = 0;
     for (uint32_t i = b->names_from; rc == 0 && i < b->names_to; i++)
-        rc = s->ops->event_name_insert(s, run_id, i + 1, b->names[i - b->names_from]);
+        rc = s->ops->event_name_insert(s, run_id, (int64_t)b->name_base + i + 1,
+                                       b->names[i - b->names_from]);
     for (uint32_t i = 0; rc == 0 && i < b->nprocs; i++) {
         const struct event_proc *p = &b->procs[i];
         struct process_record r = {p->pid,        p->ppid,     p->comm[0] ? p->comm : NULL,

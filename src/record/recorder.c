@@ -24,6 +24,8 @@
 #include "common/log.h"
 #include "gpu/dcgm.h"
 #include "gpu/gpu.h"
+#include "store/job.h"
+#include "record/cluster.h"
 #include "record/events.h"
 #include "record/live_rules.h"
 #include "record/runinfo.h"
@@ -38,6 +40,7 @@
 #define FLUSH_INTERVAL_NS    NS_PER_S
 #define LIVE_INTERVAL_NS     NS_PER_S
 #define FINAL_RETRIES        10
+#define CLOCK_EVERY_NS       (60 * NS_PER_S) /* a node's clock against the store's */
 #define FINAL_RETRY_SLEEP_US 300000
 #define DRAIN_INTERVAL_NS    (100 * NS_PER_MS) /* rings are drained at least this often */
 #define DRAIN_MIN_NS         (10 * NS_PER_MS)  /* and at most this often */
@@ -48,6 +51,7 @@ static const int forwarded_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR
 
 struct recorder {
     const struct recorder_opts *o;
+    int job_slot; /* a node of a job: its order of joining (store/job.h) */
     struct store *store;
     struct run_record run;
     struct series_table series;
@@ -141,6 +145,33 @@ static const char *default_name(const struct recorder_opts *o, char *buf, size_t
     return buf;
 }
 
+/* 0 when this run is a node of a job (job filled), 1 when not, negative
+ * after saying why (a bad --join or --node). */
+static int find_job(struct recorder *r, struct cluster_join *job)
+{
+    if (r->o->no_join)
+        return 1;
+    int rc = cluster_join_find(r->o->join_key, r->o->node, r->o->argv, job);
+    if (rc < 0) {
+        log_error("--join and --node each take a non-empty name (--node at most 255 bytes)");
+        return rc;
+    }
+    if (rc == 0 && !(r->run.node = strdup(job->node)))
+        return -ENOMEM;
+    return rc;
+}
+
+/* The node's clock against the store's, before the job starts. */
+static int measure_node_clock(struct recorder *r)
+{
+    int rc = cluster_clock_offset(r->store, CLUSTER_CLOCK_PROBES, &r->run.clock_offset_ns,
+                                  &r->run.clock_rtt_ns);
+    if (rc < 0)
+        log_error("cannot read the clock of store '%s': %s", r->store_shown.buf,
+                  r->store->err.buf);
+    return rc;
+}
+
 static int open_store_and_run(struct recorder *r)
 {
     struct strbuf err;
@@ -168,9 +199,20 @@ static int open_store_and_run(struct recorder *r)
     snprintf(r->run.status, sizeof(r->run.status), "%s", RUN_RUNNING);
     r->run.start_ns = clock_realtime_ns();
     struct store *s = r->store;
+    struct cluster_join job;
+    int in_job = find_job(r, &job);
+    if (in_job < 0) {
+        kv_list_release(&texts);
+        return in_job;
+    }
+    if (in_job == 0 && (rc = measure_node_clock(r)) < 0) {
+        kv_list_release(&texts);
+        return rc;
+    }
     rc = s->ops->begin(s);
     if (rc == 0)
-        rc = s->ops->run_insert(s, &r->run);
+        rc = in_job == 0 ? store_job_join(s, job.key, &r->run, &r->job_slot)
+                         : s->ops->run_insert(s, &r->run);
     for (size_t i = 0; rc == 0 && i < texts.n; i++) {
         const char *v = texts.items[i].value;
         struct run_text_record t = {texts.items[i].key, v, strlen(v), (int64_t)strlen(v)};
@@ -182,6 +224,11 @@ static int open_store_and_run(struct recorder *r)
     if (rc < 0) {
         s->ops->rollback(s);
         log_error("cannot record run in store '%s': %s", r->store_shown.buf, s->err.buf);
+    } else if (in_job == 0) {
+        log_note("node '%s' joined run %s (key %s, from %s); its clock is %+.3f ms from the "
+                 "store's (within %.3f ms)",
+                 job.node, r->run.parent_id, job.key, job.source,
+                 (double)r->run.clock_offset_ns / 1e6, (double)r->run.clock_rtt_ns / 2e6);
     }
     return rc;
 }
@@ -617,6 +664,8 @@ static void fill_counters(struct recorder *r, struct run_record *dst)
     dst->exit_code = r->run.exit_code;
     dst->signal = r->run.signal;
     dst->error = r->run.error; /* borrowed: the batch's run record is never released */
+    dst->clock_offset_ns = r->run.clock_offset_ns;
+    dst->clock_rtt_ns = r->run.clock_rtt_ns;
 }
 
 static size_t pending_bytes(const struct recorder *r)
@@ -973,6 +1022,38 @@ static void record_start_failure(struct recorder *r, int err)
     snprintf(r->run.status, sizeof(r->run.status), "%s", RUN_FAILED);
 }
 
+/* A node that ends brings the job's status and span up to date: the job
+ * ends with its last node, as bad as its worst. */
+static void close_job(struct recorder *r)
+{
+    if (!r->store || !r->run.parent_id)
+        return;
+    struct store *s = r->store;
+    int rc = s->ops->begin(s);
+    if (rc == 0)
+        rc = store_job_rollup(s, r->run.parent_id);
+    if (rc == 0)
+        rc = s->ops->commit(s);
+    if (rc < 0) {
+        s->ops->rollback(s);
+        log_warn("cannot update job %s's status in store '%s': %s", r->run.parent_id,
+                 r->store_shown.buf, s->err.buf);
+        return;
+    }
+    struct rules_options ro = {r->o->rule_interval_ns, r->o->rules, r->o->rule_params};
+    struct strbuf err;
+    strbuf_init(&err);
+    rc = cluster_judge_job(s, r->run.parent_id, &ro, &err);
+    if (rc < 0)
+        log_warn("the rules across the job's nodes did not run: %s; 'strobe rules %.8s --save' "
+                 "runs them",
+                 err.buf, r->run.parent_id);
+    else if (rc == 1)
+        log_note("judged job %s across its nodes: see 'strobe show %.8s'", r->run.parent_id,
+                 r->run.parent_id);
+    strbuf_release(&err);
+}
+
 static void cleanup(struct recorder *r)
 {
     close_gpu(r); /* a no-op unless the run never began */
@@ -981,6 +1062,7 @@ static void cleanup(struct recorder *r)
     if (!r->dcgm_left_running)
         free(r->dcgm);
     writer_stop(&r->writer);
+    close_job(r);
     batch_release(&r->batch);
     sampler_release(&r->sampler);
     proc_tree_release(&r->tree);
@@ -1031,6 +1113,10 @@ int recorder_run(const struct recorder_opts *o)
     int erc = event_sink_open(&r.events, r.run.id, &r.series, &r.tree);
     if (erc < 0)
         log_warn("framework events are off: cannot create shared memory: %s", err_str(erc));
+    if (r.run.parent_id) { /* the nodes' event name ids lie apart */
+        r.events.name_base = (uint32_t)r.job_slot * JOB_NAME_IDS;
+        r.events.names.max = JOB_NAME_IDS;
+    }
     if (open_rules(&r) < 0)
         goto out;
     if (o->torch_profile && erc == 0)
@@ -1050,6 +1136,12 @@ int recorder_run(const struct recorder_opts *o)
         writer_start(&r.writer, r.store) < 0) {
         log_error("out of memory");
         goto out;
+    }
+    if (r.run.parent_id) {
+        r.writer.clock_every_ns = CLOCK_EVERY_NS;
+        r.writer.clock_due_ns = clock_monotonic_ns() + CLOCK_EVERY_NS;
+        r.writer.clock_offset_ns = r.run.clock_offset_ns;
+        r.writer.clock_rtt_ns = r.run.clock_rtt_ns;
     }
     int64_t gpu_interval = o->gpu_interval_ns > 0 ? o->gpu_interval_ns : 100 * NS_PER_MS;
     log_hold_notes(); /* what the run will lack is news only if the job starts */

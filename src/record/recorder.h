@@ -65,6 +65,9 @@ struct recorder_opts {
     const char *const *rule_params; /* --rule-param "Rule.p=v", NULL-terminated; may be NULL */
     int64_t rule_interval_ns;       /* --rule-interval; 0: the default, 10 s */
     const char *torch_profile;      /* --torch-profile "A-B", or NULL */
+    const char *join_key;           /* --join: the job's key (record/cluster.h), or NULL */
+    const char *node;               /* --node: this node's name in the job, or NULL */
+    int no_join;                    /* --no-join: no job, whatever the launcher says */
     char **argv;                    /* the job's command, NULL-terminated */
     char *run_id_out;               /* if not NULL (RUN_ID_LEN + 1 bytes): the run's id, set
                                        once the run is in the store, else left "" */

@@ -5,7 +5,9 @@
 #include <string.h>
 
 #include "common/array.h"
+#include "common/clock.h"
 #include "common/err.h"
+#include "record/cluster.h"
 
 void batch_init(struct batch *b)
 {
@@ -171,10 +173,29 @@ static void take_texts(struct batch *b)
     }
 }
 
+/* A node's clock against the store's, again when due; a failed probe
+ * keeps the last estimate. */
+static void measure_clock(struct writer *w, struct run_record *run)
+{
+    if (!w->clock_every_ns)
+        return;
+    int64_t now = clock_monotonic_ns(), offset, rtt;
+    if (now >= w->clock_due_ns) {
+        w->clock_due_ns = now + w->clock_every_ns;
+        if (cluster_clock_offset(w->store, CLUSTER_CLOCK_PROBES, &offset, &rtt) == 0) {
+            w->clock_offset_ns = offset;
+            w->clock_rtt_ns = rtt;
+        }
+    }
+    run->clock_offset_ns = w->clock_offset_ns;
+    run->clock_rtt_ns = w->clock_rtt_ns;
+}
+
 static int commit_batch(struct writer *w, struct batch *b)
 {
     struct store *s = w->store;
     take_texts(b);
+    measure_clock(w, &b->run);
     int rc = s->ops->begin(s);
     for (uint32_t i = 0; rc == 0 && i < b->ndefs; i++) {
         const struct batch_def *d = &b->defs[i];

@@ -77,6 +77,11 @@ struct writer {
     atomic_int busy;    /* 1 from hand-over until the result is set */
     int stop;
     int64_t *ids; /* store id per series index; 0 until committed */
+    /* a node of a job measures its clock against the store's now and then
+     * (record/cluster.h), on this thread: it owns the connection */
+    int64_t clock_every_ns; /* 0: never */
+    int64_t clock_due_ns;   /* monotonic */
+    int64_t clock_offset_ns, clock_rtt_ns;
     uint32_t ids_cap;
     int started;
 };
