@@ -1,0 +1,182 @@
+#!/usr/bin/python3
+"""Cluster mode: two recorders on this machine act as the two nodes of one
+torchrun-style job (MASTER_ADDR, MASTER_PORT, WORLD_SIZE 4, LOCAL_WORLD_SIZE
+2), each node starting two DDP ranks (gloo), and write one run into a real
+PostgreSQL that the test starts. Rank 3, on node n1, sleeps 40 ms before
+each forward: Straggler must name rank 3 on node n1.
+
+The recorders find the job on their own, from the launcher's variables
+(record/cluster.h): no --join is given. The node runs, the job's status
+and span, the views of both nodes (ls, show, trace, rules) and the clock
+offsets are checked against what the ranks print and what the job was.
+
+The workload is this file run with --node-job K: node K's two ranks,
+started with torch.multiprocessing (Debian's torchrun fails on Python
+3.11), ranks 2K and 2K+1."""
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+
+STEPS = 40
+
+
+def train(local, node):
+    import torch
+    import torch.distributed as dist
+    import torch.nn as nn
+    import torch.nn.functional as F
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    rank = 2 * node + local
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method="env://", rank=rank, world_size=4)
+    torch.manual_seed(0)
+    model = DDP(nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10)))
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    g = torch.Generator().manual_seed(rank)
+    slept = 0.0
+    t0 = time.monotonic()
+    for _ in range(STEPS):
+        x = torch.randn(32, 64, generator=g)
+        y = torch.randint(0, 10, (32,), generator=g)
+        if rank == 3:
+            t = time.monotonic()
+            time.sleep(0.04)
+            slept += time.monotonic() - t
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+    clock = {"rank": rank, "node": f"n{node}", "pid": os.getpid(), "steps": STEPS,
+             "step_ms": (time.monotonic() - t0) / STEPS * 1e3, "sleep_ms": slept / STEPS * 1e3}
+    sys.stdout.write("rank-clock " + json.dumps(clock) + "\n")
+    sys.stdout.flush()
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--node-job"]:
+    import torch.multiprocessing as mp
+    mp.start_processes(train, args=(int(sys.argv[2]),), nprocs=2, join=True, start_method="fork")
+    sys.exit(0)
+
+from strobetest import *  # noqa: E402 (the node job above needs none of it)
+
+why = pg_missing()
+if why:
+    skip("cluster mode against PostgreSQL", why)
+    done()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_node(uri, node, port, *opts):
+    env = dict(example_env(), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE="4",
+               LOCAL_WORLD_SIZE="2", STROBE_STORE=uri)
+    return subprocess.Popen([STROBE, "run", "--no-report", "--name", "cjob", "--node",
+                             f"n{node}", *opts, "--", PYTHON, os.path.abspath(__file__),
+                             "--node-job", str(node)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def clocks_of(stdout):
+    return [json.loads(m) for m in re.findall(r"^rank-clock (.*)$", stdout, re.M)]
+
+
+with pg_server() as uri:
+    port = free_port()
+    started = time.time_ns()
+    procs = [start_node(uri, k, port) for k in (0, 1)]
+    outs = [p.communicate(timeout=240) for p in procs]
+    ended = time.time_ns()
+    clocks = sum((clocks_of(o) for o, _ in outs), [])
+    ok = check("both nodes' recorders ran the job to the end, each with its two ranks",
+               all(p.returncode == 0 for p in procs) and
+               sorted(c["rank"] for c in clocks) == [0, 1, 2, 3],
+               [(p.returncode, e[-800:]) for p, (_, e) in zip(procs, outs)])
+    for k, (_, err) in enumerate(outs):
+        check(f"node n{k} says which job it joined, on which key, from where",
+              re.search(rf"node 'n{k}' joined run [0-9a-f]{{16}} \(key torchrun:127\.0\.0\.1:{port}, "
+                        r"from MASTER_ADDR:MASTER_PORT\)", err) is not None, err[-600:])
+
+    # --- one run: the job, and its nodes under it ------------------------------------
+    p = strobe("ls", "--json", store=uri)
+    runs = json.loads(p.stdout) if p.returncode == 0 else []
+    check("ls lists one run, the job, with its 2 nodes",
+          len(runs) == 1 and runs[0].get("nodes") == 2 and runs[0]["status"] == "finished",
+          runs)
+    p = strobe("ls", "--json", "--nodes", store=uri)
+    every = json.loads(p.stdout) if p.returncode == 0 else []
+    job = runs[0]["id"] if runs else "none"
+    node_runs = sorted((r for r in every if r.get("job") == job), key=lambda r: r["node"])
+    check("ls --nodes lists each node's run under the job",
+          [r["node"] for r in node_runs] == ["n0", "n1"], every)
+    if runs and node_runs:
+        j = runs[0]
+        check("the job's span covers both nodes: first start to last end",
+              j["start_ns"] == min(r["start_ns"] for r in node_runs) and
+              j["end_ns"] == max(r["end_ns"] for r in node_runs) and
+              started <= j["start_ns"] <= j["end_ns"] <= ended, (j, node_runs))
+
+    s = show(uri, job)
+    nodes = s.get("nodes", [])
+    check("show: the job's nodes, each finished, exit 0",
+          [(n["node"], n["status"], n["exit_code"]) for n in nodes] ==
+          [("n0", "finished", 0), ("n1", "finished", 0)], nodes)
+    # both recorders and the server share this machine's clock: the offset
+    # is what the estimate gets wrong, within half its round trip
+    check("show: each node's clock offset against the server's, measured and near 0 here",
+          len(nodes) == 2 and all(n["clock_rtt_ns"] and n["clock_rtt_ns"] > 0 and
+                                  abs(n["clock_offset_ns"]) <= n["clock_rtt_ns"] / 2 + 1e6
+                                  for n in nodes), nodes)
+    metrics = s.get("metrics", {})
+    for k in (0, 1):
+        check(f"show: node n{k}'s series carry node=n{k}",
+              any(f"node=n{k}" in key for key in metrics if key.startswith("cpu.util")),
+              sorted(metrics)[:10])
+    ranks = {(st.get("node"), st.get("rank")) for st in s.get("steps", {}).get("ranks", [])}
+    print(f"# show's ranks: {sorted(ranks, key=str)}")
+
+    # --- the trace: both nodes, four ranks, on one time axis -----------------------
+    trace = os.path.join(TMP, "cluster-trace.json")
+    p = strobe("trace", job, "-o", trace, store=uri)
+    names = []
+    if p.returncode == 0:
+        with open(trace) as f:
+            doc = json.load(f)
+        events = doc["traceEvents"] if isinstance(doc, dict) else doc
+        names = sorted({e["args"]["name"] for e in events
+                        if e.get("ph") == "M" and e.get("name") == "process_name"})
+    check("trace: each node's ranks are processes of their node",
+          sum("@n0" in n or "n0" in n for n in names) >= 2 and
+          sum("@n1" in n or "n1" in n for n in names) >= 2, (p.stderr[-300:], names))
+
+    # --- the rules over both nodes: Straggler names rank 3 on node n1 ------------------
+    p = strobe("rules", "--json", job, store=uri)
+    found = json.loads(p.stdout).get("findings", []) if p.returncode == 0 else []
+    strag = [f for f in found if f["rule"] == "Straggler"]
+    print(f"# Straggler: {[(f['scope'], f['evidence']) for f in strag]}")
+    check("strobe rules on the job: Straggler names rank 3 on node n1",
+          any("rank=3" in f["scope"] and "n1" in f["scope"] for f in strag),
+          (p.stderr[-300:], [(f["rule"], f["scope"]) for f in found]))
+    pid3 = [c["pid"] for c in clocks if c["rank"] == 3]
+    check("its evidence gives rank 3's pid as node n1 numbers it, and the cause off the CPU",
+          any(pid3 and f"(pid {pid3[0]})" in f["evidence"] and "off the CPU" in f["evidence"]
+              for f in strag), (pid3, [f["evidence"] for f in strag]))
+    own = psql(uri, f"SELECT scope FROM findings WHERE run_id = '{job}' AND rule = 'Straggler'")
+    check("the job's own findings, judged across nodes when its last node ended, name rank 3 "
+          "on n1", own.split() == ["node=n1,rank=3"], own)
+    node1 = [r["id"] for r in node_runs if r["node"] == "n1"]
+    local = psql(uri, f"SELECT scope FROM findings WHERE run_id = '{node1[0]}'"
+                      " AND rule = 'Straggler'") if node1 else ""
+    check("node n1's own live rules, which see its two ranks, name rank 3 too",
+          local.split() == ["rank=3"], local)
+
+done()
