@@ -230,7 +230,7 @@ static const char *const statements[ST_COUNT] = {
     [ST_RUN_UPDATE] = "UPDATE runs SET end_ns=$2, last_ns=$3, exit_code=$4, signal=$5, status=$6,"
                       " samples=$7, points=$8, missed=$9, dropped=$10, error=$11, events=$12,"
                       " events_dropped=$13, events_invalid=$14, clock_offset_ns=$15,"
-                      " clock_rtt_ns=$16 WHERE id=$1",
+                      " clock_rtt_ns=$16, start_ns=COALESCE(NULLIF($17, 0), start_ns) WHERE id=$1",
     [ST_SERIES_INSERT] = "INSERT INTO series(run_id, name, labels, unit, meta)"
                          " VALUES($1,$2,$3,$4,$5) RETURNING id",
     [ST_SERIES_META] = "UPDATE series SET meta=$2 WHERE id=$1",
@@ -888,6 +888,7 @@ static int pg_run_update(struct store *base, const struct run_record *r)
     param_int(&p, r->events_dropped);
     param_int(&p, r->events_invalid);
     param_clock(&p, r);
+    param_int(&p, r->start_ns);
     return exec_done((struct pg_store *)base, ST_RUN_UPDATE, &p, "cannot update run");
 }
 

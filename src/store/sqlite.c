@@ -70,7 +70,7 @@ static const char *const statements[ST_COUNT] = {
     [ST_RUN_UPDATE] = "UPDATE runs SET end_ns=?2, last_ns=?3, exit_code=?4, signal=?5, status=?6,"
                       " samples=?7, points=?8, missed=?9, dropped=?10, error=?11, events=?12,"
                       " events_dropped=?13, events_invalid=?14, clock_offset_ns=?15,"
-                      " clock_rtt_ns=?16 WHERE id=?1",
+                      " clock_rtt_ns=?16, start_ns=COALESCE(NULLIF(?17, 0), start_ns) WHERE id=?1",
     [ST_SERIES_INSERT] = "INSERT INTO series(run_id, name, labels, unit, meta)"
                          " VALUES(?1,?2,?3,?4,?5)",
     [ST_SERIES_META] = "UPDATE series SET meta=?2 WHERE id=?1",
@@ -415,6 +415,7 @@ static int sqlite_run_update(struct store *base, const struct run_record *r)
         sqlite3_bind_int64(q, 13, r->events_dropped);
         sqlite3_bind_int64(q, 14, r->events_invalid);
         bind_clock(q, 15, r);
+        sqlite3_bind_int64(q, 17, r->start_ns);
     }
     return step_done(s, q, "cannot update run");
 }

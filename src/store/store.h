@@ -193,7 +193,8 @@ struct store_ops {
     int (*rollback)(struct store *s);
     int (*run_insert)(struct store *s, const struct run_record *r);
     /* Updates the fields that change during a run: end, last, exit, signal,
-     * status, counters, error. */
+     * status, counters, error, clock offset; the start too unless 0 (a
+     * job's start is its first node's). */
     int (*run_update)(struct store *s, const struct run_record *r);
     int (*series_insert)(struct store *s, const char *run_id, const char *name, const char *labels,
                          const char *unit, const char *meta, int64_t *out_id);
