@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
+#include <time.h>
 
 #include "common/clock.h"
 #include "record/runinfo.h"
@@ -207,33 +208,51 @@ int cluster_clock_offset(struct store *s, int probes, int64_t *offset_ns, int64_
 /* ---- the rules across nodes ------------------------------------------------ */
 
 static int judge(struct store *view, struct run_record *job, const struct rules_options *ro,
-                 struct strbuf *err)
+                 int running, struct strbuf *err)
 {
     struct rules_run_info info = {job->start_ns, job->cpu_count, job->mem_total_bytes, job->host,
-                                  0};
+                                  running};
     struct rules_engine *e = NULL;
     int rc = rules_engine_new(ro, &info, &e, err);
     if (rc < 0 || !e)
         return rc;
     rc = rules_replay(view, job, e, err);
-    if (rc == 0 && (rc = rules_save(view, job->id, e, ro->rules ? ro->rules : "all", "offline")) < 0)
+    if (rc == 0 && (rc = rules_save(view, job->id, e, ro->rules ? ro->rules : "all",
+                                    running ? "live" : "offline")) < 0)
         strbuf_addf(err, "cannot store the job's findings: %s", view->err.buf);
     rules_engine_free(e);
     return rc < 0 ? rc : 1;
 }
 
+/* A running job's last sample: its nodes' latest commit (the job's own row
+ * learns it only at the end). */
+static int last_committed(struct store *s, struct run_record *job)
+{
+    struct run_list nodes;
+    int rc = store_job_nodes(s, job->id, &nodes);
+    for (uint32_t i = 0; rc == 0 && i < nodes.n; i++)
+        if (nodes.items[i].last_ns > job->last_ns)
+            job->last_ns = nodes.items[i].last_ns;
+    run_list_release(&nodes);
+    return rc;
+}
+
 int cluster_judge_job(struct store *s, const char *job_id, const struct rules_options *ro,
-                      struct strbuf *err)
+                      int live, struct strbuf *err)
 {
     struct run_record job;
     int rc = store_resolve_run(s, job_id, &job);
+    int running = rc == 0 && strcmp(job.status, RUN_RUNNING) == 0;
     if (rc < 0) {
         strbuf_addf(err, "cannot read job %s: %s", job_id, s->err.buf);
-    } else if (strcmp(job.status, RUN_RUNNING) != 0) {
+    } else if (live || !running) {
+        if (running)
+            rc = last_committed(s, &job);
         struct store *view;
-        rc = store_job_view(s, 0, &job, &view);
+        if (rc == 0)
+            rc = store_job_view(s, 0, &job, &view);
         if (rc == 0) {
-            rc = judge(view, &job, ro, err);
+            rc = judge(view, &job, ro, running, err);
             store_close(view);
         } else {
             strbuf_addf(err, "cannot read job %s's nodes: %s", job_id, s->err.buf);
@@ -241,4 +260,109 @@ int cluster_judge_job(struct store *s, const char *job_id, const struct rules_op
     }
     run_record_release(&job);
     return rc;
+}
+
+/* ---- the judge of a running job ------------------------------------------- */
+
+/* Wait up to ns or until stopped; whether to go on. */
+static int judge_wait(struct job_judge *j, int64_t ns)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    int64_t t = (int64_t)until.tv_sec * NS_PER_S + until.tv_nsec + ns;
+    until.tv_sec = (time_t)(t / NS_PER_S);
+    until.tv_nsec = (long)(t % NS_PER_S);
+    pthread_mutex_lock(&j->lock);
+    while (!j->stop && pthread_cond_timedwait(&j->wake, &j->lock, &until) == 0)
+        ;
+    int go = !j->stop;
+    pthread_mutex_unlock(&j->lock);
+    return go;
+}
+
+static void judge_once(struct job_judge *j, struct store *s, const char *lead_key,
+                       int64_t *period)
+{
+    if (!j->leader && (j->leader = s->ops->try_lead(s, lead_key)) < 0) {
+        j->leader = 0;
+        j->failed++;
+        snprintf(j->error, sizeof(j->error), "cannot take the lead: %s", s->err.buf);
+        return;
+    }
+    if (!j->leader)
+        return;
+    struct strbuf err;
+    strbuf_init(&err);
+    int64_t t0 = clock_monotonic_ns();
+    if (cluster_judge_job(s, j->job_id, j->ro, 1, &err) < 0) {
+        j->failed++;
+        snprintf(j->error, sizeof(j->error), "%s", err.buf);
+    } else {
+        j->judged++;
+    }
+    int64_t took = clock_monotonic_ns() - t0;
+    *period = 10 * took > j->min_period_ns ? 10 * took : j->min_period_ns;
+    strbuf_release(&err);
+}
+
+static void *judge_main(void *arg)
+{
+    struct job_judge *j = arg;
+    struct store *s = NULL;
+    struct strbuf err;
+    strbuf_init(&err);
+    if (store_open(j->store_uri, 0, &s, &err) < 0) {
+        j->failed++;
+        snprintf(j->error, sizeof(j->error), "%s", err.buf);
+        strbuf_release(&err);
+        return NULL;
+    }
+    strbuf_release(&err);
+    char lead_key[64];
+    snprintf(lead_key, sizeof(lead_key), "judge:%s", j->job_id);
+    int64_t period = j->min_period_ns;
+    while (judge_wait(j, period))
+        judge_once(j, s, lead_key, &period);
+    store_close(s); /* ends the session: the lead goes with it */
+    return NULL;
+}
+
+int cluster_judge_start(struct job_judge *j, const char *store_uri, const char *job_id,
+                        const struct rules_options *ro, int64_t min_period_ns)
+{
+    memset(j, 0, sizeof(*j));
+    if (ro->rules && strcmp(ro->rules, "none") == 0)
+        return 0;
+    j->store_uri = store_uri;
+    snprintf(j->job_id, sizeof(j->job_id), "%s", job_id);
+    j->ro = ro;
+    j->min_period_ns = min_period_ns;
+    pthread_mutex_init(&j->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&j->wake, &ca);
+    pthread_condattr_destroy(&ca);
+    int rc = pthread_create(&j->thread, NULL, judge_main, j);
+    if (rc) {
+        pthread_mutex_destroy(&j->lock);
+        pthread_cond_destroy(&j->wake);
+        return -rc;
+    }
+    j->started = 1;
+    return 0;
+}
+
+void cluster_judge_stop(struct job_judge *j)
+{
+    if (!j->started)
+        return;
+    pthread_mutex_lock(&j->lock);
+    j->stop = 1;
+    pthread_cond_signal(&j->wake);
+    pthread_mutex_unlock(&j->lock);
+    pthread_join(j->thread, NULL);
+    pthread_mutex_destroy(&j->lock);
+    pthread_cond_destroy(&j->wake);
+    j->started = 0;
 }

@@ -23,9 +23,10 @@
  *
  * Rules. Each recorder runs the rules over its own node while it records
  * (its findings are its node's). The rules across nodes (Straggler across
- * every rank, LoadBalancing across every node's GPUs) run when the job
- * ends, in the recorder of the node that ends last: it holds a connection
- * already, needs no election, and reads what every node committed.
+ * every rank, LoadBalancing across every node's GPUs) run in the job's
+ * leader while it runs (struct job_judge below), and once more, over the
+ * whole job, in the recorder of the node that ends last. The database is
+ * the only meeting point: no node talks to another.
  *
  * The clock. The store's clock is the database server's: each node
  * measures the offset of its own against it, several probes at a time,
@@ -35,6 +36,7 @@
 #ifndef STROBE_RECORD_CLUSTER_H
 #define STROBE_RECORD_CLUSTER_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include "store/store.h"
@@ -61,14 +63,46 @@ int cluster_clock_offset(struct store *s, int probes, int64_t *offset_ns, int64_
 struct rules_options;
 
 /*
- * Judge the job across its nodes, once none records: the rules replayed
- * over every node's data (store/job.h's view), the findings stored as the
- * job's own. The node that ends last does it (each node's rollup sees the
- * others' final status, so one of them at least finds the job ended); a
- * node that ends while others record leaves it. 1 when judged, 0 when
- * not yet, negative with a one-line reason in err.
+ * Judge the job across its nodes: the rules replayed over every node's data
+ * (store/job.h's view), the findings stored as the job's own. Without
+ * live, only once no node records (1 when judged, 0 when not yet); with
+ * live, now, the verdicts over whole runs left waiting. Negative with a
+ * one-line reason in err.
  */
 int cluster_judge_job(struct store *s, const char *job_id, const struct rules_options *ro,
-                      struct strbuf *err);
+                      int live, struct strbuf *err);
+
+/*
+ * The rules across nodes while the job runs: a thread of each node's
+ * recorder, on a connection of its own, tries for the job's lead (a
+ * PostgreSQL session lock: store_ops.try_lead) once a period. The one
+ * that holds it judges the job live; if its recorder dies, its connection
+ * ends, the lock goes, and another node's thread takes the lead at its
+ * next try. The period is the rule interval, or ten times the last
+ * judgment's length if that is longer: replaying a long job costs more
+ * each time, and the thread keeps to a tenth of a core.
+ */
+struct job_judge {
+    pthread_t thread;
+    int started;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    int stop;
+    const char *store_uri;
+    char job_id[RUN_ID_LEN + 1];
+    const struct rules_options *ro; /* the recorder's: outlives the thread */
+    int64_t min_period_ns;
+    /* read after cluster_judge_stop() */
+    unsigned judged; /* judgments stored */
+    unsigned failed; /* judgments that failed */
+    int leader;      /* whether this node led */
+    char error[256]; /* the last failure's reason */
+};
+
+/* Start the thread (nothing when ro has no rules); 0 or negative. */
+int cluster_judge_start(struct job_judge *j, const char *store_uri, const char *job_id,
+                        const struct rules_options *ro, int64_t min_period_ns);
+/* Stop it (a judgment under way finishes first). */
+void cluster_judge_stop(struct job_judge *j);
 
 #endif

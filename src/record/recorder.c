@@ -52,6 +52,8 @@ static const int forwarded_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR
 struct recorder {
     const struct recorder_opts *o;
     int job_slot; /* a node of a job: its order of joining (store/job.h) */
+    struct rules_options judge_ro; /* the rules across the job's nodes */
+    struct job_judge judge;        /* ... while it runs (record/cluster.h) */
     struct store *store;
     struct run_record run;
     struct series_table series;
@@ -1022,12 +1024,35 @@ static void record_start_failure(struct recorder *r, int err)
     snprintf(r->run.status, sizeof(r->run.status), "%s", RUN_FAILED);
 }
 
+/* The rules across the job's nodes, while it runs, where this node leads. */
+static void start_judge(struct recorder *r)
+{
+    r->judge_ro = (struct rules_options){r->o->rule_interval_ns, r->o->rules, r->o->rule_params};
+    int64_t period = r->o->rule_interval_ns ? r->o->rule_interval_ns : RULES_DEFAULT_INTERVAL_NS;
+    if (cluster_judge_start(&r->judge, r->o->store_uri, r->run.parent_id, &r->judge_ro, period) <
+        0)
+        log_warn("cannot start the thread of the rules across nodes: judged at the job's end only");
+}
+
+/* What the judge of the running job did, once it stopped. */
+static void stop_judge(struct recorder *r)
+{
+    cluster_judge_stop(&r->judge);
+    if (r->judge.failed)
+        log_warn("%u judgments of the rules across nodes failed, the last: %s", r->judge.failed,
+                 r->judge.error);
+    if (r->judge.judged && !r->o->quiet)
+        log_note("this node led the rules across the job's nodes: judged it %u times while it ran",
+                 r->judge.judged);
+}
+
 /* A node that ends brings the job's status and span up to date: the job
  * ends with its last node, as bad as its worst. */
 static void close_job(struct recorder *r)
 {
     if (!r->store || !r->run.parent_id)
         return;
+    stop_judge(r);
     struct store *s = r->store;
     int rc = s->ops->begin(s);
     if (rc == 0)
@@ -1043,7 +1068,7 @@ static void close_job(struct recorder *r)
     struct rules_options ro = {r->o->rule_interval_ns, r->o->rules, r->o->rule_params};
     struct strbuf err;
     strbuf_init(&err);
-    rc = cluster_judge_job(s, r->run.parent_id, &ro, &err);
+    rc = cluster_judge_job(s, r->run.parent_id, &ro, 0, &err);
     if (rc < 0)
         log_warn("the rules across the job's nodes did not run: %s; 'strobe rules %.8s --save' "
                  "runs them",
@@ -1142,6 +1167,7 @@ int recorder_run(const struct recorder_opts *o)
         r.writer.clock_due_ns = clock_monotonic_ns() + CLOCK_EVERY_NS;
         r.writer.clock_offset_ns = r.run.clock_offset_ns;
         r.writer.clock_rtt_ns = r.run.clock_rtt_ns;
+        start_judge(&r);
     }
     int64_t gpu_interval = o->gpu_interval_ns > 0 ? o->gpu_interval_ns : 100 * NS_PER_MS;
     log_hold_notes(); /* what the run will lack is news only if the job starts */

@@ -111,6 +111,7 @@ PASS(runs_where,
      (v->inner, key, value, fn, arg))
 PASS(join_lock, (struct store * base, const char *key), (v->inner, key))
 PASS(clock_ns, (struct store * base, int64_t *out), (v->inner, out))
+PASS(try_lead, (struct store * base, const char *key), (v->inner, key))
 
 /* ---- series: each node's, node=NAME among the labels ---------------------- */
 
@@ -455,6 +456,7 @@ static const struct store_ops view_ops = {
     .runs_where = view_runs_where,
     .join_lock = view_join_lock,
     .clock_ns = view_clock_ns,
+    .try_lead = view_try_lead,
 };
 
 /* "n1,n2,...": the host of a run of several nodes, as an import's */

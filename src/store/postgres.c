@@ -172,6 +172,7 @@ enum {
     ST_RUNS_OF_PARENT,
     ST_RUNS_OF_JOIN_KEY,
     ST_JOIN_LOCK,
+    ST_TRY_LEAD,
     ST_CLOCK,
     ST_ATTRS_OF_RUNS,
     ST_SERIES_OF_RUN,
@@ -249,6 +250,8 @@ static const char *const statements[ST_COUNT] = {
                             " ORDER BY start_ns DESC, id COLLATE \"C\"",
     /* a transaction lock in a key space of strobe's own (the first key) */
     [ST_JOIN_LOCK] = "SELECT pg_advisory_xact_lock(1937010277, hashtext($1))",
+    /* a session lock: held until this connection ends */
+    [ST_TRY_LEAD] = "SELECT pg_try_advisory_lock(1937010278, hashtext($1))::int::int8",
     /* the server's clock now (not the transaction's start), in µs */
     [ST_CLOCK] = "SELECT (extract(epoch from clock_timestamp()) * 1000000)::bigint",
     /* the attributes of a batch of runs ($1 an array of ids), by run */
@@ -1051,6 +1054,19 @@ static int pg_join_lock(struct store *base, const char *key)
     return exec_done((struct pg_store *)base, ST_JOIN_LOCK, &p, "cannot join the run");
 }
 
+static int pg_try_lead(struct store *base, const char *key)
+{
+    struct pg_store *s = (struct pg_store *)base;
+    struct pg_params p = {0};
+    param_text(&p, key);
+    PGresult *res;
+    int rc = exec_stmt(s, ST_TRY_LEAD, &p, "cannot take the lead", &res);
+    if (rc == 0)
+        rc = col_int(res, 0, 0) ? 1 : 0;
+    PQclear(res);
+    return rc;
+}
+
 static int pg_clock_ns(struct store *base, int64_t *out)
 {
     struct pg_store *s = (struct pg_store *)base;
@@ -1634,6 +1650,7 @@ static const struct store_ops pg_ops = {
     .runs_where = pg_runs_where,
     .join_lock = pg_join_lock,
     .clock_ns = pg_clock_ns,
+    .try_lead = pg_try_lead,
 };
 
 /* ---- schema --------------------------------------------------------------- */

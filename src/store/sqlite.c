@@ -618,6 +618,14 @@ static int sqlite_join_lock(struct store *base, const char *key)
     return 0;
 }
 
+/* Nodes that share a file share a machine: each may lead. */
+static int sqlite_try_lead(struct store *base, const char *key)
+{
+    (void)base;
+    (void)key;
+    return 1;
+}
+
 /* A file has no server: its clock is this machine's. */
 static int sqlite_clock_ns(struct store *base, int64_t *out)
 {
@@ -1157,6 +1165,7 @@ static const struct store_ops sqlite_ops = {
     .runs_where = sqlite_runs_where,
     .join_lock = sqlite_join_lock,
     .clock_ns = sqlite_clock_ns,
+    .try_lead = sqlite_try_lead,
 };
 
 static int query_int(struct sqlite_store *s, const char *sql, int64_t *out)

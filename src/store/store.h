@@ -257,6 +257,11 @@ struct store_ops {
     /* The store's clock, ns since the epoch: the database server's, this
      * machine's for a file. */
     int (*clock_ns)(struct store *s, int64_t *out);
+    /* Become the one connection that leads on key (1), or learn another
+     * leads (0). The lead holds until the connection closes, however the
+     * process ends (a PostgreSQL session lock). A file's store has no
+     * sessions: every caller leads. */
+    int (*try_lead)(struct store *s, const char *key);
 };
 
 struct store {

@@ -3,7 +3,8 @@
 torchrun-style job (MASTER_ADDR, MASTER_PORT, WORLD_SIZE 4, LOCAL_WORLD_SIZE
 2), each node starting two DDP ranks (gloo), and write one run into a real
 PostgreSQL that the test starts. Rank 3, on node n1, sleeps 40 ms before
-each forward: Straggler must name rank 3 on node n1.
+each forward: Straggler must name rank 3 on node n1, while the job runs
+(the node that leads judges the job every rule interval) and at its end.
 
 The recorders find the job on their own, from the launcher's variables
 (record/cluster.h): no --join is given. The node runs, the job's status
@@ -21,7 +22,7 @@ import subprocess
 import sys
 import time
 
-STEPS = 40
+STEPS = 250  # about 10 s at rank 3's 40 ms a step: live windows to judge
 
 
 def train(local, node):
@@ -93,7 +94,25 @@ def clocks_of(stdout):
 with pg_server() as uri:
     port = free_port()
     started = time.time_ns()
-    procs = [start_node(uri, k, port) for k in (0, 1)]
+    procs = [start_node(uri, k, port, "--rule-interval", "1s") for k in (0, 1)]
+
+    def live_verdict():
+        """The job's stored Straggler scopes while a node still records."""
+        if all(p.poll() is not None for p in procs):
+            return "ended"
+        rows = psql(uri, "SELECT r.status, c.mode, f.scope FROM runs r"
+                         " JOIN rule_config c ON c.run_id = r.id"
+                         " JOIN findings f ON f.run_id = r.id AND f.rule = 'Straggler'"
+                         " WHERE r.join_key IS NOT NULL")
+        return rows.split() if rows.strip() else None
+
+    seen, deadline = None, time.monotonic() + 120
+    while seen is None and time.monotonic() < deadline:
+        time.sleep(0.3)
+        seen = live_verdict()
+    check("while the job runs, the leading node judges it across nodes: Straggler on rank 3 of n1",
+          seen not in (None, "ended") and seen[0].split("|") == ["running", "live", "node=n1,rank=3"],
+          seen)
     outs = [p.communicate(timeout=240) for p in procs]
     ended = time.time_ns()
     clocks = sum((clocks_of(o) for o, _ in outs), [])
@@ -141,8 +160,6 @@ with pg_server() as uri:
         check(f"show: node n{k}'s series carry node=n{k}",
               any(f"node=n{k}" in key for key in metrics if key.startswith("cpu.util")),
               sorted(metrics)[:10])
-    ranks = {(st.get("node"), st.get("rank")) for st in s.get("steps", {}).get("ranks", [])}
-    print(f"# show's ranks: {sorted(ranks, key=str)}")
 
     # --- the trace: both nodes, four ranks, on one time axis -----------------------
     trace = os.path.join(TMP, "cluster-trace.json")
@@ -170,9 +187,13 @@ with pg_server() as uri:
     check("its evidence gives rank 3's pid as node n1 numbers it, and the cause off the CPU",
           any(pid3 and f"(pid {pid3[0]})" in f["evidence"] and "off the CPU" in f["evidence"]
               for f in strag), (pid3, [f["evidence"] for f in strag]))
-    own = psql(uri, f"SELECT scope FROM findings WHERE run_id = '{job}' AND rule = 'Straggler'")
+    own = psql(uri, f"SELECT c.mode, f.scope FROM findings f JOIN rule_config c USING (run_id)"
+                    f" WHERE run_id = '{job}' AND rule = 'Straggler'")
     check("the job's own findings, judged across nodes when its last node ended, name rank 3 "
-          "on n1", own.split() == ["node=n1,rank=3"], own)
+          "on n1", own.split() == ["offline|node=n1,rank=3"], own)
+    led = sum("led the rules across the job's nodes" in e for _, e in outs)
+    check("one node led the rules across nodes while the job ran", led == 1,
+          [e[-400:] for _, e in outs])
     node1 = [r["id"] for r in node_runs if r["node"] == "n1"]
     local = psql(uri, f"SELECT scope FROM findings WHERE run_id = '{node1[0]}'"
                       " AND rule = 'Straggler'") if node1 else ""
