@@ -198,9 +198,11 @@ static void json_nodes(struct json_writer *jw, const struct run_record *job,
         if (n->clock_rtt_ns > 0) {
             jw_kv_int(jw, "clock_offset_ns", n->clock_offset_ns);
             jw_kv_int(jw, "clock_rtt_ns", n->clock_rtt_ns);
+            jw_kv_int(jw, "clock_shift_ns", n->clock_shift_ns);
         } else {
             jw_kv_null(jw, "clock_offset_ns");
             jw_kv_null(jw, "clock_rtt_ns");
+            jw_kv_null(jw, "clock_shift_ns");
         }
         jw_end(jw);
     }
@@ -448,8 +450,9 @@ static void print_devices(const struct show_ctx *c)
 /* The run's own lines; every stored string through cli_visible: names and
  * tags are checked when recorded, but not in a store another tool wrote,
  * and host, error and app names come from the machine and the job. */
-/* A job's nodes, one a line: the clock is the store's less the node's, and
- * the error of that estimate half its round trip. */
+/* A job's nodes, one a line: the clock is the store's less the node's as
+ * last measured, the error of that estimate half its round trip, and the
+ * shift what the node added to its times (the offset at join). */
 static void print_nodes(const struct run_record *job, const struct run_list *nodes)
 {
     struct strbuf v1, v2;
@@ -460,10 +463,11 @@ static void print_nodes(const struct run_record *job, const struct run_list *nod
            "START", "DURATION", "SAMPLES", "CLOCK (STORE - NODE)");
     for (uint32_t i = 0; i < nodes->n; i++) {
         const struct run_record *n = &nodes->items[i];
-        char dur[32], clock[64] = "not measured";
+        char dur[32], clock[96] = "not measured";
         if (n->clock_rtt_ns > 0)
-            snprintf(clock, sizeof(clock), "%+.3f ms (within %.3f)",
-                     (double)n->clock_offset_ns / 1e6, (double)n->clock_rtt_ns / 2e6);
+            snprintf(clock, sizeof(clock), "%+.3f ms (within %.3f), times shifted %+.3f ms",
+                     (double)n->clock_offset_ns / 1e6, (double)n->clock_rtt_ns / 2e6,
+                     (double)n->clock_shift_ns / 1e6);
         printf("  %-16s  %.8s  %-16s  %-9s  %+7.1fs  %8s  %8lld  %s\n",
                cli_visible(&v1, n->node ? n->node : "?"), n->id,
                cli_visible(&v2, n->host ? n->host : "?"), run_record_status(n),

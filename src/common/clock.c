@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -14,9 +15,24 @@ static int64_t read_clock(clockid_t id)
     return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
 }
 
+/* $STROBE_TEST_CLOCK_SKEW_NS, read once: a test's skew of this process's
+ * wall clock, so that two recorders on one machine act as nodes whose
+ * clocks disagree (cluster mode). 0 without it. */
+static int64_t realtime_skew(void)
+{
+    static _Atomic int64_t skew = INT64_MIN;
+    int64_t v = atomic_load_explicit(&skew, memory_order_relaxed);
+    if (v == INT64_MIN) {
+        const char *e = getenv("STROBE_TEST_CLOCK_SKEW_NS");
+        v = e ? strtoll(e, NULL, 10) : 0;
+        atomic_store_explicit(&skew, v, memory_order_relaxed);
+    }
+    return v;
+}
+
 int64_t clock_realtime_ns(void)
 {
-    return read_clock(CLOCK_REALTIME);
+    return read_clock(CLOCK_REALTIME) + realtime_skew();
 }
 
 int64_t clock_monotonic_ns(void)

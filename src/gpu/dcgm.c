@@ -133,8 +133,9 @@ static int on_values(dcgm_field_entity_group_t group, dcgm_field_eid_t gpu, dcgm
             continue; /* no value yet, or the one already taken */
         d->last_ts[gpu][f] = v[i].ts;
         if (d->nqueue < DCGM_QUEUE_MAX)
-            d->queue[d->nqueue++] = (struct dcgm_value){v[i].ts * 1000, v[i].value.dbl * 100.0,
-                                                        (uint16_t)f, (uint16_t)gpu};
+            d->queue[d->nqueue++] =
+                (struct dcgm_value){v[i].ts * 1000 + d->clock_shift_ns, v[i].value.dbl * 100.0,
+                                    (uint16_t)f, (uint16_t)gpu};
         else
             atomic_fetch_add(&d->dropped, 1);
     }

@@ -92,6 +92,7 @@ struct dcgm_collector {
     dcgmHandle_t handle;
     dcgmFieldGrp_t fields;
     int64_t interval_ns;
+    int64_t clock_shift_ns; /* added to DCGM's timestamps: a job's node is on the store's clock */
     pthread_t thread;
     int started;
     struct stop_gate gate; /* stops the thread, waking its sleep to the next deadline */

@@ -408,7 +408,7 @@ static int read_samples(struct gpu_collector *g, struct gpu_device *d, struct ro
                                                               : (double)s[i].sampleValue.uiVal;
         if (s[i].timeStamp <= *last)
             continue;
-        put(r, metric, d, 0, (int64_t)s[i].timeStamp * 1000, v);
+        put(r, metric, d, 0, (int64_t)s[i].timeStamp * 1000 + g->clock_shift_ns, v);
         *last = s[i].timeStamp;
     }
     return 1;

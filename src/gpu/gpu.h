@@ -130,6 +130,8 @@ struct gpu_collector {
     unsigned ndev;
     int64_t interval_ns;
     int64_t start_mono_ns, start_real_ns;
+    int64_t clock_shift_ns; /* added to the driver's own timestamps: a job's node is on the store's
+                               clock */
     pthread_t thread;
     int started;
     struct stop_gate gate; /* stops the thread, waking its sleep to the next deadline */

@@ -85,9 +85,9 @@ static int torchrun_key(char *const argv[], struct cluster_join *j)
 {
     int wraps = is_torchrun(argv);
     const char *nnodes = wraps ? torchrun_flag(argv, "nnodes") : NULL;
-    int several = several_nodes(nnodes ? nnodes : env("PET_NNODES")) ||
-                  (env_long("WORLD_SIZE") > env_long("LOCAL_WORLD_SIZE") &&
-                   env("LOCAL_WORLD_SIZE"));
+    int several =
+        several_nodes(nnodes ? nnodes : env("PET_NNODES")) ||
+        (env_long("WORLD_SIZE") > env_long("LOCAL_WORLD_SIZE") && env("LOCAL_WORLD_SIZE"));
     if (!several)
         return 1;
     const char *id = env("TORCHELASTIC_RUN_ID");
@@ -237,8 +237,8 @@ static int last_committed(struct store *s, struct run_record *job)
     return rc;
 }
 
-int cluster_judge_job(struct store *s, const char *job_id, const struct rules_options *ro,
-                      int live, struct strbuf *err)
+int cluster_judge_job(struct store *s, const char *job_id, const struct rules_options *ro, int live,
+                      struct strbuf *err)
 {
     struct run_record job;
     int rc = store_resolve_run(s, job_id, &job);
@@ -280,8 +280,7 @@ static int judge_wait(struct job_judge *j, int64_t ns)
     return go;
 }
 
-static void judge_once(struct job_judge *j, struct store *s, const char *lead_key,
-                       int64_t *period)
+static void judge_once(struct job_judge *j, struct store *s, const char *lead_key, int64_t *period)
 {
     if (!j->leader && (j->leader = s->ops->try_lead(s, lead_key)) < 0) {
         j->leader = 0;

@@ -31,7 +31,10 @@
  * The clock. The store's clock is the database server's: each node
  * measures the offset of its own against it, several probes at a time,
  * keeping the one with the shortest round trip (NTP's minimum filter). The
- * error is at most half that round trip.
+ * error is at most half that round trip. The offset at join shifts every
+ * time the node records (the recorder's wall-clock anchor, the GPU
+ * drivers' stamps, the run's start and end), so all views line the nodes
+ * up; later readings (every minute, by the writer) only show drift.
  */
 #ifndef STROBE_RECORD_CLUSTER_H
 #define STROBE_RECORD_CLUSTER_H
@@ -69,8 +72,8 @@ struct rules_options;
  * live, now, the verdicts over whole runs left waiting. Negative with a
  * one-line reason in err.
  */
-int cluster_judge_job(struct store *s, const char *job_id, const struct rules_options *ro,
-                      int live, struct strbuf *err);
+int cluster_judge_job(struct store *s, const char *job_id, const struct rules_options *ro, int live,
+                      struct strbuf *err);
 
 /*
  * The rules across nodes while the job runs: a thread of each node's

@@ -97,7 +97,7 @@ struct app_series {
 struct event_batch {
     char **names; /* copies of the name pointers names_from.. (the strings live in the sink) */
     uint32_t names_from, names_to, names_cap;
-    uint32_t name_base; /* ids are name_base + index + 1 */
+    uint32_t name_base;       /* ids are name_base + index + 1 */
     struct event_proc *procs; /* copies */
     uint32_t nprocs, procs_cap;
     struct event_sealed *first, *last; /* NULL when none */
@@ -121,7 +121,7 @@ struct event_sink {
     struct ring_segment seg;
     struct event_stream *streams; /* seg.ring_count */
     struct strtab names;          /* names.s[id - 1 - name_base], at most names.max */
-    uint32_t name_base; /* 0, or a node's first id less one in a job (store/job.h) */
+    uint32_t name_base;           /* 0, or a node's first id less one in a job (store/job.h) */
     uint32_t names_stored;        /* names.s[0..names_stored) are in the store */
     struct event_proc *procs;
     uint32_t nprocs, procs_cap;

@@ -51,7 +51,7 @@ static const int forwarded_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR
 
 struct recorder {
     const struct recorder_opts *o;
-    int job_slot; /* a node of a job: its order of joining (store/job.h) */
+    int job_slot;                  /* a node of a job: its order of joining (store/job.h) */
     struct rules_options judge_ro; /* the rules across the job's nodes */
     struct job_judge judge;        /* ... while it runs (record/cluster.h) */
     struct store *store;
@@ -163,15 +163,21 @@ static int find_job(struct recorder *r, struct cluster_join *job)
     return rc;
 }
 
-/* The node's clock against the store's, before the job starts. */
+/* The node's clock against the store's, before the job starts; the
+ * offset then shifts every time the node records (record/cluster.h). */
 static int measure_node_clock(struct recorder *r)
 {
     int rc = cluster_clock_offset(r->store, CLUSTER_CLOCK_PROBES, &r->run.clock_offset_ns,
                                   &r->run.clock_rtt_ns);
-    if (rc < 0)
-        log_error("cannot read the clock of store '%s': %s", r->store_shown.buf,
-                  r->store->err.buf);
-    return rc;
+    if (rc < 0) {
+        log_error("cannot read the clock of store '%s': %s", r->store_shown.buf, r->store->err.buf);
+        return rc;
+    }
+    /* every time this node records is on the store's clock from here on:
+     * the views of the job line its nodes up with nothing to undo */
+    r->run.clock_shift_ns = r->run.clock_offset_ns;
+    r->run.start_ns += r->run.clock_shift_ns;
+    return 0;
 }
 
 static int open_store_and_run(struct recorder *r)
@@ -877,7 +883,7 @@ static int is_fault_signal(int sig)
 static int set_outcome(struct recorder *r)
 {
     int st = r->child_status;
-    r->run.end_ns = clock_realtime_ns();
+    r->run.end_ns = clock_realtime_ns() + r->run.clock_shift_ns;
     if (WIFEXITED(st)) {
         r->run.exit_code = WEXITSTATUS(st);
         snprintf(r->run.status, sizeof(r->run.status), "%s",
@@ -1020,7 +1026,7 @@ static void record_start_failure(struct recorder *r, int err)
     log_error("%s", msg.buf);
     r->run.error = strbuf_detach(&msg);
     r->run.exit_code = RECORDER_EXIT_NOEXEC;
-    r->run.end_ns = clock_realtime_ns();
+    r->run.end_ns = clock_realtime_ns() + r->run.clock_shift_ns;
     snprintf(r->run.status, sizeof(r->run.status), "%s", RUN_FAILED);
 }
 
@@ -1029,8 +1035,7 @@ static void start_judge(struct recorder *r)
 {
     r->judge_ro = (struct rules_options){r->o->rule_interval_ns, r->o->rules, r->o->rule_params};
     int64_t period = r->o->rule_interval_ns ? r->o->rule_interval_ns : RULES_DEFAULT_INTERVAL_NS;
-    if (cluster_judge_start(&r->judge, r->o->store_uri, r->run.parent_id, &r->judge_ro, period) <
-        0)
+    if (cluster_judge_start(&r->judge, r->o->store_uri, r->run.parent_id, &r->judge_ro, period) < 0)
         log_warn("cannot start the thread of the rules across nodes: judged at the job's end only");
 }
 
@@ -1189,7 +1194,8 @@ int recorder_run(const struct recorder_opts *o)
         goto out;
     }
     r.start_mono_ns = clock_monotonic_ns();
-    r.start_real_ns = clock_realtime_ns();
+    r.start_real_ns = clock_realtime_ns() + r.run.clock_shift_ns;
+    r.gpu->clock_shift_ns = r.dcgm->clock_shift_ns = r.run.clock_shift_ns;
     r.last_flush_ns = r.last_live_ns = r.start_mono_ns;
     proc_tree_set_root(&r.tree, r.child);
     event_sink_start(&r.events, r.start_mono_ns, r.start_real_ns, r.child);

@@ -84,7 +84,8 @@ static void key_who(const struct rule_ctx *c, char *out, size_t cap, const struc
  * apart (store/job.h, JOB_PID_SHIFT); Linux pids stay below 2^22. */
 static int64_t node_pid(const struct rule_ctx *c, const struct rank_key *k, int64_t pid)
 {
-    return *rules_node_name(c->eng, k->node) && pid > 0 ? pid & ((INT64_C(1) << JOB_PID_SHIFT) - 1) : pid;
+    return *rules_node_name(c->eng, k->node) && pid > 0 ? pid & ((INT64_C(1) << JOB_PID_SHIFT) - 1)
+                                                        : pid;
 }
 
 /* For a rule that judges training steps: at the end of a run without any,
@@ -610,8 +611,8 @@ static void straggler_fire(struct rule_ctx *c, const struct rank_set *s,
     rule_fire_range(c, t0, t1, scope, ev,
                     "%s (pid %lld) works %.0f %% longer per step than the others (median "
                     "%.1f ms against %.1f ms, waiting excluded) %s; likely cause: %s",
-                    who, (long long)node_pid(c, &r->key, r->pid), v->lag_pct, v->work_ns / 1e6, v->ref_ns / 1e6, span,
-                    cause);
+                    who, (long long)node_pid(c, &r->key, r->pid), v->lag_pct, v->work_ns / 1e6,
+                    v->ref_ns / 1e6, span, cause);
 }
 
 static void straggler_window(struct rule_ctx *c, const struct rule_window *w, void *p)

@@ -115,8 +115,9 @@ static int job_takes(struct store *s, const struct run_record *job, const char *
             named = 1;
             if (node_live(n)) {
                 strbuf_reset(&s->err);
-                strbuf_addf(&s->err, "node '%s' is recording in run %s already (give each node "
-                                     "its own --node)",
+                strbuf_addf(&s->err,
+                            "node '%s' is recording in run %s already (give each node "
+                            "its own --node)",
                             name, job->id);
                 rc = -STROBE_EEXIST;
             }

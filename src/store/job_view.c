@@ -85,8 +85,7 @@ PASS(event_block_insert,
      (struct store * base, const char *run_id, const struct event_block_record *b),
      (v->inner, run_id, b))
 PASS(rules_clear, (struct store * base, const char *run_id), (v->inner, run_id))
-PASS(rule_config_put,
-     (struct store * base, const char *run_id, const struct rule_config_record *c),
+PASS(rule_config_put, (struct store * base, const char *run_id, const struct rule_config_record *c),
      (v->inner, run_id, c))
 PASS(rule_result_insert,
      (struct store * base, const char *run_id, const struct rule_result_record *r),
@@ -106,8 +105,7 @@ PASS(blocks_range_query,
      (struct store * base, int64_t id, int64_t from, int64_t to, block_want_fn *want, block_fn *fn,
       void *arg),
      (v->inner, id, from, to, want, fn, arg))
-PASS(runs_where,
-     (struct store * base, enum run_key key, const char *value, run_fn *fn, void *arg),
+PASS(runs_where, (struct store * base, enum run_key key, const char *value, run_fn *fn, void *arg),
      (v->inner, key, value, fn, arg))
 PASS(join_lock, (struct store * base, const char *key), (v->inner, key))
 PASS(clock_ns, (struct store * base, int64_t *out), (v->inner, out))
@@ -204,8 +202,8 @@ static int view_series_query(struct store *base, const char *run_id, series_fn *
     for (uint32_t i = 0; rc == 0 && i < v->nodes.n; i++) {
         g.node = v->nodes.items[i].node ? v->nodes.items[i].node : "";
         g.index = i;
-        rc = synced(v, v->inner->ops->series_query(v->inner, v->nodes.items[i].id, gather_series,
-                                                   &g));
+        rc = synced(v,
+                    v->inner->ops->series_query(v->inner, v->nodes.items[i].id, gather_series, &g));
     }
     if (rc == 0 && g.n > 1)
         qsort(g.items, g.n, sizeof(*g.items), series_order);
@@ -357,8 +355,8 @@ static int view_processes_query(struct store *base, const char *run_id, process_
     int rc = 0;
     for (uint32_t i = 0; rc == 0 && i < v->nodes.n; i++) {
         struct node_pass n = {(void *)fn, arg, i, v->nodes.items[i].node};
-        rc = synced(v, v->inner->ops->processes_query(v->inner, v->nodes.items[i].id,
-                                                      node_process, &n));
+        rc = synced(
+            v, v->inner->ops->processes_query(v->inner, v->nodes.items[i].id, node_process, &n));
     }
     return rc;
 }
@@ -381,8 +379,8 @@ static int view_event_blocks_query(struct store *base, const char *run_id, int64
 {
     struct job_view *v = view_of(base);
     if (!is_job(v, run_id))
-        return synced(v, v->inner->ops->event_blocks_query(v->inner, run_id, from_ns, to_ns, fn,
-                                                           arg));
+        return synced(v,
+                      v->inner->ops->event_blocks_query(v->inner, run_id, from_ns, to_ns, fn, arg));
     int rc = 0;
     for (uint32_t i = 0; rc == 0 && i < v->nodes.n; i++) {
         struct node_pass n = {(void *)fn, arg, i, v->nodes.items[i].node};
@@ -402,8 +400,8 @@ static int view_findings_query(struct store *base, const char *run_id, finding_r
         return rc;
     for (uint32_t i = 0; rc == 0 && i < v->nodes.n; i++) {
         struct node_pass n = {(void *)fn, arg, i, v->nodes.items[i].node};
-        rc = synced(v, v->inner->ops->findings_query(v->inner, v->nodes.items[i].id, node_finding,
-                                                     &n));
+        rc = synced(
+            v, v->inner->ops->findings_query(v->inner, v->nodes.items[i].id, node_finding, &n));
     }
     return rc;
 }

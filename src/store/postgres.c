@@ -214,7 +214,7 @@ enum {
     " git_dirty, python_version, torch_version, interval_ns, samples, points, missed, dropped,"    \
     " recorder_pid, strobe_version, error, events, events_dropped, events_invalid, workload,"      \
     " recorder_boot_id, recorder_pid_ns, recorder_time_ns, recorder_start_ticks, parent_id, node," \
-    " join_key, clock_offset_ns, clock_rtt_ns"
+    " join_key, clock_offset_ns, clock_rtt_ns, clock_shift_ns"
 
 /* INSERT OR REPLACE of sqlite.c becomes ON CONFLICT(key) DO UPDATE. */
 static const char *const statements[ST_COUNT] = {
@@ -223,9 +223,10 @@ static const char *const statements[ST_COUNT] = {
         " cpu_count, mem_total_bytes, start_ns, status, git_commit, git_dirty, python_version,"
         " torch_version, interval_ns, recorder_pid, strobe_version, exit_code, signal, end_ns,"
         " last_ns, error, workload, recorder_boot_id, recorder_pid_ns, recorder_time_ns,"
-        " recorder_start_ticks, parent_id, node, join_key, clock_offset_ns, clock_rtt_ns)"
+        " recorder_start_ticks, parent_id, node, join_key, clock_offset_ns, clock_rtt_ns,"
+        " clock_shift_ns)"
         " VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,"
-        " $22,$23,$24,$25,$26,$27,$28,$29,$30,$31,$32,$33,$34,$35)",
+        " $22,$23,$24,$25,$26,$27,$28,$29,$30,$31,$32,$33,$34,$35,$36)",
     [ST_ATTR_PUT] = "INSERT INTO run_attrs(run_id, kind, key, value) VALUES($1,$2,$3,$4)"
                     " ON CONFLICT(run_id, kind, key) DO UPDATE SET value=excluded.value",
     [ST_RUN_UPDATE] = "UPDATE runs SET end_ns=$2, last_ns=$3, exit_code=$4, signal=$5, status=$6,"
@@ -863,6 +864,7 @@ static int pg_run_insert(struct store *base, const struct run_record *r)
     param_text(&p, r->node);
     param_text(&p, r->join_key);
     param_clock(&p, r);
+    param_int_or_null(&p, r->clock_shift_ns, r->clock_shift_ns == 0);
     int rc = exec_done(s, ST_RUN_INSERT, &p, "cannot record run");
     if (rc == 0)
         rc = put_attrs(s, r->id, "tag", &r->tags);
@@ -947,6 +949,7 @@ static void read_run_row(const PGresult *res, int i, struct run_record *r)
     r->join_key = col_dup(res, i, 39);
     r->clock_offset_ns = col_int(res, i, 40);
     r->clock_rtt_ns = col_int(res, i, 41);
+    r->clock_shift_ns = col_int(res, i, 42);
 }
 
 /* The attributes of runs [from, to) of res (a runs query) in one query:
@@ -1044,7 +1047,8 @@ static int pg_runs_where(struct store *base, enum run_key key, const char *value
                          void *arg)
 {
     return query_runs((struct pg_store *)base,
-                      key == RUNS_OF_PARENT ? ST_RUNS_OF_PARENT : ST_RUNS_OF_JOIN_KEY, value, fn, arg);
+                      key == RUNS_OF_PARENT ? ST_RUNS_OF_PARENT : ST_RUNS_OF_JOIN_KEY, value, fn,
+                      arg);
 }
 
 static int pg_join_lock(struct store *base, const char *key)

@@ -118,6 +118,7 @@ static const char *const schema_migrations[SCHEMA_VERSION] = {
     "ALTER TABLE runs ADD COLUMN join_key TEXT;"        /* what the nodes joined on, on the job's */
     "ALTER TABLE runs ADD COLUMN clock_offset_ns INTEGER;" /* the store's clock less the node's */
     "ALTER TABLE runs ADD COLUMN clock_rtt_ns INTEGER;" /* round trip of that estimate */
+    "ALTER TABLE runs ADD COLUMN clock_shift_ns INTEGER;" /* what the node added to its times */
     "CREATE INDEX runs_by_parent ON runs(parent_id, node);"
     "CREATE INDEX runs_by_join_key ON runs(join_key, start_ns);",
 };

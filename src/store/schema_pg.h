@@ -125,7 +125,8 @@ static const struct pg_migration pg_migrations[] = {
     {6,
     "ALTER TABLE runs ADD COLUMN parent_id TEXT,"
     " ADD COLUMN node TEXT, ADD COLUMN join_key TEXT,"
-    " ADD COLUMN clock_offset_ns BIGINT, ADD COLUMN clock_rtt_ns BIGINT;"
+    " ADD COLUMN clock_offset_ns BIGINT, ADD COLUMN clock_rtt_ns BIGINT,"
+    " ADD COLUMN clock_shift_ns BIGINT;"
     "CREATE INDEX runs_by_parent ON runs(parent_id, node);"
     "CREATE INDEX runs_by_join_key ON runs(join_key, start_ns);"},
 };

@@ -62,9 +62,10 @@ static const char *const statements[ST_COUNT] = {
         " cpu_count, mem_total_bytes, start_ns, status, git_commit, git_dirty, python_version,"
         " torch_version, interval_ns, recorder_pid, strobe_version, exit_code, signal, end_ns,"
         " last_ns, error, workload, recorder_boot_id, recorder_pid_ns, recorder_time_ns,"
-        " recorder_start_ticks, parent_id, node, join_key, clock_offset_ns, clock_rtt_ns)"
+        " recorder_start_ticks, parent_id, node, join_key, clock_offset_ns, clock_rtt_ns,"
+        " clock_shift_ns)"
         " VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,"
-        " ?22,?23,?24,?25,?26,?27,?28,?29,?30,?31,?32,?33,?34,?35)",
+        " ?22,?23,?24,?25,?26,?27,?28,?29,?30,?31,?32,?33,?34,?35,?36)",
     [ST_ATTR_INSERT] = "INSERT OR REPLACE INTO run_attrs(run_id, kind, key, value)"
                        " VALUES(?1,?2,?3,?4)",
     [ST_RUN_UPDATE] = "UPDATE runs SET end_ns=?2, last_ns=?3, exit_code=?4, signal=?5, status=?6,"
@@ -86,7 +87,7 @@ static const char *const statements[ST_COUNT] = {
     " git_dirty, python_version, torch_version, interval_ns, samples, points, missed, dropped,"    \
     " recorder_pid, strobe_version, error, events, events_dropped, events_invalid, workload,"      \
     " recorder_boot_id, recorder_pid_ns, recorder_time_ns, recorder_start_ticks, parent_id, node," \
-    " join_key, clock_offset_ns, clock_rtt_ns"
+    " join_key, clock_offset_ns, clock_rtt_ns, clock_shift_ns"
     [ST_RUNS_ALL] = "SELECT " RUN_COLUMNS " FROM runs ORDER BY start_ns DESC, id",
     [ST_RUNS_OF_PARENT] =
         "SELECT " RUN_COLUMNS " FROM runs WHERE parent_id=?1 ORDER BY start_ns DESC, id",
@@ -384,6 +385,7 @@ static int sqlite_run_insert(struct store *base, const struct run_record *r)
         bind_text(q, 32, r->node);
         bind_text(q, 33, r->join_key);
         bind_clock(q, 34, r);
+        bind_int_or_null(q, 36, r->clock_shift_ns, r->clock_shift_ns == 0);
     }
     int rc = step_done(s, q, "cannot record run");
     if (rc == 0)
@@ -545,6 +547,7 @@ static void read_run_row(sqlite3_stmt *q, struct run_record *r)
     r->join_key = col_dup(q, 39);
     r->clock_offset_ns = sqlite3_column_int64(q, 40);
     r->clock_rtt_ns = sqlite3_column_int64(q, 41);
+    r->clock_shift_ns = sqlite3_column_int64(q, 42);
 }
 
 static int read_attrs(struct sqlite_store *s, struct run_record *r)
@@ -598,8 +601,8 @@ static int query_runs(struct sqlite_store *s, int which, const char *value, run_
 
 static int sqlite_runs_query(struct store *base, const char *experiment, run_fn *fn, void *arg)
 {
-    return query_runs((struct sqlite_store *)base,
-                      experiment ? ST_RUNS_EXPERIMENT : ST_RUNS_ALL, experiment, fn, arg);
+    return query_runs((struct sqlite_store *)base, experiment ? ST_RUNS_EXPERIMENT : ST_RUNS_ALL,
+                      experiment, fn, arg);
 }
 
 static int sqlite_runs_where(struct store *base, enum run_key key, const char *value, run_fn *fn,
@@ -1220,14 +1223,15 @@ static int check_version(struct sqlite_store *s, int64_t *version)
 static int read_old_as_current(struct sqlite_store *s, int64_t version)
 {
     strbuf_reset(&s->base.err);
-    return exec_sql(s, version == 4 ? "CREATE TEMP VIEW runs AS SELECT *, NULL AS recorder_boot_id,"
-                                      " NULL AS recorder_pid_ns, NULL AS recorder_time_ns,"
-                                      " NULL AS recorder_start_ticks, NULL AS parent_id,"
-                                      " NULL AS node, NULL AS join_key, NULL AS clock_offset_ns,"
-                                      " NULL AS clock_rtt_ns FROM main.runs"
-                                    : "CREATE TEMP VIEW runs AS SELECT *, NULL AS parent_id,"
-                                      " NULL AS node, NULL AS join_key, NULL AS clock_offset_ns,"
-                                      " NULL AS clock_rtt_ns FROM main.runs");
+    return exec_sql(s, version == 4
+                           ? "CREATE TEMP VIEW runs AS SELECT *, NULL AS recorder_boot_id,"
+                             " NULL AS recorder_pid_ns, NULL AS recorder_time_ns,"
+                             " NULL AS recorder_start_ticks, NULL AS parent_id,"
+                             " NULL AS node, NULL AS join_key, NULL AS clock_offset_ns,"
+                             " NULL AS clock_rtt_ns, NULL AS clock_shift_ns FROM main.runs"
+                           : "CREATE TEMP VIEW runs AS SELECT *, NULL AS parent_id,"
+                             " NULL AS node, NULL AS join_key, NULL AS clock_offset_ns,"
+                             " NULL AS clock_rtt_ns, NULL AS clock_shift_ns FROM main.runs");
 }
 
 static int migrate(struct sqlite_store *s, int readonly)

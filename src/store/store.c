@@ -72,8 +72,8 @@ void run_record_release(struct run_record *r)
     char **strings[] = {
         &r->name,           &r->experiment,    &r->workload,       &r->command_json, &r->cwd,
         &r->user,           &r->host,          &r->kernel,         &r->cpu_model,    &r->git_commit,
-        &r->python_version, &r->torch_version, &r->strobe_version, &r->error,
-        &r->parent_id,      &r->node,          &r->join_key};
+        &r->python_version, &r->torch_version, &r->strobe_version, &r->error,        &r->parent_id,
+        &r->node,           &r->join_key};
     for (size_t i = 0; i < ARRAY_SIZE(strings); i++)
         free(*strings[i]);
     kv_list_release(&r->tags);

@@ -82,8 +82,9 @@ struct run_record {
     /* cluster mode (record/cluster.h): a node's part of a job has the job's
      * run as parent and its node's name; the job's run has the join key */
     char *parent_id, *node, *join_key; /* NULL outside cluster mode */
-    int64_t clock_offset_ns; /* the store's clock less the node's; on a node's run */
-    int64_t clock_rtt_ns;    /* the round trip it was measured with; 0: not measured */
+    int64_t clock_offset_ns;           /* the store's clock less the node's; on a node's run */
+    int64_t clock_rtt_ns;              /* the round trip it was measured with; 0: not measured */
+    int64_t clock_shift_ns;            /* what the node added to its times: the offset at join */
 };
 
 void run_record_init(struct run_record *r);

@@ -78,9 +78,14 @@ def free_port():
         return s.getsockname()[1]
 
 
+SKEW_NS = 700_000_000  # node n1's wall clock runs 0.7 s ahead of the server's
+
+
 def start_node(uri, node, port, *opts):
     env = dict(example_env(), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE="4",
                LOCAL_WORLD_SIZE="2", STROBE_STORE=uri)
+    if node == 1:  # the recorder's clock only: the ranks, and the server, keep the true one
+        env["STROBE_TEST_CLOCK_SKEW_NS"] = str(SKEW_NS)
     return subprocess.Popen([STROBE, "run", "--no-report", "--name", "cjob", "--node",
                              f"n{node}", *opts, "--", PYTHON, os.path.abspath(__file__),
                              "--node-job", str(node)],
@@ -149,12 +154,24 @@ with pg_server() as uri:
     check("show: the job's nodes, each finished, exit 0",
           [(n["node"], n["status"], n["exit_code"]) for n in nodes] ==
           [("n0", "finished", 0), ("n1", "finished", 0)], nodes)
-    # both recorders and the server share this machine's clock: the offset
-    # is what the estimate gets wrong, within half its round trip
-    check("show: each node's clock offset against the server's, measured and near 0 here",
+    # the server shares this machine's clock: n0's offset is what the
+    # estimate gets wrong, within half its round trip (and a millisecond of
+    # scheduling); n1's is minus its skew, to the same error
+    want = {"n0": 0, "n1": -SKEW_NS}
+    check("show: each node's clock offset against the server's, n1's 0.7 s behind",
           len(nodes) == 2 and all(n["clock_rtt_ns"] and n["clock_rtt_ns"] > 0 and
-                                  abs(n["clock_offset_ns"]) <= n["clock_rtt_ns"] / 2 + 1e6
-                                  for n in nodes), nodes)
+                                  abs(n["clock_offset_ns"] - want[n["node"]]) <=
+                                  n["clock_rtt_ns"] / 2 + 1e6 and
+                                  abs(n["clock_shift_ns"] - want[n["node"]]) <=
+                                  n["clock_rtt_ns"] / 2 + 1e6 for n in nodes), nodes)
+    # the nodes started together and met in the ranks' last barrier: on the
+    # store's clock their runs line up, where n1's own clock says 0.7 s later
+    if len(node_runs) == 2:
+        a, b = node_runs
+        check("the nodes' runs line up on the store's clock: starts and ends within 0.3 s",
+              abs(a["start_ns"] - b["start_ns"]) < 300_000_000 and
+              abs(a["end_ns"] - b["end_ns"]) < 300_000_000,
+              (b["start_ns"] - a["start_ns"], b["end_ns"] - a["end_ns"]))
     metrics = s.get("metrics", {})
     for k in (0, 1):
         check(f"show: node n{k}'s series carry node=n{k}",

@@ -13,12 +13,27 @@
 /* Every variable the launchers set, cleared: a test sets its own. */
 static void clear_launchers(void)
 {
-    static const char *const vars[] = {
-        "TORCHELASTIC_RUN_ID", "PET_RDZV_ID", "PET_NNODES", "MASTER_ADDR", "MASTER_PORT",
-        "WORLD_SIZE", "LOCAL_WORLD_SIZE", "SLURM_JOB_ID", "SLURM_STEP_ID", "SLURM_NTASKS",
-        "SLURM_NNODES", "SLURM_JOB_NUM_NODES", "SLURM_LOCALID", "SM_HOSTS", "SM_CURRENT_HOST",
-        "TRAINING_JOB_NAME", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE",
-        "OMPI_COMM_WORLD_LOCAL_RANK", "PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid"};
+    static const char *const vars[] = {"TORCHELASTIC_RUN_ID",
+                                       "PET_RDZV_ID",
+                                       "PET_NNODES",
+                                       "MASTER_ADDR",
+                                       "MASTER_PORT",
+                                       "WORLD_SIZE",
+                                       "LOCAL_WORLD_SIZE",
+                                       "SLURM_JOB_ID",
+                                       "SLURM_STEP_ID",
+                                       "SLURM_NTASKS",
+                                       "SLURM_NNODES",
+                                       "SLURM_JOB_NUM_NODES",
+                                       "SLURM_LOCALID",
+                                       "SM_HOSTS",
+                                       "SM_CURRENT_HOST",
+                                       "TRAINING_JOB_NAME",
+                                       "OMPI_COMM_WORLD_SIZE",
+                                       "OMPI_COMM_WORLD_LOCAL_SIZE",
+                                       "OMPI_COMM_WORLD_LOCAL_RANK",
+                                       "PMIX_NAMESPACE",
+                                       "OMPI_MCA_ess_base_jobid"};
     for (size_t i = 0; i < ARRAY_SIZE(vars); i++)
         unsetenv(vars[i]);
 }
@@ -87,7 +102,7 @@ TEST(torchrun_keys)
     ASSERT_EQ_INT(cluster_join_find(NULL, NULL, wrap, &j), 0);
     ASSERT_EQ_STR(j.key, "torchrun:job9");
     char *module[] = {"/usr/bin/python3", "-m", "torch.distributed.run", "--nnodes", "1:4",
-                      "--master-addr", "h0", "--master-port=1234", "train.py", NULL};
+                      "--master-addr",    "h0", "--master-port=1234",    "train.py", NULL};
     ASSERT_EQ_INT(cluster_join_find(NULL, NULL, module, &j), 0);
     ASSERT_EQ_STR(j.key, "torchrun:h0:1234");
     char *single[] = {"torchrun", "--nnodes", "1", "--rdzv-id", "x", "train.py", NULL};

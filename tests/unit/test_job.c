@@ -240,9 +240,8 @@ TEST(the_view_reads_a_job_as_one_run)
     ASSERT_EQ_INT(v->ops->series_query(v, job.id, count_series, &got), 0);
     ASSERT_EQ_STR(got.buf, "proc.cpu{node=a,pid=7};proc.cpu{node=b%2Cc,pid=4194311};");
     int64_t id = 0;
-    ASSERT_EQ_INT(v->ops->series_find(v, job.id, "proc.cpu", "node=b%2Cc,pid=4194311", found_one,
-                                      &id),
-                  0);
+    ASSERT_EQ_INT(
+        v->ops->series_find(v, job.id, "proc.cpu", "node=b%2Cc,pid=4194311", found_one, &id), 0);
     ASSERT_EQ_INT(id, ids[1]);
     ASSERT_EQ_INT(v->ops->series_find(v, job.id, "proc.cpu", "node=z,pid=7", found_one, &id),
                   -STROBE_ENOTFOUND);
