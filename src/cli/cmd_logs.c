@@ -41,15 +41,30 @@ struct logs_ctx {
     int found;
 };
 
+/* A job's texts are each node's, KIND@NODE (store/job.h): KIND alone
+ * gives every node's, each under a header as tail(1) writes them. */
+static const char *node_of_text(const char *kind, const char *want)
+{
+    size_t n = strlen(want);
+    return strncmp(kind, want, n) == 0 && kind[n] == '@' ? kind + n + 1 : NULL;
+}
+
 static int print_text(const struct run_text_record *t, void *arg)
 {
     struct logs_ctx *c = arg;
+    const char *node;
     if (!c->kind) {
         printf("%-12s %10lld bytes%s\n", t->kind, (long long)t->bytes,
                t->bytes > (int64_t)t->len ? " (cut: the start and the end kept)" : "");
         c->found++;
     } else if (strcmp(t->kind, c->kind) == 0) {
         fwrite(t->data, 1, t->len, stdout);
+        c->found++;
+    } else if ((node = node_of_text(t->kind, c->kind))) {
+        printf("%s==> node %s <==\n", c->found ? "\n" : "", node);
+        fwrite(t->data, 1, t->len, stdout);
+        if (t->len && t->data[t->len - 1] != '\n')
+            putchar('\n');
         c->found++;
     }
     return 0;
@@ -142,7 +157,8 @@ int cmd_logs(struct cli_ctx *cli, int argc, char **argv)
     const struct cli_option opts[] = {
         CLI_OPT_CALLBACK(0, "stderr", &c.kind, NULL, "the job's stderr", kind_stderr),
         CLI_OPT_STRING(0, "kind", &c.kind, "KIND",
-                       "another text: stdout, stderr, packages, lscpu, nvidia-smi"),
+                       "another text: stdout, stderr, packages, lscpu, nvidia-smi;\n"
+                       "of a job's node, KIND@NODE (stdout@n1)"),
         CLI_OPT_CALLBACK(0, "list", &c.kind, NULL, "the texts the run has, with their sizes",
                          kind_list),
         CLI_OPT_FLAG('f', "follow", &follow_on,

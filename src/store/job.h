@@ -23,8 +23,9 @@
  * view over the store lists each node's series with node=NAME among its
  * labels, each node's processes with "@NAME" after the comm and pid
  * (slot << 22) + pid, every node's event blocks and names, and each node's
- * findings with node=NAME in front of their scope. The run's host is the
- * comma list of its nodes. Everything else passes through.
+ * findings with node=NAME in front of their scope, each node's texts as
+ * KIND@NAME ("stdout@n1"). The run's host is the comma list of its nodes.
+ * Everything else passes through.
  */
 #ifndef STROBE_STORE_JOB_H
 #define STROBE_STORE_JOB_H

@@ -99,8 +99,6 @@ PASS(rule_results_query, (struct store * base, const char *run_id, rule_result_f
      (v->inner, run_id, fn, arg))
 PASS(run_text_put, (struct store * base, const char *run_id, const struct run_text_record *t),
      (v->inner, run_id, t))
-PASS(run_texts_query, (struct store * base, const char *run_id, run_text_fn *fn, void *arg),
-     (v->inner, run_id, fn, arg))
 PASS(blocks_range_query,
      (struct store * base, int64_t id, int64_t from, int64_t to, block_want_fn *want, block_fn *fn,
       void *arg),
@@ -386,6 +384,34 @@ static int view_event_blocks_query(struct store *base, const char *run_id, int64
         struct node_pass n = {(void *)fn, arg, i, v->nodes.items[i].node};
         rc = synced(v, v->inner->ops->event_blocks_query(v->inner, v->nodes.items[i].id, from_ns,
                                                          to_ns, node_event_block, &n));
+    }
+    return rc;
+}
+
+static int node_text(const struct run_text_record *t, void *arg)
+{
+    struct node_pass *n = arg;
+    struct strbuf kind;
+    strbuf_init(&kind);
+    strbuf_addf(&kind, "%s@%s", t->kind, n->node);
+    struct run_text_record out = *t;
+    out.kind = kind.buf;
+    int rc = strbuf_failed(&kind) ? -ENOMEM : ((run_text_fn *)n->fn)(&out, n->arg);
+    strbuf_release(&kind);
+    return rc;
+}
+
+/* The job's own texts, then each node's as KIND@NODE ("stdout@n1"). */
+static int view_run_texts_query(struct store *base, const char *run_id, run_text_fn *fn, void *arg)
+{
+    struct job_view *v = view_of(base);
+    int rc = synced(v, v->inner->ops->run_texts_query(v->inner, run_id, fn, arg));
+    if (!is_job(v, run_id))
+        return rc;
+    for (uint32_t i = 0; rc == 0 && i < v->nodes.n; i++) {
+        struct node_pass n = {(void *)fn, arg, i, v->nodes.items[i].node};
+        rc = synced(v,
+                    v->inner->ops->run_texts_query(v->inner, v->nodes.items[i].id, node_text, &n));
     }
     return rc;
 }

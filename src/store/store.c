@@ -177,6 +177,12 @@ struct resolve_ctx {
 static int resolve_visit(const struct run_record *r, void *arg)
 {
     struct resolve_ctx *c = arg;
+    /* a job's node runs (cluster mode) answer to their id alone: 'last' and
+     * a name mean the job, which the nodes share their name with */
+    int node_run = r->parent_id != NULL;
+    if (node_run && strcmp(r->id, c->ref) != 0 &&
+        (c->ref_len < 4 || strncmp(r->id, c->ref, c->ref_len) != 0))
+        return 0;
     if (strcmp(c->ref, RUN_REF_LAST) == 0) {
         c->by_name = 1;
         run_record_copy(c->out, r);
