@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "cli/cli.h"
+#include "store/job.h"
 #include "common/err.h"
 #include "common/fmt.h"
 #include "common/log.h"
@@ -73,9 +74,8 @@ static void say(struct copy_cli *c, const struct run_record *r, const struct sto
     putchar('\n');
 }
 
-static void copy_run(const struct run_record *r, void *arg)
+static void copy_one(struct copy_cli *c, const struct run_record *r)
 {
-    struct copy_cli *c = arg;
     if (strcmp(run_record_status(r), RUN_RUNNING) == 0)
         log_warn("run %s '%s' is still recording; copying it as it stands", r->id,
                  r->name ? r->name : "");
@@ -96,6 +96,25 @@ static void copy_run(const struct run_record *r, void *arg)
         say(c, r, &p);
     }
     strbuf_release(&err);
+}
+
+/* A run, and a job's node runs after it (cluster mode): the nodes hold
+ * the job's data. */
+static void copy_run(const struct run_record *r, void *arg)
+{
+    struct copy_cli *c = arg;
+    copy_one(c, r);
+    if (!run_record_is_job(r))
+        return;
+    struct run_list nodes;
+    if (store_job_nodes(c->from, r->id, &nodes) < 0) {
+        log_error("cannot read the nodes of run %s: %s", r->id, c->from->err.buf);
+        c->status = CLI_EXIT_ERROR;
+        return;
+    }
+    for (uint32_t i = 0; i < nodes.n; i++)
+        copy_one(c, &nodes.items[i]);
+    run_list_release(&nodes);
 }
 
 /* Whether a and b are one store: one file, or one database as named

@@ -187,6 +187,20 @@ with pg_server() as uri:
     check("logs: each node's output under its name, its own ranks' lines in it",
           logged == {"n0": [0, 1], "n1": [2, 3]}, (logged, p.stderr[-300:]))
 
+    # --- strobe copy takes a job with its nodes ----------------------------------
+    local = store_path("cluster-copy.db")
+    for f in (local, local + "-wal", local + "-shm"):
+        if os.path.exists(f):
+            os.unlink(f)
+    p = strobe("copy", job, "--to", local, store=uri)
+    again = strobe("copy", job, "--to", local, store=uri)
+    a, b = show(uri, job), show(local, job)
+    check("copy: the job and both node runs reach SQLite, once; show reads the same there",
+          p.returncode == 0 and p.stdout.count("copied run") == 3 and
+          again.stdout.count("already there") == 3 and
+          a.get("nodes") == b.get("nodes") and a.get("metrics") == b.get("metrics"),
+          (p.stdout, again.stdout, p.stderr[-300:]))
+
     # --- the trace: both nodes, four ranks, on one time axis -----------------------
     trace = os.path.join(TMP, "cluster-trace.json")
     p = strobe("trace", job, "-o", trace, store=uri)
