@@ -5,6 +5,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/array.h"
@@ -269,6 +270,62 @@ TEST(the_view_reads_a_job_as_one_run)
     store_rig_release(&rig);
 }
 
+/* Nodes that start together, each in a process and connection of its own,
+ * make one job, each with a slot of its own: the join lock serializes
+ * them. Each child exits with its slot. */
+#define RACERS 16
+
+static void race_to_join(const char *uri, int k)
+{
+    struct store *s = NULL;
+    struct strbuf err;
+    strbuf_init(&err);
+    if (store_open(uri, 0, &s, &err) < 0)
+        _exit(100);
+    char node[16];
+    snprintf(node, sizeof(node), "n%d", k);
+    struct run_record r;
+    node_record(&r, node, clock_realtime_ns());
+    int slot = -1, rc = -1;
+    for (int attempt = 0; rc < 0 && attempt < 50; attempt++) {
+        rc = join(s, "race", &r, &slot); /* SQLite: a busy store is retried */
+        if (rc < 0)
+            usleep(20000);
+    }
+    store_close(s);
+    _exit(rc < 0 ? 101 : slot);
+}
+
+TEST(nodes_joining_at_once_make_one_job)
+{
+    struct store_rig rig;
+    struct store *s = open_rig(&rig); /* the schema, made once before the race */
+    pid_t kids[RACERS];
+    for (int k = 0; k < RACERS; k++)
+        if ((kids[k] = fork()) == 0)
+            race_to_join(rig.db, k);
+    int seen[RACERS] = {0};
+    for (int k = 0; k < RACERS; k++) {
+        int st;
+        ASSERT_EQ_INT(waitpid(kids[k], &st, 0), kids[k]);
+        ASSERT(WIFEXITED(st) && WEXITSTATUS(st) < RACERS);
+        seen[WEXITSTATUS(st)]++;
+    }
+    for (int k = 0; k < RACERS; k++)
+        ASSERT_EQ_INT(seen[k], 1);
+    struct run_list jobs = {0};
+    struct run_record job;
+    run_record_init(&job);
+    ASSERT_EQ_INT(store_resolve_run(s, "last", &job), 0);
+    ASSERT(run_record_is_job(&job));
+    ASSERT_EQ_INT(store_job_nodes(s, job.id, &jobs), 0);
+    ASSERT_EQ_INT(jobs.n, RACERS);
+    run_list_release(&jobs);
+    run_record_release(&job);
+    store_close(s);
+    store_rig_release(&rig);
+}
+
 TEST(a_file_store_clock_is_this_machines)
 {
     struct store_rig rig;
@@ -283,5 +340,6 @@ TEST(a_file_store_clock_is_this_machines)
 
 TEST_CASES_ONCE(a_file_store_clock_is_this_machines)
 TEST_CASES_BOTH(nodes_of_one_key_join_one_job, status_is_the_worst_and_span_covers_all,
-                an_old_ended_job_takes_no_node, the_view_reads_a_job_as_one_run)
+                an_old_ended_job_takes_no_node, the_view_reads_a_job_as_one_run,
+                nodes_joining_at_once_make_one_job)
 STORE_TEST_MAIN()
