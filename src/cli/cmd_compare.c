@@ -12,6 +12,7 @@
 
 #include "analyze/compare.h"
 #include "cli/cli.h"
+#include "store/job.h"
 #include "common/fmt.h"
 #include "common/json_writer.h"
 #include "common/log.h"
@@ -371,6 +372,22 @@ static int print_json(const struct compare_run *runs, uint32_t n)
 
 /* ---- command ---------------------------------------------------------------- */
 
+/* A run, or a job of many nodes as one run (store/job.h). */
+static int load_one(struct store *s, struct run_record *r, struct compare_run *out)
+{
+    if (!run_record_is_job(r))
+        return compare_run_load(s, r, out);
+    struct store *view;
+    int rc = store_job_view(s, 0, r, &view);
+    if (rc == 0) {
+        rc = compare_run_load(view, r, out);
+        if (rc < 0)
+            strbuf_addf(&s->err, "%s", view->err.buf);
+        store_close(view);
+    }
+    return rc;
+}
+
 /* Resolve and load every RUN; 0, or the exit status after saying why. */
 static int load_runs(struct store *s, char **refs, uint32_t n, struct compare_run *runs)
 {
@@ -385,7 +402,7 @@ static int load_runs(struct store *s, char **refs, uint32_t n, struct compare_ru
                 run_record_release(&r);
                 return CLI_EXIT_USAGE;
             }
-        int rc = compare_run_load(s, &r, &runs[i]);
+        int rc = load_one(s, &r, &runs[i]);
         run_record_release(&r);
         if (rc < 0) {
             log_error("cannot read run %s: %s", runs[i].rec.id, s->err.buf);

@@ -201,6 +201,13 @@ with pg_server() as uri:
           a.get("nodes") == b.get("nodes") and a.get("metrics") == b.get("metrics"),
           (p.stdout, again.stdout, p.stderr[-300:]))
 
+    # compare reads a job through the same view: each node's series, node by node
+    n0 = [r["id"] for r in node_runs if r["node"] == "n0"]
+    p = strobe("compare", job, n0[0] if n0 else "none", store=uri)
+    check("compare: a job beside one of its nodes, the job's series carry both nodes",
+          p.returncode == 0 and "cpu.util{node=n0}" in p.stdout and "cpu.util{node=n1}" in p.stdout,
+          (p.stdout[:400], p.stderr[-300:]))
+
     # --- the trace: both nodes, four ranks, on one time axis -----------------------
     trace = os.path.join(TMP, "cluster-trace.json")
     p = strobe("trace", job, "-o", trace, store=uri)
