@@ -91,6 +91,7 @@
 #include "record/events.h" /* EVENT_BLOCK_EVENTS, EVENT_BLOCK_AGE_NS */
 #include "record/runinfo.h"
 #include "sample/series.h"
+#include "store/job.h"
 #include "store/store.h"
 #include "strobe/version.h"
 
@@ -435,8 +436,17 @@ struct ev_stream {
     int64_t first_ns; /* when the block's first event arrived */
 };
 
+/* --job: the run is one node of a synthetic job of many (store/job.h) */
+struct job_node {
+    const char *job_id; /* NULL: a run of its own */
+    const char *node;
+    long long rank, world;
+};
+
 struct synth {
     struct plan plan;
+    struct job_node job;
+    uint32_t name_base; /* a node's event name ids lie apart */
     struct rng rng;
     struct store *store;
     char run_id[RUN_ID_LEN + 1];
@@ -505,7 +515,7 @@ static int ev_put(struct synth *y, struct ev_stream *st, int64_t ts, int64_t val
         rc = ev_flush(y, st);
     if (!st->n)
         st->first_ns = arrival;
-    st->buf[st->n++] = (struct event){ts, value, name, step, kind};
+    st->buf[st->n++] = (struct event){ts, value, name ? y->name_base + name : 0, step, kind};
     return rc;
 }
 
@@ -1015,15 +1025,15 @@ static int define_events(struct synth *y)
     int rc = 0;
     int names = y->nstreams > 1 ? NAME_WORKER : NAME_STEP;
     for (int i = 0; rc == 0 && i < names; i++)
-        rc = s->ops->event_name_insert(s, y->run_id, i + 1, event_names[i]);
+        rc = s->ops->event_name_insert(s, y->run_id, y->name_base + i + 1, event_names[i]);
     struct process_record proc = {
         .pid = JOB_PID,
         .ppid = JOB_PID - 1,
         .comm = "python3",
         .role = "rank",
-        .rank = 0,
+        .rank = y->job.job_id ? y->job.rank : 0,
         .local_rank = 0,
-        .world_size = 1,
+        .world_size = y->job.job_id ? y->job.world : 1,
         .worker_id = -1,
     };
     if (rc == 0)
@@ -1063,6 +1073,36 @@ static void fill_run(struct synth *y, struct run_record *run, const char *name, 
     memcpy(y->run_id, run->id, sizeof(y->run_id));
 }
 
+/* With --job: the job's row, made by its first node (store/job.h), and
+ * this node's place under it. */
+static int join_job(struct synth *y, struct run_record *run)
+{
+    struct store *s = y->store;
+    struct run_record job;
+    if (store_resolve_run(s, y->job.job_id, &job) == 0) {
+        run_record_release(&job);
+    } else {
+        if (run_record_copy(&job, run) < 0)
+            return -ENOMEM;
+        snprintf(job.id, sizeof(job.id), "%s", y->job.job_id);
+        free(job.host);
+        job.host = NULL;
+        job.join_key = strdup("bench:synthetic-job");
+        snprintf(job.status, sizeof(job.status), "%s", RUN_FINISHED);
+        job.exit_code = 0;
+        job.end_ns = run->start_ns + (y->plan.frames - 1) * y->plan.interval_ns + 37000000;
+        job.last_ns = job.end_ns;
+        int rc = s->ops->run_insert(s, &job);
+        run_record_release(&job);
+        if (rc < 0)
+            return rc;
+    }
+    run->parent_id = strdup(y->job.job_id);
+    run->node = strdup(y->job.node);
+    y->name_base = (uint32_t)y->job.rank * JOB_NAME_IDS;
+    return run->parent_id && run->node ? 0 : -ENOMEM;
+}
+
 static long long file_bytes(const char *path)
 {
     struct stat st;
@@ -1084,7 +1124,8 @@ static double mono_s(void)
 static void usage(void)
 {
     fprintf(stderr, "usage: rules_synth --store PATH [--hours 24] [--hz 10] [--steps 1000000] "
-                    "[--seed N] [--name synthetic-24h] [--worker-events] [--procs N]\n");
+                    "[--seed N] [--name synthetic-24h] [--worker-events] [--procs N]\n"
+                    "                   [--job ID --node NAME --rank K --world N]\n");
     exit(2);
 }
 
@@ -1096,6 +1137,7 @@ int main(int argc, char **argv)
     unsigned long long seed = 1;
     int worker_events = 0;
     long long procs = 0;
+    struct job_node job = {NULL, "node-0", 0, 1};
     static const struct option longopts[] = {
         {"store", required_argument, NULL, 'S'},
         {"hours", required_argument, NULL, 'H'},
@@ -1105,6 +1147,10 @@ int main(int argc, char **argv)
         {"name", required_argument, NULL, 'N'},
         {"worker-events", no_argument, NULL, 'w'},
         {"procs", required_argument, NULL, 'p'}, /* N more processes */
+        {"job", required_argument, NULL, 'j'},   /* the run is a node of job ID */
+        {"node", required_argument, NULL, 'o'},
+        {"rank", required_argument, NULL, 'r'},
+        {"world", required_argument, NULL, 'W'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -1136,6 +1182,18 @@ int main(int argc, char **argv)
         case 'p':
             procs = strtoll(optarg, &end, 10);
             break;
+        case 'j':
+            job.job_id = optarg;
+            break;
+        case 'o':
+            job.node = optarg;
+            break;
+        case 'r':
+            job.rank = strtoll(optarg, &end, 10);
+            break;
+        case 'W':
+            job.world = strtoll(optarg, &end, 10);
+            break;
         default:
             usage();
         }
@@ -1144,13 +1202,15 @@ int main(int argc, char **argv)
     }
     if (!store_path || optind != argc || !(hours > 0 && hours <= 24 * 31) ||
         !(hz > 0 && hz <= 1000) || steps < 1 || steps > UINT32_MAX / 2 || procs < 0 ||
-        procs > 1000000)
+        procs > 1000000 || (job.job_id && strlen(job.job_id) != RUN_ID_LEN) || job.rank < 0 ||
+        job.world < 1 || job.rank >= job.world || job.world > 1000000)
         usage();
 
     double t0 = mono_s();
     struct synth *y = calloc(1, sizeof(*y));
     if (!y)
         return 1;
+    y->job = job;
     rng_init(&y->rng, seed);
     if (plan_make(&y->plan, hours, hz, (uint32_t)steps, &y->rng) < 0) {
         fprintf(stderr, "rules_synth: %lld steps do not fit in %g hours\n", steps, hours);
@@ -1183,6 +1243,8 @@ int main(int argc, char **argv)
     run_record_init(&run);
     fill_run(y, &run, name, seed);
     int rc = s->ops->begin(s);
+    if (rc == 0 && job.job_id)
+        rc = join_job(y, &run);
     if (rc == 0)
         rc = s->ops->run_insert(s, &run);
     if (rc == 0)
