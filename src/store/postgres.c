@@ -18,8 +18,18 @@
  * runs: a callback may query the same connection again. Blocks, which may
  * be gigabytes, come a page at a time instead (PAGE_ROWS). A list of runs
  * reads their attributes 256 runs to a query, not one query per run: a
- * round trip to a remote server costs about a millisecond. A connection
- * lost between transactions is opened again at the next begin.
+ * round trip to a remote server costs about a millisecond.
+ *
+ * Waits: the connection is nonblocking, and every round trip sends, then
+ * polls the socket (await_result). With a wait bound (set_timeout: the
+ * recorder's writer sets 5 s) a round trip the server does not finish in
+ * time drops the connection, and the call fails as after a broken one. A
+ * stopped server (SIGSTOP, a frozen VM) is the case: its kernel still
+ * acknowledges every byte, so TCP keepalives and tcp_user_timeout never
+ * fire, and a blocking libpq call would wait forever. A connection lost or
+ * dropped is opened again at the next begin, within the same bound
+ * (PQconnectStartParams, then PQconnectPoll); without one, by
+ * PQconnectdbParams under connect_timeout, as at open.
  *
  * Text: a TEXT column refuses bytes that are not UTF-8, which SQLite keeps.
  * Such bytes go in as U+FFFD (as_utf8); the texts kept with a run (a job's
@@ -37,6 +47,7 @@
 #include <errno.h>
 #include <libpq-fe.h>
 #include <math.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -44,6 +55,7 @@
 #include <string.h>
 
 #include "common/array.h"
+#include "common/clock.h"
 #include "common/err.h"
 #include "store/backend.h"
 #include "store/schema_pg.h"
@@ -54,23 +66,30 @@
 #define LIBPQ_SONAME "libpq.so.5"
 #define PQ_FUNCTIONS(X)                                                                            \
     X(PQclear)                                                                                     \
+    X(PQconnectPoll)                                                                               \
+    X(PQconnectStartParams)                                                                        \
     X(PQconnectdbParams)                                                                           \
     X(PQconninfoFree)                                                                              \
     X(PQconninfoParse)                                                                             \
+    X(PQconsumeInput)                                                                              \
     X(PQerrorMessage)                                                                              \
-    X(PQexec)                                                                                      \
-    X(PQexecPrepared)                                                                              \
     X(PQfinish)                                                                                    \
+    X(PQflush)                                                                                     \
     X(PQfreemem)                                                                                   \
+    X(PQgetResult)                                                                                 \
     X(PQgetisnull)                                                                                 \
     X(PQgetlength)                                                                                 \
     X(PQgetvalue)                                                                                  \
+    X(PQisBusy)                                                                                    \
     X(PQntuples)                                                                                   \
-    X(PQprepare)                                                                                   \
-    X(PQreset)                                                                                     \
     X(PQresultErrorField)                                                                          \
     X(PQresultStatus)                                                                              \
+    X(PQsendPrepare)                                                                               \
+    X(PQsendQuery)                                                                                 \
+    X(PQsendQueryPrepared)                                                                         \
     X(PQsetNoticeProcessor)                                                                        \
+    X(PQsetnonblocking)                                                                            \
+    X(PQsocket)                                                                                    \
     X(PQstatus)                                                                                    \
     X(PQtransactionStatus)
 
@@ -113,23 +132,30 @@ static int pq_load(struct strbuf *err)
 
 /* Below, each libpq call goes through its pointer. */
 #define PQclear              pq.PQclear
+#define PQconnectPoll        pq.PQconnectPoll
+#define PQconnectStartParams pq.PQconnectStartParams
 #define PQconnectdbParams    pq.PQconnectdbParams
 #define PQconninfoFree       pq.PQconninfoFree
 #define PQconninfoParse      pq.PQconninfoParse
+#define PQconsumeInput       pq.PQconsumeInput
 #define PQerrorMessage       pq.PQerrorMessage
-#define PQexec               pq.PQexec
-#define PQexecPrepared       pq.PQexecPrepared
 #define PQfinish             pq.PQfinish
+#define PQflush              pq.PQflush
 #define PQfreemem            pq.PQfreemem
+#define PQgetResult          pq.PQgetResult
 #define PQgetisnull          pq.PQgetisnull
 #define PQgetlength          pq.PQgetlength
 #define PQgetvalue           pq.PQgetvalue
+#define PQisBusy             pq.PQisBusy
 #define PQntuples            pq.PQntuples
-#define PQprepare            pq.PQprepare
-#define PQreset              pq.PQreset
 #define PQresultErrorField   pq.PQresultErrorField
 #define PQresultStatus       pq.PQresultStatus
+#define PQsendPrepare        pq.PQsendPrepare
+#define PQsendQuery          pq.PQsendQuery
+#define PQsendQueryPrepared  pq.PQsendQueryPrepared
 #define PQsetNoticeProcessor pq.PQsetNoticeProcessor
+#define PQsetnonblocking     pq.PQsetnonblocking
+#define PQsocket             pq.PQsocket
 #define PQstatus             pq.PQstatus
 #define PQtransactionStatus  pq.PQtransactionStatus
 
@@ -347,8 +373,10 @@ _Static_assert(ST_COUNT <= 64, "prepared is a 64-bit mask");
 
 struct pg_store {
     struct store base;
-    PGconn *conn;
+    PGconn *conn;      /* NULL once dropped (drop_connection) */
     uint64_t prepared; /* bit i: statements[i] is prepared on this connection */
+    int wait_ms;       /* the most a round trip or a reconnection may take; 0: no bound */
+    char dropped[96];  /* why the connection was dropped: the error of what follows */
 };
 
 /* One statement's parameters, in the order of $1, $2, ...; values point
@@ -522,6 +550,10 @@ static int fail(struct pg_store *s, const PGresult *res, const char *what)
     strbuf_reset(&s->base.err);
     if (what)
         strbuf_addf(&s->base.err, "%s: ", what);
+    if (!s->conn) {
+        strbuf_adds(&s->base.err, s->dropped);
+        return -STROBE_ESTORE;
+    }
     if (PQstatus(s->conn) == CONNECTION_BAD) {
         strbuf_adds(&s->base.err, "lost the connection to the server");
         return -STROBE_ESTORE;
@@ -575,6 +607,109 @@ void pg_connect_error_line(const char *libpq_msg, const char *const *secrets, si
     strbuf_release(&line);
 }
 
+/* ---- round trips, within the wait bound ------------------------------------ */
+
+/* When a wait that starts now must end: 0 for no bound. */
+static int64_t deadline_after(int wait_ms)
+{
+    return wait_ms > 0 ? clock_monotonic_ns() + (int64_t)wait_ms * NS_PER_MS : 0;
+}
+
+/* Wait for events on conn's socket until deadline_ns (0: none): 1 when
+ * ready, 0 at the deadline, negative on an error. */
+static int wait_socket(PGconn *conn, short events, int64_t deadline_ns)
+{
+    struct pollfd p = {PQsocket(conn), events, 0};
+    if (p.fd < 0)
+        return -EBADF;
+    for (;;) {
+        int ms = -1;
+        if (deadline_ns) {
+            int64_t left = deadline_ns - clock_monotonic_ns();
+            if (left <= 0)
+                return 0;
+            ms = (int)((left + NS_PER_MS - 1) / NS_PER_MS);
+        }
+        int n = poll(&p, 1, ms);
+        if (n > 0)
+            return 1;
+        if (n < 0 && errno != EINTR)
+            return -errno;
+    }
+}
+
+/* Give the connection up: the server did not answer in time (ready 0),
+ * or its socket cannot be waited on (ready negative), so what it would
+ * answer is unknown. A transaction under way is lost, unless its COMMIT
+ * had gone out (the server then commits it when it runs again: no answer
+ * is no verdict); the next begin connects again. PQfinish does not block:
+ * the socket is nonblocking. */
+static void drop_connection(struct pg_store *s, int ready)
+{
+    if (ready == 0)
+        snprintf(s->dropped, sizeof(s->dropped), "the server did not answer within %g s",
+                 s->wait_ms / 1000.0);
+    else
+        snprintf(s->dropped, sizeof(s->dropped), "cannot wait for the server: %s",
+                 strerror(-ready));
+    PQfinish(s->conn);
+    s->conn = NULL;
+    s->prepared = 0;
+}
+
+/* Take in what the socket holds: 1, or -EIO when that failed on a
+ * connection still up (PQgetResult could then block). A broken one is 1
+ * too: PQgetResult says why at once. */
+static int consume(PGconn *c)
+{
+    return PQconsumeInput(c) || PQstatus(c) == CONNECTION_BAD ? 1 : -EIO;
+}
+
+/*
+ * The answer to what was just sent (sent: what the PQsend* call returned),
+ * as PQexec gives it: the last result, or the first that failed. Sending
+ * and reading wait on the socket within the wait bound; past it the
+ * connection is dropped and the answer is NULL, as after a broken one.
+ */
+static PGresult *await_result(struct pg_store *s, int sent)
+{
+    int64_t deadline = deadline_after(s->wait_ms);
+    PGconn *c = s->conn;
+    int ready = 1;
+    /* what did not fit in the socket's buffer: the server reads slowly */
+    for (int left = sent ? PQflush(c) : -1; left == 1 && ready > 0 && PQstatus(c) != CONNECTION_BAD;
+         left = PQflush(c))
+        if ((ready = wait_socket(c, POLLIN | POLLOUT, deadline)) > 0)
+            ready = consume(c);
+    PGresult *out = NULL;
+    while (sent && ready > 0) {
+        while (ready > 0 && PQisBusy(c) && PQstatus(c) != CONNECTION_BAD)
+            if ((ready = wait_socket(c, POLLIN, deadline)) > 0)
+                ready = consume(c);
+        PGresult *r = ready > 0 ? PQgetResult(c) : NULL;
+        if (!r)
+            break;
+        ExecStatusType st = out ? PQresultStatus(out) : PGRES_COMMAND_OK;
+        if (st == PGRES_FATAL_ERROR || st == PGRES_NONFATAL_ERROR) {
+            PQclear(r); /* keep the first error */
+        } else {
+            PQclear(out);
+            out = r;
+        }
+    }
+    if (ready <= 0) {
+        PQclear(out);
+        drop_connection(s, ready);
+        return NULL;
+    }
+    return out;
+}
+
+static PGresult *pg_exec(struct pg_store *s, const char *sql)
+{
+    return s->conn ? await_result(s, PQsendQuery(s->conn, sql)) : NULL;
+}
+
 /* ---- statements ----------------------------------------------------------- */
 
 static int prepare(struct pg_store *s, int which, const struct pg_params *p, const char *what)
@@ -583,7 +718,9 @@ static int prepare(struct pg_store *s, int which, const struct pg_params *p, con
         return 0;
     char name[16];
     snprintf(name, sizeof(name), "strobe_%d", which);
-    PGresult *res = PQprepare(s->conn, name, statements[which], p->n, p->types);
+    PGresult *res =
+        s->conn ? await_result(s, PQsendPrepare(s->conn, name, statements[which], p->n, p->types))
+                : NULL;
     int rc = PQresultStatus(res) == PGRES_COMMAND_OK ? 0 : fail(s, res, what);
     PQclear(res);
     if (rc == 0)
@@ -632,7 +769,8 @@ static int exec_stmt(struct pg_store *s, int which, const struct pg_params *p, c
     struct strbuf fixed[MAX_PARAMS];
     for (int i = 0; i < p->n; i++)
         values[i] = as_utf8(p->values[i], p->formats[i], &fixed[i]);
-    PGresult *res = PQexecPrepared(s->conn, name, p->n, values, p->lengths, p->formats, 1);
+    PGresult *res = await_result(
+        s, PQsendQueryPrepared(s->conn, name, p->n, values, p->lengths, p->formats, 1));
     for (int i = 0; i < p->n; i++)
         strbuf_release(&fixed[i]);
     ExecStatusType st = PQresultStatus(res);
@@ -666,7 +804,7 @@ static int exec_of_run(struct pg_store *s, int which, const char *run_id, const 
 /* Run SQL text without parameters (transactions, schema). */
 static int exec_sql(struct pg_store *s, const char *sql, const char *what)
 {
-    PGresult *res = PQexec(s->conn, sql);
+    PGresult *res = pg_exec(s, sql);
     ExecStatusType st = PQresultStatus(res);
     int rc = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK ? 0 : fail(s, res, what);
     PQclear(res);
@@ -723,40 +861,71 @@ static void connect_error(struct pg_store *s, const char *uri)
         free(secrets[i]);
 }
 
+/* Drive a connection PQconnectStartParams began to its end, within the
+ * wait bound (libpq's connect_timeout holds only for PQconnectdbParams).
+ * 0, or -ETIMEDOUT with the connection still unfinished. */
+static int finish_connect(struct pg_store *s)
+{
+    int64_t deadline = deadline_after(s->wait_ms);
+    PostgresPollingStatusType st = PGRES_POLLING_WRITING; /* as libpq says to start */
+    while (st == PGRES_POLLING_READING || st == PGRES_POLLING_WRITING) {
+        int ready = wait_socket(s->conn, st == PGRES_POLLING_READING ? POLLIN : POLLOUT, deadline);
+        if (ready == 0)
+            return -ETIMEDOUT;
+        if (ready < 0)
+            break; /* PQstatus says CONNECTION_BAD, PQerrorMessage why */
+        st = PQconnectPoll(s->conn);
+    }
+    return 0;
+}
+
 /* Connect to uri: the URI's own settings, then UTF-8 texts whatever it
- * says; a timeout and a name in pg_stat_activity unless it says otherwise. */
+ * says; a timeout and a name in pg_stat_activity unless it says otherwise.
+ * With a wait bound, the connection is made within it; a host name is
+ * still looked up as long as the resolver takes. Nonblocking: every wait
+ * is await_result's, on the socket. */
 static int connect_db(struct pg_store *s, const char *uri)
 {
     const char *const keys[] = {"connect_timeout", "application_name", "dbname", "client_encoding",
                                 NULL};
     const char *const values[] = {"10", "strobe", uri, "UTF8", NULL};
-    s->conn = PQconnectdbParams(keys, values, 1);
+    int timed_out = 0;
+    if (s->wait_ms > 0) {
+        s->conn = PQconnectStartParams(keys, values, 1);
+        timed_out = s->conn && PQstatus(s->conn) != CONNECTION_BAD && finish_connect(s) < 0;
+    } else {
+        s->conn = PQconnectdbParams(keys, values, 1);
+    }
     if (!s->conn)
         return -ENOMEM;
+    if (timed_out) {
+        strbuf_reset(&s->base.err);
+        strbuf_addf(&s->base.err, "cannot connect to %s: no answer within %g s", s->base.uri,
+                    s->wait_ms / 1000.0);
+        return -STROBE_ESTORE;
+    }
     if (PQstatus(s->conn) != CONNECTION_OK) {
         connect_error(s, uri);
         return -STROBE_ESTORE;
     }
     PQsetNoticeProcessor(s->conn, ignore_notice, NULL);
+    if (PQsetnonblocking(s->conn, 1) != 0)
+        return fail(s, NULL, "cannot set up the session");
     /* no column holds a time or a date; set for what a session may show */
     return exec_sql(s, "SET TimeZone = 'UTC'", "cannot set up the session");
 }
 
-/* After the server went away: one new connection, its statements to be
- * prepared again. */
+/* After the server went away, or did not answer in time: a new
+ * connection, its statements to be prepared again. */
 static int reconnect_if_lost(struct pg_store *s)
 {
-    if (PQstatus(s->conn) == CONNECTION_OK)
+    if (s->conn && PQstatus(s->conn) == CONNECTION_OK)
         return 0;
-    PQreset(s->conn);
+    if (s->conn)
+        PQfinish(s->conn);
+    s->conn = NULL;
     s->prepared = 0;
-    if (PQstatus(s->conn) != CONNECTION_OK) {
-        strbuf_reset(&s->base.err);
-        strbuf_adds(&s->base.err, "lost the connection to the server");
-        return -STROBE_ESTORE;
-    }
-    PQsetNoticeProcessor(s->conn, ignore_notice, NULL);
-    return exec_sql(s, "SET TimeZone = 'UTC'", "cannot set up the session");
+    return connect_db(s, s->base.open_uri ? s->base.open_uri : s->base.uri);
 }
 
 /* ---- transactions --------------------------------------------------------- */
@@ -786,10 +955,11 @@ static int pg_commit(struct store *base)
 static int pg_rollback(struct store *base)
 {
     struct pg_store *s = (struct pg_store *)base;
-    if (PQstatus(s->conn) != CONNECTION_OK || PQtransactionStatus(s->conn) == PQTRANS_IDLE)
+    if (!s->conn || PQstatus(s->conn) != CONNECTION_OK ||
+        PQtransactionStatus(s->conn) == PQTRANS_IDLE)
         return 0;
     /* keep the error that made the caller roll back */
-    PGresult *res = PQexec(s->conn, "ROLLBACK");
+    PGresult *res = pg_exec(s, "ROLLBACK");
     PQclear(res);
     return 0;
 }
@@ -1619,6 +1789,11 @@ static int pg_run_texts_query(struct store *base, const char *run_id, run_text_f
     return stop < 0 ? stop : 0;
 }
 
+static void pg_set_timeout(struct store *base, int ms)
+{
+    ((struct pg_store *)base)->wait_ms = ms > 0 ? ms : 0;
+}
+
 static const struct store_ops pg_ops = {
     .name = "postgresql",
     .close = pg_close,
@@ -1655,14 +1830,15 @@ static const struct store_ops pg_ops = {
     .join_lock = pg_join_lock,
     .clock_ns = pg_clock_ns,
     .try_lead = pg_try_lead,
+    .set_timeout = pg_set_timeout,
 };
 
 /* ---- schema --------------------------------------------------------------- */
 
-/* One integer from SQL text (text result: PQexec answers in text). */
+/* One integer from SQL text (a text result: the simple query protocol answers in text). */
 static int query_int(struct pg_store *s, const char *sql, int64_t *out)
 {
-    PGresult *res = PQexec(s->conn, sql);
+    PGresult *res = pg_exec(s, sql);
     int rc = 0;
     if (PQresultStatus(res) != PGRES_TUPLES_OK)
         rc = fail(s, res, "cannot read store");
@@ -1767,6 +1943,7 @@ int store_postgres_open(const char *uri, int readonly, struct store **out, struc
         return -ENOMEM;
     s->base.ops = &pg_ops;
     strbuf_init(&s->base.err);
+    snprintf(s->dropped, sizeof(s->dropped), "lost the connection to the server");
     struct strbuf shown;
     strbuf_init(&shown);
     int rc = store_uri_redact(uri, &shown);

@@ -1133,6 +1133,11 @@ static int sqlite_run_delete(struct store *base, const char *run_id)
     return rc;
 }
 
+static void sqlite_set_timeout(struct store *base, int ms)
+{
+    sqlite3_busy_timeout(((struct sqlite_store *)base)->db, ms > 0 ? ms : BUSY_TIMEOUT_MS);
+}
+
 static const struct store_ops sqlite_ops = {
     .name = "sqlite",
     .close = sqlite_close,
@@ -1169,6 +1174,7 @@ static const struct store_ops sqlite_ops = {
     .join_lock = sqlite_join_lock,
     .clock_ns = sqlite_clock_ns,
     .try_lead = sqlite_try_lead,
+    .set_timeout = sqlite_set_timeout,
 };
 
 static int query_int(struct sqlite_store *s, const char *sql, int64_t *out)

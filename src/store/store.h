@@ -263,6 +263,11 @@ struct store_ops {
      * process ends (a PostgreSQL session lock). A file's store has no
      * sessions: every caller leads. */
     int (*try_lead)(struct store *s, const char *key);
+    /* How long one request may wait for the store before it fails, in ms.
+     * PostgreSQL: each round trip and each reconnection; past it the
+     * connection is dropped, and the next begin opens a new one (0: no
+     * bound, the default). SQLite: the busy timeout (0: the default, 5 s). */
+    void (*set_timeout)(struct store *s, int ms);
 };
 
 struct store {
