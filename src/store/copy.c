@@ -12,7 +12,9 @@
  * Series ids are each store's own: a series is inserted in the
  * destination first, and its blocks written under the id that gave.
  */
+#include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/array.h"
@@ -344,29 +346,29 @@ static copy_step_fn *const copy_steps[] = {
     copy_rule_configs, copy_rule_results, copy_findings,    copy_texts,
 };
 
-/* The copy in one transaction of to; replace removes the old copy first,
- * in it too. */
-static int copy_rows(struct store *from, struct store *to, const struct run_record *r, int replace,
-                     struct strbuf *err)
+/* The steps in one transaction of c->to; replace removes the old copy
+ * first, in it too. */
+static int in_transaction(struct copy_ctx *c, copy_step_fn *const *steps, size_t nsteps,
+                          int replace, struct strbuf *err)
 {
-    struct copy_ctx c = {from, to, r, 0, 0, 0};
+    struct store *from = c->from, *to = c->to;
     strbuf_reset(&from->err);
     strbuf_reset(&to->err);
     int rc = to->ops->begin(to);
     if (rc == 0 && replace)
-        rc = to->ops->run_delete(to, r->id); /* joins the transaction */
-    c.to_failed = rc < 0;
-    for (size_t i = 0; rc == 0 && i < ARRAY_SIZE(copy_steps); i++)
-        rc = copy_steps[i](&c);
+        rc = to->ops->run_delete(to, c->r->id); /* joins the transaction */
+    c->to_failed = rc < 0;
+    for (size_t i = 0; rc == 0 && i < nsteps; i++)
+        rc = steps[i](c);
     if (rc == 0)
-        rc = wrote(&c, to->ops->commit(to));
+        rc = wrote(c, to->ops->commit(to));
     if (rc == 0)
         return 0;
     /* said before the rollback, which may overwrite to->err */
-    if (c.to_failed)
-        fail(err, rc, "write", "to", r, to);
+    if (c->to_failed)
+        fail(err, rc, "write", "to", c->r, to);
     else
-        fail(err, rc, "read", "from", r, from);
+        fail(err, rc, "read", "from", c->r, from);
     to->ops->rollback(to);
     return rc;
 }
@@ -377,5 +379,387 @@ int store_copy_run(struct store *from, struct store *to, const struct run_record
     int rc = store_copy_decide(from, to, r, out, err);
     if (rc < 0 || (out->verdict != STORE_COPY_NEW && out->verdict != STORE_COPY_REPLACE))
         return rc;
-    return copy_rows(from, to, r, out->verdict == STORE_COPY_REPLACE, err);
+    struct copy_ctx c = {from, to, r, 0, 0, 0};
+    return in_transaction(&c, copy_steps, ARRAY_SIZE(copy_steps),
+                          out->verdict == STORE_COPY_REPLACE, err);
+}
+
+/* ---- the merge ---------------------------------------------------------------- */
+
+/* A row the destination holds, read before the source's rows of its kind
+ * are compared with it: the key (numbers, and a text for a run's texts),
+ * a size (a block's points, a text's bytes) and a value to compare (an
+ * event name, a process's attributes). */
+struct held_row {
+    int64_t key[3];
+    char *key_text; /* owned, or NULL */
+    int64_t size;
+    char *value; /* owned, or NULL */
+};
+
+struct held {
+    struct held_row *rows;
+    uint32_t n, cap;
+};
+
+static void held_reset(struct held *h)
+{
+    for (uint32_t i = 0; i < h->n; i++) {
+        free(h->rows[i].key_text);
+        free(h->rows[i].value);
+    }
+    h->n = 0;
+}
+
+static void held_release(struct held *h)
+{
+    held_reset(h);
+    free(h->rows);
+    memset(h, 0, sizeof(*h));
+}
+
+static int held_add(struct held *h, const struct held_row *row, const char *key_text,
+                    const char *value)
+{
+    if (array_grow((void **)&h->rows, &h->cap, h->n + 1, sizeof(*h->rows), 64) < 0)
+        return -ENOMEM;
+    struct held_row *r = &h->rows[h->n];
+    *r = *row;
+    r->key_text = key_text ? strdup(key_text) : NULL;
+    r->value = value ? strdup(value) : NULL;
+    if ((key_text && !r->key_text) || (value && !r->value)) {
+        free(r->key_text);
+        free(r->value);
+        return -ENOMEM;
+    }
+    h->n++;
+    return 0;
+}
+
+static int held_cmp(const void *x, const void *y)
+{
+    const struct held_row *a = x, *b = y;
+    for (int i = 0; i < 3; i++)
+        if (a->key[i] != b->key[i])
+            return a->key[i] < b->key[i] ? -1 : 1;
+    if (!a->key_text || !b->key_text)
+        return !!a->key_text - !!b->key_text;
+    return strcmp(a->key_text, b->key_text);
+}
+
+/* The row with that key, or NULL (h sorted by held_sort). */
+static const struct held_row *held_find(const struct held *h, int64_t k0, int64_t k1, int64_t k2,
+                                        const char *key_text)
+{
+    struct held_row want = {{k0, k1, k2}, (char *)key_text, 0, NULL};
+    return h->n ? bsearch(&want, h->rows, h->n, sizeof(*h->rows), held_cmp) : NULL;
+}
+
+static void held_sort(struct held *h)
+{
+    array_sort(h->rows, h->n, sizeof(*h->rows), held_cmp); /* mostly in order already */
+}
+
+struct merge_ctx {
+    struct copy_ctx c; /* first: the copy's steps and callbacks take a merge_ctx too */
+    struct store_merge_tally *t;
+    struct held held; /* the destination's rows of the kind being merged */
+};
+
+/* Whether a's run record has gone further than b's: ended where b's still
+ * runs, a later sample or end, more samples. An ended run never goes back
+ * to running. */
+static int record_further(const struct run_record *a, const struct run_record *b)
+{
+    int a_done = strcmp(a->status, RUN_RUNNING) != 0, b_done = strcmp(b->status, RUN_RUNNING) != 0;
+    if (b_done && !a_done)
+        return 0;
+    return a_done > b_done || a->last_ns > b->last_ns || a->end_ns > b->end_ns ||
+           a->samples > b->samples;
+}
+
+static int merge_record(struct copy_ctx *c)
+{
+    struct merge_ctx *m = (struct merge_ctx *)c;
+    struct run_record there;
+    int found = find_run(c->to, c->r->id, &there);
+    if (found < 0)
+        return wrote(c, found);
+    if (!found) {
+        m->t->run = 1;
+        return copy_record(c);
+    }
+    m->t->run = record_further(c->r, &there);
+    run_record_release(&there);
+    return m->t->run ? wrote(c, c->to->ops->run_update(c->to, c->r)) : 0;
+}
+
+static int hold_block(const struct block_record *b, void *arg)
+{
+    struct held_row row = {{b->st.start_ns, 0, 0}, NULL, b->st.count, NULL};
+    return held_add(arg, &row, NULL, NULL);
+}
+
+/* A block the destination lacks, or holds with fewer points (an open
+ * block's earlier snapshot). */
+static int merge_block(const struct block_record *b, void *arg)
+{
+    struct merge_ctx *m = arg;
+    const struct held_row *h = held_find(&m->held, b->st.start_ns, 0, 0, NULL);
+    if (h && h->size >= b->st.count)
+        return 0;
+    m->t->blocks++;
+    return copy_block(b, &m->c);
+}
+
+/* The destination's series of that name and labels: its id, and whether
+ * its meta is other than the source's (which wins). */
+struct series_there {
+    int64_t id;
+    const char *meta; /* the source's */
+    int meta_differs;
+};
+
+static int series_there(const struct series_record *sr, void *arg)
+{
+    struct series_there *t = arg;
+    t->id = sr->id;
+    t->meta_differs = t->meta && (!sr->meta || strcmp(sr->meta, t->meta) != 0);
+    return 0;
+}
+
+/* The series, found by name and labels or added (series_insert refuses a
+ * second one), then its blocks the destination lacks. */
+static int merge_one_series(const struct series_record *sr, void *arg)
+{
+    struct merge_ctx *m = arg;
+    struct copy_ctx *c = &m->c;
+    struct store *to = c->to;
+    struct series_there there = {0, sr->meta, 0};
+    held_reset(&m->held);
+    int rc = to->ops->series_find(to, c->r->id, sr->name, sr->labels, series_there, &there);
+    if (rc == -STROBE_ENOTFOUND) {
+        rc = to->ops->series_insert(to, c->r->id, sr->name, sr->labels, sr->unit, sr->meta,
+                                    &there.id);
+        m->t->series++;
+    } else if (rc == 0) {
+        if (there.meta_differs)
+            rc = to->ops->series_update_meta(to, there.id, sr->meta);
+        if (rc == 0)
+            rc = to->ops->blocks_range_query(to, there.id, INT64_MIN, INT64_MAX, want_no_data,
+                                             hold_block, &m->held);
+    }
+    if (rc < 0)
+        return wrote(c, rc);
+    held_sort(&m->held);
+    c->series_id = there.id;
+    return c->from->ops->blocks_query(c->from, sr->id, merge_block, m);
+}
+
+static int merge_series(struct copy_ctx *c)
+{
+    return c->from->ops->series_query(c->from, c->r->id, merge_one_series, c);
+}
+
+static int hold_event_name(int64_t id, const char *name, void *arg)
+{
+    struct held_row row = {{id, 0, 0}, NULL, 0, NULL};
+    return held_add(arg, &row, NULL, name);
+}
+
+static int merge_event_name(int64_t id, const char *name, void *arg)
+{
+    struct merge_ctx *m = arg;
+    const struct held_row *h = held_find(&m->held, id, 0, 0, NULL);
+    if (h && strcmp(h->value, name) == 0)
+        return 0;
+    m->t->event_names++;
+    return copy_event_name(id, name, &m->c);
+}
+
+/* After the destination's rows of a kind were read into m->held (the
+ * query's result is rc): sort them, or count the failure as the
+ * destination's. */
+static int hold(struct merge_ctx *m, int rc)
+{
+    if (rc < 0)
+        return wrote(&m->c, rc);
+    held_sort(&m->held);
+    return 0;
+}
+
+static int merge_event_names(struct copy_ctx *c)
+{
+    struct merge_ctx *m = (struct merge_ctx *)c;
+    held_reset(&m->held);
+    int rc = hold(m, c->to->ops->event_names_query(c->to, c->r->id, hold_event_name, &m->held));
+    return rc < 0 ? rc : c->from->ops->event_names_query(c->from, c->r->id, merge_event_name, m);
+}
+
+/* A process's attributes as one line, to compare. */
+static char *process_line(const struct process_record *p)
+{
+    struct strbuf b;
+    strbuf_init(&b);
+    strbuf_addf(&b, "%lld %lld %lld %lld %lld %s\x1f%s", (long long)p->ppid, (long long)p->rank,
+                (long long)p->local_rank, (long long)p->world_size, (long long)p->worker_id,
+                p->comm ? p->comm : "\x1e", p->role ? p->role : "\x1e");
+    return strbuf_detach(&b);
+}
+
+static int hold_process(const struct process_record *p, void *arg)
+{
+    struct held_row row = {{p->pid, 0, 0}, NULL, 0, NULL};
+    char *line = process_line(p);
+    int rc = line ? held_add(arg, &row, NULL, line) : -ENOMEM;
+    free(line);
+    return rc;
+}
+
+static int merge_process(const struct process_record *p, void *arg)
+{
+    struct merge_ctx *m = arg;
+    const struct held_row *h = held_find(&m->held, p->pid, 0, 0, NULL);
+    char *line = process_line(p);
+    if (!line)
+        return -ENOMEM;
+    int same = h && strcmp(h->value, line) == 0;
+    free(line);
+    if (same)
+        return 0;
+    m->t->processes++;
+    return copy_process(p, &m->c);
+}
+
+static int merge_processes(struct copy_ctx *c)
+{
+    struct merge_ctx *m = (struct merge_ctx *)c;
+    held_reset(&m->held);
+    int rc = hold(m, c->to->ops->processes_query(c->to, c->r->id, hold_process, &m->held));
+    return rc < 0 ? rc : c->from->ops->processes_query(c->from, c->r->id, merge_process, m);
+}
+
+/* The starts of the source's event blocks: the first and the last (the
+ * query gives them in order of their start), and how many there are. */
+struct start_span {
+    int64_t first, last, n;
+};
+
+static int span_event_block(const struct event_block_record *b, void *arg)
+{
+    struct start_span *s = arg;
+    if (!s->n++)
+        s->first = b->start_ns;
+    s->last = b->start_ns;
+    return 0;
+}
+
+static int hold_event_block(const struct event_block_record *b, void *arg)
+{
+    struct held_row row = {{b->pid, b->tid, b->start_ns}, NULL, 0, NULL};
+    return held_add(arg, &row, NULL, NULL);
+}
+
+/* An event block the destination lacks: none of that thread starts then.
+ * (Event blocks have no key of their own to upsert by.) */
+static int merge_event_block(const struct event_block_record *b, void *arg)
+{
+    struct merge_ctx *m = arg;
+    if (held_find(&m->held, b->pid, b->tid, b->start_ns, NULL))
+        return 0;
+    m->t->event_blocks++;
+    return copy_event_block(b, &m->c);
+}
+
+/* Three passes: the span of the source's blocks, the destination's blocks
+ * there (every one that may share a key), then the source's again. */
+static int merge_event_blocks(struct copy_ctx *c)
+{
+    struct merge_ctx *m = (struct merge_ctx *)c;
+    const struct store_ops *from = c->from->ops;
+    struct start_span span = {0, 0, 0};
+    held_reset(&m->held);
+    int rc =
+        from->event_blocks_query(c->from, c->r->id, INT64_MIN, INT64_MAX, span_event_block, &span);
+    if (rc < 0 || !span.n)
+        return rc;
+    rc = hold(m, c->to->ops->event_blocks_query(c->to, c->r->id, span.first, span.last,
+                                                hold_event_block, &m->held));
+    return rc < 0 ? rc
+                  : from->event_blocks_query(c->from, c->r->id, INT64_MIN, INT64_MAX,
+                                             merge_event_block, m);
+}
+
+static int evaluated_at(const struct rule_config_record *rc, void *arg)
+{
+    *(int64_t *)arg = rc->evaluated_ns;
+    return 0;
+}
+
+/* The source's evaluation of the rules replaces the destination's when it
+ * is newer, whole: settings, results, findings. */
+static int merge_rules(struct copy_ctx *c)
+{
+    struct merge_ctx *m = (struct merge_ctx *)c;
+    int64_t from_ns = INT64_MIN, to_ns = INT64_MIN; /* none */
+    int rc = c->from->ops->rule_config_query(c->from, c->r->id, evaluated_at, &from_ns);
+    if (rc < 0)
+        return rc;
+    if ((rc = c->to->ops->rule_config_query(c->to, c->r->id, evaluated_at, &to_ns)) < 0)
+        return wrote(c, rc);
+    if (from_ns == INT64_MIN || from_ns <= to_ns)
+        return 0;
+    m->t->rules = 1;
+    if ((rc = wrote(c, c->to->ops->rules_clear(c->to, c->r->id))) < 0 ||
+        (rc = copy_rule_configs(c)) < 0 || (rc = copy_rule_results(c)) < 0)
+        return rc;
+    return copy_findings(c);
+}
+
+static int hold_text(const struct run_text_record *t, void *arg)
+{
+    struct held_row row = {{0, 0, 0}, NULL, t->bytes, NULL};
+    return held_add(arg, &row, t->kind, NULL);
+}
+
+/* A text the destination lacks, or holds less of (the job wrote on). */
+static int merge_text(const struct run_text_record *t, void *arg)
+{
+    struct merge_ctx *m = arg;
+    const struct held_row *h = held_find(&m->held, 0, 0, 0, t->kind);
+    if (h && h->size >= t->bytes)
+        return 0;
+    m->t->texts++;
+    return copy_text(t, &m->c);
+}
+
+static int merge_texts(struct copy_ctx *c)
+{
+    struct merge_ctx *m = (struct merge_ctx *)c;
+    held_reset(&m->held);
+    int rc = hold(m, c->to->ops->run_texts_query(c->to, c->r->id, hold_text, &m->held));
+    return rc < 0 ? rc : c->from->ops->run_texts_query(c->from, c->r->id, merge_text, m);
+}
+
+static copy_step_fn *const merge_steps[] = {
+    merge_record,       merge_series, merge_event_names, merge_processes,
+    merge_event_blocks, merge_rules,  merge_texts,
+};
+
+int store_copy_merge(struct store *from, struct store *to, const struct run_record *r,
+                     struct store_merge_tally *out, struct strbuf *err)
+{
+    memset(out, 0, sizeof(*out));
+    struct merge_ctx m = {{from, to, r, 0, 0, 0}, out, {0}};
+    int rc = in_transaction(&m.c, merge_steps, ARRAY_SIZE(merge_steps), 0, err);
+    held_release(&m.held);
+    if (rc < 0)
+        memset(out, 0, sizeof(*out)); /* rolled back: nothing was written */
+    return rc;
+}
+
+int store_merge_changed(const struct store_merge_tally *t)
+{
+    return t->run || t->series || t->blocks || t->event_names || t->processes || t->event_blocks ||
+           t->texts || t->rules;
 }

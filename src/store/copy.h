@@ -1,7 +1,7 @@
 /*
  * Copying a run from one store to another, through store_ops only, so any
- * pair of backends works (strobe copy; strobe push sends a node's spool,
- * a SQLite store, the same way).
+ * pair of backends works (strobe copy); and merging one store's part of a
+ * run into another's (strobe push, and the recorder's upload of its spool).
  *
  * A copy is idempotent: the run keeps its id, and a run the destination
  * already holds is compared with the source's first. Each side is tallied
@@ -16,8 +16,34 @@
  * "Further" is any of: finished where the other still says running, a
  * later last sample or end, more samples, points, events, blocks, event
  * blocks or bytes of text written, a later rules evaluation. A run that
- * was recording when it reached the destination (push's case) is thus
- * replaced by the whole run.
+ * was recording when it reached the destination is thus replaced by the
+ * whole run.
+ *
+ * A merge (store_copy_merge) adds one store's part of a run to another's
+ * instead: a recorder's spool holds only what its database did not take
+ * (record/spool.h), and the database holds the rest. Row by row, in one
+ * transaction of the destination:
+ *
+ *   run row       inserted when missing; else updated (status, end,
+ *                 counters) when the source's has gone further (ended,
+ *                 a later sample or end, more samples); an ended run
+ *                 never goes back to running
+ *   series        found by (name, labels), else added; the source's
+ *                 meta wins
+ *   blocks        by (series, start): written when missing, or when the
+ *                 destination's holds fewer points (an open block's
+ *                 earlier snapshot)
+ *   event names,  upserted when missing or different
+ *   processes
+ *   event blocks  inserted when the destination has none of that thread
+ *                 (pid, tid) starting then; they have no key to upsert by,
+ *                 so the destination's are read first
+ *   texts         put when missing, or when the source's saw more bytes
+ *   rules         settings, results and findings replaced, whole, when
+ *                 the source's evaluation is newer
+ *
+ * So merging twice writes nothing the second time, and the order of
+ * merges does not matter: a row only ever moves forward.
  */
 #ifndef STROBE_STORE_COPY_H
 #define STROBE_STORE_COPY_H
@@ -83,5 +109,23 @@ int store_copy_decide(struct store *from, struct store *to, const struct run_rec
  */
 int store_copy_run(struct store *from, struct store *to, const struct run_record *r,
                    struct store_copy_plan *out, struct strbuf *err);
+
+/* What a merge wrote: rows added or replaced, by kind. */
+struct store_merge_tally {
+    int run; /* the run row was inserted or updated */
+    int64_t series, blocks, event_names, processes, event_blocks, texts;
+    int rules; /* the source's evaluation replaced the destination's */
+};
+
+/*
+ * Merge run r, a run of from as its runs_query gave it, into to (see
+ * above): one transaction of to, so a failure leaves to as it was (and
+ * *out zeroed). 0, or negative with a line in err naming the store that
+ * failed, as store_copy_run's.
+ */
+int store_copy_merge(struct store *from, struct store *to, const struct run_record *r,
+                     struct store_merge_tally *out, struct strbuf *err);
+/* Whether the merge wrote anything. */
+int store_merge_changed(const struct store_merge_tally *t);
 
 #endif

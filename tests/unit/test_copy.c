@@ -5,6 +5,11 @@
  * second SQLite file; every query's answer is then written out as text
  * (dump_run), and the three texts must be equal.
  *
+ * Merging (store_copy_merge): a store holding the run's first part while
+ * it recorded, and one holding its last part and its end, as a recorder's
+ * database and its spool do, make the whole run; a second merge writes
+ * nothing.
+ *
  * The failures come from a destination whose block_upsert fails at the
  * Nth call: its ops table is the real one with that member replaced.
  */
@@ -90,23 +95,25 @@ static void make_record(struct run_record *r, int finished)
 }
 
 /* Block k of a series: bytes that decode as nothing (the copy must not
- * look inside), every value 0..255 among them. */
-static void put_block(struct store *s, int64_t sid, int k)
+ * look inside), every value 0..255 among them. A snapshot is the block
+ * while it was open: fewer points, fewer bytes. */
+static void put_block(struct store *s, int64_t sid, int k, int snapshot)
 {
     uint8_t data[300];
     for (size_t i = 0; i < sizeof(data); i++)
         data[i] = (uint8_t)(i * 7 + (size_t)k);
     struct block_stats st = {
-        .count = 10 + (uint32_t)k,
+        .count = snapshot ? 5 : 10 + (uint32_t)k,
         .start_ns = T0 + k * SEC,
         .end_ns = T0 + k * SEC + SEC / 2,
-        .min = -1.5 * k,
+        .min = -1.5 * k - 0.25, /* never -0, which SQLite keeps as 0 */
         .max = 2.25 * k + 1,
         .sum = 0.1 * k,
         .first = 1.0 / 3,
         .last = 1e-300,
     };
-    ASSERT_EQ_INT(s->ops->block_upsert(s, sid, &st, data, sizeof(data) - (size_t)k), 0);
+    size_t len = snapshot ? 100 : sizeof(data) - (size_t)k;
+    ASSERT_EQ_INT(s->ops->block_upsert(s, sid, &st, data, len), 0);
 }
 
 static const char *const series_names[][4] = {
@@ -115,30 +122,51 @@ static const char *const series_names[][4] = {
     {"cpu.util_pct", "core=2", "%", NULL},
     {"proc.rss_bytes", "pid=7", "bytes", "{\"comm\":\"python\",\"pid\":7}"},
 };
+/* A series whose blocks start at block LATE_FROM (the merge's cases). */
+static const char *const late_series[4] = {"app.loss", "", "", "{\"rank\":0}"};
+#define LATE_FROM 3
 
-/* The run, with nblocks blocks a series; events, rules and texts. */
-static void populate(struct store *s, int nblocks, int finished)
+/* Which part of the run a store holds: blocks [from, to) of each series
+ * and event blocks [from, to + 3); its last series block a snapshot of
+ * fewer points when partial; the late series when late. A recorder's
+ * database and its spool each hold a part. */
+struct part {
+    int from, to;
+    int finished;
+    int partial;
+    int late;
+};
+
+static void put_series(struct store *s, const char *const *n, int from, const struct part *p)
+{
+    int64_t sid;
+    if (from >= p->to)
+        return;
+    ASSERT_EQ_INT(s->ops->series_insert(s, RUN_ID, n[0], n[1], n[2], n[3], &sid), 0);
+    for (int k = from; k < p->to; k++)
+        put_block(s, sid, k, p->partial && k == p->to - 1);
+}
+
+/* The part of the run p says; events, rules and texts. */
+static void populate_part(struct store *s, const struct part *part)
 {
     struct run_record r;
-    make_record(&r, finished);
+    make_record(&r, part->finished);
     ASSERT_EQ_INT(s->ops->begin(s), 0);
     ASSERT_EQ_INT(s->ops->run_insert(s, &r), 0);
     ASSERT_EQ_INT(s->ops->run_update(s, &r), 0);
     run_record_release(&r);
-    for (size_t i = 0; i < ARRAY_SIZE(series_names); i++) {
-        int64_t sid;
-        const char *const *n = series_names[i];
-        ASSERT_EQ_INT(s->ops->series_insert(s, RUN_ID, n[0], n[1], n[2], n[3], &sid), 0);
-        for (int k = 0; k < nblocks; k++)
-            put_block(s, sid, k);
-    }
+    for (size_t i = 0; i < ARRAY_SIZE(series_names); i++)
+        put_series(s, series_names[i], part->from, part);
+    if (part->late)
+        put_series(s, late_series, part->from > LATE_FROM ? part->from : LATE_FROM, part);
     ASSERT_EQ_INT(s->ops->event_name_insert(s, RUN_ID, 1, "forward"), 0);
     ASSERT_EQ_INT(s->ops->event_name_insert(s, RUN_ID, 2, "optimizer.step"), 0);
     struct process_record p = {100, 1, "python", "main", 0, 0, 2, -1};
     ASSERT_EQ_INT(s->ops->process_upsert(s, RUN_ID, &p), 0);
     struct process_record w = {101, 100, "pt_data_worker", "dataloader", -1, -1, -1, 3};
     ASSERT_EQ_INT(s->ops->process_upsert(s, RUN_ID, &w), 0);
-    for (int k = 0; k < 3 + nblocks; k++) {
+    for (int k = part->from; k < part->to + 3; k++) {
         uint8_t data[64];
         memset(data, 0xa0 + k, sizeof(data));
         /* two blocks start together: their order is the insertion's */
@@ -148,7 +176,7 @@ static void populate(struct store *s, int nblocks, int finished)
         ASSERT_EQ_INT(s->ops->event_block_insert(s, RUN_ID, &b), 0);
     }
     struct rule_config_record rc = {10 * SEC, "all", "StepOutlier.stddev=5", "live",
-                                    T0 + (finished ? 61 : 21) * SEC};
+                                    T0 + (part->finished ? 61 : 21) * SEC};
     ASSERT_EQ_INT(s->ops->rule_config_put(s, RUN_ID, &rc), 0);
     struct rule_result_record rr[] = {
         {"LowGPUUtilization", "fired", 40, 3, "gpu 0 idle", "{\"x\":1}"},
@@ -166,12 +194,19 @@ static void populate(struct store *s, int nblocks, int finished)
         ASSERT_EQ_INT(s->ops->finding_insert(s, RUN_ID, (int64_t)i + 5, &f[i]), 0);
     static const char out[] = "epoch 1\n\xff\xfe not UTF-8\0 and a NUL\n";
     struct run_text_record t[] = {
-        {"stdout", out, sizeof(out) - 1, finished ? 9000 : 4000},
+        {"stdout", out, sizeof(out) - 1, part->finished ? 9000 : 4000},
         {"packages", "torch==2.2.0\n", 13, 13},
     };
     for (size_t i = 0; i < ARRAY_SIZE(t); i++)
         ASSERT_EQ_INT(s->ops->run_text_put(s, RUN_ID, &t[i]), 0);
     ASSERT_EQ_INT(s->ops->commit(s), 0);
+}
+
+/* The whole run, with nblocks blocks a series. */
+static void populate(struct store *s, int nblocks, int finished)
+{
+    struct part p = {0, nblocks, finished, 0, 0};
+    populate_part(s, &p);
 }
 
 /* ---- every query's answer as text ------------------------------------------------ */
@@ -389,18 +424,27 @@ static void source_record(struct store *from, struct run_record *r)
     ASSERT_EQ_INT(store_resolve_run(from, RUN_ID, r), 0);
 }
 
-/* Copy the run; its verdict. */
-static enum store_copy_verdict copy_ok(struct store *from, struct store *to)
+/* Copy the run into to (plan not NULL), or merge it (into *merged). */
+static void move_ok(struct store *from, struct store *to, struct store_copy_plan *plan,
+                    struct store_merge_tally *merged)
 {
     struct run_record r;
-    struct store_copy_plan p;
     struct strbuf err;
     strbuf_init(&err);
     source_record(from, &r);
-    if (store_copy_run(from, to, &r, &p, &err) < 0)
-        TEST_FAIL("store_copy_run: %s", err.buf);
+    int rc = plan ? store_copy_run(from, to, &r, plan, &err)
+                  : store_copy_merge(from, to, &r, merged, &err);
+    if (rc < 0)
+        TEST_FAIL("%s: %s", plan ? "store_copy_run" : "store_copy_merge", err.buf);
     run_record_release(&r);
     strbuf_release(&err);
+}
+
+/* Copy the run; its verdict. */
+static enum store_copy_verdict copy_ok(struct store *from, struct store *to)
+{
+    struct store_copy_plan p;
+    move_ok(from, to, &p, NULL);
     return p.verdict;
 }
 
@@ -530,6 +574,80 @@ TEST(decide_writes_nothing)
     trio_close(&t);
 }
 
+/* ---- merging a part of a run into another ------------------------------------------ */
+
+/* The database's part: blocks 0-2 of each series, the last an open
+ * block's snapshot, while the run was recording. The spool's: blocks 2-4,
+ * the late series, the end of the run. Together: the whole run. */
+static const struct part db_part = {0, 3, 0, 1, 0};
+static const struct part spool_part = {2, 5, 1, 0, 1};
+static const struct part whole_run = {0, 5, 1, 0, 1};
+
+/* Merge from's run into to; what it wrote. */
+static struct store_merge_tally merge_ok(struct store *from, struct store *to)
+{
+    struct store_merge_tally t;
+    move_ok(from, to, NULL, &t);
+    return t;
+}
+
+TEST(merge_adds_the_missing_part)
+{
+    struct trio t; /* a: the whole run; b: the database's part; c: the spool's */
+    trio_open(&t);
+    populate_part(t.a, &whole_run);
+    populate_part(t.b, &db_part);
+    populate_part(t.c, &spool_part);
+    struct store_merge_tally m = merge_ok(t.c, t.b);
+    expect_same("the database after the merge", t.a, t.b);
+    ASSERT_EQ_INT(m.run, 1);     /* finished, further on */
+    ASSERT_EQ_INT(m.series, 1);  /* the late one */
+    ASSERT_EQ_INT(m.blocks, 11); /* 3 series: the snapshot 2 replaced, 3, 4; the late one: 3, 4 */
+    ASSERT_EQ_INT(m.event_blocks, 2); /* 6, 7: 2-5 were there */
+    ASSERT_EQ_INT(m.event_names + m.processes, 0);
+    ASSERT_EQ_INT(m.texts, 1); /* stdout: more bytes */
+    ASSERT_EQ_INT(m.rules, 1); /* evaluated later */
+    ASSERT_EQ_INT(count_runs_rows(&t.rig, "blocks"), 17);
+    ASSERT_EQ_INT(count_runs_rows(&t.rig, "event_blocks"), 8);
+    trio_close(&t);
+}
+
+/* A second merge, and one of an older part, write nothing. */
+TEST(merge_twice_writes_nothing)
+{
+    struct trio t;
+    trio_open(&t);
+    populate_part(t.a, &db_part);
+    populate_part(t.b, &db_part);
+    populate_part(t.c, &spool_part);
+    merge_ok(t.c, t.b);
+    struct store_merge_tally m = merge_ok(t.c, t.b);
+    ASSERT(!store_merge_changed(&m));
+    m = merge_ok(t.a, t.b); /* the database's part as it was: older in every row */
+    ASSERT(!store_merge_changed(&m));
+    ASSERT_EQ_INT(count_runs_rows(&t.rig, "runs"), 1);
+    ASSERT_EQ_INT(count_runs_rows(&t.rig, "series"), 4);
+    ASSERT_EQ_INT(count_runs_rows(&t.rig, "blocks"), 17);
+    ASSERT_EQ_INT(count_runs_rows(&t.rig, "event_blocks"), 8);
+    ASSERT_EQ_INT(count_runs_rows(&t.rig, "findings"), 3);
+    trio_close(&t);
+}
+
+/* A destination without the run gets it whole, as a copy would. */
+TEST(merge_into_a_store_without_the_run)
+{
+    struct trio t;
+    trio_open(&t);
+    populate_part(t.c, &spool_part);
+    struct store_merge_tally m = merge_ok(t.c, t.b);
+    expect_same("merged into an empty store", t.c, t.b);
+    ASSERT_EQ_INT(m.run, 1);
+    ASSERT_EQ_INT(m.series, 4);
+    ASSERT_EQ_INT(m.event_names, 2);
+    ASSERT_EQ_INT(count_runs_rows(&t.rig, "run_attrs"), 3);
+    trio_close(&t);
+}
+
 /* ---- a destination that fails at the Nth block -------------------------------------- */
 
 static const struct store_ops *real_ops;
@@ -591,6 +709,32 @@ TEST(failed_copy_leaves_nothing)
     trio_close(&t);
 }
 
+/* A merge that fails leaves the destination's part as it was. */
+TEST(failed_merge_leaves_the_part_there)
+{
+    struct trio t;
+    trio_open(&t);
+    populate_part(t.a, &db_part);
+    populate_part(t.b, &db_part);
+    populate_part(t.c, &spool_part);
+    fail_after(t.b, 4);
+    struct run_record r;
+    struct store_merge_tally m;
+    struct strbuf err;
+    strbuf_init(&err);
+    source_record(t.c, &r);
+    ASSERT_EQ_INT(store_copy_merge(t.c, t.b, &r, &m, &err), -STROBE_EFULL);
+    ASSERT(strstr(err.buf, "cannot write run " RUN_ID " to '") && strstr(err.buf, "disk on fire"));
+    ASSERT(!store_merge_changed(&m));
+    t.b->ops = real_ops;
+    expect_same("the part there", t.a, t.b);
+    m = merge_ok(t.c, t.b); /* and the next one goes through */
+    ASSERT_EQ_INT(m.blocks, 11);
+    run_record_release(&r);
+    strbuf_release(&err);
+    trio_close(&t);
+}
+
 /* A replacement that fails keeps the old copy, whole. */
 TEST(failed_replace_keeps_the_old_copy)
 {
@@ -611,5 +755,7 @@ TEST(failed_replace_keeps_the_old_copy)
 TEST_CASES_ONCE(decide_writes_nothing)
 TEST_CASES_BOTH(copy_keeps_every_row, second_copy_changes_nothing,
                 further_source_replaces_and_older_is_kept, diverged_copies_are_left_alone,
-                failed_copy_leaves_nothing, failed_replace_keeps_the_old_copy)
+                failed_copy_leaves_nothing, failed_replace_keeps_the_old_copy,
+                merge_adds_the_missing_part, merge_twice_writes_nothing,
+                merge_into_a_store_without_the_run, failed_merge_leaves_the_part_there)
 STORE_TEST_MAIN()
