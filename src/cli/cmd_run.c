@@ -21,6 +21,7 @@ static const char run_synopsis[] =
     "                  [--interval DUR] [--gpu-interval DUR] [--no-framework] [--quiet]\n"
     "                  [--rules LIST|none] [--rule-param RULE.P=V]... [--rule-interval DUR]\n"
     "                  [--no-report | --report PATH] [--torch-profile STEPS] [--no-logs]\n"
+    "                  [--spool DIR]\n"
     "                  -- CMD [ARG...]\n";
 
 /* The names of a table's rows as an indented comma list, into sb. */
@@ -201,6 +202,9 @@ int cmd_run(struct cli_ctx *cli, int argc, char **argv)
         CLI_OPT_FLAG(0, "no-logs", &o->no_logs,
                      "do not keep the job's stdout and stderr (strobe logs RUN\n"
                      "shows them)"),
+        CLI_OPT_STRING(0, "spool", &o->spool_dir, "DIR",
+                       "where batches go while a PostgreSQL store does not answer\n"
+                       "(default: $XDG_STATE_HOME/strobe/spool, or ~/.local/state/...)"),
         CLI_OPT_CALLBACK(0, "proc-source", &o->proc_source, "S",
                          "how the process tree is read: auto (BPF where the kernel\n"
                          "allows it, else procfs), bpf (or fail), procfs; default\n"

@@ -31,6 +31,7 @@
 #include "record/runinfo.h"
 #include "record/logtee.h"
 #include "record/pydir.h"
+#include "record/spool.h"
 #include "record/torch_profile.h"
 #include "rules/replay.h"
 #include "record/writer.h"
@@ -504,7 +505,7 @@ static const char *const log_kinds[2] = {"stdout", "stderr"};
  * of them when they were long (the note in the text says what was cut). */
 static void store_logs(struct recorder *r)
 {
-    struct store *s = r->store;
+    struct store *s = writer_store(&r->writer);
     struct strbuf text;
     strbuf_init(&text);
     int rc = s->ops->begin(s);
@@ -932,9 +933,10 @@ static void finish_rules(struct recorder *r)
     if (!r->rules.e)
         return;
     live_rules_finish(&r->rules, rules_run_end_ns(&r->run));
-    if (live_rules_save(&r->rules, r->store, r->run.id) < 0)
+    struct store *s = writer_store(&r->writer);
+    if (live_rules_save(&r->rules, s, r->run.id) < 0)
         log_warn("cannot store the findings in '%s': %s; 'strobe rules %.8s' recomputes them",
-                 r->store_shown.buf, r->store->err.buf, r->run.id);
+                 s->uri, s->err.buf, r->run.id);
 }
 
 /* What was lost and counted: warnings, so they print under --quiet too. */
@@ -1163,7 +1165,9 @@ int recorder_run(const struct recorder_opts *o)
     r.dcgm = calloc(1, sizeof(*r.dcgm));
     if (!r.gpu || !r.dcgm || sampler_init(&r.sampler, &r.env, &r.series, o->collectors) < 0 ||
         series_get_metric(&r.series, METRIC_STROBE_CPU, "", &r.s_self_cpu) < 0 ||
-        writer_start(&r.writer, r.store) < 0) {
+        writer_start(&r.writer, r.store) < 0 ||
+        (store_uri_is_postgres(o->store_uri) &&
+         spool_attach(&r.writer, o->spool_dir, &r.run) < 0)) {
         log_error("out of memory");
         goto out;
     }
@@ -1214,16 +1218,18 @@ int recorder_run(const struct recorder_opts *o)
     for (size_t i = 0; i < 2; i++)
         log_tee_wait(&r.logs[i], LOG_WAIT_MS);
     int rc = final_flush(&r);
+    spool_finish(&r.writer); /* the rest goes where writer_store says */
     if (rc == 0)
         finish_rules(&r);
     if (rc == 0) { /* the writer is idle: the store is ours */
         /* the import rewrites the catalog row from r.run: the counters the
          * writer's copies carried go in first, or it would zero them */
         fill_counters(&r, &r.run);
-        torch_profile_import(&r.torch_profile, r.store, &r.run, o->quiet);
+        torch_profile_import(&r.torch_profile, writer_store(&r.writer), &r.run, o->quiet);
         store_logs(&r);
     }
     summary(&r, rc);
+    spool_report(&r.writer);
     if (r.tree.n)
         log_note("%u processes of the job are still running", r.tree.n);
 out:

@@ -47,6 +47,8 @@
 
 struct recorder_opts {
     const char *store_uri;
+    const char *spool_dir;  /* where batches a PostgreSQL store does not take go (record/spool.h);
+                               NULL: the default */
     const char *name;       /* NULL: the command's base name */
     const char *experiment; /* may be NULL */
     const char *workload;   /* runs started together; may be NULL */

@@ -8,6 +8,7 @@
 #include "common/clock.h"
 #include "common/err.h"
 #include "record/cluster.h"
+#include "record/spool.h"
 
 void batch_init(struct batch *b)
 {
@@ -131,32 +132,181 @@ void batch_settle(struct batch *b, struct series_table *t)
     }
 }
 
-/* ---- the thread ---------------------------------------------------------- */
+/* ---- the writer's memory -------------------------------------------------- */
 
-static int ensure_ids(struct writer *w, uint32_t count)
+/* array_grow, the new elements zeroed. */
+static int grow_zeroed(void **items, uint32_t *cap, uint32_t need, size_t size, uint32_t first)
 {
-    if (count <= w->ids_cap)
-        return 0;
-    uint32_t cap = w->ids_cap ? w->ids_cap : 256;
-    while (cap < count)
-        cap *= 2;
-    int64_t *ids = realloc(w->ids, cap * sizeof(*ids));
-    if (!ids)
+    uint32_t old = *cap;
+    if (array_grow(items, cap, need, size, first) < 0)
         return -ENOMEM;
-    memset(ids + w->ids_cap, 0, (cap - w->ids_cap) * sizeof(*ids));
-    w->ids = ids;
-    w->ids_cap = cap;
+    memset((char *)*items + (size_t)old * size, 0, (size_t)(*cap - old) * size);
     return 0;
 }
 
-/* Series defined here get their store ids at once; if the transaction fails
- * those ids are forgotten again (the rows were rolled back), so the next
- * batch defines them anew. */
-static void forget_new_ids(struct writer *w, const struct batch *b)
+static int remember_proc(struct writer *w, const struct event_proc *p)
 {
-    for (uint32_t i = 0; i < b->ndefs; i++)
-        if (b->defs[i].define)
-            w->ids[b->defs[i].series] = 0;
+    for (uint32_t i = 0; i < w->nprocs; i++)
+        if (w->procs[i].pid == p->pid) {
+            w->procs[i] = *p;
+            return 0;
+        }
+    if (array_grow((void **)&w->procs, &w->procs_cap, w->nprocs + 1, sizeof(*w->procs), 16) < 0)
+        return -ENOMEM;
+    w->procs[w->nprocs++] = *p;
+    return 0;
+}
+
+/* What b tells of series, event names and processes, kept for a target
+ * that lacks them later. */
+static int remember(struct writer *w, const struct batch *b)
+{
+    const struct event_batch *e = &b->events;
+    if (grow_zeroed((void **)&w->series, &w->series_cap, b->series_count, sizeof(*w->series), 256) <
+            0 ||
+        array_grow((void **)&w->names, &w->names_cap, e->names_to, sizeof(*w->names), 64) < 0)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < b->ndefs; i++) {
+        const struct batch_def *d = &b->defs[i];
+        struct writer_series *ws = &w->series[d->series];
+        char *meta = d->meta ? strdup(d->meta) : NULL;
+        if (d->meta && !meta)
+            return -ENOMEM;
+        free(ws->meta);
+        *ws = (struct writer_series){d->name, d->labels, d->unit, meta};
+    }
+    for (uint32_t i = e->names_from; i < e->names_to; i++)
+        w->names[i] = e->names[i - e->names_from];
+    w->name_base = e->name_base;
+    if (e->names_to > w->nnames)
+        w->nnames = e->names_to;
+    for (uint32_t i = 0; i < e->nprocs; i++)
+        if (remember_proc(w, &e->procs[i]) < 0)
+            return -ENOMEM;
+    return 0;
+}
+
+/* ---- committing to a target ----------------------------------------------- */
+
+static int grow_ids(struct writer_target *t, uint32_t count)
+{
+    return grow_zeroed((void **)&t->ids, &t->ids_cap, count, sizeof(*t->ids), 256);
+}
+
+static int take_id(const struct series_record *sr, void *arg)
+{
+    *(int64_t *)arg = sr->id;
+    return 0;
+}
+
+/* Series i into t, from the writer's memory: found there first when t may
+ * hold it already (series_insert refuses a second one), else inserted.
+ * An id inserted here is forgotten again if the transaction fails. */
+static int define_series(struct writer *w, struct writer_target *t, const char *run_id, uint32_t i)
+{
+    const struct writer_series *ws = &w->series[i];
+    struct store *s = t->store;
+    if (t->lookup) {
+        int rc = s->ops->series_find(s, run_id, ws->name, ws->labels, take_id, &t->ids[i]);
+        if (rc == 0)
+            return ws->meta ? s->ops->series_update_meta(s, t->ids[i], ws->meta) : 0;
+        if (rc != -STROBE_ENOTFOUND)
+            return rc;
+    }
+    if (array_grow((void **)&t->fresh, &t->fresh_cap, t->nfresh + 1, sizeof(*t->fresh), 64) < 0)
+        return -ENOMEM;
+    int rc = s->ops->series_insert(s, run_id, ws->name, ws->labels, ws->unit, ws->meta, &t->ids[i]);
+    if (rc == 0)
+        t->fresh[t->nfresh++] = i;
+    return rc;
+}
+
+/* A target new to the run: its row, and every event name and process
+ * known so far (a batch carries only the new ones). */
+static int put_first(struct writer *w, struct writer_target *t)
+{
+    struct store *s = t->store;
+    struct event_batch known = {.names = w->names,
+                                .names_to = w->nnames,
+                                .name_base = w->name_base,
+                                .procs = w->procs,
+                                .nprocs = w->nprocs};
+    int rc = s->ops->run_insert(s, t->first);
+    return rc < 0 ? rc : event_batch_store(&known, s, t->first->id);
+}
+
+static int put_series(struct writer *w, struct writer_target *t, const struct batch *b)
+{
+    struct store *s = t->store;
+    int rc = 0;
+    for (uint32_t i = 0; rc == 0 && i < b->ndefs; i++) {
+        const struct batch_def *d = &b->defs[i];
+        if (!t->ids[d->series])
+            rc = define_series(w, t, b->run.id, d->series);
+        else if (!d->define)
+            rc = s->ops->series_update_meta(s, t->ids[d->series], d->meta);
+    }
+    /* a block's series may be one the target lacks: the sampler defined
+     * it in the other one */
+    for (uint32_t i = 0; rc == 0 && i < b->nblocks; i++) {
+        const struct batch_block *blk = &b->blocks[i];
+        const void *data = blk->sealed ? blk->sealed->data : b->snap + blk->snap_off;
+        if (!t->ids[blk->series])
+            rc = define_series(w, t, b->run.id, blk->series);
+        if (rc == 0)
+            rc = s->ops->block_upsert(s, t->ids[blk->series], &blk->st, data, blk->len);
+    }
+    return rc;
+}
+
+int writer_commit(struct writer *w, struct writer_target *t, struct batch *b)
+{
+    struct store *s = t->store;
+    t->nfresh = 0;
+    int rc = grow_ids(t, b->series_count);
+    if (rc == 0)
+        rc = s->ops->begin(s);
+    if (rc == 0 && t->first)
+        rc = put_first(w, t);
+    if (rc == 0)
+        rc = put_series(w, t, b);
+    if (rc == 0)
+        rc = event_batch_store(&b->events, s, b->run.id);
+    for (int i = 0; rc == 0 && i < 2; i++)
+        if (b->texts[i].put) {
+            const struct batch_text *bt = &b->texts[i];
+            struct run_text_record tr = {bt->kind, bt->text.buf, bt->text.len, bt->bytes};
+            rc = s->ops->run_text_put(s, b->run.id, &tr);
+        }
+    if (rc == 0)
+        rc = s->ops->run_update(s, &b->run);
+    if (rc == 0)
+        rc = s->ops->commit(s);
+    if (rc == 0) {
+        t->first = NULL;
+        return 0;
+    }
+    s->ops->rollback(s);
+    /* the rows were rolled back: the next batch defines them anew */
+    for (uint32_t i = 0; i < t->nfresh; i++)
+        t->ids[t->fresh[i]] = 0;
+    return rc;
+}
+
+void writer_target_reset(struct writer_target *t, const struct run_record *run)
+{
+    if (t->ids)
+        memset(t->ids, 0, t->ids_cap * sizeof(*t->ids));
+    t->nfresh = 0;
+    t->lookup = 0;
+    t->first = run;
+}
+
+void writer_target_release(struct writer_target *t)
+{
+    free(t->ids);
+    free(t->fresh);
+    memset(t, 0, sizeof(*t));
 }
 
 /* Copy the job's output that rides with b, outside the transaction. A copy
@@ -173,16 +323,19 @@ static void take_texts(struct batch *b)
     }
 }
 
+/* ---- the thread ---------------------------------------------------------- */
+
 /* A node's clock against the store's, again when due; a failed probe
- * keeps the last estimate. */
+ * keeps the last estimate. Not while batches go to the spool: a server
+ * that does not answer would hold each probe for the wait bound. */
 static void measure_clock(struct writer *w, struct run_record *run)
 {
     if (!w->clock_every_ns)
         return;
     int64_t now = clock_monotonic_ns(), offset, rtt;
-    if (now >= w->clock_due_ns) {
+    if (now >= w->clock_due_ns && !spool_on(w)) {
         w->clock_due_ns = now + w->clock_every_ns;
-        if (cluster_clock_offset(w->store, CLUSTER_CLOCK_PROBES, &offset, &rtt) == 0) {
+        if (cluster_clock_offset(w->primary.store, CLUSTER_CLOCK_PROBES, &offset, &rtt) == 0) {
             w->clock_offset_ns = offset;
             w->clock_rtt_ns = rtt;
         }
@@ -193,42 +346,12 @@ static void measure_clock(struct writer *w, struct run_record *run)
 
 static int commit_batch(struct writer *w, struct batch *b)
 {
-    struct store *s = w->store;
-    take_texts(b);
+    int rc = remember(w, b);
+    if (rc < 0)
+        return rc;
+    take_texts(b); /* once: a batch the store refuses goes to the spool as it is */
     measure_clock(w, &b->run);
-    int rc = s->ops->begin(s);
-    for (uint32_t i = 0; rc == 0 && i < b->ndefs; i++) {
-        const struct batch_def *d = &b->defs[i];
-        if (d->define)
-            rc = s->ops->series_insert(s, b->run.id, d->name, d->labels, d->unit, d->meta,
-                                       &w->ids[d->series]);
-        else
-            rc = s->ops->series_update_meta(s, w->ids[d->series], d->meta);
-    }
-    /* a block's series is defined by now: batch_collect defines every series
-     * that has data in the same batch */
-    for (uint32_t i = 0; rc == 0 && i < b->nblocks; i++) {
-        const struct batch_block *blk = &b->blocks[i];
-        const void *data = blk->sealed ? blk->sealed->data : b->snap + blk->snap_off;
-        rc = s->ops->block_upsert(s, w->ids[blk->series], &blk->st, data, blk->len);
-    }
-    if (rc == 0)
-        rc = event_batch_store(&b->events, s, b->run.id);
-    for (int i = 0; rc == 0 && i < 2; i++)
-        if (b->texts[i].put) {
-            const struct batch_text *t = &b->texts[i];
-            struct run_text_record tr = {t->kind, t->text.buf, t->text.len, t->bytes};
-            rc = s->ops->run_text_put(s, b->run.id, &tr);
-        }
-    if (rc == 0)
-        rc = s->ops->run_update(s, &b->run);
-    if (rc == 0)
-        rc = s->ops->commit(s);
-    if (rc < 0) {
-        s->ops->rollback(s);
-        forget_new_ids(w, b);
-    }
-    return rc;
+    return w->spool ? spool_commit(w, b) : writer_commit(w, &w->primary, b);
 }
 
 static void *writer_main(void *arg)
@@ -243,8 +366,7 @@ static void *writer_main(void *arg)
         struct batch *b = w->work;
         pthread_mutex_unlock(&w->lock);
 
-        int rc = ensure_ids(w, b->series_count);
-        b->result = rc == 0 ? commit_batch(w, b) : rc;
+        b->result = commit_batch(w, b);
 
         pthread_mutex_lock(&w->lock);
         w->work = NULL;
@@ -258,7 +380,7 @@ static void *writer_main(void *arg)
 int writer_start(struct writer *w, struct store *store)
 {
     memset(w, 0, sizeof(*w));
-    w->store = store;
+    w->primary.store = store;
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->wake, NULL);
     pthread_cond_init(&w->done, NULL);
@@ -301,6 +423,12 @@ void writer_stop(struct writer *w)
     pthread_mutex_destroy(&w->lock);
     pthread_cond_destroy(&w->wake);
     pthread_cond_destroy(&w->done);
-    free(w->ids);
+    spool_close(w);
+    writer_target_release(&w->primary);
+    for (uint32_t i = 0; i < w->series_cap; i++)
+        free(w->series[i].meta);
+    free(w->series);
+    free(w->names);
+    free(w->procs);
     w->started = 0;
 }

@@ -9,6 +9,14 @@
  * commits the batch in one transaction and reports the result; the sampler
  * releases sealed blocks only after a successful commit, so a failed commit
  * (full disk, locked store) loses nothing while memory allows.
+ *
+ * A batch goes to one of two targets: the store, or the spool (a SQLite
+ * file of the run's own, record/spool.h) when a PostgreSQL store does not
+ * answer. The sampler does not know which: "defined" and "persisted" mean
+ * in either. So the writer keeps what it needs to define any series, event
+ * name or process in a target that lacks it (struct writer's memory: the
+ * series' strings, the latest meta, every name, each process's latest
+ * attributes), and each target keeps its own series ids.
  */
 #ifndef STROBE_RECORD_WRITER_H
 #define STROBE_RECORD_WRITER_H
@@ -67,8 +75,30 @@ struct batch {
     uint32_t series_count;      /* table size when collected */
 };
 
-struct writer {
+/* A store batches go to, and what it holds of the run. */
+struct writer_target {
     struct store *store;
+    int64_t *ids; /* store id per series index; 0 until committed there */
+    uint32_t ids_cap;
+    uint32_t *fresh; /* series the transaction under way defined */
+    uint32_t nfresh, fresh_cap;
+    int lookup; /* it may hold series ids[] does not know (a merge put them there) */
+    /* not NULL: it lacks the run; the next transaction inserts this row, and
+     * every event name and process so far */
+    const struct run_record *first;
+};
+
+/* What the writer knows of a series, to define it in any target. */
+struct writer_series {
+    const char *name, *labels, *unit; /* the series' own strings: stable for the run */
+    char *meta;                       /* the latest, owned, or NULL */
+};
+
+struct spool;
+
+struct writer {
+    struct writer_target primary; /* the run's store */
+    struct spool *spool;          /* NULL: batches go to the store only */
     pthread_t thread;
     pthread_mutex_t lock;
     pthread_cond_t wake;
@@ -76,14 +106,20 @@ struct writer {
     struct batch *work; /* handed over, not yet committed */
     atomic_int busy;    /* 1 from hand-over until the result is set */
     int stop;
-    int64_t *ids; /* store id per series index; 0 until committed */
     /* a node of a job measures its clock against the store's now and then
      * (record/cluster.h), on this thread: it owns the connection */
     int64_t clock_every_ns; /* 0: never */
     int64_t clock_due_ns;   /* monotonic */
     int64_t clock_offset_ns, clock_rtt_ns;
-    uint32_t ids_cap;
     int started;
+    /* the writer's memory (see the top of this file) */
+    struct writer_series *series;
+    uint32_t series_cap;
+    char **names; /* event name index -> the sink's string, stable for the run */
+    uint32_t nnames, names_cap;
+    uint32_t name_base;       /* ids are name_base + index + 1 (events.h) */
+    struct event_proc *procs; /* the latest attributes of each process */
+    uint32_t nprocs, procs_cap;
 };
 
 int writer_start(struct writer *w, struct store *store);
@@ -97,6 +133,15 @@ static inline int writer_busy(struct writer *w)
 {
     return atomic_load_explicit(&w->busy, memory_order_acquire);
 }
+/* Commit b to t in one transaction, defining there what t lacks (the
+ * writer's thread, or a caller while it is idle). 0, or negative with
+ * t->store->err set; a failure leaves t as it was. */
+int writer_commit(struct writer *w, struct writer_target *t, struct batch *b);
+/* Forget what t holds (its file was removed): the next commit starts it
+ * anew with run, as its first. */
+void writer_target_reset(struct writer_target *t, const struct run_record *run);
+/* Free t's arrays (not its store). */
+void writer_target_release(struct writer_target *t);
 
 void batch_init(struct batch *b);
 void batch_release(struct batch *b);
