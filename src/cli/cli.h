@@ -58,6 +58,7 @@ int cmd_show(struct cli_ctx *c, int argc, char **argv);
 int cmd_export(struct cli_ctx *c, int argc, char **argv);
 int cmd_rm(struct cli_ctx *c, int argc, char **argv);
 int cmd_copy(struct cli_ctx *c, int argc, char **argv);
+int cmd_push(struct cli_ctx *c, int argc, char **argv);
 int cmd_import(struct cli_ctx *c, int argc, char **argv);
 int cmd_rules(struct cli_ctx *c, int argc, char **argv);
 int cmd_logs(struct cli_ctx *c, int argc, char **argv);
@@ -205,6 +206,9 @@ int cli_check_text(const char *what, const char *text);
 /* A run name to give a new run (--name): cli_check_text's rule, and not
  * RUN_REF_LAST, a name RUN could never reach. 0, or -EINVAL after one line. */
 int cli_check_run_name(const char *name);
+/* Whether a and b are one store: one file, or one database as named (the
+ * same server under two names is not seen). copy and push refuse that. */
+int cli_same_store(const struct store *a, const struct store *b);
 /* Stored text (names, process names, findings: the job's or another
  * tool's words) made safe for a terminal with strbuf_add_visible: in sb,
  * reset first; the pointer lives as long as sb's contents. */

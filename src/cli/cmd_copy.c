@@ -12,7 +12,6 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "store/job.h"
@@ -117,17 +116,6 @@ static void copy_run(const struct run_record *r, void *arg)
     run_list_release(&nodes);
 }
 
-/* Whether a and b are one store: one file, or one database as named
- * (the same server under two names is not seen). */
-static int same_store(const struct store *a, const struct store *b)
-{
-    struct stat x, y;
-    if (store_uri_is_postgres(a->uri) || store_uri_is_postgres(b->uri))
-        return strcmp(a->uri, b->uri) == 0;
-    return stat(a->uri, &x) == 0 && stat(b->uri, &y) == 0 && x.st_dev == y.st_dev &&
-           x.st_ino == y.st_ino;
-}
-
 /* The source as the store the command opens: --from, or --store. */
 static int pick_source(struct cli_ctx *cli, const char *from)
 {
@@ -152,7 +140,7 @@ static int open_destination(struct cli_ctx *cli, const char *uri, int dry_run, s
     else if (rc < 0)
         log_error("%s", err.buf);
     strbuf_release(&err);
-    if (rc == 0 && *out && same_store(cli->store, *out)) {
+    if (rc == 0 && *out && cli_same_store(cli->store, *out)) {
         log_error("--from and --to are the same store '%s'", cli->store->uri);
         store_close(*out);
         *out = NULL;

@@ -2,6 +2,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 
 #include "cli/cli.h"
@@ -31,6 +32,15 @@ int cli_arg_redact(const char *arg, struct strbuf *out)
     size_t prefix = eq ? (size_t)(eq + 1 - arg) : 0;
     strbuf_add(out, arg, prefix);
     return store_uri_redact(arg + prefix, out);
+}
+
+int cli_same_store(const struct store *a, const struct store *b)
+{
+    struct stat x, y;
+    if (store_uri_is_postgres(a->uri) || store_uri_is_postgres(b->uri))
+        return strcmp(a->uri, b->uri) == 0;
+    return stat(a->uri, &x) == 0 && stat(b->uri, &y) == 0 && x.st_dev == y.st_dev &&
+           x.st_ino == y.st_ino;
 }
 
 const char *cli_visible(struct strbuf *sb, const char *s)

@@ -8,7 +8,8 @@
 
 /* needs: what the command gets before its work (cli.h). CLI_STORE_READ
  * opens a store that must exist, as it is (rm removes from it too; copy
- * reads it and opens --to itself);
+ * reads it and opens --to itself); push writes into the store, and opens
+ * its spools (to read) itself;
  * rules --save asks for CLI_STORE_WRITE's open, which creates and migrates.
  * run (through the recorder) and serve open the store themselves; import's
  * formats say their own needs (import.c's importers[]). */
@@ -26,6 +27,7 @@ static const struct command {
      "write a run's samples as CSV or JSON lines, or as SageMaker data"},
     {"rm", cmd_rm, CLI_STORE_READ, "remove runs from the store"},
     {"copy", cmd_copy, CLI_STORE_READ, "copy runs to another store (SQLite or PostgreSQL)"},
+    {"push", cmd_push, CLI_STORE_WRITE, "send a spool strobe run left (its database was down)"},
     {"import", cmd_import, 0, "bring in another tool's recording (SageMaker Debugger)"},
     {"compare", cmd_compare, CLI_STORE_READ, "several runs side by side, differences marked"},
     {"rules", cmd_rules, READ_RUN, "evaluate the bottleneck rules over a run"},

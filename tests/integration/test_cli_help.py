@@ -19,6 +19,7 @@ OPTIONS = {
     "export": ("store format metric output", "fmoh"),
     "rm": ("store dry-run force experiment workload name status", "h"),
     "copy": ("store from to dry-run experiment workload name status", "h"),
+    "push": ("store", "h"),
     "import sagemaker": ("store name experiment tag rules rule-param rule-interval", "neth"),
     "import torch-trace": ("store pid", "h"),
     "rules": ("store json rules rule-param rule-interval save list", "jh"),
