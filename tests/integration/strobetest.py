@@ -197,12 +197,16 @@ def pg_missing():
     return None
 
 
+class PgURI(str):
+    """A server's URI, with the server's folder (dir) for pg_control."""
+
+
 @contextlib.contextmanager
 def pg_server():
-    """A PostgreSQL server of this test's own; yields its URI, which holds
-    the role strobe's password. It is stopped on the way out, at exit, on
-    SIGTERM (tests/run's timeout), and by pgserver's watcher when this
-    process dies any other way."""
+    """A PostgreSQL server of this test's own; yields its URI (a PgURI),
+    which holds the role strobe's password. It is stopped on the way out,
+    at exit, on SIGTERM (tests/run's timeout), and by pgserver's watcher
+    when this process dies any other way."""
     d = tempfile.mkdtemp(prefix="pg-", dir=TMP)
 
     def stop():
@@ -216,10 +220,21 @@ def pg_server():
     if p.returncode != 0:
         stop()
         raise RuntimeError(f"pgserver start exited with {p.returncode}: {p.stderr.strip()}")
+    uri = PgURI(p.stdout.strip())
+    uri.dir = d
     try:
-        yield p.stdout.strip()
+        yield uri
     finally:
         stop()
+
+
+def pg_control(uri, what):
+    """pgserver down, up, freeze or thaw on pg_server()'s server at uri:
+    gone (connections cut, new ones refused), back with its data, hung (it
+    accepts connections but answers nothing), answering again."""
+    p = subprocess.run([PGSERVER, what, uri.dir], capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        raise RuntimeError(f"pgserver {what} exited with {p.returncode}: {p.stderr.strip()}")
 
 
 def psql(uri, sql):
