@@ -6,13 +6,16 @@
 #include <time.h>
 
 #include "analyze/compare.h"
+#include "analyze/nodes.h"
 #include "common/array.h"
 #include "common/err.h"
 #include "common/json_writer.h"
+#include "common/metrics.h"
 #include "common/strlist.h"
 #include "serve/api.h"
 #include "serve/downsample.h"
 #include "serve/steps_view.h"
+#include "store/job.h"
 
 #define RUNS_LIMIT_DEFAULT 1000
 #define RUNS_LIMIT_MAX     100000
@@ -117,13 +120,18 @@ struct run_row {
     struct run_summary sum;
     int have_sum;
     char status[16]; /* as listed ("lost" too), found once: it may look at /proc */
+    int64_t nodes;   /* a job's node count; -1 for any other run */
 };
 
-struct run_list {
+struct row_list {
     struct run_row *rows;
     size_t n, cap;
     const struct api_query *q;
-    int failed;
+    int with_nodes; /* nodes=1: each node's run of a job listed too */
+    /* every node's run, listed or not: a job's row counts its nodes and
+     * takes its status and figures from them */
+    struct run_record *nodes;
+    uint32_t nnodes, nodes_cap;
 };
 
 /* K:V against a list: the key present with that value (K alone: present). */
@@ -137,7 +145,7 @@ static int kv_matches(const struct kv_list *l, const char *spec)
     return 0;
 }
 
-static int run_wanted(const struct run_list *L, const struct run_record *r, const char *status)
+static int run_wanted(const struct row_list *L, const struct run_record *r, const char *status)
 {
     const struct api_query *q = L->q;
     for (size_t i = 0; i < q->n; i++) {
@@ -149,7 +157,7 @@ static int run_wanted(const struct run_list *L, const struct run_record *r, cons
             if (!w || strcmp(w, v) != 0)
                 return 0;
         }
-        if (strcmp(k, "status") == 0 && strcmp(status, v) != 0)
+        if (strcmp(k, "status") == 0 && status && strcmp(status, v) != 0)
             return 0;
         if (strcmp(k, "tag") == 0 && !kv_matches(&r->tags, v))
             return 0;
@@ -160,16 +168,28 @@ static int run_wanted(const struct run_list *L, const struct run_record *r, cons
 }
 
 struct list_ctx {
-    struct run_list *L;
+    struct row_list *L;
     const struct api_ctx *c;
 };
 
+static int keep_node(struct row_list *L, const struct run_record *r)
+{
+    if (array_grow((void **)&L->nodes, &L->nodes_cap, L->nnodes + 1, sizeof(*L->nodes), 64) < 0)
+        return -ENOMEM;
+    int rc = run_record_copy(&L->nodes[L->nnodes], r);
+    L->nnodes++; /* released either way */
+    return rc;
+}
+
+/* Every run the filters keep but for its status, which a job's nodes
+ * decide (run_status below). */
 static int keep_run(const struct run_record *r, void *arg)
 {
     struct list_ctx *x = arg;
-    struct run_list *L = x->L;
-    const char *status = run_record_status(r);
-    if (!run_wanted(L, r, status))
+    struct row_list *L = x->L;
+    if (r->parent_id && keep_node(L, r) < 0)
+        return -ENOMEM;
+    if ((r->parent_id && !L->with_nodes) || !run_wanted(L, r, NULL))
         return 0;
     if (L->n == L->cap) {
         size_t cap = L->cap ? L->cap * 2 : 64;
@@ -181,18 +201,62 @@ static int keep_run(const struct run_record *r, void *arg)
     }
     struct run_row *row = &L->rows[L->n];
     memset(row, 0, sizeof(*row));
-    if (run_record_copy(&row->r, r) < 0)
-        return -ENOMEM;
-    snprintf(row->status, sizeof(row->status), "%s", status);
-    L->n++;
-    return 0;
+    L->n++; /* released either way */
+    return run_record_copy(&row->r, r) < 0 ? -ENOMEM : 0;
 }
 
-static void run_list_release(struct run_list *L)
+static int by_parent(const void *a, const void *b)
+{
+    const struct run_record *x = a, *y = b;
+    return strcmp(x->parent_id, y->parent_id);
+}
+
+/* Each job's nodes (L->nodes sorted by job): its count, its figures rolled
+ * up from them (store/job.h) and its status as they say; then the status
+ * filter, which needs that status. */
+static void rows_finish(struct row_list *L)
+{
+    if (L->nnodes > 1)
+        qsort(L->nodes, L->nnodes, sizeof(*L->nodes), by_parent);
+    size_t kept = 0;
+    for (size_t i = 0; i < L->n; i++) {
+        struct run_row *row = &L->rows[i];
+        row->nodes = -1;
+        if (run_record_is_job(&row->r)) {
+            struct run_record key = {.parent_id = row->r.id};
+            struct run_record *hit =
+                L->nnodes ? bsearch(&key, L->nodes, L->nnodes, sizeof(*L->nodes), by_parent) : NULL;
+            struct run_list mine = {0};
+            if (hit) { /* the first of its job's: bsearch may land on any */
+                while (hit > L->nodes && strcmp(hit[-1].parent_id, row->r.id) == 0)
+                    hit--;
+                mine.items = hit;
+                while (hit + mine.n < L->nodes + L->nnodes &&
+                       strcmp(hit[mine.n].parent_id, row->r.id) == 0)
+                    mine.n++;
+            }
+            job_rollup_record(&row->r, &mine);
+            row->nodes = mine.n;
+            snprintf(row->status, sizeof(row->status), "%s", job_status(&row->r, &mine));
+        } else {
+            snprintf(row->status, sizeof(row->status), "%s", run_record_status(&row->r));
+        }
+        if (run_wanted(L, &row->r, row->status))
+            L->rows[kept++] = *row;
+        else
+            run_record_release(&row->r);
+    }
+    L->n = kept;
+}
+
+static void rows_release(struct row_list *L)
 {
     for (size_t i = 0; i < L->n; i++)
         run_record_release(&L->rows[i].r);
     free(L->rows);
+    for (uint32_t i = 0; i < L->nnodes; i++)
+        run_record_release(&L->nodes[i]);
+    free(L->nodes);
 }
 
 enum sort_key {
@@ -327,11 +391,42 @@ static int fill_summary(const struct api_ctx *c, struct run_row *row)
     return rc;
 }
 
+/* A resolved run as a row of the list: its status as shown and, for a
+ * job, its node count and its figures from its nodes, with a view that
+ * reads it as one run (*view, store_close() after; NULL for other runs). */
+static int row_of_run(const struct api_ctx *c, struct run_row *row, struct store **view)
+{
+    *view = NULL;
+    row->nodes = -1;
+    if (!run_record_is_job(&row->r)) {
+        snprintf(row->status, sizeof(row->status), "%s", run_record_status(&row->r));
+        return 0;
+    }
+    struct run_list nodes;
+    int rc = store_job_nodes(c->s, row->r.id, &nodes);
+    if (rc == 0) {
+        job_rollup_record(&row->r, &nodes);
+        row->nodes = nodes.n;
+        snprintf(row->status, sizeof(row->status), "%s", job_status(&row->r, &nodes));
+        rc = store_job_view(c->s, 0, &row->r, view);
+    }
+    run_list_release(&nodes);
+    return rc;
+}
+
 static void run_row_json(struct json_writer *jw, const struct run_row *x)
 {
     const struct run_record *r = &x->r;
+    struct run_record shown = *r; /* borrowed strings: never released */
+    snprintf(shown.status, sizeof(shown.status), "%s", x->status);
     jw_object_begin(jw);
-    run_record_json_head(jw, r);
+    run_record_json_head(jw, &shown);
+    if (x->nodes >= 0)
+        jw_kv_int(jw, "nodes", x->nodes);
+    if (r->parent_id) {
+        jw_kv_str(jw, "job", r->parent_id);
+        jw_kv_str_or_null(jw, "node", r->node);
+    }
     jw_key(jw, "tags");
     kv_list_json(jw, &r->tags);
     jw_key(jw, "params");
@@ -359,13 +454,16 @@ static int api_runs(const struct api_ctx *c, const struct api_query *q, struct s
         return fail(o, 400, "limit: an integer 0..100000");
     if ((v = arg(q, "offset")) && parse_long(v, 0, 1L << 30, &offset) < 0)
         return fail(o, 400, "offset: a non-negative integer");
-    struct run_list L = {.q = q};
+    if ((v = arg(q, "nodes")) && strcmp(v, "0") != 0 && strcmp(v, "1") != 0)
+        return fail(o, 400, "nodes: 0 or 1");
+    struct row_list L = {.q = q, .with_nodes = v && v[0] == '1'};
     struct list_ctx lc = {&L, c};
     int status = 200;
     if (c->s->ops->runs_query(c->s, NULL, keep_run, &lc) < 0) {
         status = fail(o, 500, c->s->err.buf);
         goto out;
     }
+    rows_finish(&L);
     /* summaries for every run only when they decide the order; else for
      * the page alone */
     for (size_t i = 0; sp.needs_summary && i < L.n; i++)
@@ -391,7 +489,7 @@ static int api_runs(const struct api_ctx *c, const struct api_query *q, struct s
     jw_end(&jw);
     jw_space(&jw, "\n");
 out:
-    run_list_release(&L);
+    rows_release(&L);
     return status;
 }
 
@@ -556,6 +654,110 @@ static int api_series(const struct api_ctx *c, const struct run_record *r,
     jw_space(&jw, "\n");
     downsampler_release(&d);
     return 200;
+}
+
+/* ---- /api/runs/{id}/heatmap: a metric per node over time ------------------ */
+
+struct heat_item {
+    int64_t id;
+    char *node; /* as written in its labels */
+};
+
+struct heat_pick {
+    enum metric_id m;
+    struct heat_item *items;
+    uint32_t n, cap;
+};
+
+static int pick_heat_series(const struct series_record *s, void *arg)
+{
+    struct heat_pick *p = arg;
+    const char *node;
+    size_t len;
+    if (!node_series(s->name, s->labels, p->m, &node, &len))
+        return 0;
+    if (array_grow((void **)&p->items, &p->cap, p->n + 1, sizeof(*p->items), 64) < 0)
+        return -ENOMEM;
+    p->items[p->n] = (struct heat_item){s->id, strndup(node, len)};
+    return p->items[p->n++].node ? 0 : -ENOMEM;
+}
+
+/* Each node's series of the metric, downsampled onto one grid of buckets
+ * (block summaries, as /series), and added up per node: one request for
+ * every node, however many. */
+static int heat_fill(const struct api_ctx *c, const struct run_record *r, const struct heat_pick *p,
+                     struct node_heat *h, struct downsampler *d)
+{
+    int64_t summary = 0, decoded = 0;
+    for (uint32_t i = 0; i < p->n; i++) {
+        struct downsampler one;
+        if (downsampler_init(&one, d->from_ns, d->to_ns, d->nbuckets) < 0)
+            return -ENOMEM;
+        int rc = downsampler_run(&one, c->s, p->items[i].id);
+        int row =
+            rc < 0 ? rc : node_heat_row(h, p->items[i].node, strlen(p->items[i].node), r->host);
+        for (uint32_t k = 0; row >= 0 && k < one.nbuckets; k++)
+            if (!isnan(one.b[k].min)) /* NaN alone: a gap, no sample */
+                node_heat_add(h, (uint32_t)row, k, one.b[k].sum, one.b[k].count);
+        summary += one.blocks_summary;
+        decoded += one.blocks_decoded;
+        downsampler_release(&one);
+        if (rc < 0 || row < 0)
+            return rc < 0 ? rc : row;
+    }
+    d->blocks_summary = summary;
+    d->blocks_decoded = decoded;
+    return 0;
+}
+
+static int api_heatmap(const struct api_ctx *c, const struct run_record *r,
+                       const struct api_query *q, struct strbuf *o)
+{
+    const char *name = arg(q, "name");
+    int m = name ? metric_lookup(name) : -1;
+    if (m < 0 || metric_is_family((enum metric_id)m) || strcmp(name, metric_name(m)) != 0)
+        return fail(o, 400, "name= is required: a metric of the catalog (strobe metrics)");
+    uint32_t points;
+    if (parse_points(q, &points) < 0)
+        return fail(o, 400, "points: an integer 1..16384");
+    int64_t end = r->end_ns ? r->end_ns : r->last_ns;
+    int64_t from, to;
+    if (parse_range(q, r->start_ns, r->start_ns, end > r->start_ns ? end : r->start_ns, &from,
+                    &to) < 0)
+        return fail(o, 400, "from/to: seconds since the run's start, from <= to");
+    struct heat_pick p = {.m = (enum metric_id)m};
+    struct downsampler d = {0};
+    struct node_heat h = {0};
+    int status = 200;
+    int rc = c->s->ops->series_query(c->s, r->id, pick_heat_series, &p);
+    if (rc == 0)
+        rc = downsampler_init(&d, from, to, points);
+    if (rc == 0)
+        rc = node_heat_init(&h, p.m, d.from_ns, d.bucket_ns, d.nbuckets);
+    if (rc == 0)
+        rc = heat_fill(c, r, &p, &h, &d);
+    if (rc < 0) {
+        status = fail(o, 500, rc == -ENOMEM ? "out of memory" : c->s->err.buf);
+    } else {
+        node_heat_sort(&h);
+        struct json_writer jw;
+        jw_init(&jw, o);
+        jw_object_begin(&jw);
+        jw_kv_str(&jw, "run", r->id);
+        jw_kv_int(&jw, "t0_ns", r->start_ns);
+        jw_kv_int(&jw, "to_ns", to);
+        jw_kv_int(&jw, "blocks_summary", d.blocks_summary);
+        jw_kv_int(&jw, "blocks_decoded", d.blocks_decoded);
+        node_heat_json(&jw, &h);
+        jw_end(&jw);
+        jw_space(&jw, "\n");
+    }
+    node_heat_release(&h);
+    downsampler_release(&d);
+    for (uint32_t i = 0; i < p.n; i++)
+        free(p.items[i].node);
+    free(p.items);
+    return status;
 }
 
 /* Steps grouped into time buckets: per bucket the count, min/max/mean
@@ -895,12 +1097,20 @@ static int compare_load_one(const char *item, size_t len, void *arg)
         run_record_release(&cs->row[cs->n].r);
         return fail(o, 400, "runs: a run is given twice; compare wants different runs");
     }
-    fill_summary(c, &cs->row[cs->n]);
-    if (l->with_analysis && compare_run_load(c->s, &cs->row[cs->n].r, &cs->cmp[cs->n]) < 0) {
-        run_record_release(&cs->row[cs->n].r);
+    struct run_row *row = &cs->row[cs->n];
+    struct store *view = NULL;
+    if (row_of_run(c, row, &view) < 0) {
+        run_record_release(&row->r);
+        return fail(o, 500, "cannot read a run to compare");
+    }
+    fill_summary(c, row);
+    if (l->with_analysis && compare_run_load(view ? view : c->s, &row->r, &cs->cmp[cs->n]) < 0) {
+        store_close(view);
+        run_record_release(&row->r);
         compare_run_release(&cs->cmp[cs->n]);
         return fail(o, 500, "cannot read a run to compare");
     }
+    store_close(view);
     cs->n++;
     return 0;
 }
@@ -971,6 +1181,7 @@ static const struct {
 } run_views[] = {
     {"series", api_series},
     {"steps", api_steps},
+    {"heatmap", api_heatmap},
 };
 
 static int run_endpoint(const struct api_ctx *c, const char *rest, const struct api_query *q,
@@ -988,6 +1199,17 @@ static int run_endpoint(const struct api_ctx *c, const char *rest, const struct 
     int status = 404;
     if (resolve(c, ref, &r, o, &status) < 0)
         return status;
+    /* a job of many nodes reads as one run (store/job.h), as in the CLI */
+    struct store *job = NULL;
+    struct api_ctx jc = *c;
+    if (run_record_is_job(&r)) {
+        if (store_job_view(c->s, 0, &r, &job) < 0) {
+            run_record_release(&r);
+            return fail(o, 500, c->s->err.buf[0] ? c->s->err.buf : "cannot read the job's nodes");
+        }
+        jc.s = job;
+        c = &jc;
+    }
     if (!*view)
         status = api_run(c, &r, o);
     else if (strcmp(view, "metrics") == 0)
@@ -1006,6 +1228,7 @@ static int run_endpoint(const struct api_ctx *c, const char *rest, const struct 
                 status = run_views[i].fn(c, &r, q, o);
             }
     }
+    store_close(job);
     run_record_release(&r);
     return status;
 }

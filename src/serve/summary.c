@@ -5,11 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/nodes.h"
 #include "analyze/steps.h"
 #include "common/array.h"
 #include "common/hash.h"
 #include "common/metrics.h"
 #include "serve/summary.h"
+#include "store/job.h"
 
 struct entry {
     char id[RUN_ID_LEN + 1]; /* "" when free */
@@ -85,21 +87,21 @@ struct series_acc {
     int64_t cpu_n, gpu_n, tput_n;
 };
 
-/* Means from block summaries only (the series query sums block headers). */
+/* Means from block summaries only (the series query sums block headers),
+ * over every node of a run of several (node_series). */
 static int add_series(const struct series_record *s, void *arg)
 {
     struct series_acc *a = arg;
     if (s->count <= 0 || isnan(s->sum))
         return 0;
-    if (strcmp(s->name, metric_name(METRIC_CPU_UTIL)) == 0 && !s->labels[0]) {
+    if (node_series(s->name, s->labels, METRIC_CPU_UTIL, NULL, NULL)) {
         a->cpu_sum += s->sum;
         a->cpu_n += s->count;
-    } else if (strcmp(s->name, metric_name(METRIC_GPU_UTIL)) == 0 &&
-               strncmp(s->labels, "gpu=", 4) == 0 && !strchr(s->labels, ',')) {
+    } else if (node_series(s->name, s->labels, METRIC_GPU_UTIL, NULL, NULL)) {
         a->gpu_sum += s->sum;
         a->gpu_n += s->count;
-    } else if (!s->labels[0] && (strcmp(s->name, metric_name(METRIC_APP_SAMPLES_PER_S)) == 0 ||
-                                 strcmp(s->name, metric_name(METRIC_APP_THROUGHPUT)) == 0)) {
+    } else if (node_series(s->name, s->labels, METRIC_APP_SAMPLES_PER_S, NULL, NULL) ||
+               node_series(s->name, s->labels, METRIC_APP_THROUGHPUT, NULL, NULL)) {
         a->tput_sum += s->sum;
         a->tput_n += s->count;
     }
@@ -128,7 +130,7 @@ static double batch_param(const struct run_record *r)
     return 0;
 }
 
-static int compute(struct store *s, const struct run_record *r, struct run_summary *out)
+static int compute_run(struct store *s, const struct run_record *r, struct run_summary *out)
 {
     struct series_acc a = {0};
     *out = (struct run_summary){.step_p50_s = NAN};
@@ -158,6 +160,26 @@ static int compute(struct store *s, const struct run_record *r, struct run_summa
     }
     step_analysis_release(&sa);
     run_events_release(&ev);
+    return rc;
+}
+
+/* A job's figures are over its nodes: read through a view (store/job.h). */
+static int compute(struct store *s, const struct run_record *r, struct run_summary *out)
+{
+    if (!run_record_is_job(r))
+        return compute_run(s, r, out);
+    struct run_record job;
+    struct store *view;
+    int rc = run_record_copy(&job, r);
+    if (rc == 0 && (rc = store_job_view(s, 0, &job, &view)) == 0) {
+        rc = compute_run(view, &job, out);
+        if (rc < 0) {
+            strbuf_reset(&s->err);
+            strbuf_add(&s->err, view->err.buf, view->err.len);
+        }
+        store_close(view);
+    }
+    run_record_release(&job);
     return rc;
 }
 

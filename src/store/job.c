@@ -219,6 +219,23 @@ static void add_node(struct run_record *job, const struct run_record *n, int *wo
         job->error = strdup(n->error);
 }
 
+void job_rollup_record(struct run_record *job, const struct run_list *nodes)
+{
+    if (!nodes->n)
+        return;
+    job->start_ns = job->end_ns = job->last_ns = 0;
+    job->samples = job->points = job->missed = job->dropped = 0;
+    job->events = job->events_dropped = job->events_invalid = 0;
+    int worst = -1;
+    for (uint32_t i = 0; i < nodes->n; i++)
+        add_node(job, &nodes->items[i], &worst);
+    if (strcmp(job->status, RUN_RUNNING) == 0) {
+        job->end_ns = 0; /* the span ends with the last node */
+        job->exit_code = -1;
+        job->signal = 0;
+    }
+}
+
 int store_job_rollup(struct store *s, const char *job_id)
 {
     struct run_list nodes;
@@ -230,14 +247,7 @@ int store_job_rollup(struct store *s, const char *job_id)
     struct run_record job;
     run_record_init(&job);
     snprintf(job.id, sizeof(job.id), "%s", job_id);
-    int worst = -1;
-    for (uint32_t i = 0; i < nodes.n; i++)
-        add_node(&job, &nodes.items[i], &worst);
-    if (strcmp(job.status, RUN_RUNNING) == 0) {
-        job.end_ns = 0; /* the span ends with the last node */
-        job.exit_code = -1;
-        job.signal = 0;
-    }
+    job_rollup_record(&job, &nodes);
     rc = s->ops->run_update(s, &job);
     run_record_release(&job);
     run_list_release(&nodes);

@@ -67,6 +67,11 @@ int store_job_join(struct store *s, const char *key, struct run_record *node_run
  * from the first start to the last end. In the caller's transaction. */
 int store_job_rollup(struct store *s, const char *job_id);
 
+/* The same figures in *job, from its nodes as listed now (no store): a
+ * job's record reads current while its nodes record, though the store's
+ * row changes only when a node joins or ends. Nothing when nodes is empty. */
+void job_rollup_record(struct run_record *job, const struct run_list *nodes);
+
 /* The job's status as shown: its own, or "lost" while it says running but
  * no node records any more (each running node's recorder is gone). */
 const char *job_status(const struct run_record *job, const struct run_list *nodes);
@@ -79,7 +84,8 @@ int run_record_is_job(const struct run_record *r);
 
 /*
  * A view of `inner` in which the job `job` reads as one run of many nodes
- * (above). *job's host becomes the comma list of the nodes. With owns, the
+ * (above). *job's host becomes the comma list of the nodes, and its status,
+ * span and counters its nodes' now (job_rollup_record). With owns, the
  * view owns inner from now on: store_close(view) closes both. On failure
  * inner is left as it was.
  */

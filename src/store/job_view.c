@@ -520,6 +520,7 @@ int store_job_view(struct store *inner, int owns, struct run_record *job, struct
     v->owns = owns;
     strbuf_init(&v->base.err);
     snprintf(v->job_id, sizeof(v->job_id), "%s", job->id);
+    job_rollup_record(job, &v->nodes); /* current while its nodes record */
     free(job->host);
     job->host = hosts;
     *out = &v->base;
