@@ -9,6 +9,7 @@
 #include "common/array.h"
 #include "common/json_writer.h"
 #include "common/label.h"
+#include "store/job.h"
 
 /* Whether key (len bytes) is one of the comma list of label keys. */
 static int key_in(const char *list, const char *key, size_t len)
@@ -196,6 +197,79 @@ void node_heat_sort(struct node_heat *h)
     free(keys);
     free(names);
     free(ns);
+}
+
+int node_heat_find(const struct node_heat *h, const char *name)
+{
+    for (uint32_t i = 0; h && i < h->nrows; i++)
+        if (strcmp(h->names[i], name) == 0)
+            return (int)i;
+    return -1;
+}
+
+double node_heat_row_mean(const struct node_heat *h, uint32_t row)
+{
+    double sum = 0;
+    int64_t count = 0;
+    for (uint32_t c = 0; c < h->ncols; c++) {
+        sum += h->sum[(size_t)row * h->ncols + c];
+        count += h->count[(size_t)row * h->ncols + c];
+    }
+    return count ? sum / (double)count : NAN;
+}
+
+int node_heat_add_series(struct node_heat *h, const char *name, const char *labels, double sum,
+                         int64_t count, const char *unnamed)
+{
+    const char *node;
+    size_t len;
+    if (!node_series(name, labels, h->metric, &node, &len))
+        return 0;
+    int row = node_heat_row(h, node, len, unnamed);
+    if (row < 0)
+        return row;
+    node_heat_add(h, (uint32_t)row, 0, sum, count);
+    return 0;
+}
+
+static void node_mean_json(struct json_writer *jw, const char *key, const struct node_heat *h,
+                           const char *node)
+{
+    int row = node ? node_heat_find(h, node) : -1;
+    jw_kv_num(jw, key, row >= 0 ? node_heat_row_mean(h, (uint32_t)row) : NAN);
+}
+
+void job_nodes_json(struct json_writer *jw, const char *join_key, const struct run_list *nodes,
+                    const struct node_heat *cpu, const struct node_heat *gpu)
+{
+    jw_kv_str_or_null(jw, "join_key", join_key);
+    jw_key(jw, "nodes");
+    jw_array_begin(jw);
+    for (uint32_t i = 0; i < nodes->n; i++) {
+        const struct run_record *n = &nodes->items[i];
+        jw_object_begin(jw);
+        jw_kv_str_or_null(jw, "node", n->node);
+        jw_kv_str(jw, "run", n->id);
+        jw_kv_str_or_null(jw, "host", n->host);
+        jw_kv_str(jw, "status", run_record_status(n));
+        jw_kv_int_or_null(jw, "exit_code", n->exit_code);
+        jw_kv_int(jw, "start_ns", n->start_ns);
+        jw_kv_num(jw, "duration_s", run_record_duration_s(n));
+        jw_kv_int(jw, "samples", n->samples);
+        if (n->clock_rtt_ns > 0) {
+            jw_kv_int(jw, "clock_offset_ns", n->clock_offset_ns);
+            jw_kv_int(jw, "clock_rtt_ns", n->clock_rtt_ns);
+            jw_kv_int(jw, "clock_shift_ns", n->clock_shift_ns);
+        } else {
+            jw_kv_null(jw, "clock_offset_ns");
+            jw_kv_null(jw, "clock_rtt_ns");
+            jw_kv_null(jw, "clock_shift_ns");
+        }
+        node_mean_json(jw, "cpu_util_pct", cpu, n->node);
+        node_mean_json(jw, "gpu_util_pct", gpu, n->node);
+        jw_end(jw);
+    }
+    jw_end(jw);
 }
 
 static void add_mean(struct json_writer *jw, double sum, int64_t count)

@@ -63,7 +63,27 @@ static inline void node_heat_add(struct node_heat *h, uint32_t row, uint32_t col
 /* Rows in the natural order of their names ("n2" before "n10"). */
 void node_heat_sort(struct node_heat *h);
 
+/* The row of the node shown as name, or -1; the mean of a row over every
+ * column (NaN without a sample). */
+int node_heat_find(const struct node_heat *h, const char *name);
+double node_heat_row_mean(const struct node_heat *h, uint32_t row);
+
+/* Each series' samples (their sum and count: a whole series, or a
+ * bucket's) into a one-column heatmap of m: per-node means (strobe show,
+ * from its statistics). Series that are no node's reading of m are left
+ * out. 0 or -ENOMEM. */
+int node_heat_add_series(struct node_heat *h, const char *name, const char *labels, double sum,
+                         int64_t count, const char *unnamed);
+
 struct json_writer;
+struct run_list;
+/* A job's nodes (store/job.h), as show --json, the API and the report give
+ * them: "join_key" and "nodes", each node's run, host, status, exit code,
+ * start, duration, samples, clock, and its cpu_util_pct and gpu_util_pct,
+ * the row means of cpu and gpu (NULL, or no row: null). */
+void job_nodes_json(struct json_writer *jw, const char *join_key, const struct run_list *nodes,
+                    const struct node_heat *cpu, const struct node_heat *gpu);
+
 /* The heatmap as JSON members (no braces): metric, unit, from_ns,
  * bucket_ns, the nodes' names, the series per row, and "mean", an array
  * per node of the mean per column (null where the node has no sample),

@@ -3,11 +3,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/nodes.h"
 #include "analyze/steps.h"
 #include "cli/cli.h"
 #include "store/job.h"
 #include "common/fmt.h"
 #include "common/json_writer.h"
+#include "common/label.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/strbuf.h"
@@ -42,6 +44,10 @@ struct show_ctx {
     struct step_analysis steps;
     struct stored_findings findings;
     struct run_list nodes; /* a job's (store/job.h); none otherwise */
+    /* each node's mean cpu.util and gpu.util (analyze/nodes.h), from the
+     * statistics below: a row per node, one column */
+    struct node_heat cpu, gpu;
+    int multi; /* the series carry node=NAME: a run of several nodes */
 };
 
 /* Where the recorder read the process tree (proc.cpu's meta); NULL for runs
@@ -177,38 +183,6 @@ static void json_host(struct json_writer *jw, const struct run_record *r)
     run_record_json_versions(jw, r);
 }
 
-/* A job's nodes: each one's run, host, status, span and clock. */
-static void json_nodes(struct json_writer *jw, const struct run_record *job,
-                       const struct run_list *nodes)
-{
-    jw_kv_str(jw, "join_key", job->join_key);
-    jw_key(jw, "nodes");
-    jw_array_begin(jw);
-    for (uint32_t i = 0; i < nodes->n; i++) {
-        const struct run_record *n = &nodes->items[i];
-        jw_object_begin(jw);
-        jw_kv_str_or_null(jw, "node", n->node);
-        jw_kv_str(jw, "run", n->id);
-        jw_kv_str_or_null(jw, "host", n->host);
-        jw_kv_str(jw, "status", run_record_status(n));
-        jw_kv_int_or_null(jw, "exit_code", n->exit_code);
-        jw_kv_int(jw, "start_ns", n->start_ns);
-        jw_kv_num(jw, "duration_s", run_record_duration_s(n));
-        jw_kv_int(jw, "samples", n->samples);
-        if (n->clock_rtt_ns > 0) {
-            jw_kv_int(jw, "clock_offset_ns", n->clock_offset_ns);
-            jw_kv_int(jw, "clock_rtt_ns", n->clock_rtt_ns);
-            jw_kv_int(jw, "clock_shift_ns", n->clock_shift_ns);
-        } else {
-            jw_kv_null(jw, "clock_offset_ns");
-            jw_kv_null(jw, "clock_rtt_ns");
-            jw_kv_null(jw, "clock_shift_ns");
-        }
-        jw_end(jw);
-    }
-    jw_end(jw);
-}
-
 /* The whole --json document, appended to *out (strobe serve's run view too). */
 static void show_json(struct strbuf *o, const struct run_record *r, const struct show_ctx *c)
 {
@@ -231,7 +205,7 @@ static void show_json(struct strbuf *o, const struct run_record *r, const struct
     jw_key(&jw, "env");
     kv_list_json(&jw, &r->env);
     if (run_record_is_job(r))
-        json_nodes(&jw, r, &c->nodes);
+        job_nodes_json(&jw, r->join_key, &c->nodes, &c->cpu, &c->gpu);
     show_steps_json(&jw, r, &c->ev, &c->steps);
     jw_key(&jw, "findings");
     findings_json(&jw, c->findings.f, c->findings.n);
@@ -269,16 +243,43 @@ static int host_level(const char *labels)
     return !labels[0] || (strncmp(labels, "node=", 5) == 0 && !strchr(labels, ','));
 }
 
-static void print_metric(const struct metric_row *m)
+/* The head of a table of metrics; a NODE column in a run of several nodes. */
+static void print_metric_head(const char *title, int multi)
+{
+    printf("\n  %-32s ", title);
+    if (multi)
+        printf("%-16s ", "NODE");
+    printf("%12s %12s %12s %12s\n", "MEAN", "P50", "P95", "MAX");
+}
+
+/* A row: name{labels}, or in a run of several nodes name{other labels}
+ * and the node in a column of its own. */
+static void print_metric(const struct metric_row *m, int multi)
 {
     char a[32], b[32], c[32], d[32];
-    struct strbuf key;
+    struct strbuf key, rest, node, shown;
     strbuf_init(&key);
-    printf("  %-32s %12s %12s %12s %12s\n", cli_visible(&key, m->key),
-           fmt_value(m->st.mean, m->unit, a, sizeof(a)),
+    strbuf_init(&rest);
+    strbuf_init(&node);
+    strbuf_init(&shown);
+    if (multi && labels_take(m->labels, "node", &rest, &node)) {
+        strbuf_adds(&key, m->name);
+        if (rest.len)
+            strbuf_addf(&key, "{%s}", rest.buf);
+        label_unescape(&shown, node.buf, node.len);
+    } else {
+        strbuf_adds(&key, m->key);
+    }
+    printf("  %-32s ", cli_visible(&rest, key.buf));
+    if (multi)
+        printf("%-16s ", cli_visible(&node, shown.buf));
+    printf("%12s %12s %12s %12s\n", fmt_value(m->st.mean, m->unit, a, sizeof(a)),
            fmt_value(m->st.p50, m->unit, b, sizeof(b)), fmt_value(m->st.p95, m->unit, c, sizeof(c)),
            fmt_value(m->st.max, m->unit, d, sizeof(d)));
     strbuf_release(&key);
+    strbuf_release(&rest);
+    strbuf_release(&node);
+    strbuf_release(&shown);
 }
 
 static const struct metric_row *find_row(const struct show_ctx *c, const char *name,
@@ -317,11 +318,33 @@ static void process_role(const struct show_ctx *c, long long pid, char *out, siz
 
 /* The TOP_PROCESSES busiest of every process with a series, however many
  * there are (a fixed list once stopped at 4096 while saying "N seen"). */
+/* A process's row: proc.cpu with a pid among its labels (a node's own
+ * proc.cpu{node=a} is its tree). */
+static int is_process(const struct metric_row *m)
+{
+    return strcmp(m->name, metric_name(METRIC_PROC_CPU)) == 0 &&
+           (strncmp(m->labels, "pid=", 4) == 0 || strstr(m->labels, ",pid="));
+}
+
+/* A label's value as shown ("" when absent), into out. */
+static const char *label_value(const char *labels, const char *key, struct strbuf *out)
+{
+    struct strbuf rest, value;
+    strbuf_init(&rest);
+    strbuf_init(&value);
+    strbuf_reset(out);
+    if (labels_take(labels, key, &rest, &value))
+        label_unescape(out, value.buf, value.len);
+    strbuf_release(&rest);
+    strbuf_release(&value);
+    return out->buf ? out->buf : "";
+}
+
 static void print_processes(const struct show_ctx *c)
 {
     size_t n = 0;
     for (size_t i = 0; i < c->n; i++)
-        n += strcmp(c->rows[i].name, metric_name(METRIC_PROC_CPU)) == 0 && c->rows[i].labels[0];
+        n += is_process(&c->rows[i]);
     if (!n)
         return;
     const struct metric_row **procs = malloc(n * sizeof(*procs));
@@ -331,25 +354,39 @@ static void print_processes(const struct show_ctx *c)
     }
     n = 0;
     for (size_t i = 0; i < c->n; i++)
-        if (strcmp(c->rows[i].name, metric_name(METRIC_PROC_CPU)) == 0 && c->rows[i].labels[0])
+        if (is_process(&c->rows[i]))
             procs[n++] = &c->rows[i];
     qsort(procs, n, sizeof(procs[0]), cmp_cpu_desc);
-    printf("\nbusiest processes (%zu seen)\n  %7s %7s  %-16s %-12s %10s %9s %9s %11s\n", n, "PID",
-           "PPID", "COMM", "ROLE", "CPU TIME", "CPU MEAN", "CPU MAX", "RSS MAX");
+    printf("\nbusiest processes (%zu seen)\n  ", n);
+    if (c->multi) /* the pids are each node's own */
+        printf("%-16s ", "NODE");
+    printf("%7s %7s  %-16s %-12s %10s %9s %9s %11s\n", "PID", "PPID", "COMM", "ROLE", "CPU TIME",
+           "CPU MEAN", "CPU MAX", "RSS MAX");
+    struct strbuf node, shown, id;
+    strbuf_init(&node);
+    strbuf_init(&shown);
+    strbuf_init(&id);
     for (size_t i = 0; i < n && i < TOP_PROCESSES; i++) {
         char pid[16], ppid[16], comm[64], rss[32], t[32], role[32];
         cli_meta_field(procs[i]->meta, "pid", pid, sizeof(pid));
         cli_meta_field(procs[i]->meta, "ppid", ppid, sizeof(ppid));
         cli_meta_field(procs[i]->meta, "comm", comm, sizeof(comm));
-        process_role(c, atoll(pid), role, sizeof(role));
+        /* events number a node's pids as the run does (the pid label) */
+        process_role(c, atoll(label_value(procs[i]->labels, "pid", &id)), role, sizeof(role));
         const struct metric_row *r =
             find_row(c, metric_name(METRIC_PROC_RSS_BYTES), procs[i]->labels);
-        printf("  %7s %7s  %-16.16s %-12s %10s %8.1f%% %8.1f%% %11s\n", pid, ppid, comm, role,
+        printf("  ");
+        if (c->multi)
+            printf("%-16s ", cli_visible(&shown, label_value(procs[i]->labels, "node", &node)));
+        printf("%7s %7s  %-16.16s %-12s %10s %8.1f%% %8.1f%% %11s\n", pid, ppid, comm, role,
                fmt_duration(procs[i]->st.integral / 100.0, t, sizeof(t)),
                isnan(procs[i]->st.mean) ? 0.0 : procs[i]->st.mean,
                isnan(procs[i]->st.max) ? 0.0 : procs[i]->st.max,
                r ? fmt_bytes(r->st.max, rss, sizeof(rss)) : "-");
     }
+    strbuf_release(&node);
+    strbuf_release(&shown);
+    strbuf_release(&id);
     free(procs);
 }
 
@@ -422,12 +459,12 @@ static void print_gpus(const struct show_ctx *c)
     }
     if (!header)
         return;
-    printf("\n  %-32s %12s %12s %12s %12s\n", "GPU METRIC", "MEAN", "P50", "P95", "MAX");
+    print_metric_head("GPU METRIC", c->multi);
     for (size_t i = 0; i < c->n; i++) {
         const struct metric_row *m = &c->rows[i];
         if (strncmp(m->name, "gpu.", 4) == 0 && !strstr(m->labels, "pid=") &&
             strcmp(m->name, metric_name(METRIC_GPU_MEM_TOTAL_BYTES)) != 0)
-            print_metric(m);
+            print_metric(m, c->multi);
     }
 }
 
@@ -441,39 +478,47 @@ static void print_devices(const struct show_ctx *c)
         if (!device || !m->labels[0] || !(m->st.max > 0))
             continue;
         if (!header++)
-            printf("\n  %-32s %12s %12s %12s %12s\n", "DEVICES WITH TRAFFIC", "MEAN", "P50", "P95",
-                   "MAX");
-        print_metric(m);
+            print_metric_head("DEVICES WITH TRAFFIC", c->multi);
+        print_metric(m, c->multi);
     }
 }
 
 /* The run's own lines; every stored string through cli_visible: names and
  * tags are checked when recorded, but not in a store another tool wrote,
  * and host, error and app names come from the machine and the job. */
+/* A node's mean of a one-column heatmap, as a share ("-" without one). */
+static const char *node_pct(const struct node_heat *h, const char *node, char *buf, size_t cap)
+{
+    int row = node ? node_heat_find(h, node) : -1;
+    return fmt_value(row >= 0 ? node_heat_row_mean(h, (uint32_t)row) : NAN, "pct", buf, cap);
+}
+
 /* A job's nodes, one a line: the clock is the store's less the node's as
  * last measured, the error of that estimate half its round trip, and the
  * shift what the node added to its times (the offset at join). */
-static void print_nodes(const struct run_record *job, const struct run_list *nodes)
+static void print_nodes(const struct run_record *job, const struct show_ctx *c)
 {
+    const struct run_list *nodes = &c->nodes;
     struct strbuf v1, v2;
     strbuf_init(&v1);
     strbuf_init(&v2);
     printf("nodes     %u, joined on %s\n", nodes->n, cli_visible(&v1, job->join_key));
-    printf("  %-16s  %-8s  %-16s  %-9s  %8s  %8s  %8s  %s\n", "NODE", "RUN", "HOST", "STATUS",
-           "START", "DURATION", "SAMPLES", "CLOCK (STORE - NODE)");
+    printf("  %-16s  %-8s  %-16s  %-9s  %8s  %8s  %6s  %6s  %8s  %s\n", "NODE", "RUN", "HOST",
+           "STATUS", "START", "DURATION", "CPU", "GPU", "SAMPLES", "CLOCK (STORE - NODE)");
     for (uint32_t i = 0; i < nodes->n; i++) {
         const struct run_record *n = &nodes->items[i];
-        char dur[32], clock[96] = "not measured";
+        char dur[32], cpu[32], gpu[32], clock[96] = "not measured";
         if (n->clock_rtt_ns > 0)
             snprintf(clock, sizeof(clock), "%+.3f ms (within %.3f), times shifted %+.3f ms",
                      (double)n->clock_offset_ns / 1e6, (double)n->clock_rtt_ns / 2e6,
                      (double)n->clock_shift_ns / 1e6);
-        printf("  %-16s  %.8s  %-16s  %-9s  %+7.1fs  %8s  %8lld  %s\n",
+        printf("  %-16s  %.8s  %-16s  %-9s  %+7.1fs  %8s  %6s  %6s  %8lld  %s\n",
                cli_visible(&v1, n->node ? n->node : "?"), n->id,
                cli_visible(&v2, n->host ? n->host : "?"), run_record_status(n),
                (double)(n->start_ns - job->start_ns) / 1e9,
-               fmt_duration(run_record_duration_s(n), dur, sizeof(dur)), (long long)n->samples,
-               clock);
+               fmt_duration(run_record_duration_s(n), dur, sizeof(dur)),
+               node_pct(&c->cpu, n->node, cpu, sizeof(cpu)),
+               node_pct(&c->gpu, n->node, gpu, sizeof(gpu)), (long long)n->samples, clock);
     }
     strbuf_release(&v1);
     strbuf_release(&v2);
@@ -530,7 +575,7 @@ static void show_text(const struct run_record *r, const struct show_ctx *c)
         printf("tag       %s=%s\n", cli_visible(&v1, r->tags.items[i].key),
                cli_visible(&v2, r->tags.items[i].value));
     if (run_record_is_job(r))
-        print_nodes(r, &c->nodes);
+        print_nodes(r, c);
     show_steps_text(r, &c->ev, &c->steps);
     if (c->findings.n) {
         printf("findings  %u (strobe rules %.8s for every rule's verdict)\n", c->findings.n, r->id);
@@ -547,13 +592,13 @@ static void show_text(const struct run_record *r, const struct show_ctx *c)
     }
     if (apps)
         printf("  (last values)\n");
-    printf("\n  %-32s %12s %12s %12s %12s\n", "METRIC", "MEAN", "P50", "P95", "MAX");
+    print_metric_head("METRIC", c->multi);
     size_t labelled = 0;
     for (size_t i = 0; i < c->n; i++) {
         if (!host_level(c->rows[i].labels))
             labelled++;
         else if (!metric_in_family(c->rows[i].name, METRIC_APP))
-            print_metric(&c->rows[i]);
+            print_metric(&c->rows[i], c->multi);
     }
     print_devices(c);
     print_processes(c);
@@ -579,11 +624,22 @@ static int load_findings(struct store *s, const char *run_id, struct stored_find
 static int show_load(struct store *s, const struct run_record *r, struct show_ctx *c)
 {
     *c = (struct show_ctx){.s = s, .interval_ns = r->interval_ns};
+    node_heat_init(&c->cpu, METRIC_CPU_UTIL, 0, 1, 1);
+    node_heat_init(&c->gpu, METRIC_GPU_UTIL, 0, 1, 1);
     if (s->ops->series_query(s, r->id, collect_series, c) < 0 || c->failed ||
         run_events_load(s, r->id, &c->ev) < 0 || step_analysis_run(&c->ev, &c->steps) < 0 ||
         load_findings(s, r->id, &c->findings) < 0 ||
         (run_record_is_job(r) && store_job_nodes(s, r->id, &c->nodes) < 0))
         return -1;
+    for (size_t i = 0; i < c->n; i++) {
+        const struct metric_row *m = &c->rows[i];
+        double sum = m->st.mean * (double)m->st.count;
+        if (node_heat_add_series(&c->cpu, m->name, m->labels, sum, (int64_t)m->st.count, NULL) <
+                0 ||
+            node_heat_add_series(&c->gpu, m->name, m->labels, sum, (int64_t)m->st.count, NULL) < 0)
+            return -1;
+        c->multi |= strncmp(m->labels, "node=", 5) == 0 || strstr(m->labels, ",node=") != NULL;
+    }
     return 0;
 }
 
@@ -592,6 +648,8 @@ static void show_release(struct show_ctx *c)
     rows_release(c);
     stored_findings_release(&c->findings);
     run_list_release(&c->nodes);
+    node_heat_release(&c->cpu);
+    node_heat_release(&c->gpu);
     step_analysis_release(&c->steps);
     run_events_release(&c->ev);
 }

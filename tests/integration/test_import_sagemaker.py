@@ -271,14 +271,16 @@ for node in SKEW:
               metrics.get(key, {}).get("count") == SNAPS, metrics.get(key))
 
 # the text summary's METRIC table has each node's host rows (they all
-# carry node=, and are the nodes' own host metrics)
+# carry node=, and are the nodes' own host metrics), the node in a column
 text = strobe("show", "last", store=db).stdout
+check("import: show's METRIC table has a NODE column",
+      any(l.split()[:3] == ["METRIC", "NODE", "MEAN"] for l in text.splitlines()), text[:800])
 for node in SKEW:
     key = f"cpu.util{{node={node}}}"
-    row = [l.split() for l in text.splitlines() if l.split()[:1] == [key]]
+    row = [l.split() for l in text.splitlines() if l.split()[:2] == ["cpu.util", node]]
     mean = metrics.get(key, {}).get("mean")
     check(f"import: show lists {key} in its METRIC table with the JSON's mean",
-          len(row) == 1 and mean is not None and row[0][1] == f"{mean:.1f}%", (row, mean))
+          len(row) == 1 and mean is not None and row[0][2] == f"{mean:.1f}%", (row, mean))
 
 pts = points(db, "cpu.util")
 for node in SKEW:
