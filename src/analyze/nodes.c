@@ -272,15 +272,18 @@ void job_nodes_json(struct json_writer *jw, const char *join_key, const struct r
     jw_end(jw);
 }
 
-static void add_mean(struct json_writer *jw, double sum, int64_t count)
+static void add_mean(struct json_writer *jw, double sum, int64_t count, int decimals)
 {
-    if (count > 0 && isfinite(sum / (double)count))
-        jw_rawf(jw, "%.4g", sum / (double)count);
-    else
+    double v = count > 0 ? sum / (double)count : NAN;
+    if (!isfinite(v))
         jw_null(jw);
+    else if (decimals < 0)
+        jw_rawf(jw, "%.4g", v);
+    else
+        jw_rawf(jw, "%.*f", decimals, v == 0 ? 0.0 : v); /* no "-0" */
 }
 
-void node_heat_json(struct json_writer *jw, const struct node_heat *h)
+void node_heat_json(struct json_writer *jw, const struct node_heat *h, int decimals)
 {
     jw_kv_str(jw, "metric", metric_name(h->metric));
     jw_kv_str(jw, "unit", metric_unit(h->metric));
@@ -299,15 +302,8 @@ void node_heat_json(struct json_writer *jw, const struct node_heat *h)
     jw_end(jw);
     jw_key(jw, "node_mean");
     jw_array_begin(jw);
-    for (uint32_t i = 0; i < h->nrows; i++) {
-        double sum = 0;
-        int64_t count = 0;
-        for (uint32_t c = 0; c < h->ncols; c++) {
-            sum += h->sum[(size_t)i * h->ncols + c];
-            count += h->count[(size_t)i * h->ncols + c];
-        }
-        add_mean(jw, sum, count);
-    }
+    for (uint32_t i = 0; i < h->nrows; i++)
+        add_mean(jw, node_heat_row_mean(h, i), 1, -1);
     jw_end(jw);
     jw_key(jw, "mean");
     jw_array_begin(jw); /* a node a line */
@@ -315,7 +311,8 @@ void node_heat_json(struct json_writer *jw, const struct node_heat *h)
     for (uint32_t i = 0; i < h->nrows; i++) {
         jw_array_begin(jw);
         for (uint32_t c = 0; c < h->ncols; c++)
-            add_mean(jw, h->sum[(size_t)i * h->ncols + c], h->count[(size_t)i * h->ncols + c]);
+            add_mean(jw, h->sum[(size_t)i * h->ncols + c], h->count[(size_t)i * h->ncols + c],
+                     decimals);
         jw_end(jw);
     }
     jw_end(jw);

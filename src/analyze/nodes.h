@@ -85,9 +85,10 @@ void job_nodes_json(struct json_writer *jw, const char *join_key, const struct r
                     const struct node_heat *cpu, const struct node_heat *gpu);
 
 /* The heatmap as JSON members (no braces): metric, unit, from_ns,
- * bucket_ns, the nodes' names, the series per row, and "mean", an array
- * per node of the mean per column (null where the node has no sample),
- * to 4 significant digits, and each node's mean over the whole range. */
-void node_heat_json(struct json_writer *jw, const struct node_heat *h);
+ * bucket_ns, the nodes' names, the series per row, each node's mean over
+ * the whole range ("node_mean", 4 significant digits), and "mean", an
+ * array per node of the mean per column (null where the node has no
+ * sample), with that many decimals (-1: 4 significant digits). */
+void node_heat_json(struct json_writer *jw, const struct node_heat *h, int decimals);
 
 #endif

@@ -18,14 +18,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/nodes.h"
 #include "analyze/steps.h"
 #include "common/array.h"
 #include "common/json_writer.h"
+#include "common/label.h"
 #include "common/metrics.h"
 #include "import/json.h"
 #include "render/report.h"
 #include "render/report_internal.h"
 #include "rules/rules.h"
+#include "store/job.h"
 #include "store/points.h"
 
 struct series_item {
@@ -74,6 +77,82 @@ static int drawn(const struct series_item *it)
 {
     return !strstr(it->labels, "pid=") &&
            strcmp(it->name, metric_name(METRIC_GPU_MEM_TOTAL_BYTES)) != 0;
+}
+
+/* ---- nodes ---------------------------------------------------------------- */
+
+/* The nodes of a run of several (node=NAME in its series' labels): which
+ * are charted, and the heatmaps of every one. */
+struct report_nodes {
+    char **names; /* every node, as written in labels (escaped), natural order */
+    uint32_t n, cap;
+    uint32_t drawn; /* the first this many are charted */
+    struct node_heat cpu, gpu;
+};
+
+static int by_natural(const void *a, const void *b)
+{
+    return strverscmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Every node value among the labels, once each. */
+static int nodes_find(struct report_nodes *rn, const struct series_list *l)
+{
+    struct strbuf rest, node;
+    strbuf_init(&rest);
+    strbuf_init(&node);
+    int rc = 0;
+    for (uint32_t i = 0; rc == 0 && i < l->n; i++) {
+        strbuf_reset(&rest);
+        strbuf_reset(&node);
+        if (!labels_take(l->items[i].labels, "node", &rest, &node))
+            continue;
+        /* a node's series come together: most are the last one seen */
+        if (rn->n && strcmp(rn->names[rn->n - 1], node.buf) == 0)
+            continue;
+        rc = array_grow((void **)&rn->names, &rn->cap, rn->n + 1, sizeof(*rn->names), 16);
+        if (rc == 0 && !(rn->names[rn->n++] = strdup(node.buf)))
+            rc = -ENOMEM;
+    }
+    strbuf_release(&rest);
+    strbuf_release(&node);
+    if (rc < 0)
+        return rc;
+    if (rn->n > 1)
+        qsort(rn->names, rn->n, sizeof(*rn->names), by_natural);
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < rn->n; i++) {
+        if (kept && strcmp(rn->names[kept - 1], rn->names[i]) == 0)
+            free(rn->names[i]);
+        else
+            rn->names[kept++] = rn->names[i];
+    }
+    rn->n = kept;
+    rn->drawn = rn->n < REPORT_NODES_DRAWN ? rn->n : REPORT_NODES_DRAWN;
+    return 0;
+}
+
+static void nodes_release(struct report_nodes *rn)
+{
+    for (uint32_t i = 0; i < rn->n; i++)
+        free(rn->names[i]);
+    free(rn->names);
+    node_heat_release(&rn->cpu);
+    node_heat_release(&rn->gpu);
+}
+
+/* Whether a series is charted: one of a charted node's, or no node's. */
+static int node_drawn(const struct report_nodes *rn, const struct series_item *it)
+{
+    struct strbuf rest, node;
+    strbuf_init(&rest);
+    strbuf_init(&node);
+    int yes = !labels_take(it->labels, "node", &rest, &node);
+    for (uint32_t i = 0; !yes && i < rn->drawn; i++)
+        yes = strcmp(rn->names[i], node.buf) == 0;
+    strbuf_release(&rest);
+    strbuf_release(&node);
+    return yes;
 }
 
 /* ---- numbers -------------------------------------------------------------- */
@@ -292,18 +371,36 @@ static int is_core(const struct series_item *it)
            strncmp(it->labels, "core=", 5) == 0;
 }
 
+/* A node's own cpu.util or gpu.util, bucket by bucket into its row. */
+static int heat_series(struct node_heat *h, const struct series_item *it, const struct grid *g)
+{
+    const char *node;
+    size_t len;
+    if (!node_series(it->name, it->labels, h->metric, &node, &len))
+        return 0;
+    int row = node_heat_row(h, node, len, NULL);
+    for (uint32_t i = 0; row >= 0 && i < g->n; i++)
+        node_heat_add(h, (uint32_t)row, i, g->sum[i], g->cnt[i]);
+    return row < 0 ? row : 0;
+}
+
+/* One series: its statistics, and its envelope on the grid when charted. */
 static int add_one_series(struct store *s, struct json_writer *jw, const struct series_item *it,
-                          struct grid *g)
+                          struct grid *g, struct report_nodes *rn, int charted)
 {
     grid_reset(g);
     if (s->ops->blocks_query(s, it->id, grid_block, g) < 0)
         return -EIO;
+    if (rn->n > 1 && (heat_series(&rn->cpu, it, g) < 0 || heat_series(&rn->gpu, it, g) < 0))
+        return -ENOMEM;
     jw_object_begin(jw);
     jw_kv_str(jw, "name", it->name);
     jw_kv_str_or_null(jw, "labels", it->labels);
     jw_kv_str_or_null(jw, "unit", it->unit);
     add_series_stats(jw, g);
-    if (is_core(it)) {
+    if (!charted) {
+        /* a node not charted: its statistics only */
+    } else if (is_core(it)) {
         /* the heatmap shows the mean per bucket, whole percent */
         for (uint32_t i = 0; i < g->n; i++)
             g->sum[i] = g->cnt[i] ? g->sum[i] / g->cnt[i] : 0;
@@ -325,12 +422,14 @@ static int add_one_series(struct store *s, struct json_writer *jw, const struct 
 
 /* "grid" (the time buckets) and "series", a series a line. */
 static int add_series(struct store *s, const struct run_record *r, const struct series_list *l,
-                      struct json_writer *jw, struct report_stats *st)
+                      struct json_writer *jw, struct report_stats *st, struct report_nodes *rn)
 {
     struct grid g;
     int rc = grid_init(&g, r);
     if (rc < 0)
         return rc;
+    node_heat_init(&rn->cpu, METRIC_CPU_UTIL, g.t0_ns, g.width_ns, g.n);
+    node_heat_init(&rn->gpu, METRIC_GPU_UTIL, g.t0_ns, g.width_ns, g.n);
     jw_key(jw, "grid");
     jw_object_begin(jw);
     jw_kv_int(jw, "t0_ns", g.t0_ns);
@@ -343,7 +442,7 @@ static int add_series(struct store *s, const struct run_record *r, const struct 
     for (size_t i = 0; i < l->n && rc == 0; i++) {
         if (!drawn(&l->items[i]))
             continue;
-        rc = add_one_series(s, jw, &l->items[i], &g);
+        rc = add_one_series(s, jw, &l->items[i], &g, rn, node_drawn(rn, &l->items[i]));
         st->series++;
         st->buckets += g.n;
         st->points += g.points;
@@ -371,6 +470,49 @@ static void add_gpus(struct json_writer *jw, const struct series_list *l)
     }
     jw_end(jw);
     json_doc_release(&d);
+}
+
+/* A run of several nodes: the job's nodes, which are charted, and the
+ * heatmaps of cpu.util and gpu.util per node (whole percent). */
+static int add_nodes(struct store *s, const struct run_record *r, struct report_nodes *rn,
+                     struct json_writer *jw)
+{
+    if (rn->n < 2)
+        return 0;
+    node_heat_sort(&rn->cpu);
+    node_heat_sort(&rn->gpu);
+    if (run_record_is_job(r)) {
+        struct run_list nodes;
+        int rc = store_job_nodes(s, r->id, &nodes);
+        if (rc < 0)
+            return rc;
+        job_nodes_json(jw, r->join_key, &nodes, &rn->cpu, &rn->gpu);
+        run_list_release(&nodes);
+    }
+    jw_kv_uint(jw, "nodes_total", rn->n);
+    jw_key(jw, "nodes_drawn");
+    jw_array_begin(jw);
+    struct strbuf name;
+    strbuf_init(&name);
+    for (uint32_t i = 0; i < rn->drawn; i++) {
+        strbuf_reset(&name);
+        label_unescape(&name, rn->names[i], strlen(rn->names[i]));
+        jw_str(jw, name.buf);
+    }
+    strbuf_release(&name);
+    jw_end(jw);
+    jw_key(jw, "heatmaps");
+    jw_array_begin(jw);
+    const struct node_heat *maps[] = {&rn->cpu, &rn->gpu};
+    for (size_t i = 0; i < ARRAY_SIZE(maps); i++) {
+        if (!maps[i]->nrows)
+            continue;
+        jw_object_begin(jw);
+        node_heat_json(jw, maps[i], 0);
+        jw_end(jw);
+    }
+    jw_end(jw);
+    return 0;
 }
 
 /* ---- the run record ------------------------------------------------------- */
@@ -488,7 +630,15 @@ static void *events_thread(void *arg)
     struct step_analysis sa;
     memset(&ev, 0, sizeof(ev));
     memset(&sa, 0, sizeof(sa));
+    struct run_record job;
+    run_record_init(&job);
     j->rc = store_open(j->uri, 1, &s, &j->err);
+    if (j->rc == 0 && run_record_is_job(j->r)) { /* every node's events, as the caller's */
+        struct store *view;
+        j->rc = run_record_copy(&job, j->r);
+        if (j->rc == 0 && (j->rc = store_job_view(s, 1, &job, &view)) == 0)
+            s = view;
+    }
     if (j->rc == 0 && (j->rc = run_events_load(s, j->r->id, &ev)) == 0)
         j->rc = step_analysis_run(&ev, &sa);
     if (j->rc < 0 && s)
@@ -505,6 +655,7 @@ static void *events_thread(void *arg)
     step_analysis_release(&sa);
     run_events_release(&ev);
     store_close(s);
+    run_record_release(&job);
     return NULL;
 }
 
@@ -512,6 +663,7 @@ int report_data_json(struct store *s, const struct run_record *r, struct strbuf 
                      struct report_stats *st, struct strbuf *err)
 {
     struct series_list l = {0};
+    struct report_nodes rn = {0};
     struct events_job job = {.uri = s->open_uri ? s->open_uri : s->uri, .r = r};
     strbuf_init(&job.out);
     strbuf_init(&job.err);
@@ -522,13 +674,17 @@ int report_data_json(struct store *s, const struct run_record *r, struct strbuf 
     int rc = s->ops->series_query(s, r->id, keep_series, &l);
     if (rc < 0)
         strbuf_addf(err, "cannot read the series of run %s: %s", r->id, s->err.buf);
+    else if ((rc = nodes_find(&rn, &l)) < 0)
+        strbuf_adds(err, "out of memory");
     struct json_writer jw;
     jw_init(&jw, o);
     if (rc == 0) {
         jw_object_begin(&jw);
         jw_kv_int(&jw, "format", 1);
         add_run(&jw, r);
-        rc = add_series(s, r, &l, &jw, st);
+        rc = add_series(s, r, &l, &jw, st, &rn);
+        if (rc == 0)
+            rc = add_nodes(s, r, &rn, &jw);
         if (rc < 0)
             strbuf_addf(err, "cannot read the series of run %s: %s", r->id,
                         rc == -ENOMEM ? "out of memory" : s->err.buf);
@@ -553,5 +709,6 @@ int report_data_json(struct store *s, const struct run_record *r, struct strbuf 
     strbuf_release(&job.out);
     strbuf_release(&job.err);
     series_list_release(&l);
+    nodes_release(&rn);
     return rc;
 }

@@ -16,6 +16,11 @@
 #define REPORT_OUTLIERS    2000 /* the longest outliers drawn one by one */
 #define REPORT_HIST_BINS   40
 #define REPORT_TOP_OPS     25
+/* A run of many nodes: the charts of this many nodes at most (the first in
+ * natural order), each series of the others as statistics only; the
+ * heatmaps per node hold every node. 256 nodes of 20 series drawn in full
+ * made a 79 MB page. */
+#define REPORT_NODES_DRAWN 8
 
 /* The k-th smallest of v[0..n), looking only at v[from..n) (which must hold
  * the n - from largest): Hoare's selection, O(n), where sorting 86 M points

@@ -748,7 +748,7 @@ static int api_heatmap(const struct api_ctx *c, const struct run_record *r,
         jw_kv_int(&jw, "to_ns", to);
         jw_kv_int(&jw, "blocks_summary", d.blocks_summary);
         jw_kv_int(&jw, "blocks_decoded", d.blocks_decoded);
-        node_heat_json(&jw, &h);
+        node_heat_json(&jw, &h, -1);
         jw_end(&jw);
         jw_space(&jw, "\n");
     }

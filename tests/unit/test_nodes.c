@@ -69,7 +69,7 @@ TEST(heat_rows_are_nodes_in_natural_order_their_gpus_averaged)
     struct json_writer jw;
     jw_init(&jw, &o);
     jw_object_begin(&jw);
-    node_heat_json(&jw, &h);
+    node_heat_json(&jw, &h, -1);
     jw_end(&jw);
     ASSERT(strstr(o.buf, "\"nodes\":[\"n2\",\"n10\"]"));
     ASSERT(strstr(o.buf, "\"series\":[1,2]"));

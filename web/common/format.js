@@ -286,6 +286,92 @@ var strobeFormat = (function () {
     return '';
   }
 
+  /* A run of several nodes (a job, an import of several SageMaker nodes)
+   * has node=NAME among each series' labels. labelValue gives a label's
+   * value, its %XX decoded (src/common/label.h), or null; labelsLess the
+   * labels without that key, as written. */
+  function labelValue(labels, key) {
+    var ps = (labels || '').split(',');
+    for (var i = 0; i < ps.length; i++) {
+      var eq = ps[i].indexOf('=');
+      if (eq >= 0 && ps[i].slice(0, eq) === key) {
+        try { return decodeURIComponent(ps[i].slice(eq + 1)); } catch (e) { return ps[i].slice(eq + 1); }
+      }
+    }
+    return null;
+  }
+  function labelsLess(labels, key) {
+    return (labels || '').split(',').filter(function (p) { return p && p.slice(0, p.indexOf('=')) !== key; }).join(',');
+  }
+
+  /* A heatmap drawn on a uPlot chart of options o (seconds on x) from src,
+   * read at each draw (a page may put the cells of a zoomed range in it):
+   * src.names, a row per name, names[0] at the top; src.rows, each row's
+   * cells, src.width seconds wide from src.start, a share of 0..100 (%)
+   * coloured from pale blue to dark red; null cells stay blank. The y axis
+   * names every row that fits. Returns the chart's data: x at the cells'
+   * middles, no y series (heatData gives it again for new cells). */
+  function heatColour(v) {
+    v = Math.max(0, Math.min(100, v)) / 100;
+    return 'hsl(' + (220 - 220 * v) + ',75%,' + (92 - 45 * v) + '%)';
+  }
+  /* A heatmap's height for n rows: rows a label tall while few, thin when many. */
+  function heatHeight(n) { return 60 + n * (n <= 8 ? 22 : n <= 64 ? 8 : 2); }
+  function heatData(src) {
+    var ncols = src.rows.reduce(function (m, r) { return Math.max(m, r.length); }, 0), xs = [];
+    for (var i = 0; i < ncols; i++) xs.push(src.start + (i + 0.5) * src.width);
+    return [xs, xs.map(function () { return null; })];
+  }
+  function heatmap(o, src) {
+    var rowsOf = function () { return src.names.length; };
+    o.scales.y = {range: function () { return [0, Math.max(1, rowsOf())]; }};
+    /* row k (from the top) lies between n - k - 1 and n - k on the y scale;
+     * a label in its middle, every step-th row (uPlot's increment for 14 px,
+     * rounded up to whole rows) */
+    o.axes[1] = {size: axisSize(50), space: 14,
+      splits: function (u, i, mn, mx, incr) {
+        var out = [], n = rowsOf(), step = Math.max(1, Math.ceil(incr - 1e-9));
+        for (var k = 0; k < n; k += step) out.push(n - k - 0.5);
+        return out;
+      },
+      values: function (u, v) {
+        return v.map(function (y) { var k = rowsOf() - 1 - Math.floor(y); return src.names[k] !== undefined ? src.names[k] : ''; });
+      }};
+    o.series.push({label: 'rows', stroke: 'transparent', points: {show: false}, paths: function () { return null; }});
+    o.legend = {show: false};
+    o.hooks = o.hooks || {};
+    o.hooks.draw = (o.hooks.draw || []).concat([function (u) {
+      var ctx = u.ctx, bb = u.bbox, n = rowsOf(), rowH = bb.height / Math.max(1, n), w = src.width;
+      ctx.save();
+      ctx.beginPath(); ctx.rect(bb.left, bb.top, bb.width, bb.height); ctx.clip();
+      for (var k = 0; k < n; k++) {
+        var m = src.rows[k] || [], y = bb.top + k * rowH;
+        var i0 = Math.max(0, Math.floor((u.scales.x.min - src.start) / w) - 1),
+          i1 = Math.min(m.length, Math.ceil((u.scales.x.max - src.start) / w) + 1);
+        for (var i = i0; i < i1; i++) {
+          if (m[i] === null || m[i] === undefined) continue;
+          var x0 = u.valToPos(src.start + i * w, 'x', true), x1 = u.valToPos(src.start + (i + 1) * w, 'x', true);
+          ctx.fillStyle = heatColour(m[i]);
+          ctx.fillRect(x0, y, Math.max(1, x1 - x0 + 0.5), Math.max(1, rowH - (rowH > 3 ? 0.5 : 0)));
+        }
+      }
+      ctx.restore();
+    }]);
+    return heatData(src);
+  }
+  /* The row and cell of src under the cursor of a heatmap's chart, or null. */
+  function heatAt(u, src) {
+    var l = u.cursor.left, t = u.cursor.top, n = src.names.length;
+    if (!(l >= 0) || !(t >= 0) || !n) return null;
+    var k = Math.floor(t / (u.bbox.height / devicePixelRatio / n)), x = u.posToVal(l, 'x');
+    var i = Math.floor((x - src.start) / src.width);
+    if (k < 0 || k >= n || i < 0) return null;
+    var v = (src.rows[k] || [])[i];
+    return {row: k, name: src.names[k], t: x, value: v === undefined ? null : v};
+  }
+
   return {NONE: NONE, num: num, metricHelp: metricHelp, dur: dur, bytes: bytes, pct: pct, byUnit: byUnit, offsetRange: offsetRange,
-    ticks: ticks, axis: axis, axisSize: axisSize, textWidth: textWidth, thin: thin, distinctLabels: distinctLabels};
+    ticks: ticks, axis: axis, axisSize: axisSize, textWidth: textWidth, thin: thin, distinctLabels: distinctLabels,
+    labelValue: labelValue, labelsLess: labelsLess, heatmap: heatmap, heatData: heatData, heatHeight: heatHeight, heatColour: heatColour,
+    heatAt: heatAt};
 })();

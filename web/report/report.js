@@ -81,9 +81,13 @@
   var R = D.run;
   var title = R.name || R.id;
   document.title = 'strobe report: ' + title;
+  /* a run of several nodes: D.heatmaps (cpu.util and gpu.util per node),
+   * the charts of D.nodes_drawn only (the first few), D.nodes for a job */
+  var MULTI = !!D.nodes_total;
   var top = el('header', {class: 'top'}, el('h1', {id: 'run-name'}, title),
     el('div', {class: 'sub'}, 'run ' + R.id + (R.experiment ? ' · experiment ' + R.experiment : '') +
-      ' · ' + R.status + ' · started ' + fmtTime(R.start_ns) + ' · ' + (R.host || '?')));
+      ' · ' + R.status + ' · started ' + fmtTime(R.start_ns) + ' · ' +
+      (MULTI ? D.nodes_total + ' nodes' : (R.host || '?'))));
   var toc = el('nav', {class: 'toc'});
   var main = el('main');
   app.appendChild(top);
@@ -140,12 +144,12 @@
       return rank(a.severity) - rank(b.severity) || a.start_ns - b.start_ns;
     });
     if (!f.length) { s.appendChild(el('p', {class: 'empty'}, 'No rule fired.')); return; }
-    s.appendChild(table(['Severity', 'Rule', 'When', 'Evidence', 'Recommendation'], f.map(function (x) {
+    s.appendChild(table(['Severity', 'Rule', 'When'].concat(MULTI ? ['Node'] : [], ['Evidence', 'Recommendation']), f.map(function (x) {
       var a = (x.start_ns - R.start_ns) / 1e9, b = (x.end_ns - R.start_ns) / 1e9;
       return [el('span', {class: 'sev ' + x.severity}, x.severity), el('b', null, x.rule),
         el('a', {class: 'range', onclick: function () { zoomTo(a, b); }},
-          F.offsetRange(a, b)),
-        x.evidence || '', x.recommendation || ''];
+          F.offsetRange(a, b))].concat(MULTI ? [F.labelValue(x.scope, 'node') || 'all'] : [],
+        [x.evidence || '', x.recommendation || '']);
     })));
   })();
 
@@ -201,49 +205,24 @@
     return D.series.filter(function (s) { return s.name === name && (!pred || pred(s)); });
   }
   function busy(s) { return s.stats && s.stats.max > 0; }
-  /* The per-core heatmap: one row per core, the bucket's mean busy share as
-   * colour, drawn on uPlot's canvas so it zooms with the others. */
+  /* A heatmap (web/common/format.js) on the shared time axis: the
+   * per-core one (a row per core), or a metric per node. */
+  function heatChart(parent, titleText, names, rows, help, key) {
+    var o = baseOpts(titleText, '', Math.min(640, F.heatHeight(names.length)));
+    var data = F.heatmap(o, {names: names, rows: rows, start: 0, width: grid.width_ns / 1e9});
+    var box = el('div', {class: 'chart', title: help || null, 'data-heatmap': key || null,
+      'data-rows': String(names.length)});
+    parent.appendChild(box);
+    charts.push(new uPlot(o, data, box));
+    return box;
+  }
   function heatmap(parent, cores) {
     cores.sort(function (a, b) {
       return parseInt(a.labels.slice(5), 10) - parseInt(b.labels.slice(5), 10);
     });
-    var o = baseOpts('CPU per core (busy %, mean per bucket)', '', Math.min(320, 60 + cores.length * 8));
-    o.scales.y = {range: [0, cores.length]};
-    /* a label in the middle of its row, every step-th row (step: uPlot's
-     * increment for 14 px, rounded up to whole rows) */
-    o.axes[1] = {size: F.axisSize(50), space: 14,
-      splits: function (u, i, mn, mx, incr) {
-        var out = [], step = Math.max(1, Math.ceil(incr - 1e-9));
-        for (var r = 0; r < cores.length; r += step) out.push(r + 0.5);
-        return out;
-      },
-      values: function (u, v) { return v.map(function (x) {
-        var r = Math.floor(x);
-        return r >= 0 && r < cores.length ? 'core ' + cores[r].labels.slice(5) : ''; }); }};
-    o.series.push({label: 'cores', stroke: 'transparent', points: {show: false}, paths: function () { return null; }});
-    o.legend = {show: false};
-    o.hooks.draw = [function (u) {
-      var ctx = u.ctx, bb = u.bbox, rowH = bb.height / cores.length;
-      ctx.save();
-      ctx.beginPath(); ctx.rect(bb.left, bb.top, bb.width, bb.height); ctx.clip();
-      var i0 = Math.max(0, Math.floor(u.scales.x.min / (grid.width_ns / 1e9)) - 1),
-        i1 = Math.min(grid.n, Math.ceil(u.scales.x.max / (grid.width_ns / 1e9)) + 1);
-      for (var r = 0; r < cores.length; r++) {
-        var m = cores[r].mean, y = bb.top + bb.height - (r + 1) * rowH;
-        for (var i = i0; i < i1; i++) {
-          if (m[i] == null) continue;
-          var x0 = u.valToPos(i * grid.width_ns / 1e9, 'x', true),
-            x1 = u.valToPos((i + 1) * grid.width_ns / 1e9, 'x', true);
-          var v = Math.max(0, Math.min(100, m[i])) / 100;
-          ctx.fillStyle = 'hsl(' + (220 - 220 * v) + ',75%,' + (92 - 45 * v) + '%)';
-          ctx.fillRect(x0, y, Math.max(1, x1 - x0 + 0.5), Math.max(1, rowH - 0.5));
-        }
-      }
-      ctx.restore();
-    }];
-    var box = el('div', {class: 'chart', title: F.metricHelp(cores[0].name) || null});
-    parent.appendChild(box);
-    charts.push(new uPlot(o, [xs, new Array(grid.n).fill(null)], box));
+    heatChart(parent, 'CPU per core (busy %, mean per bucket)', cores.map(function (c) {
+      return 'core ' + c.labels.slice(5, c.labels.indexOf(',') > 0 ? c.labels.indexOf(',') : undefined);
+    }), cores.map(function (c) { return c.mean; }), F.metricHelp(cores[0].name));
   }
   function stepChart(parent) {
     var st = D.steps;
@@ -271,37 +250,90 @@
     charts.push(new uPlot(o, data, box));
   }
 
+  /* ---- nodes ---------------------------------------------------------- */
+  if (MULTI) (function () {
+    var s = section('nodes', 'Nodes', 'Each node of the run: its mean CPU and GPU utilization, ' +
+      'and for a job its own run, status, span and clock. The heatmaps under Time series hold ' +
+      'every node.');
+    var cpu = (D.heatmaps || []).filter(function (h) { return h.metric === M.CPU_UTIL.name; })[0];
+    var gpu = (D.heatmaps || []).filter(function (h) { return h.metric === M.GPU_UTIL.name; })[0];
+    var mean = function (h, n) { var i = h ? h.nodes.indexOf(n) : -1; return i >= 0 ? h.node_mean[i] : null; };
+    var rows, t;
+    if (D.nodes) {
+      rows = D.nodes.map(function (n) {
+        return [el('code', null, n.node), n.host || F.NONE, n.status, '+' + dur((n.start_ns - R.start_ns) / 1e9),
+          dur(n.duration_s), F.pct(n.cpu_util_pct), F.pct(n.gpu_util_pct), String(n.samples),
+          n.clock_rtt_ns ? (n.clock_offset_ns / 1e6).toFixed(3) + ' ms (within ' + (n.clock_rtt_ns / 2e6).toFixed(3) + ')' : 'not measured'];
+      });
+      t = table(['Node', 'Host', 'Status', 'Start', 'Duration', 'CPU', 'GPU', 'Samples', 'Clock (store − node)'], rows,
+        [0, 0, 0, 1, 1, 1, 1, 1, 1]);
+    } else { /* an import of several nodes: the heatmaps' */
+      var names = (cpu || gpu).nodes;
+      rows = names.map(function (n) { return [el('code', null, n), F.pct(mean(cpu, n)), F.pct(mean(gpu, n))]; });
+      t = table(['Node', 'CPU', 'GPU'], rows, [0, 1, 1]);
+    }
+    t.id = 'nodes-table';
+    s.appendChild(t);
+  })();
+
   (function () {
     var s = section('timeseries', 'Time series', 'Every chart shares one time axis (seconds since ' +
       'the start): drag across any chart to zoom them all. Long runs are shown as the lowest and ' +
       'highest value of each ' + dur(grid.width_ns / 1e9) + ' bucket, so no spike is lost.');
+    var pick = null;
+    if (MULTI) {
+      pick = el('select', {id: 'node-pick', onchange: function () { drawNode(pick.value); }},
+        D.nodes_drawn.map(function (n) { return el('option', {value: n}, n); }));
+    }
     s.appendChild(el('div', {class: 'toolbar'}, el('button', {onclick: resetZoom}, 'Reset zoom'),
-      D.series.length + ' series, ' + grid.n + ' buckets'));
-    var c = el('div', {class: 'charts'});
+      D.series.length + ' series, ' + grid.n + ' buckets',
+      pick ? el('label', null, 'charts of node ', pick, D.nodes_total > D.nodes_drawn.length ?
+        ' (the first ' + D.nodes_drawn.length + ' of ' + D.nodes_total + ' nodes; the heatmaps hold them all)' : '') : null));
+    var heat = el('div', {class: 'charts'}), c = el('div', {class: 'charts'});
+    s.appendChild(heat);
     s.appendChild(c);
-    var noLabel = function (x) { return !x.labels; };
-    lineChart(c, 'CPU (% of all cores)', [M.CPU_UTIL, M.CPU_IOWAIT, M.CPU_SYSTEM, M.CPU_STEAL]
-      .reduce(function (a, m) { return a.concat(byName(m.name, noLabel)); }, []), M.CPU_UTIL.unit);
-    var cores = byName(M.CPU_UTIL.name, function (x) { return x.labels.indexOf('core=') === 0; });
-    if (cores.length) heatmap(c, cores);
-    [M.GPU_UTIL, M.GPU_MEM_USED_BYTES, M.GPU_POWER_W, M.GPU_TEMP_C, M.GPU_SM_ACTIVE].forEach(function (m) {
-      var l = byName(m.name);
-      if (l.length) lineChart(c, 'GPU ' + m.name.slice(4), l, l[0].unit);
+    (D.heatmaps || []).forEach(function (h) {
+      var what = h.metric === M.GPU_UTIL.name ? 'GPU utilization' : h.metric === M.CPU_UTIL.name ? 'CPU utilization' : h.metric;
+      heatChart(heat, what + ' per node (mean % per bucket: pale blue 0, dark red 100)', h.nodes, h.mean,
+        F.metricHelp(h.metric), h.metric);
     });
-    lineChart(c, 'Memory', [M.MEM_USED_BYTES, M.MEM_AVAILABLE_BYTES, M.PROC_RSS_BYTES,
-      M.CGROUP_MEM_USED_BYTES].reduce(function (a, m) { return a.concat(byName(m.name, noLabel)); }, []),
-      M.MEM_USED_BYTES.unit);
-    var busyOf = function (a, b) {
-      return D.series.filter(function (x) { return (x.name === a.name || x.name === b.name) && busy(x); });
-    };
-    lineChart(c, 'Disk', busyOf(M.DISK_READ_BYTES_PER_S, M.DISK_WRITE_BYTES_PER_S),
-      M.DISK_READ_BYTES_PER_S.unit);
-    lineChart(c, 'Network', busyOf(M.NET_RX_BYTES_PER_S, M.NET_TX_BYTES_PER_S), M.NET_RX_BYTES_PER_S.unit);
-    lineChart(c, 'Process tree CPU (% of one core)', byName(M.PROC_CPU.name, noLabel), M.PROC_CPU.unit);
-    D.series.filter(function (x) { return x.name.indexOf(APP_PREFIX) === 0; }).forEach(function (x) {
-      lineChart(c, 'Script: ' + key(x).slice(APP_PREFIX.length), [x], x.unit);
-    });
-    stepChart(c);
+    /* the charts of one node (every series when the run has one) */
+    function drawNode(node) {
+      for (var i = charts.length - 1; i >= 0; i--) {
+        if (c.contains(charts[i].root)) { charts[i].destroy(); charts.splice(i, 1); }
+      }
+      while (c.firstChild) c.removeChild(c.firstChild);
+      var mine = function (x) { return !MULTI || F.labelValue(x.labels, 'node') === node; };
+      var drawn = function (x) { return x.lo || x.v || x.mean; };
+      var byName = function (name, pred) {
+        return D.series.filter(function (x) { return x.name === name && drawn(x) && mine(x) && (!pred || pred(x)); });
+      };
+      var noLabel = function (x) { return !F.labelsLess(x.labels, 'node'); };
+      lineChart(c, 'CPU (% of all cores)', [M.CPU_UTIL, M.CPU_IOWAIT, M.CPU_SYSTEM, M.CPU_STEAL]
+        .reduce(function (a, m) { return a.concat(byName(m.name, noLabel)); }, []), M.CPU_UTIL.unit);
+      var cores = byName(M.CPU_UTIL.name, function (x) { return x.labels.indexOf('core=') === 0; });
+      if (cores.length) heatmap(c, cores);
+      [M.GPU_UTIL, M.GPU_MEM_USED_BYTES, M.GPU_POWER_W, M.GPU_TEMP_C, M.GPU_SM_ACTIVE].forEach(function (m) {
+        var l = byName(m.name);
+        if (l.length) lineChart(c, 'GPU ' + m.name.slice(4), l, l[0].unit);
+      });
+      lineChart(c, 'Memory', [M.MEM_USED_BYTES, M.MEM_AVAILABLE_BYTES, M.PROC_RSS_BYTES,
+        M.CGROUP_MEM_USED_BYTES].reduce(function (a, m) { return a.concat(byName(m.name, noLabel)); }, []),
+        M.MEM_USED_BYTES.unit);
+      var busyOf = function (a, b) {
+        return D.series.filter(function (x) { return (x.name === a.name || x.name === b.name) && busy(x) && drawn(x) && mine(x); });
+      };
+      lineChart(c, 'Disk', busyOf(M.DISK_READ_BYTES_PER_S, M.DISK_WRITE_BYTES_PER_S),
+        M.DISK_READ_BYTES_PER_S.unit);
+      lineChart(c, 'Network', busyOf(M.NET_RX_BYTES_PER_S, M.NET_TX_BYTES_PER_S), M.NET_RX_BYTES_PER_S.unit);
+      lineChart(c, 'Process tree CPU (% of one core)', byName(M.PROC_CPU.name, noLabel), M.PROC_CPU.unit);
+      D.series.filter(function (x) { return x.name.indexOf(APP_PREFIX) === 0 && drawn(x) && mine(x); }).forEach(function (x) {
+        lineChart(c, 'Script: ' + key(x).slice(APP_PREFIX.length), [x], x.unit);
+      });
+      stepChart(c);
+      c.dataset.node = node || '';
+    }
+    drawNode(MULTI ? D.nodes_drawn[0] : null);
   })();
 
   /* ---- steps ------------------------------------------------------------ */
@@ -397,15 +429,34 @@
 
   /* ---- system usage statistics ----------------------------------------- */
   (function () {
+    /* many nodes: one node's at first, as the charts (thousands of rows) */
+    var first = MULTI && D.nodes_total > D.nodes_drawn.length ? D.nodes_drawn[0] : '';
     var s = section('system', 'System usage statistics', 'Per metric over every sample of the ' +
-      'run, node ' + (R.host || '?') + '.');
-    var rows = D.series.filter(function (x) { return x.stats && x.stats.count; }).map(function (x) {
-      var t = x.stats, u = x.unit;
-      return [el('code', null, key(x)), byUnit(t.min, u), byUnit(t.p50, u), byUnit(t.p95, u),
-        byUnit(t.p99, u), byUnit(t.max, u), byUnit(t.mean, u)];
-    });
-    s.appendChild(table(['Metric', 'Min', 'p50', 'p95', 'p99', 'Max', 'Mean'], rows,
-      [0, 1, 1, 1, 1, 1, 1]));
+      'run, ' + (MULTI ? 'of every node or of the one picked.' : 'node ' + (R.host || '?') + '.'));
+    var list = D.series.filter(function (x) { return x.stats && x.stats.count; });
+    var box = el('div');
+    function draw(node) {
+      while (box.firstChild) box.removeChild(box.firstChild);
+      var rows = list.filter(function (x) { return !node || F.labelValue(x.labels, 'node') === node; }).map(function (x) {
+        var t = x.stats, u = x.unit, own = MULTI ? F.labelsLess(x.labels, 'node') : x.labels;
+        return [el('code', null, x.name + (own ? '{' + own + '}' : ''))].concat(MULTI ? [F.labelValue(x.labels, 'node') || F.NONE] : [],
+          [byUnit(t.min, u), byUnit(t.p50, u), byUnit(t.p95, u), byUnit(t.p99, u), byUnit(t.max, u), byUnit(t.mean, u)]);
+      });
+      var t = table(['Metric'].concat(MULTI ? ['Node'] : [], ['Min', 'p50', 'p95', 'p99', 'Max', 'Mean']), rows,
+        [0].concat(MULTI ? [0] : [], [1, 1, 1, 1, 1, 1]));
+      t.id = 'stats-table';
+      box.appendChild(t);
+    }
+    if (MULTI) {
+      var names = [];
+      list.forEach(function (x) { var n = F.labelValue(x.labels, 'node'); if (n !== null && names.indexOf(n) < 0) names.push(n); });
+      var pick = el('select', {id: 'stats-node', onchange: function () { draw(pick.value); }},
+        [el('option', {value: ''}, 'every node')].concat(names.map(function (n) { return el('option', {value: n}, n); })));
+      pick.value = first;
+      s.appendChild(el('div', {class: 'toolbar'}, el('label', null, 'node ', pick)));
+    }
+    s.appendChild(box);
+    draw(first);
   })();
 
   /* ---- environment ------------------------------------------------------ */
