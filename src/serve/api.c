@@ -725,6 +725,11 @@ static int api_heatmap(const struct api_ctx *c, const struct run_record *r,
     if (parse_range(q, r->start_ns, r->start_ns, end > r->start_ns ? end : r->start_ns, &from,
                     &to) < 0)
         return fail(o, 400, "from/to: seconds since the run's start, from <= to");
+    /* no bucket finer than two samples' time: one of a sample's alone is
+     * left empty wherever the sampling beat comes late */
+    uint64_t least = 2 * (uint64_t)(r->interval_ns > 0 ? r->interval_ns : 0);
+    if (least && (uint64_t)(to - from) / points < least)
+        points = (uint32_t)((uint64_t)(to - from) / least + 1);
     struct heat_pick p = {.m = (enum metric_id)m};
     struct downsampler d = {0};
     struct node_heat h = {0};

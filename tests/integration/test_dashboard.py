@@ -119,7 +119,7 @@ def main():
           sorted(runs.get("names", [])) == sorted(["bs16", "bs64", HOSTILE]), runs.get("names"))
     check("runs: no element made from a name", runs.get("injected") == 0, runs)
     want_cols = ["name", "experiment", "workload", "status", "start", "duration", "steps", "step p50",
-                 "samples/s", "mean CPU", "mean GPU util", "findings"]
+                 "samples/s", "mean CPU", "mean GPU util", "findings", "nodes"]
     check("runs: the columns", runs.get("columns", [])[1:] == want_cols, runs.get("columns"))
     srt = st.get("sort", {})
     steps = [int(x) for x in srt.get("steps", []) if x.isdigit()]

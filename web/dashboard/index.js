@@ -195,7 +195,9 @@
     {k: 'samples_per_s', label: 'samples/s', sort: 'samples_per_s', num: true, f: num},
     {k: 'cpu_util_pct', label: 'mean CPU', sort: 'cpu_util', num: true, f: pct},
     {k: 'gpu_util_pct', label: 'mean GPU util', sort: 'gpu_util', num: true, f: pct},
-    {k: 'findings', label: 'findings', sort: 'findings', num: true, f: function (v) { return v === null ? '–' : String(v); }}
+    {k: 'findings', label: 'findings', sort: 'findings', num: true, f: function (v) { return v === null ? '–' : String(v); }},
+    /* a job of many nodes (cluster mode): its node count; sorted here */
+    {k: 'nodes', label: 'nodes', num: true, f: function (v) { return v === null || v === undefined ? '–' : String(v); }}
   ];
   var selected = [];   /* run ids ticked for compare, kept across views */
   var PAGE = 1000;     /* runs listed at first, and added by "Show more" (the API's default limit) */
@@ -349,6 +351,10 @@
     busy();
     var run = null, metrics = [], findings = [], zoom = null, end = 1, timer = null, syncing = false;
     var figures = null;  /* the run's row as /api/runs lists it */
+    /* a run of several nodes (a job, an import of several): node= among the
+     * series' labels. node is the one picked ('' for all), in the URL. */
+    var node = q.get('node') || '', nodeNames = [];
+    var nodeBox = h('div'), heatBox = h('div', {class: 'charts'}), nodePick = h('span');
     var ranges = function () { return findings; };
     var headBox = h('div'), metricBox = h('div', {class: 'charts'}), stepBox = h('div', {class: 'charts'});
     var phaseBar = h('div'), findBox = h('div'), logBox = h('div'), envBox = h('div');
@@ -359,30 +365,46 @@
 
     var ms = section('Metrics', 'Drag across any chart to zoom every chart; double-click or "Reset zoom" to see the whole run. ' +
       'Each chart is the lowest, mean and highest sample of each pixel-wide bucket, fetched again for the zoomed range.');
-    add(ms, [h('div', {class: 'toolbar'}, picker, h('button', {id: 'reset-zoom', onclick: function () { setZoom(null, true); }, text: 'Reset zoom'}), rangeText), metricBox]);
+    add(ms, [h('div', {class: 'toolbar'}, nodePick, picker, h('button', {id: 'reset-zoom', onclick: function () { setZoom(null, true); }, text: 'Reset zoom'}), rangeText), metricBox]);
     var ss = section('Steps', 'Duration of each training step (min–max band when steps are grouped per pixel) and where the time went, phase by phase.');
     add(ss, [phaseBar, stepBox]);
     var fs = section('Findings', 'What the rules found, shaded on every chart\'s time axis; click a time range to zoom to it.');
     fs.appendChild(findBox);
     var ls = section('Logs'); ls.appendChild(logBox);
     var es = section('Environment'); es.appendChild(envBox);
-    add(app, [headBox, ms, ss, fs, ls, es]);
+    var ns = section('Nodes', 'Each node\'s CPU and GPU utilization over time (mean per bucket: pale blue 0 %, dark red 100 %), ' +
+      'on the charts\' time axis. Click a node, in the table or a heatmap, to chart its metrics alone.');
+    add(ns, [nodeBox, heatBox]);
+    ns.hidden = true;
+    add(app, [headBox, ns, ms, ss, fs, ls, es]);
 
     /* The charts chosen are in the URL as one m= per series key (a key may
      * hold commas: gpu.mem_used_bytes{gpu=0,pid=42}, or an app metric's own
      * name); a lone m= with no value is "none". An m= that is no key of the
      * run is taken as the comma-joined list links of before were. */
+    function multi() { return nodeNames.length > 1; }
+    function nodeOf(x) { return F.labelValue(x.labels, 'node'); }
+    /* the series of the node picked; every series when none is */
+    function onNode(x) { return !node || nodeOf(x) === node; }
     function chosen() {
       var ms = q.getAll('m'), have = metrics.map(seriesKey);
+      var mine = metrics.filter(onNode).map(seriesKey);
       if (ms.length) {
         return [].concat.apply([], ms.map(function (k) {
           return have.indexOf(k) >= 0 ? [k] : k.split(',');
-        })).filter(Boolean);
+        })).filter(function (k) { return k && (!node || mine.indexOf(k) >= 0); });
       }
-      var out = DEFAULT_METRICS.filter(function (k) { return have.indexOf(k) >= 0; });
-      if (have.indexOf(M.GPU_UTIL.name) < 0) {
-        metrics.forEach(function (x) { if (x.name === M.GPU_UTIL.name && x.labels) out.push(seriesKey(x)); });
-      }
+      /* by default each of the nodes shown: the picked one, or every one of
+       * a few (past 4 nodes, the heatmaps stand for them all) */
+      if (multi() && !node && nodeNames.length > 4) return [];
+      var own = function (x) { return onNode(x) && !F.labelsLess(x.labels, 'node'); };
+      var out = [];
+      DEFAULT_METRICS.forEach(function (name) {
+        var l = metrics.filter(function (x) { return x.name === name && own(x); });
+        if (!l.length && name === M.GPU_UTIL.name)
+          l = metrics.filter(function (x) { return x.name === name && onNode(x) && F.labelsLess(x.labels, 'node'); });
+        l.forEach(function (x) { out.push(seriesKey(x)); });
+      });
       return out;
     }
     function updateRangeText() {
@@ -519,7 +541,10 @@
       });
       clear(metricBox);
       var list = chosen();
-      if (!list.length) metricBox.appendChild(h('p', {class: 'empty', text: 'No metric chosen: pick some with "Metrics".'}));
+      if (!list.length) {
+        metricBox.appendChild(h('p', {class: 'empty', text: multi() && !node ? 'Pick a node to chart its metrics, or pick series with "Metrics": the heatmaps above show every node.' :
+          'No metric chosen: pick some with "Metrics".'}));
+      }
       list.forEach(function (k, i) {
         var c = metricChart(k, i);
         if (c) {
@@ -538,7 +563,7 @@
       }});
       panel.appendChild(filter);
       var cur = chosen(), list = h('div', {class: 'mlist'});
-      metrics.forEach(function (m) {
+      metrics.filter(onNode).forEach(function (m) {
         var k = seriesKey(m);
         var cb = h('input', {type: 'checkbox', checked: cur.indexOf(k) >= 0, onchange: function () {
           var now = chosen().filter(function (x) { return x !== k; });
@@ -607,7 +632,7 @@
           h('dt', {text: 'command'}), h('dd', null, h('code', {id: 'command', text: (r.command || []).join(' ')})),
           h('dt', {text: 'params'}), h('dd', {id: 'params'}, kv(r.params)),
           h('dt', {text: 'tags'}), h('dd', null, kv(r.tags)),
-          h('dt', {text: 'started'}), h('dd', {text: date(r.start_ns) + ' on ' + (r.host || '?') + ' (' + (r.user || '?') + ')'})),
+          h('dt', {text: 'started'}), h('dd', {text: date(r.start_ns) + ' on ' + (multi() ? nodeNames.length + ' nodes' : r.host || '?') + ' (' + (r.user || '?') + ')'})),
         cards));
     }
     function drawPhases() {
@@ -625,11 +650,16 @@
     }
     function drawFindings() {
       clear(findBox);
-      if (!findings.length) { findBox.appendChild(h('p', {class: 'empty', text: 'No findings.'})); return; }
+      /* a node's own findings, and the run's (judged across nodes) */
+      var shown = findings.filter(function (f) { var n = F.labelValue(f.scope, 'node'); return !node || n === null || n === node; });
+      if (!shown.length) { findBox.appendChild(h('p', {class: 'empty', text: 'No findings.'})); return; }
       var body = h('tbody');
-      findings.forEach(function (f) {
+      shown.forEach(function (f) {
         var sev = h('span', {class: 'sev', text: f.severity}); sev.style.background = SEV[f.severity] || SEV.info;
-        body.appendChild(h('tr', null, h('td', null, sev), h('td', {text: f.rule}), h('td', {text: f.scope || ''}),
+        var n = F.labelValue(f.scope, 'node');
+        body.appendChild(h('tr', {dataset: {node: n || ''}}, h('td', null, sev), h('td', {text: f.rule}),
+          multi() ? h('td', {text: n === null ? 'all' : n}) : null,
+          h('td', {text: (multi() ? F.labelsLess(f.scope, 'node') : f.scope) || ''}),
           h('td', null, h('a', {class: 'range', href: '#', onclick: function (e) {
             e.preventDefault();
             var pad = Math.max((f.b - f.a) * 0.05, 0.05);
@@ -639,7 +669,113 @@
           h('td', null, h('div', {text: f.evidence || ''}), f.events ? h('div', {class: 'muted', text: f.events}) : null),
           h('td', {text: f.recommendation || ''})));
       });
-      findBox.appendChild(h('table', {id: 'findings'}, h('thead', null, h('tr', null, ['severity', 'rule', 'scope', 'time', 'evidence', 'recommendation'].map(function (x) { return h('th', {text: x}); }))), body));
+      var head = ['severity', 'rule'].concat(multi() ? ['node'] : [], ['scope', 'time', 'evidence', 'recommendation']);
+      findBox.appendChild(h('table', {id: 'findings'}, h('thead', null, h('tr', null, head.map(function (x) { return h('th', {text: x}); }))), body));
+    }
+    /* ---- nodes: the picker, the table, the heatmaps -------------------- */
+    function findNodes() {
+      var seen = {};
+      if (run.nodes) run.nodes.forEach(function (n) { seen[n.node] = 1; });
+      metrics.forEach(function (x) { var n = nodeOf(x); if (n !== null) seen[n] = 1; });
+      nodeNames = Object.keys(seen).sort(function (a, b) { return a.localeCompare(b, undefined, {numeric: true}); });
+      if (node && nodeNames.indexOf(node) < 0) node = '';
+    }
+    function pickNode(n) {
+      if (n === node) return;
+      node = n;
+      var nq = new URLSearchParams(q);
+      if (n) nq.set('node', n); else nq.delete('node');
+      nq.delete('m'); /* the charts of that node: its defaults */
+      q = nq; setState(nq);
+      drawNodePick(); drawNodeTable(); drawPicker(); drawMetrics(); drawFindings(); drawTexts();
+    }
+    function drawNodePick() {
+      clear(nodePick);
+      if (!multi()) return;
+      var sel = h('select', {id: 'node-pick', onchange: function () { pickNode(sel.value); }},
+        option('', 'all ' + nodeNames.length + ' nodes', !node));
+      nodeNames.forEach(function (n) { sel.appendChild(option(n, 'node ' + n, n === node)); });
+      add(nodePick, h('label', null, h('span', {text: 'node'}), sel));
+    }
+    function drawNodeTable() {
+      clear(nodeBox);
+      ns.hidden = !multi();
+      if (!multi()) return;
+      var info = {};
+      (run.nodes || []).forEach(function (n) { info[n.node] = n; });
+      var mean = function (name, n) {
+        var k = seriesKey({name: name, labels: 'node=' + n}), m = (run.metrics || {})[k];
+        return m ? m.mean : null;
+      };
+      var body = h('tbody');
+      nodeNames.forEach(function (n) {
+        var x = info[n] || {};
+        var cpu = x.cpu_util_pct !== undefined ? x.cpu_util_pct : mean(M.CPU_UTIL.name, n);
+        body.appendChild(h('tr', {class: n === node ? 'picked' : null, dataset: {node: n}},
+          h('td', null, h('a', {href: '#', class: 'node-link', onclick: function (e) { e.preventDefault(); pickNode(n === node ? '' : n); }, text: n})),
+          h('td', {text: x.host || '–'}), h('td', null, x.status ? h('span', {class: 'status ' + x.status, text: x.status}) : '–'),
+          h('td', {class: 'num', text: x.start_ns ? '+' + dur((x.start_ns - run.start_ns) / 1e9) : '–'}),
+          h('td', {class: 'num', text: dur(x.duration_s)}),
+          h('td', {class: 'num', dataset: {key: 'cpu'}, text: pct(cpu)}),
+          h('td', {class: 'num', dataset: {key: 'gpu'}, text: pct(x.gpu_util_pct)}),
+          h('td', {class: 'num', text: x.samples !== undefined ? String(x.samples) : '–'}),
+          h('td', {class: 'num', text: x.clock_rtt_ns ? (x.clock_offset_ns / 1e6).toFixed(3) + ' ms (± ' + (x.clock_rtt_ns / 2e6).toFixed(3) + ')' : '–'})));
+      });
+      var t = h('table', {id: 'nodes'}, h('thead', null, h('tr', null, ['node', 'host', 'status', 'start', 'duration', 'mean CPU', 'mean GPU util', 'samples', 'clock (store − node)']
+        .map(function (x, i) { return h('th', {class: i >= 3 ? 'num' : null, text: x}); }))), body);
+      /* many nodes: the table scrolls, the heatmaps stay in view */
+      nodeBox.appendChild(h('div', {class: nodeNames.length > 12 ? 'scroll' : null}, t));
+    }
+    /* A metric per node over time: one request for every node, at about a
+     * bucket per two pixels, again for a zoomed range (api.md: heatmap). */
+    function heatChart(metric) {
+      var src = {names: [], rows: [], start: 0, width: 1};
+      var o = baseOpts(metric.name + ' per node (%)', '', Math.min(580, F.heatHeight(nodeNames.length)));
+      var data = F.heatmap(o, src);
+      var at = h('div', {class: 'muted heat-at', text: ' '});
+      o.hooks.setCursor = [function (u) {
+        var c = F.heatAt(u, src);
+        at.textContent = c ? 'node ' + c.name + ' at ' + dur(c.t) + ': ' + (c.value === null ? 'no sample' : pct(c.value)) : ' ';
+      }];
+      var box = h('div', {class: 'chart', title: F.metricHelp(metric.name) || null, dataset: {heatmap: metric.name}});
+      heatBox.appendChild(box);
+      heatBox.appendChild(at);
+      var ch = newChart(o, data, box, {kind: 'heat'});
+      var down = null;
+      box.addEventListener('mousedown', function (e) { down = [e.clientX, e.clientY]; });
+      box.addEventListener('click', function (e) {
+        /* a click, not the end of a drag that zooms: pick that node */
+        if (!down || Math.abs(e.clientX - down[0]) + Math.abs(e.clientY - down[1]) > 3) return;
+        var c = F.heatAt(ch.u, src);
+        if (c) pickNode(c.name);
+      });
+      ch.fetch = function () {
+        var r = range(), a = {name: metric.name, points: Math.max(16, Math.min(2000, Math.round((ch.u.bbox.width / devicePixelRatio || 800) / 2)))};
+        if (zoom) { a.from = r.a.toFixed(6); a.to = r.b.toFixed(6); }
+        var mine = ch.fetches = (ch.fetches || 0) + 1;
+        return api(runPath(id) + '/heatmap' + qs(a)).then(function (d) {
+          if (!alive(token) || mine !== ch.fetches) return;
+          src.names = d.nodes; src.rows = d.mean;
+          src.start = (d.from_ns - run.start_ns) / 1e9; src.width = d.bucket_ns / 1e9;
+          box.heat = d; /* for the tests: what is drawn */
+          box.dataset.rows = String(d.nodes.length);
+          applyData(ch.u, F.heatData(src));
+          box.hidden = !d.nodes.length;
+          at.hidden = !d.nodes.length;
+        });
+      };
+      return ch;
+    }
+    function drawHeat() {
+      charts.filter(function (c) { return c.kind === 'heat'; }).forEach(function (c) {
+        c.u.destroy(); charts.splice(charts.indexOf(c), 1);
+      });
+      clear(heatBox);
+      if (!multi()) return Promise.resolve();
+      var hs = [M.CPU_UTIL, M.GPU_UTIL].filter(function (m) {
+        return metrics.some(function (x) { return x.name === m.name; });
+      }).map(heatChart);
+      return Promise.all(hs.map(function (c) { return c.fetch(); }));
     }
     function drawTexts() {
       clear(logBox);
@@ -655,7 +791,7 @@
       envBox.appendChild(dl);
       var envTexts = h('div');
       envBox.appendChild(envTexts);
-      api(runPath(id) + '/texts').then(function (d) {
+      api(runPath(textsRun()) + '/texts').then(function (d) {
         if (!alive(token)) return;
         var list = Array.isArray(d) ? d : (d.texts || []);
         drawLogs(list.filter(isLog));
@@ -667,11 +803,16 @@
       }, function () { if (alive(token)) drawLogs([]); });
     }
     function isLog(t) { return /out|err|log/i.test(t.kind); }
+    /* A job keeps its output in each node's run: the picked node's. */
+    function textsRun() {
+      var n = node && (run.nodes || []).filter(function (x) { return x.node === node; })[0];
+      return n ? n.run : id;
+    }
     function textTitle(t) { return t.kind + ' · ' + bytes(t.bytes) + (t.kept !== undefined && t.kept < t.bytes ? ' (cut: the start and the end kept)' : ''); }
     /* A text into its pre; one scrolled to its end stays at the end as the
      * text grows (a running job's output, refreshed like tail -f). */
     function loadText(t, pre) {
-      return api(runPath(id) + '/texts/' + encodeURIComponent(t.kind)).then(function (d) {
+      return api(runPath(textsRun()) + '/texts/' + encodeURIComponent(t.kind)).then(function (d) {
         var atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
         pre.textContent = (d && d.text) || '(empty)';
         pre.dataset.bytes = String(t.bytes);
@@ -682,7 +823,8 @@
     function drawLogs(logs) {
       clear(logBox);
       if (!logs.length) {
-        logBox.appendChild(h('p', {class: 'empty', id: 'no-logs', text: run.status === 'running' ? 'no output yet' : 'no logs recorded'}));
+        logBox.appendChild(h('p', {class: 'empty', id: 'no-logs', text: run.nodes && !node ? 'each node keeps its own output: pick a node' :
+          run.status === 'running' ? 'no output yet' : 'no logs recorded'}));
         return;
       }
       logs.forEach(function (t) {
@@ -694,7 +836,7 @@
     /* While the run records, the recorder stores the job's output every few
      * seconds: fetch what grew. */
     function refreshLogs() {
-      return api(runPath(id) + '/texts').then(function (d) {
+      return api(runPath(textsRun()) + '/texts').then(function (d) {
         if (!alive(token)) return;
         var logs = (Array.isArray(d) ? d : (d.texts || [])).filter(isLog);
         var pres = logs.map(function (t) { return logBox.querySelector('pre[data-kind="' + CSS.escape(t.kind) + '"]'); });
@@ -742,6 +884,9 @@
         var changed = next.map(seriesKey).join('\n') !== metrics.map(seriesKey).join('\n');
         metrics = next;
         if (!changed) return;
+        var before_n = nodeNames.join('\n');
+        findNodes();
+        if (nodeNames.join('\n') !== before_n) { drawNodePick(); drawNodeTable(); drawHeat(); }
         drawPicker();
         if (chosen().join('\n') !== before) drawMetrics();
       });
@@ -752,6 +897,7 @@
           if (!alive(token)) return;
           run = r; end = Math.max(runEnd(r), 0.001);
           drawHeader();
+          drawNodeTable();
           updateRangeText();
           return Promise.all([loadFindings(), refreshMetrics(), loadFigures()]).then(function () {
             drawFindings();
@@ -780,7 +926,10 @@
       run = res[0]; metrics = res[1].metrics || [];
       id = run.id;
       end = Math.max(runEnd(run), 0.001);
+      findNodes();
       drawHeader();
+      drawNodePick();
+      drawNodeTable();
       drawPicker();
       updateRangeText();
       drawPhases();
@@ -789,7 +938,8 @@
         drawFindings();
         stepCharts();
         drawMetrics();
-        return refetchAll();
+        /* the heatmaps fetch once they are drawn, after the others' fetch */
+        return Promise.all([refetchAll(), drawHeat()]);
       });
     }).then(function () {
       if (!alive(token)) return;
