@@ -272,6 +272,33 @@ void job_nodes_json(struct json_writer *jw, const char *join_key, const struct r
     jw_end(jw);
 }
 
+/* v rounded to 0, 1 or 2 decimals, trailing zeros left out ("57.3",
+ * "57"): in integers, as printf's float formatting took a fifth of a
+ * heatmap request of 256 nodes x 1000 buckets. */
+static void add_fixed(struct json_writer *jw, double v, int decimals)
+{
+    static const long long scale[] = {1, 10, 100};
+    if (decimals > 2 || !(fabs(v) < 1e15)) {
+        jw_rawf(jw, "%.*f", decimals, v);
+        return;
+    }
+    long long q = llround(v * (double)scale[decimals]);
+    char buf[48];
+    int n = snprintf(buf, sizeof(buf), "%s%lld", q < 0 ? "-" : "", llabs(q) / scale[decimals]);
+    long long frac = llabs(q) % scale[decimals];
+    if (frac) {
+        int d = decimals;
+        while (frac % 10 == 0) {
+            frac /= 10;
+            d--;
+        }
+        snprintf(buf + n, sizeof(buf) - (size_t)n, ".%0*lld", d, frac);
+    } else if (q == 0) {
+        snprintf(buf, sizeof(buf), "0"); /* no "-0" */
+    }
+    jw_raw(jw, buf);
+}
+
 static void add_mean(struct json_writer *jw, double sum, int64_t count, int decimals)
 {
     double v = count > 0 ? sum / (double)count : NAN;
@@ -280,7 +307,7 @@ static void add_mean(struct json_writer *jw, double sum, int64_t count, int deci
     else if (decimals < 0)
         jw_rawf(jw, "%.4g", v);
     else
-        jw_rawf(jw, "%.*f", decimals, v == 0 ? 0.0 : v); /* no "-0" */
+        add_fixed(jw, v, decimals);
 }
 
 void node_heat_json(struct json_writer *jw, const struct node_heat *h, int decimals)

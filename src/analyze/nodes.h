@@ -88,7 +88,8 @@ void job_nodes_json(struct json_writer *jw, const char *join_key, const struct r
  * bucket_ns, the nodes' names, the series per row, each node's mean over
  * the whole range ("node_mean", 4 significant digits), and "mean", an
  * array per node of the mean per column (null where the node has no
- * sample), with that many decimals (-1: 4 significant digits). */
+ * sample), to that many decimals, 0 to 2, trailing zeros left out (-1: 4
+ * significant digits). */
 void node_heat_json(struct json_writer *jw, const struct node_heat *h, int decimals);
 
 #endif

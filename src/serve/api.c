@@ -753,7 +753,7 @@ static int api_heatmap(const struct api_ctx *c, const struct run_record *r,
         jw_kv_int(&jw, "to_ns", to);
         jw_kv_int(&jw, "blocks_summary", d.blocks_summary);
         jw_kv_int(&jw, "blocks_decoded", d.blocks_decoded);
-        node_heat_json(&jw, &h, -1);
+        node_heat_json(&jw, &h, 1); /* 0.1: finer than a colour */
         jw_end(&jw);
         jw_space(&jw, "\n");
     }

@@ -69,7 +69,7 @@ TEST(heat_rows_are_nodes_in_natural_order_their_gpus_averaged)
     struct json_writer jw;
     jw_init(&jw, &o);
     jw_object_begin(&jw);
-    node_heat_json(&jw, &h, -1);
+    node_heat_json(&jw, &h, 1);
     jw_end(&jw);
     ASSERT(strstr(o.buf, "\"nodes\":[\"n2\",\"n10\"]"));
     ASSERT(strstr(o.buf, "\"series\":[1,2]"));
@@ -90,6 +90,37 @@ TEST(a_run_of_one_node_is_one_row_named_by_its_host)
     node_heat_release(&h);
 }
 
+/* The cells of one row holding vals, written to that many decimals. */
+static void cells(const double *vals, uint32_t n, int decimals, const char *want)
+{
+    struct node_heat h;
+    ASSERT_EQ_INT(node_heat_init(&h, METRIC_CPU_UTIL, 0, 1, n), 0);
+    ASSERT_EQ_INT(row(&h, "a"), 0);
+    for (uint32_t i = 0; i < n; i++)
+        node_heat_add(&h, 0, i, vals[i], 1);
+    struct strbuf o;
+    strbuf_init(&o);
+    struct json_writer jw;
+    jw_init(&jw, &o);
+    jw_object_begin(&jw);
+    node_heat_json(&jw, &h, decimals);
+    jw_end(&jw);
+    const char *m = strstr(o.buf, "\"mean\":[\n[");
+    ASSERT(m);
+    ASSERT_EQ_STR(m + strlen("\"mean\":[\n["), want);
+    strbuf_release(&o);
+    node_heat_release(&h);
+}
+
+TEST(cells_are_rounded_to_the_decimals_asked_no_trailing_zeros)
+{
+    const double v[] = {57.26, 57.04, 100, 0.5, -0.04, -3.26, 0.049, 1e20};
+    cells(v, 8, 1, "57.3,57,100,0.5,0,-3.3,0,100000000000000000000.0]]}");
+    cells(v, 8, 2, "57.26,57.04,100,0.5,-0.04,-3.26,0.05,100000000000000000000.00]]}");
+    cells(v, 8, 0, "57,57,100,1,0,-3,0,100000000000000000000]]}");
+}
+
 TEST_MAIN(a_node_reading_is_its_labels_less_node, a_gpu_metric_takes_each_whole_gpu,
           heat_rows_are_nodes_in_natural_order_their_gpus_averaged,
-          a_run_of_one_node_is_one_row_named_by_its_host)
+          a_run_of_one_node_is_one_row_named_by_its_host,
+          cells_are_rounded_to_the_decimals_asked_no_trailing_zeros)
