@@ -33,6 +33,7 @@ enum {
     ST_RUNS_EXPERIMENT,
     ST_RUNS_OF_PARENT,
     ST_RUNS_OF_JOIN_KEY,
+    ST_RUNS_OF_ID,
     ST_ATTRS_OF_RUN,
     ST_SERIES_OF_RUN,
     ST_BLOCKS_OF_SERIES,
@@ -93,6 +94,7 @@ static const char *const statements[ST_COUNT] = {
         "SELECT " RUN_COLUMNS " FROM runs WHERE parent_id=?1 ORDER BY start_ns DESC, id",
     [ST_RUNS_OF_JOIN_KEY] =
         "SELECT " RUN_COLUMNS " FROM runs WHERE join_key=?1 ORDER BY start_ns DESC, id",
+    [ST_RUNS_OF_ID] = "SELECT " RUN_COLUMNS " FROM runs WHERE id=?1",
     [ST_RUNS_EXPERIMENT] =
         "SELECT " RUN_COLUMNS " FROM runs WHERE experiment=?1 ORDER BY start_ns DESC, id",
     [ST_ATTRS_OF_RUN] = "SELECT kind, key, value FROM run_attrs WHERE run_id=?1 ORDER BY kind, key",
@@ -608,9 +610,10 @@ static int sqlite_runs_query(struct store *base, const char *experiment, run_fn 
 static int sqlite_runs_where(struct store *base, enum run_key key, const char *value, run_fn *fn,
                              void *arg)
 {
-    return query_runs((struct sqlite_store *)base,
-                      key == RUNS_OF_PARENT ? ST_RUNS_OF_PARENT : ST_RUNS_OF_JOIN_KEY, value, fn,
-                      arg);
+    static const int which[] = {[RUNS_OF_PARENT] = ST_RUNS_OF_PARENT,
+                                [RUNS_OF_JOIN_KEY] = ST_RUNS_OF_JOIN_KEY,
+                                [RUNS_OF_ID] = ST_RUNS_OF_ID};
+    return query_runs((struct sqlite_store *)base, which[key], value, fn, arg);
 }
 
 /* BEGIN IMMEDIATE took the write lock: joins are one at a time already. */

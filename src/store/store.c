@@ -205,6 +205,19 @@ static int resolve_visit(const struct run_record *r, void *arg)
     return 0;
 }
 
+static int looks_like_id(const char *ref)
+{
+    size_t n = 0;
+    while (ref[n] && strchr("0123456789abcdef", ref[n]))
+        n++;
+    return n == RUN_ID_LEN && !ref[n];
+}
+
+static int take_first(const struct run_record *r, void *arg)
+{
+    return run_record_copy(arg, r) < 0 ? -ENOMEM : 1;
+}
+
 int store_resolve_run(struct store *s, const char *ref, struct run_record *out)
 {
     struct resolve_ctx c;
@@ -213,6 +226,10 @@ int store_resolve_run(struct store *s, const char *ref, struct run_record *out)
     c.ref_len = strlen(ref);
     c.out = out;
     run_record_init(out);
+    if (looks_like_id(ref) && s->ops->runs_where(s, RUNS_OF_ID, ref, take_first, out) == 0 &&
+        out->id[0])
+        return 0; /* one index lookup, not a read of every run (a dashboard's every request) */
+    run_record_release(out);
     run_record_init(&c.prefix_match);
     int rc = s->ops->runs_query(s, NULL, resolve_visit, &c);
     if (rc < 0) {

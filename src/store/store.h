@@ -184,6 +184,7 @@ struct store;
 enum run_key {
     RUNS_OF_PARENT,   /* a job's node runs: parent_id = value */
     RUNS_OF_JOIN_KEY, /* jobs that nodes joined on key value */
+    RUNS_OF_ID,       /* the run of id value: one index lookup */
 };
 
 struct store_ops {
@@ -241,7 +242,8 @@ struct store_ops {
     int (*run_texts_query)(struct store *s, const char *run_id, run_text_fn *fn, void *arg);
     /* Blocks of a series overlapping [from_ns, to_ns] in time order, their
      * data read only where want() asks for it: downsampled views read the
-     * summaries of most blocks and decode only those at bucket edges. */
+     * summaries of most blocks and decode only those at bucket edges.
+     * want() may be asked of every block before fn() sees the first. */
     int (*blocks_range_query)(struct store *s, int64_t series_id, int64_t from_ns, int64_t to_ns,
                               block_want_fn *want, block_fn *fn, void *arg);
     /* The series of a run with this name and labels, without its summary
