@@ -184,6 +184,8 @@ $(BUILD)/bench/%: $(BUILD)/bench/%.o $(CORE_LIB)
 	@mkdir -p $(@D)
 	@echo "  LD  $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+# the ingest benchmark's peer (MLflow's rows) talks to PostgreSQL itself
+$(BUILD)/bench/pg_ingest: LDLIBS += -lpq
 
 bootstrap:
 	@scripts/bootstrap
