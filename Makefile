@@ -184,8 +184,8 @@ $(BUILD)/bench/%: $(BUILD)/bench/%.o $(CORE_LIB)
 	@mkdir -p $(@D)
 	@echo "  LD  $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
-# the ingest benchmark's peer (MLflow's rows) talks to PostgreSQL itself
-$(BUILD)/bench/pg_ingest: LDLIBS += -lpq
+# the PostgreSQL benchmarks' peers and what-ifs talk to PostgreSQL themselves
+$(BUILD)/bench/pg_ingest $(BUILD)/bench/pg_series_read: LDLIBS += -lpq
 
 bootstrap:
 	@scripts/bootstrap
