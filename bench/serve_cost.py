@@ -28,7 +28,13 @@ def pct(xs, q):
 
 
 def get(port, path):
-    """One request on its own connection, as a browser's first fetch: ms, body."""
+    """One request on its own connection, as a browser's first fetch: ms, bytes."""
+    ms, body = get_body(port, path)
+    return ms, len(body)
+
+
+def get_body(port, path):
+    """The same request: ms, and the body itself."""
     t0 = time.perf_counter()
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     c.request("GET", path)
@@ -72,11 +78,9 @@ def main():
         get(port, series)  # first touch of the file: page cache, prepared statements
         lat, nbytes = [], 0
         for _ in range(a.requests):
-            ms, body = get(port, series)
-            nbytes = len(body)
+            ms, nbytes = get(port, series)
             lat.append(ms)
-        cold_ms, body = get(port, "/api/runs")
-        list_bytes = len(body)
+        cold_ms, list_bytes = get(port, "/api/runs")
         warm = [get(port, "/api/runs")[0] for _ in range(50)]
     finally:
         srv.terminate()
