@@ -257,7 +257,7 @@ def run_reads(build, srv, db, plan, ingest_runs):
         srvp.terminate()
         srvp.wait(timeout=30)
     # the same series without HTTP: the store's function, and one query for
-    # the blocks' data instead of one a block (bench/pg_series_read.c)
+    # the blocks' data against the store's batches (bench/pg_series_read.c)
     p = subprocess.run([os.path.join(build, "bench", "pg_series_read"), "--store", uri, "--run",
                         synth["run"], "--name", "cpu.util", "--points", "1000", "--reps",
                         str(plan["requests"])], capture_output=True, text=True)

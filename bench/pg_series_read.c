@@ -3,16 +3,17 @@
  * /api/runs/{id}/series computes, timed two ways on the same store.
  *
  *   resolve:   store_resolve_run of the run's id, which the API does first
- *              for every request (it reads the whole runs list).
+ *              for every request (one index lookup since 43d8f67; before,
+ *              a read of the whole runs list).
  *   store:     series_find, then downsampler_run through the store
  *              (blocks_range_query: the blocks' summaries in one query, then
- *              one query for each block the downsampler decodes). The
- *              store's code, as the API calls it.
+ *              the data of the blocks the downsampler decodes, 256 to a
+ *              query since 43d8f67; one query a block before). The store's
+ *              code, as the API calls it.
  *   one query: the same summaries, then the data of every block to decode
- *              in one query (WHERE id = ANY($1)). Not the store's code: it
- *              measures what one round trip for the data instead of one a
- *              block would save. Its buckets are checked against the
- *              store's.
+ *              in one query (WHERE id = ANY($1)). Not the store's code: the
+ *              floor the batching approaches. Its buckets are checked
+ *              against the store's.
  *
  *   build/bench/pg_series_read --store URI --run ID --name NAME [--labels L]
  *                              [--points 1000] [--reps 20]
