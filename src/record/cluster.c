@@ -224,19 +224,6 @@ static int judge(struct store *view, struct run_record *job, const struct rules_
     return rc < 0 ? rc : 1;
 }
 
-/* A running job's last sample: its nodes' latest commit (the job's own row
- * learns it only at the end). */
-static int last_committed(struct store *s, struct run_record *job)
-{
-    struct run_list nodes;
-    int rc = store_job_nodes(s, job->id, &nodes);
-    for (uint32_t i = 0; rc == 0 && i < nodes.n; i++)
-        if (nodes.items[i].last_ns > job->last_ns)
-            job->last_ns = nodes.items[i].last_ns;
-    run_list_release(&nodes);
-    return rc;
-}
-
 int cluster_judge_job(struct store *s, const char *job_id, const struct rules_options *ro, int live,
                       struct strbuf *err)
 {
@@ -246,11 +233,10 @@ int cluster_judge_job(struct store *s, const char *job_id, const struct rules_op
     if (rc < 0) {
         strbuf_addf(err, "cannot read job %s: %s", job_id, s->err.buf);
     } else if (live || !running) {
-        if (running)
-            rc = last_committed(s, &job);
+        /* the view rolls the job's record up from its nodes: a running
+         * job's last sample is its nodes' latest commit */
         struct store *view;
-        if (rc == 0)
-            rc = store_job_view(s, 0, &job, &view);
+        rc = store_job_view(s, 0, &job, &view);
         if (rc == 0) {
             rc = judge(view, &job, ro, running, err);
             store_close(view);
