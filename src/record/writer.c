@@ -248,15 +248,21 @@ static int put_series(struct writer *w, struct writer_target *t, const struct ba
     }
     /* a block's series may be one the target lacks: the sampler defined
      * it in the other one */
-    for (uint32_t i = 0; rc == 0 && i < b->nblocks; i++) {
+    for (uint32_t i = 0; rc == 0 && i < b->nblocks; i++)
+        if (!t->ids[b->blocks[i].series])
+            rc = define_series(w, t, b->run.id, b->blocks[i].series);
+    if (rc == 0 && b->nblocks)
+        rc = array_grow((void **)&t->puts, &t->puts_cap, b->nblocks, sizeof(*t->puts), 256);
+    if (rc < 0)
+        return rc;
+    for (uint32_t i = 0; i < b->nblocks; i++) {
         const struct batch_block *blk = &b->blocks[i];
         const void *data = blk->sealed ? blk->sealed->data : b->snap + blk->snap_off;
-        if (!t->ids[blk->series])
-            rc = define_series(w, t, b->run.id, blk->series);
-        if (rc == 0)
-            rc = s->ops->block_upsert(s, t->ids[blk->series], &blk->st, data, blk->len);
+        t->puts[i] = (struct block_put){t->ids[blk->series], blk->st, data, blk->len};
     }
-    return rc;
+    /* one request for them all: a round trip each cost PostgreSQL most of
+     * its CPU (docs/benchmarks.md) */
+    return b->nblocks ? s->ops->blocks_put(s, t->puts, b->nblocks) : 0;
 }
 
 int writer_commit(struct writer *w, struct writer_target *t, struct batch *b)
@@ -306,6 +312,7 @@ void writer_target_release(struct writer_target *t)
 {
     free(t->ids);
     free(t->fresh);
+    free(t->puts);
     memset(t, 0, sizeof(*t));
 }
 

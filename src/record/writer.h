@@ -82,6 +82,8 @@ struct writer_target {
     uint32_t ids_cap;
     uint32_t *fresh; /* series the transaction under way defined */
     uint32_t nfresh, fresh_cap;
+    struct block_put *puts; /* the transaction's blocks, for one blocks_put */
+    uint32_t puts_cap;
     int lookup; /* it may hold series ids[] does not know (a merge put them there) */
     /* not NULL: it lacks the run; the next transaction inserts this row, and
      * every event name and process so far */

@@ -72,6 +72,8 @@ PASS(series_update_meta, (struct store * base, int64_t id, const char *meta), (v
 PASS(block_upsert,
      (struct store * base, int64_t id, const struct block_stats *st, const void *data, size_t len),
      (v->inner, id, st, data, len))
+PASS(blocks_put, (struct store * base, const struct block_put *blocks, size_t n),
+     (v->inner, blocks, n))
 PASS(runs_query, (struct store * base, const char *experiment, run_fn *fn, void *arg),
      (v->inner, experiment, fn, arg))
 PASS(blocks_query, (struct store * base, int64_t id, block_fn *fn, void *arg),
@@ -456,6 +458,7 @@ static const struct store_ops view_ops = {
     .series_insert = view_series_insert,
     .series_update_meta = view_series_update_meta,
     .block_upsert = view_block_upsert,
+    .blocks_put = view_blocks_put,
     .runs_query = view_runs_query,
     .series_query = view_series_query,
     .blocks_query = view_blocks_query,

@@ -46,6 +46,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <libpq-fe.h>
+#include <limits.h>
 #include <math.h>
 #include <poll.h>
 #include <pthread.h>
@@ -160,11 +161,14 @@ static int pq_load(struct strbuf *err)
 #define PQtransactionStatus  pq.PQtransactionStatus
 
 /* Type OIDs of pg_type.h (catalog/pg_type_d.h is not in libpq-dev). */
-#define OID_BYTEA      17
-#define OID_INT8       20
-#define OID_TEXT       25
-#define OID_FLOAT8     701
-#define OID_TEXT_ARRAY 1009
+#define OID_BYTEA        17
+#define OID_INT8         20
+#define OID_TEXT         25
+#define OID_FLOAT8       701
+#define OID_TEXT_ARRAY   1009
+#define OID_BYTEA_ARRAY  1001
+#define OID_INT8_ARRAY   1016
+#define OID_FLOAT8_ARRAY 1022
 
 #define MAX_PARAMS 40
 
@@ -177,6 +181,10 @@ static int pq_load(struct strbuf *err)
 #define STR(x)        #x
 #define XSTR(x)       STR(x)
 #define PAGE_ROWS_SQL XSTR(PAGE_ROWS)
+
+/* Blocks one statement of blocks_put writes, as arrays: a recorder's
+ * second (150 series) is one statement, not 150 round trips. */
+#define BLOCKS_PER_PUT 512
 
 /* Runs whose attributes one query reads: a list of runs costs one round
  * trip per this many runs, not one per run (a remote server's round trip
@@ -193,6 +201,7 @@ enum {
     ST_SERIES_INSERT,
     ST_SERIES_META,
     ST_BLOCK_UPSERT,
+    ST_BLOCKS_PUT,
     ST_RUNS_ALL,
     ST_RUNS_EXPERIMENT,
     ST_RUNS_OF_PARENT,
@@ -266,6 +275,14 @@ static const char *const statements[ST_COUNT] = {
     [ST_BLOCK_UPSERT] =
         "INSERT INTO blocks(series_id, start_ns, end_ns, count, min, max, sum, first, last, data)"
         " VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,$10)"
+        " ON CONFLICT(series_id, start_ns) DO UPDATE SET end_ns=excluded.end_ns,"
+        " count=excluded.count, min=excluded.min, max=excluded.max, sum=excluded.sum,"
+        " first=excluded.first, last=excluded.last, data=excluded.data",
+    /* ST_BLOCK_UPSERT of many blocks: one array per column, in order */
+    [ST_BLOCKS_PUT] =
+        "INSERT INTO blocks(series_id, start_ns, end_ns, count, min, max, sum, first, last, data)"
+        " SELECT * FROM unnest($1::int8[], $2::int8[], $3::int8[], $4::int8[], $5::float8[],"
+        " $6::float8[], $7::float8[], $8::float8[], $9::float8[], $10::bytea[])"
         " ON CONFLICT(series_id, start_ns) DO UPDATE SET end_ns=excluded.end_ns,"
         " count=excluded.count, min=excluded.min, max=excluded.max, sum=excluded.sum,"
         " first=excluded.first, last=excluded.last, data=excluded.data",
@@ -1326,6 +1343,149 @@ static int pg_block_upsert(struct store *base, int64_t series_id, const struct b
     return exec_done((struct pg_store *)base, ST_BLOCK_UPSERT, &p, "cannot write block");
 }
 
+/* blocks_put's arrays go in PostgreSQL's binary form (array_recv): ndim 1,
+ * a has-nulls flag, the element type, the length and lower bound 1, then
+ * each element as a 4-byte length (-1: NULL) and its bytes, big-endian. */
+#define ARRAY_HEAD_BYTES 20
+
+static void put_be32(unsigned char *p, uint32_t v)
+{
+    for (int i = 3; i >= 0; i--, v >>= 8)
+        p[i] = (unsigned char)(v & 0xff);
+}
+
+static void array_start(struct strbuf *a, Oid elem, size_t n)
+{
+    unsigned char head[ARRAY_HEAD_BYTES];
+    put_be32(head, 1);
+    put_be32(head + 4, 0);
+    put_be32(head + 8, elem);
+    put_be32(head + 12, (uint32_t)n);
+    put_be32(head + 16, 1);
+    strbuf_reset(a);
+    strbuf_add(a, head, sizeof(head));
+}
+
+static void array_add(struct strbuf *a, const void *data, size_t len)
+{
+    unsigned char n[4];
+    put_be32(n, (uint32_t)len);
+    strbuf_add(a, n, sizeof(n));
+    strbuf_add(a, data, len);
+}
+
+static void array_int8(struct strbuf *a, int64_t v)
+{
+    unsigned char b[8];
+    put_be64(b, (uint64_t)v);
+    array_add(a, b, sizeof(b));
+}
+
+/* NaN is NULL, as param_real keeps it. */
+static void array_float8(struct strbuf *a, double v)
+{
+    if (isnan(v)) {
+        unsigned char null[4];
+        put_be32(null, UINT32_MAX);
+        strbuf_add(a, null, sizeof(null));
+        if (a->len >= ARRAY_HEAD_BYTES)
+            put_be32((unsigned char *)a->buf + 4, 1);
+        return;
+    }
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof(bits));
+    array_int8(a, (int64_t)bits);
+}
+
+static void param_array(struct pg_params *p, Oid type, const struct strbuf *a)
+{
+    int i = p->n++;
+    p->types[i] = type;
+    p->values[i] = a->buf;
+    p->lengths[i] = (int)a->len;
+    p->formats[i] = 1;
+}
+
+enum { PUT_COLUMNS = 10 };
+
+struct block_key {
+    int64_t series_id, start_ns;
+};
+
+static int block_key_cmp(const void *x, const void *y)
+{
+    const struct block_key *a = x, *b = y;
+    if (a->series_id != b->series_id)
+        return a->series_id < b->series_id ? -1 : 1;
+    return (a->start_ns > b->start_ns) - (a->start_ns < b->start_ns);
+}
+
+/* Whether two of the blocks share a series and start: one INSERT ... ON
+ * CONFLICT may not update a row twice. */
+static int repeats_a_block(const struct block_put *b, size_t n)
+{
+    struct block_key keys[BLOCKS_PER_PUT];
+    for (size_t i = 0; i < n; i++)
+        keys[i] = (struct block_key){b[i].series_id, b[i].st.start_ns};
+    qsort(keys, n, sizeof(keys[0]), block_key_cmp);
+    for (size_t i = 1; i < n; i++)
+        if (block_key_cmp(&keys[i - 1], &keys[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* Up to BLOCKS_PER_PUT blocks in one statement, cols its arrays' room. */
+static int put_blocks_chunk(struct pg_store *s, const struct block_put *b, size_t n,
+                            struct strbuf *cols)
+{
+    static const Oid elem[PUT_COLUMNS] = {OID_INT8,   OID_INT8,   OID_INT8,   OID_INT8,
+                                          OID_FLOAT8, OID_FLOAT8, OID_FLOAT8, OID_FLOAT8,
+                                          OID_FLOAT8, OID_BYTEA};
+    static const Oid type[PUT_COLUMNS] = {
+        OID_INT8_ARRAY,   OID_INT8_ARRAY,   OID_INT8_ARRAY,   OID_INT8_ARRAY,   OID_FLOAT8_ARRAY,
+        OID_FLOAT8_ARRAY, OID_FLOAT8_ARRAY, OID_FLOAT8_ARRAY, OID_FLOAT8_ARRAY, OID_BYTEA_ARRAY};
+    if (repeats_a_block(b, n))
+        return store_blocks_put_each(&s->base, b, n);
+    for (int c = 0; c < PUT_COLUMNS; c++)
+        array_start(&cols[c], elem[c], n);
+    for (size_t i = 0; i < n; i++) {
+        const struct block_stats *st = &b[i].st;
+        array_int8(&cols[0], b[i].series_id);
+        array_int8(&cols[1], st->start_ns);
+        array_int8(&cols[2], st->end_ns);
+        array_int8(&cols[3], st->count);
+        array_float8(&cols[4], st->min);
+        array_float8(&cols[5], st->max);
+        array_float8(&cols[6], st->sum);
+        array_float8(&cols[7], st->first);
+        array_float8(&cols[8], st->last);
+        array_add(&cols[9], b[i].data, b[i].len);
+    }
+    struct pg_params p = {0};
+    for (int c = 0; c < PUT_COLUMNS; c++) {
+        if (strbuf_failed(&cols[c]) || cols[c].len > INT_MAX)
+            return -ENOMEM;
+        param_array(&p, type[c], &cols[c]);
+    }
+    return exec_done(s, ST_BLOCKS_PUT, &p, "cannot write blocks");
+}
+
+static int pg_blocks_put(struct store *base, const struct block_put *blocks, size_t n)
+{
+    struct pg_store *s = (struct pg_store *)base;
+    struct strbuf cols[PUT_COLUMNS];
+    for (int c = 0; c < PUT_COLUMNS; c++)
+        strbuf_init(&cols[c]);
+    int rc = 0;
+    for (size_t at = 0; rc == 0 && at < n; at += BLOCKS_PER_PUT) {
+        size_t k = n - at < BLOCKS_PER_PUT ? n - at : BLOCKS_PER_PUT;
+        rc = put_blocks_chunk(s, blocks + at, k, cols);
+    }
+    for (int c = 0; c < PUT_COLUMNS; c++)
+        strbuf_release(&cols[c]);
+    return rc;
+}
+
 /* Labels in natural order, as sqlite.c's strobe_natural collation. */
 static int natural_cmp(const char *a, const char *b)
 {
@@ -1863,6 +2023,7 @@ static const struct store_ops pg_ops = {
     .series_insert = pg_series_insert,
     .series_update_meta = pg_series_update_meta,
     .block_upsert = pg_block_upsert,
+    .blocks_put = pg_blocks_put,
     .runs_query = pg_runs_query,
     .series_query = pg_series_query,
     .blocks_query = pg_blocks_query,

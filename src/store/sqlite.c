@@ -1152,6 +1152,7 @@ static const struct store_ops sqlite_ops = {
     .series_insert = sqlite_series_insert,
     .series_update_meta = sqlite_series_update_meta,
     .block_upsert = sqlite_block_upsert,
+    .blocks_put = store_blocks_put_each,
     .runs_query = sqlite_runs_query,
     .series_query = sqlite_series_query,
     .blocks_query = sqlite_blocks_query,

@@ -132,6 +132,15 @@ int run_record_copy(struct run_record *dst, const struct run_record *src)
     return rc ? -ENOMEM : 0;
 }
 
+int store_blocks_put_each(struct store *s, const struct block_put *blocks, size_t n)
+{
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = s->ops->block_upsert(s, blocks[i].series_id, &blocks[i].st, blocks[i].data,
+                                  blocks[i].len);
+    return rc;
+}
+
 const char *store_default_uri(const char *flag)
 {
     if (flag && *flag)

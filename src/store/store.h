@@ -187,6 +187,14 @@ enum run_key {
     RUNS_OF_ID,       /* the run of id value: one index lookup */
 };
 
+/* One block to write (blocks_put): its series, summary and encoded data. */
+struct block_put {
+    int64_t series_id;
+    struct block_stats st;
+    const void *data;
+    size_t len;
+};
+
 struct store_ops {
     const char *name;
     void (*close)(struct store *s);
@@ -205,6 +213,10 @@ struct store_ops {
      * (an open block grows in place until sealed). */
     int (*block_upsert)(struct store *s, int64_t series_id, const struct block_stats *st,
                         const void *data, size_t len);
+    /* block_upsert of each of n blocks, in order (a later one of the same
+     * series and start wins). PostgreSQL sends them in a few statements, not
+     * one round trip a block: the recorder's writer commits this way. */
+    int (*blocks_put)(struct store *s, const struct block_put *blocks, size_t n);
     /* Runs newest first; experiment NULL for all. */
     int (*runs_query)(struct store *s, const char *experiment, run_fn *fn, void *arg);
     /* Series of a run in name order, with summaries. */

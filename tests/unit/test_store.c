@@ -508,6 +508,77 @@ TEST(block_upsert_replaces_same_start)
     store_rig_release(&r);
 }
 
+static int count_block(const struct block_record *b, void *arg)
+{
+    int64_t *seen = arg;
+    /* the i-th of blocks_put_matches_upserts' many blocks starts at 1000 i,
+     * holds i + 1 points, and its data is i in one byte */
+    int64_t i = b->st.start_ns / 1000;
+    if (i != *seen || b->st.count != (uint32_t)(i + 1) || b->len != 1 || b->data[0] != (uint8_t)i)
+        return -EINVAL;
+    (*seen)++;
+    return 0;
+}
+
+/* blocks_put is block_upsert of each block in order: a later block of the
+ * same start wins, NaN summaries read back as NaN, empty data is kept, and
+ * more blocks than one statement takes (512 in PostgreSQL) all land. */
+TEST(blocks_put_matches_upserts)
+{
+    struct store_rig r;
+    store_rig_init(&r);
+    struct store *s = open_ok(r.db);
+    const char *run = "00000000000000bc";
+    insert_run(s, run, "b", 1);
+    int64_t sid, nan_sid, many_sid;
+    ASSERT_EQ_INT(s->ops->series_insert(s, run, "gpu.util", "gpu=0", "%", NULL, &sid), 0);
+    ASSERT_EQ_INT(s->ops->series_insert(s, run, "gpu.util", "gpu=1", "%", NULL, &nan_sid), 0);
+    ASSERT_EQ_INT(s->ops->series_insert(s, run, "gpu.util", "gpu=2", "%", NULL, &many_sid), 0);
+    /* a repeated start: PostgreSQL writes these one at a time */
+    struct block_put puts[3] = {
+        {sid, stats(100, 200, 2, 1.0, 2.0, 3.0), "\x01\x02", 2},
+        {sid, stats(100, 300, 3, 1.0, 3.0, 6.0), "\x01\x02\x03", 3},
+        {sid, stats(400, 500, 1, 7.0, 7.0, 7.0), "\x07", 1},
+    };
+    ASSERT_EQ_INT(s->ops->begin(s), 0);
+    ASSERT_EQ_INT(s->ops->blocks_put(s, puts, 3), 0);
+    ASSERT_EQ_INT(s->ops->commit(s), 0);
+    struct blocks b = {0};
+    ASSERT_EQ_INT(s->ops->blocks_query(s, sid, collect_block, &b), 0);
+    ASSERT_EQ_INT(b.n, 2);
+    ASSERT_EQ_INT(b.st[0].end_ns, 300);
+    ASSERT_EQ_INT(b.st[0].count, 3);
+    ASSERT_EQ_INT(b.len[0], 3);
+    ASSERT(memcmp(b.data[0], "\x01\x02\x03", 3) == 0);
+    ASSERT_EQ_U64(dbits(b.st[1].sum), dbits(7.0));
+    /* 1300 blocks and a NaN one: three statements of arrays in PostgreSQL */
+    enum { MANY = 1300 };
+    static struct block_put many[MANY + 1];
+    static uint8_t bytes[MANY];
+    for (int i = 0; i < MANY; i++) {
+        bytes[i] = (uint8_t)i;
+        many[i] = (struct block_put){
+            many_sid, stats(1000LL * i, 1000LL * i + 1, (uint32_t)i + 1, i, i, i), &bytes[i], 1};
+    }
+    many[MANY] = (struct block_put){nan_sid, stats(100, 150, 1, NAN, NAN, 0.0), "", 0};
+    many[MANY].st.last = 0.5;
+    ASSERT_EQ_INT(s->ops->begin(s), 0);
+    ASSERT_EQ_INT(s->ops->blocks_put(s, many, MANY + 1), 0);
+    ASSERT_EQ_INT(s->ops->commit(s), 0);
+    struct blocks o = {0};
+    ASSERT_EQ_INT(s->ops->blocks_query(s, nan_sid, collect_block, &o), 0);
+    ASSERT_EQ_INT(o.n, 1);
+    ASSERT(isnan(o.st[0].min) && isnan(o.st[0].max) && isnan(o.st[0].first));
+    ASSERT_EQ_U64(dbits(o.st[0].last), dbits(0.5));
+    ASSERT_EQ_INT(o.len[0], 0);
+    int64_t seen = 0;
+    ASSERT_EQ_INT(s->ops->blocks_query(s, many_sid, count_block, &seen), 0);
+    ASSERT_EQ_INT(seen, MANY);
+    ASSERT_EQ_INT(store_rig_int(&r, "SELECT count(*) FROM blocks"), 2 + 1 + MANY);
+    store_close(s);
+    store_rig_release(&r);
+}
+
 struct summaries {
     struct series_record r[8];
     char name[8][256];
@@ -1308,7 +1379,8 @@ TEST_CASES_ONCE(create_sets_version_and_wal, store_without_wal_is_refused,
                 version_4_store_is_migrated_and_its_runs_keep_the_pid_rule,
                 points_stats_percentiles_match_a_sort)
 TEST_CASES_BOTH(reopen_is_idempotent, run_roundtrip_every_field, run_id_is_unique,
-                block_upsert_replaces_same_start, series_query_summaries, resolve_run_references,
+                block_upsert_replaces_same_start, blocks_put_matches_upserts,
+                series_query_summaries, resolve_run_references,
                 run_delete_removes_series_and_blocks, two_connections_write_interleaved,
                 two_stores_created_together, points_roundtrip_and_stats, event_tables_roundtrip,
                 run_delete_removes_event_rows)
