@@ -18,7 +18,8 @@
 static const char run_synopsis[] =
     "usage: strobe run [--store S] [--name N] [--experiment E] [--workload W] [--tag K=V]...\n"
     "                  [--param K=V]... [--join KEY [--node NAME] | --no-join]\n"
-    "                  [--interval DUR] [--gpu-interval DUR] [--no-framework] [--quiet]\n"
+    "                  [--interval DUR] [--gpu-interval DUR] [--open-every DUR]\n"
+    "                  [--no-framework] [--quiet]\n"
     "                  [--rules LIST|none] [--rule-param RULE.P=V]... [--rule-interval DUR]\n"
     "                  [--no-report | --report PATH] [--torch-profile STEPS] [--no-logs]\n"
     "                  [--spool DIR]\n"
@@ -65,6 +66,7 @@ static void run_notes(struct strbuf *sb)
 
 #define INTERVAL_WANTS     "a duration from 1ms to 60s, such as 100ms or 2s"
 #define GPU_INTERVAL_WANTS "a duration from 10ms to 60s, such as 100ms"
+#define OPEN_EVERY_WANTS   "a duration from 1s to 60s, such as 5s"
 
 static int proc_source_option(const struct cli_option *opt, const char *arg)
 {
@@ -183,6 +185,11 @@ int cmd_run(struct cli_ctx *cli, int argc, char **argv)
                          "GPU sampling period, 10ms to 60s (default 100ms), on its own\n"
                          "thread",
                          10 * NS_PER_MS, INTERVAL_MAX_NS, GPU_INTERVAL_WANTS),
+        CLI_OPT_DURATION(0, "open-every", &o->open_every_ns, "DUR",
+                         "how often each series' newest points (its open block) are\n"
+                         "written again, 1s to 60s: a running run's views lag by up\n"
+                         "to this (default 1s into a file, 5s into PostgreSQL)",
+                         NS_PER_S, INTERVAL_MAX_NS, OPEN_EVERY_WANTS),
         CLI_OPT_FLAG(0, "no-framework", &o->no_framework,
                      "no zero-code PyTorch capture (strobe.span() and libstrobe\n"
                      "still record)"),

@@ -95,6 +95,7 @@ struct recorder {
     int64_t frames, missed;
     int store_failing;      /* the last commit failed; warned once */
     int64_t committed_ns;   /* time of the last sample the store has */
+    int64_t open_last_ns;   /* last_ns of the last batch that carried the open blocks */
     int64_t logs_ckpt_ns;   /* when the job's output last went into a batch */
     int64_t logs_stored[2]; /* bytes of each stream the store has */
     int live;
@@ -746,6 +747,12 @@ static void flush(struct recorder *r)
         return;
     }
     fill_counters(r, &r->batch.run);
+    /* the run's last sample is one the store has: between batches of open
+     * blocks, that of the last one */
+    if (r->batch.has_open)
+        r->open_last_ns = r->batch.run.last_ns;
+    else
+        r->batch.run.last_ns = r->open_last_ns;
     checkpoint_logs(r, clock_monotonic_ns());
     r->in_flight = writer_submit(&r->writer, &r->batch);
     if (!r->in_flight)
@@ -913,6 +920,7 @@ static int final_flush(struct recorder *r)
     event_sink_drain(&r->events, clock_monotonic_ns());
     event_sink_seal_all(&r->events);
     series_seal_all(&r->series);
+    r->series.snap_wait = 0; /* the last batch carries the run's last sample */
     for (int attempt = 0; attempt < FINAL_RETRIES; attempt++) {
         writer_wait(&r->writer);
         settle(r);
@@ -1171,6 +1179,10 @@ int recorder_run(const struct recorder_opts *o)
         log_error("out of memory");
         goto out;
     }
+    int64_t open_every = o->open_every_ns > 0                  ? o->open_every_ns
+                         : store_uri_is_postgres(o->store_uri) ? OPEN_EVERY_PG_NS
+                                                               : FLUSH_INTERVAL_NS;
+    r.series.snap_every = (uint32_t)(open_every / FLUSH_INTERVAL_NS);
     if (r.run.parent_id) {
         r.writer.clock_every_ns = CLOCK_EVERY_NS;
         r.writer.clock_due_ns = clock_monotonic_ns() + CLOCK_EVERY_NS;

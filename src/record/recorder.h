@@ -56,6 +56,8 @@ struct recorder_opts {
     struct kv_list params;
     int64_t interval_ns;
     int64_t gpu_interval_ns; /* GPU sampling period; 0: the default, 100 ms */
+    int64_t open_every_ns;   /* --open-every: how often each series' open block is written
+                                again; 0: every second into a file, 5 s into PostgreSQL */
     int quiet;
     int no_logs;                    /* the job's stdout and stderr not kept (nor teed) */
     const char *proc_root;          /* "/proc" unless testing */

@@ -75,6 +75,8 @@ static int add_snapshot(struct batch *b, uint32_t index, const struct series *s)
 int batch_collect(struct batch *b, struct series_table *t)
 {
     batch_reset(b);
+    b->has_open = t->snap_wait == 0;
+    t->snap_wait = b->has_open ? (t->snap_every > 1 ? t->snap_every - 1 : 0) : t->snap_wait - 1;
     for (uint32_t i = 0; i < t->count; i++) {
         struct series *s = &t->items[i];
         int has_data = s->enc.st.count || s->sealed || s->keep_empty;
@@ -94,7 +96,7 @@ int batch_collect(struct batch *b, struct series_table *t)
             if (add_block(b, &bb) < 0)
                 return -ENOMEM;
         }
-        if (s->enc.st.count && s->enc.st.count != s->snap_count) {
+        if (b->has_open && s->enc.st.count && s->enc.st.count != s->snap_count) {
             if (add_snapshot(b, i, s) < 0)
                 return -ENOMEM;
             s->snap_count = s->enc.st.count;
@@ -110,7 +112,8 @@ void batch_settle(struct batch *b, struct series_table *t)
     t->frozen = 0;
     if (b->result < 0) {
         for (uint32_t i = 0; i < t->count; i++)
-            t->items[i].snap_count = 0; /* resend every open block */
+            t->items[i].snap_count = 0; /* resend every open block, next batch */
+        t->snap_wait = 0;
         return;
     }
     for (uint32_t i = 0; i < b->ndefs; i++) {

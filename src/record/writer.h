@@ -25,11 +25,18 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "common/clock.h"
 #include "common/strbuf.h"
 #include "record/events.h"
 #include "record/logtee.h"
 #include "sample/series.h"
 #include "store/store.h"
+
+/* How often a recorder into PostgreSQL sends each series' open block again
+ * (series_table.snap_every): rewriting every open block each second was
+ * most of the server's CPU and WAL with many nodes (docs/benchmarks.md).
+ * Sealed blocks, events and the run's counters still go every second. */
+#define OPEN_EVERY_PG_NS (5 * NS_PER_S)
 
 struct batch_def {
     uint32_t series;
@@ -72,6 +79,7 @@ struct batch {
     struct run_record run;      /* id and counters; status/end on the last batch */
     struct batch_text texts[2]; /* the job's stdout and stderr at a checkpoint */
     int result;                 /* the writer's: 0 or negative */
+    int has_open;               /* it carries every open block that grew */
     uint32_t series_count;      /* table size when collected */
 };
 
@@ -151,8 +159,9 @@ void batch_reset(struct batch *b);
 
 /*
  * Fill b from the table: definitions not yet persisted, every pending sealed
- * block, snapshots of open blocks that grew since the last batch. Marks the
- * table frozen (no sealed block may be dropped while b is in flight).
+ * block, and, in every t->snap_every-th batch (b->has_open), snapshots of
+ * the open blocks that grew since the last. Marks the table frozen (no
+ * sealed block may be dropped while b is in flight).
  */
 int batch_collect(struct batch *b, struct series_table *t);
 /* After the writer finished b: on success release what it persisted and

@@ -74,6 +74,10 @@ struct series_table {
     size_t pending_cap;               /* cap before the oldest sealed blocks are dropped */
     struct sealed_block *free_blocks; /* recycled sealed-block buffers */
     int frozen;                       /* a batch is in flight: sealed blocks must not be dropped */
+    /* Open blocks go into every snap_every-th batch (0 and 1: every one);
+     * snap_wait batches are left before the next. Rewriting each open
+     * block is most of a PostgreSQL server's work (record/writer.h). */
+    uint32_t snap_every, snap_wait;
 };
 
 int series_table_init(struct series_table *t);

@@ -72,11 +72,11 @@ def sx(*args, **kw):
     return p
 
 
-def start_job(store, name, state, steps=STEPS, code=0):
+def start_job(store, name, state, steps=STEPS, code=0, extra=()):
     """strobe run of the job in the background, its spool under state."""
     env = dict(example_env(), XDG_STATE_HOME=state)
     cmd = [STROBE, "run", f"--store={store}", "--no-report", "--name", name, "--interval",
-           "100ms", "--", PYTHON, "-c", JOB, str(steps), str(code)]
+           "100ms", *extra, "--", PYTHON, "-c", JOB, str(steps), str(code)]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env)
 
@@ -203,6 +203,22 @@ def outage(uri, frames, events):
           f"{shown.get('missed')} missed in {shown.get('duration_s', 0):.2f} s")
 
 
+def open_rarely(uri, frames):
+    """--open-every 60s: while the job runs, the store's last sample stays
+    at the first batch's; at the end the last batch still carries every
+    point."""
+    state = os.path.join(TMP, "state5")
+    p = start_job(uri, "rarely", state, extra=("--open-every", "60s"))
+    time.sleep(4)
+    live = json.loads(sx("show", "--json", "rarely", store=uri).stdout or "{}")
+    check("open every 60 s: the running run's last sample is its first batch's (< 2.5 s)",
+          live.get("status") == "running" and 0 < live.get("duration_s", 0) < 2.5,
+          (live.get("status"), live.get("duration_s")))
+    job = Job(p)
+    check("open every 60 s: exit 0", job.rc == 0, job.err[-500:])
+    check_whole("open every 60 s", uri, "rarely", frames, job)
+
+
 def down_at_end(uri, frames):
     """The spool left at the end; returns its path."""
     state = os.path.join(TMP, "state2")
@@ -316,6 +332,7 @@ def main():
     frames, base_durations, events = baseline()
     with pg_server() as uri:
         outage(uri, frames, events)
+        open_rarely(uri, frames)
         spool = down_at_end(uri, frames)
         held_up(uri, frames, base_durations)
         hostile(uri, spool)

@@ -426,6 +426,59 @@ TEST(batch_collect_and_settle_ok)
     series_table_release(&t);
 }
 
+/* Open blocks every snap_every-th batch (a recorder into PostgreSQL): the
+ * batches between carry sealed blocks and definitions only, and a failed
+ * batch makes the next one carry every open block. */
+TEST(batch_collect_open_blocks_every_third)
+{
+    struct series_table t;
+    uint32_t s0, s1, s2;
+    three_series(&t, &s0, &s1, &s2);
+    t.snap_every = 3;
+    struct batch b;
+    batch_init(&b);
+    ASSERT_EQ_INT(batch_collect(&b, &t), 0);
+    ASSERT_EQ_INT(b.has_open, 1);
+    ASSERT_EQ_INT(b.nblocks, 3); /* s0 sealed and open, s1 open */
+    b.result = 0;
+    batch_settle(&b, &t);
+    /* s1 grows, s0 seals a block: the sealed one goes now, s1's snapshot waits */
+    fill(&t, s1, 10, 12);
+    fill(&t, s0, 1500, 2100);
+    ASSERT_EQ_INT(batch_collect(&b, &t), 0);
+    ASSERT_EQ_INT(b.has_open, 0);
+    ASSERT_EQ_INT(b.nblocks, 1);
+    ASSERT(b.blocks[0].sealed && b.blocks[0].series == s0);
+    b.result = 0;
+    batch_settle(&b, &t);
+    ASSERT_EQ_INT(batch_collect(&b, &t), 0);
+    ASSERT_EQ_INT(b.has_open, 0);
+    ASSERT_EQ_INT(b.nblocks, 0);
+    b.result = 0;
+    batch_settle(&b, &t);
+    /* the third batch after: both open blocks */
+    ASSERT_EQ_INT(batch_collect(&b, &t), 0);
+    ASSERT_EQ_INT(b.has_open, 1);
+    ASSERT_EQ_INT(b.nblocks, 2);
+    ASSERT_EQ_INT(b.blocks[0].series, s0);
+    ASSERT_EQ_INT(b.blocks[0].st.count, 2100 - 2048);
+    ASSERT_EQ_INT(b.blocks[1].series, s1);
+    ASSERT_EQ_INT(b.blocks[1].st.count, 12);
+    b.result = 0;
+    batch_settle(&b, &t);
+    /* a failed batch between: the next carries every open block again */
+    fill(&t, s1, 12, 13);
+    ASSERT_EQ_INT(batch_collect(&b, &t), 0);
+    ASSERT_EQ_INT(b.has_open, 0);
+    b.result = -STROBE_EBUSY;
+    batch_settle(&b, &t);
+    ASSERT_EQ_INT(batch_collect(&b, &t), 0);
+    ASSERT_EQ_INT(b.has_open, 1);
+    ASSERT_EQ_INT(b.nblocks, 2);
+    batch_release(&b);
+    series_table_release(&t);
+}
+
 TEST(batch_settle_failure_keeps_everything)
 {
     struct series_table t;
@@ -716,6 +769,7 @@ TEST_CASES_ONCE(get_put, retire_seals_frees_and_revives, hash_grows_past_256_and
                 seals_at_block_points, seals_when_the_block_is_full,
                 pending_cap_drops_oldest_sealed, frozen_table_drops_nothing,
                 release_sealed_and_seal_all, batch_collect_and_settle_ok,
-                batch_settle_failure_keeps_everything, writer_busy_store_loses_nothing)
+                batch_collect_open_blocks_every_third, batch_settle_failure_keeps_everything,
+                writer_busy_store_loses_nothing)
 TEST_CASES_BOTH(writer_thread_persists_bit_exactly)
 STORE_TEST_MAIN()
