@@ -6,16 +6,17 @@
  *
  *   build/bench/pg_ingest --store URI --layout strobe|pipelined|rows --nodes N
  *       --seconds T [--warmup W] [--inflight K] [--vacuum-every S]
- *       [--size-every S] [--realtime] [--server-pid PID]
+ *       [--size-every S] [--realtime] [--server-pid PID] [--open-every S]
  *
  * strobe: a node does what a recorder's writer does. It has its own
  * connection (store_open), its run (run_insert), a series table fed by
  * series_put (the real Gorilla encoder; blocks sealed at 1024 points or 1900
  * bytes), and once a second batch_collect and writer_submit to its own
- * writer thread: one transaction of new series, sealed blocks, snapshots of
- * the open blocks upserted by (series, start), event blocks and run_update
- * (record/writer.c). Its events are a training loop's spans, 40 steps a
- * second of 5 spans, encoded by the event codec and sealed every 5 s as the
+ * writer thread: one transaction of new series, sealed blocks, event blocks
+ * and run_update, and every --open-every seconds (5, as a recorder into
+ * PostgreSQL: OPEN_EVERY_PG_NS) snapshots of the open blocks, all blocks
+ * upserted by (series, start) in one blocks_put (record/writer.c). Its events are a training loop's
+ * spans, 40 steps a second of 5 spans, encoded by the event codec and sealed every 5 s as the
  * recorder's sink does (EVENT_BLOCK_AGE_NS).
  *
  * pipelined: the same, but from the second second on each transaction goes
@@ -388,6 +389,9 @@ struct snode {
     int piped;                /* this second went through pipe */
 };
 
+/* Seconds between a node's snapshots of its open blocks (--open-every). */
+static int open_every_s = (int)(OPEN_EVERY_PG_NS / NS_PER_S);
+
 static int snode_open(struct snode *n, const char *uri, int node, const struct node_catalog *c)
 {
     struct strbuf err;
@@ -419,6 +423,7 @@ static int snode_open(struct snode *n, const char *uri, int node, const struct n
         return -1;
     }
     series_table_init(&n->t);
+    n->t.snap_every = (uint32_t)open_every_s;
     batch_init(&n->b);
     for (int i = 0; i < NODE_SERIES; i++) {
         if (series_get_metric(&n->t, c->metric[i], c->labels[i], &n->idx[i]) < 0)
@@ -1014,18 +1019,24 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: pg_ingest --store URI --layout strobe|rows|pipelined --nodes N --seconds T"
                " [--warmup W] [--size-every S] [--realtime] [--server-pid PID] [--inflight K]"
-               " [--vacuum-every S]\n");
+               " [--vacuum-every S] [--open-every S]\n");
 }
 
 static int parse_options(int argc, char **argv, struct options *o)
 {
-    static const struct option opts[] = {
-        {"store", required_argument, NULL, 's'},    {"layout", required_argument, NULL, 'l'},
-        {"nodes", required_argument, NULL, 'n'},    {"seconds", required_argument, NULL, 't'},
-        {"warmup", required_argument, NULL, 'w'},   {"size-every", required_argument, NULL, 'z'},
-        {"realtime", no_argument, NULL, 'r'},       {"server-pid", required_argument, NULL, 'p'},
-        {"inflight", required_argument, NULL, 'i'}, {"vacuum-every", required_argument, NULL, 'v'},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"store", required_argument, NULL, 's'},
+                                         {"layout", required_argument, NULL, 'l'},
+                                         {"nodes", required_argument, NULL, 'n'},
+                                         {"seconds", required_argument, NULL, 't'},
+                                         {"warmup", required_argument, NULL, 'w'},
+                                         {"size-every", required_argument, NULL, 'z'},
+                                         {"realtime", no_argument, NULL, 'r'},
+                                         {"server-pid", required_argument, NULL, 'p'},
+                                         {"inflight", required_argument, NULL, 'i'},
+                                         {"vacuum-every", required_argument, NULL, 'v'},
+                                         {"open-every", required_argument, NULL, 'o'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     *o =
         (struct options){.nodes = 8, .seconds = 10, .warmup = 2, .inflight = 2, .vacuum_every = 60};
     int ch;
@@ -1064,6 +1075,9 @@ static int parse_options(int argc, char **argv, struct options *o)
         case 'v':
             o->vacuum_every = atoi(optarg);
             break;
+        case 'o':
+            open_every_s = atoi(optarg);
+            break;
         case 'h':
             usage(stdout);
             exit(0);
@@ -1072,7 +1086,7 @@ static int parse_options(int argc, char **argv, struct options *o)
         }
     }
     if (!o->uri || o->nodes < 1 || o->nodes > 4096 || o->inflight < 1 || o->warmup < 0 ||
-        o->seconds <= o->warmup || o->size_every < 0 || o->vacuum_every < 0)
+        o->seconds <= o->warmup || o->size_every < 0 || o->vacuum_every < 0 || open_every_s < 1)
         return -1;
     if (o->realtime) { /* each commit waits for its own, a pause would break the pace, and
                         * autovacuum keeps its own */
@@ -1198,7 +1212,8 @@ int main(int argc, char **argv)
     double all = (double)o->nodes * o->seconds * per_node_s;
     qsort(g.lag, g.nlag, sizeof(double), bench_cmp_double);
     printf("{\"layout\":\"%s\",\"nodes\":%d,\"seconds\":%d,\"warmup_s\":%d,\"realtime\":%s,"
-           "\"inflight\":%d,\"vacuum_every_s\":%d,\"series_per_node\":%d,\"samples\":%.0f,"
+           "\"inflight\":%d,\"vacuum_every_s\":%d,\"open_every_s\":%d,\"series_per_node\":%d,"
+           "\"samples\":%.0f,"
            "\"metered_samples\":%.0f,\"wall_s\":%.3f,\"samples_per_s\":%.0f,"
            "\"client_cpu_s\":%.3f,\"server_cpu_s\":%.3f,\"server_cpu_us_per_sample\":%.4f,"
            "\"client_cpu_per_node_s_per_s\":%.6f,\"wal_bytes_per_sample\":%.2f,"
@@ -1209,8 +1224,9 @@ int main(int argc, char **argv)
            : o->pipelined ? "pipelined"
                           : "strobe",
            o->nodes, o->seconds, o->warmup, o->realtime ? "true" : "false", o->inflight,
-           o->vacuum_every, NODE_SERIES, all, metered, sum.wall_s, metered / sum.wall_s,
-           sum.client_cpu_s, sum.server_cpu_s, sum.server_cpu_s / metered * 1e6,
+           o->vacuum_every, o->rows ? 0 : open_every_s, NODE_SERIES, all, metered, sum.wall_s,
+           metered / sum.wall_s, sum.client_cpu_s, sum.server_cpu_s,
+           sum.server_cpu_s / metered * 1e6,
            sum.client_cpu_s / ((double)o->nodes * (o->seconds - o->warmup)),
            (double)sum.wal_bytes / metered, g.lag[g.nlag / 2], g.lag[g.nlag * 99 / 100],
            g.lag[g.nlag - 1], total, sample_bytes, (double)sample_bytes / all,
