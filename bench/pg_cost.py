@@ -17,7 +17,8 @@ Starts a throwaway PostgreSQL (tests/tools/pgserver), then in one session:
   recorder  one `strobe run -- sleep S` into SQLite and into PostgreSQL: the
             recorder's own CPU (wait4 of strobe; `sleep` costs nothing).
   rules     offline rules over a 256-node hour from PostgreSQL: not yet
-            (rules_256_node_hour; bench/rules_job.py times them from SQLite).
+            (rules_256_node_hour; full mode only, as it takes minutes; bench/rules_job.py
+            times the same job from SQLite).
 
 Time is simulated in the ingest: each node writes T seconds of data as fast as
 the machine allows, in per-second commits, interleaved across nodes. The
@@ -66,6 +67,7 @@ PLANS = {
         ],
         "realtime_s": 30, "points": 10_000_000, "runs": 10_000, "requests": 30,
         "ls_reps": 7, "single_s": 20, "single_rounds": 3,
+        "rules_nodes": 256, "rules_hours": 1.0, "rules_runs": 1,
     },
     "default": {  # about 7 minutes
         "ingest": [
@@ -84,6 +86,7 @@ PLANS = {
         ],
         "realtime_s": 5, "points": 1_000_000, "runs": 1_000, "requests": 5,
         "ls_reps": 3, "single_s": 4, "single_rounds": 1,
+        "rules_nodes": 8, "rules_hours": 0.1, "rules_runs": 1,
     },
 }
 
@@ -274,15 +277,30 @@ def run_reads(build, srv, db, plan, ingest_runs):
             "api_runs_all_p50_ms": statistics.median(runs_all)}
 
 
-def rules_256_node_hour(build, srv):
-    """The hook for the offline rules over a 256-node hour from PostgreSQL.
-    Not measured here yet. bench/rules_job.py times them over a job of 256
-    nodes written by rules_synth into SQLite; from PostgreSQL, it would
-    write the same job into srv (rules_synth --store URI --job ... a node at
-    a time), time `strobe rules --store URI --json JOB` (wall, p50 of a
-    few), and return the figures here; the report prints them in place of
-    the skip line."""
-    return None
+def rules_256_node_hour(build, srv, plan):
+    """Offline rules over a job of plan["rules_nodes"] nodes x plan["rules_hours"]
+    from PostgreSQL: bench/rules_job.py's job (rules_synth, a node at a time)
+    written into srv, then `strobe rules --store URI --json JOB` timed. None
+    when the plan has no such job (default mode: it takes minutes)."""
+    nodes, hours = plan.get("rules_nodes", 0), plan.get("rules_hours", 0)
+    if not nodes:
+        return None
+    spec = importlib.util.spec_from_file_location("rules_job", os.path.join(HERE, "rules_job.py"))
+    rj = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rj)
+    uri = srv.create("rules_job")
+    note(f"rules: writing a job of {nodes} nodes x {hours:g} h into PostgreSQL")
+    written_s = rj.make_job(os.path.join(build, "bench", "rules_synth"), uri, nodes, hours)
+    db_bytes = int(srv.admin(f"SELECT pg_database_size('rules_job')").strip() or 0)
+    note(f"rules: strobe rules over the job ({plan['rules_runs']} runs)")
+    strobe = os.path.join(build, "strobe")
+    job, out = rj.measured([strobe, "rules", "--store", uri, "--json", rj.JOB_ID],
+                           plan["rules_runs"])
+    verdict = json.loads(out)
+    srv.drop("rules_job")
+    return {"nodes": nodes, "hours": hours, "written_s": written_s, "db_bytes": db_bytes,
+            "job": job, "rules": {r["rule"]: r["status"] for r in verdict.get("rules", [])},
+            "findings": len(verdict.get("findings", []))}
 
 
 # ---- one recorder into SQLite and PostgreSQL -------------------------------------
@@ -498,7 +516,7 @@ def report(res, plan_name):
       f"| {rd['series_p50_ms']:.0f} ms | p99 {rd['series_p99_ms']:.0f} ms; "
       f"{rd['series_blocks_decoded']} blocks decoded | ≤ 100 ms: {verdict(ok, by)} |")
     d = rd["direct"]
-    w(f"| of it: the run's id resolved (store_resolve_run reads every run), {d['reps']} times "
+    w(f"| of it: the run's id resolved (store_resolve_run), {d['reps']} times "
       f"| {d['resolve_p50_ms']:.0f} ms | max {d['resolve_max_ms']:.0f} ms | |")
     w(f"| of it: the series (series_find, downsampler_run), {d['reps']} times "
       f"| {d['store_p50_ms']:.0f} ms | max {d['store_max_ms']:.0f} ms | |")
@@ -519,10 +537,26 @@ def report(res, plan_name):
         w(f"| {kind} | {spread(xs, 'pct_of_core', '{:.2f}')} % "
           f"| {statistics.median(x['strobe_cpu_mean_pct'] or 0 for x in xs):.2f} % | {len(xs)} |")
     w("")
-    w("### Offline rules over a 256-node hour")
+    rl = res.get("rules")
+    w("### Offline rules over a job from PostgreSQL")
     w("")
-    w("Not measured here: `bench/rules_job.py` times them over a 256-node job in SQLite. "
-      "From PostgreSQL it is left to a hook, `rules_256_node_hour` in bench/pg_cost.py.")
+    if not rl:
+        w("Not measured in this mode (full mode only). `bench/rules_job.py` times the same job "
+          "from SQLite.")
+    else:
+        j = rl["job"]
+        w(f"`bench/rules_job.py`'s job, {rl['nodes']} nodes x {rl['hours']:g} h at 10 Hz, written "
+          f"by rules_synth a node at a time in {rl['written_s']:.0f} s "
+          f"({rl['db_bytes'] / 2**30:.2f} GiB database). `strobe rules --store URI --json JOB`:")
+        w("")
+        w("| runs | wall (median) | CPU | peak RSS | rules, by status | findings |")
+        w("|---|---|---|---|---|---|")
+        st = {}
+        for v in rl["rules"].values():
+            st[v] = st.get(v, 0) + 1
+        by = ", ".join(f"{k} {v}" for k, v in sorted(st.items()))
+        w(f"| {len(j['walls'])} | {j['wall_s']:.1f} s | {j['cpu_s']:.1f} s "
+          f"| {j['rss_mib']:.0f} MiB | {by} | {rl['findings']} |")
     return "\n".join(out)
 
 
@@ -550,7 +584,7 @@ def main():
         res["ingest"], keep = run_ingest(build, srv, plan)
         res["realtime"] = run_realtime(build, srv, plan["realtime_s"])
         res["reads"] = run_reads(build, srv, keep, plan, plan["ingest"][-1]["nodes"])
-        res["rules"] = rules_256_node_hour(build, srv)
+        res["rules"] = rules_256_node_hour(build, srv, plan)
         res["single"] = run_single(build, srv, tmp, plan)
     finally:
         if srv:
