@@ -10,6 +10,18 @@
 #include "codec/gorilla.h"
 #include "common/array.h"
 
+/*
+ * Memory: a series' blocks are read a chunk of time at a time, as the
+ * replay reaches them, not all at once. A chunk spans the time this many
+ * bytes, shared by every series the rules read, hold of the series' own
+ * points: a run of a few hundred series is read whole, one query a
+ * series, and a job of 256 nodes x 100 series holds about 10 KB a series
+ * (it held every block, 3.4 GiB for 256 node-hours). A chunk with no
+ * block doubles the next one, across a gap. $STROBE_TEST_REPLAY_BYTES
+ * sets the total (tests: 1 makes a chunk one point long).
+ */
+#define REPLAY_BYTES (256 << 20)
+
 struct kept_block {
     uint8_t *data;
     size_t len;
@@ -21,9 +33,13 @@ struct kept_block {
 struct kept_series {
     int64_t id;
     int slot;
-    struct kept_block *blocks;
+    struct kept_block *blocks; /* the chunk read last */
     uint32_t n, cap;
-    uint32_t next; /* the next block to decode */
+    uint32_t next;           /* the next block to decode */
+    int64_t from_ns, end_ns; /* the next chunk starts at from_ns; the series ends at end_ns */
+    int64_t points, bytes;   /* the series' size, to size its chunks */
+    int64_t chunk_ns;        /* 0 until sized */
+    int done;                /* every block read, or a damaged one met */
     struct block_dec dec;
     int open; /* dec holds a block */
     /* points decoded, not yet pushed: bts[bi..bn) */
@@ -40,6 +56,7 @@ struct kept_events {
 
 struct replay {
     struct store *s;
+    int rc; /* the first failure to read a chunk */
     struct rules_engine *e;
     const char *nodes; /* an import of several nodes: the run's host, "algo-1,algo-2"; else NULL */
     struct kept_series *series;
@@ -73,12 +90,49 @@ static int on_series(const struct series_record *sr, void *arg)
     memset(k, 0, sizeof(*k));
     k->id = sr->id;
     k->slot = slot;
+    k->from_ns = sr->start_ns;
+    k->end_ns = sr->end_ns;
+    k->points = sr->count;
+    k->bytes = sr->bytes;
+    k->done = sr->count <= 0;
     return 0;
+}
+
+static int64_t replay_bytes(void)
+{
+    const char *env = getenv("STROBE_TEST_REPLAY_BYTES");
+    long long v = env && *env ? strtoll(env, NULL, 10) : 0;
+    return v > 0 ? v : REPLAY_BYTES;
+}
+
+/* Each series' chunk: its share of the memory, in its own points' time. */
+static void size_chunks(struct replay *rp)
+{
+    double share = rp->nseries ? (double)replay_bytes() / rp->nseries : 0;
+    for (uint32_t i = 0; i < rp->nseries; i++) {
+        struct kept_series *k = &rp->series[i];
+        double per_point = k->points > 0 && k->bytes > 0 ? (double)k->bytes / (double)k->points : 1;
+        double spacing =
+            k->points > 1 ? (double)(k->end_ns - k->from_ns) / (double)(k->points - 1) : 1;
+        double points = share / per_point;
+        double ns = (points > 1 ? points : 1) * (spacing > 1 ? spacing : 1);
+        k->chunk_ns = ns < 9e18 ? (int64_t)ns : INT64_MAX / 4;
+    }
+}
+
+/* A chunk keeps the blocks that start in it: one that starts before was
+ * the last chunk's. */
+static int starts_in_chunk(const struct block_stats *st, void *arg)
+{
+    const struct kept_series *k = arg;
+    return st->start_ns >= k->from_ns;
 }
 
 static int on_block(const struct block_record *b, void *arg)
 {
     struct kept_series *k = arg;
+    if (b->st.start_ns < k->from_ns)
+        return 0;
     if (array_grow((void **)&k->blocks, &k->cap, k->n + 1, sizeof(*k->blocks), 16) < 0)
         return -ENOMEM;
     uint8_t *copy = malloc(b->len ? b->len : 1);
@@ -130,13 +184,44 @@ static int on_event_block(const struct event_block_record *b, void *arg)
     return 0;
 }
 
+static void drop_blocks(struct kept_series *k)
+{
+    for (uint32_t j = 0; j < k->n; j++)
+        free(k->blocks[j].data);
+    k->n = k->next = 0;
+}
+
+/* Read k's next chunk that holds a block; 0 when none is left. */
+static int read_chunk(struct replay *rp, struct kept_series *k)
+{
+    drop_blocks(k);
+    int64_t span = k->chunk_ns > 0 ? k->chunk_ns : 1;
+    while (!k->done && k->n == 0 && k->from_ns <= k->end_ns) {
+        int64_t to = k->from_ns > INT64_MAX - span ? INT64_MAX : k->from_ns + span;
+        int rc = rp->s->ops->blocks_range_query(rp->s, k->id, k->from_ns, to, starts_in_chunk,
+                                                on_block, k);
+        if (rc < 0) {
+            rp->rc = rp->rc ? rp->rc : rc;
+            k->done = 1;
+            return 0;
+        }
+        k->from_ns = to == INT64_MAX ? to : to + 1;
+        if (to == INT64_MAX)
+            k->done = k->n == 0;
+        span = span > INT64_MAX / 4 ? span : span * 2; /* across a gap */
+    }
+    if (k->n == 0)
+        k->done = 1;
+    return k->n > 0;
+}
+
 /* Decode k's next points into its batch: 0 at its end (a damaged block
  * ends its series' replay early: what decoded is kept). */
-static int refill(struct kept_series *k)
+static int refill(struct replay *rp, struct kept_series *k)
 {
     for (;;) {
         if (!k->open) {
-            if (k->next == k->n)
+            if (k->next == k->n && (k->done || !read_chunk(rp, k)))
                 return 0;
             struct kept_block *b = &k->blocks[k->next++];
             block_dec_init(&k->dec, b->data, b->len, b->count);
@@ -146,8 +231,10 @@ static int refill(struct kept_series *k)
         uint32_t got = block_dec_many(&k->dec, k->bts, k->bv, REPLAY_BATCH, &err);
         if (got < REPLAY_BATCH || err) {
             k->open = 0;
-            if (err)
+            if (err) {
                 k->next = k->n;
+                k->done = 1;
+            }
         }
         if (got) {
             k->bi = 0;
@@ -163,7 +250,7 @@ static void push_points(struct replay *rp, int64_t before_ns)
     for (uint32_t i = 0; i < rp->nseries; i++) {
         struct kept_series *k = &rp->series[i];
         for (;;) {
-            if (k->bi == k->bn && !refill(k))
+            if (k->bi == k->bn && !refill(rp, k))
                 break;
             uint32_t j = k->bi;
             while (j < k->bn && k->bts[j] < before_ns)
@@ -211,8 +298,7 @@ static void push_events(struct replay *rp, int64_t before_ns)
 static void replay_release(struct replay *rp)
 {
     for (uint32_t i = 0; i < rp->nseries; i++) {
-        for (uint32_t j = 0; j < rp->series[i].n; j++)
-            free(rp->series[i].blocks[j].data);
+        drop_blocks(&rp->series[i]);
         free(rp->series[i].blocks);
     }
     free(rp->series);
@@ -234,8 +320,7 @@ int rules_replay(struct store *s, const struct run_record *r, struct rules_engin
     if (event_decoder_init(&rp.dec) < 0)
         return -ENOMEM;
     int rc = s->ops->series_query(s, r->id, on_series, &rp);
-    for (uint32_t i = 0; rc == 0 && i < rp.nseries; i++)
-        rc = s->ops->blocks_query(s, rp.series[i].id, on_block, &rp.series[i]);
+    size_chunks(&rp);
     if (rc == 0)
         rc = s->ops->event_names_query(s, r->id, on_name, &rp);
     if (rc == 0)
@@ -248,16 +333,21 @@ int rules_replay(struct store *s, const struct run_record *r, struct rules_engin
         return rc;
     }
     int64_t end = rules_run_end_ns(r), step = rules_interval_ns(e);
-    for (int64_t t1 = r->start_ns + step; t1 <= end; t1 += step) {
+    for (int64_t t1 = r->start_ns + step; rp.rc == 0 && t1 <= end; t1 += step) {
         push_points(&rp, t1);
         push_events(&rp, t1);
         rules_close_until(e, t1);
     }
     push_points(&rp, INT64_MAX);
     push_events(&rp, INT64_MAX);
-    rules_finish(e, end);
+    if (rp.rc < 0) {
+        strbuf_addf(err, "cannot read run %s: %s", r->id, s->err.len ? s->err.buf : "error");
+        rc = rp.rc;
+    } else {
+        rules_finish(e, end);
+    }
     replay_release(&rp);
-    return 0;
+    return rc;
 }
 
 void rules_finding_record(const struct finding *f, struct finding_record *out)

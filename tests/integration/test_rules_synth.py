@@ -90,6 +90,22 @@ check("event blocks of at most 4096 events, steps 1..N", ev[1] <= 4096 and ev[2]
       and ev[3] == STEPS and ev[4] == 6 * STEPS, ev)
 con.close()
 
+# the rules read each series a chunk at a time: with chunks one point long
+# (most of them empty, each series' 2 blocks read one by one) they judge
+# exactly as when a series is read whole
+def rules_json(env=None):
+    o = strobe("rules", "--json", "last", store=db, env=env, timeout=300)
+    check("strobe rules --json exits 0", o.returncode == 0, o.stderr[-500:])
+    return json.loads(o.stdout) if o.returncode == 0 else {}
+
+
+whole = rules_json()
+chunked = rules_json(dict(os.environ, STROBE_TEST_REPLAY_BYTES="1"))
+check("rules read a point's time at a time judge as rules read whole",
+      whole.get("rules") and (chunked.get("rules"), chunked.get("findings")) ==
+      (whole.get("rules"), whole.get("findings")),
+      [x for x, y in zip(chunked.get("findings", []), whole.get("findings", [])) if x != y][:2])
+
 p2 = subprocess.run([SYNTH, "--store", db, "--hours", str(HOURS), "--steps", str(STEPS),
                      "--seed", "7"], capture_output=True, text=True, timeout=120)
 # by id: both runs start at the same instant, so "last" could be either
