@@ -138,7 +138,8 @@ static int on_block(const struct block_record *b, void *arg)
     uint8_t *copy = malloc(b->len ? b->len : 1);
     if (!copy)
         return -ENOMEM;
-    memcpy(copy, b->data, b->len);
+    if (b->len) /* an empty block's data may be NULL */
+        memcpy(copy, b->data, b->len);
     k->blocks[k->n++] = (struct kept_block){copy, b->len, b->st.count};
     return 0;
 }
@@ -179,7 +180,8 @@ static int on_event_block(const struct event_block_record *b, void *arg)
     uint8_t *copy = malloc(b->len ? b->len : 1);
     if (!copy)
         return -ENOMEM;
-    memcpy(copy, b->data, b->len);
+    if (b->len) /* an empty block's data may be NULL */
+        memcpy(copy, b->data, b->len);
     rp->ev[rp->nev++] = (struct kept_events){b->pid, b->tid, b->start_ns, copy, b->len};
     return 0;
 }

@@ -453,7 +453,8 @@ static int collect_block(const struct block_record *b, void *arg)
     if (l->n < 8) {
         l->st[l->n] = b->st;
         l->len[l->n] = b->len;
-        memcpy(l->data[l->n], b->data, b->len < 64 ? b->len : 64);
+        if (b->len) /* an empty block's data may be NULL */
+            memcpy(l->data[l->n], b->data, b->len < 64 ? b->len : 64);
     }
     l->n++;
     return 0;
