@@ -17,8 +17,11 @@
  * points: a run of a few hundred series is read whole, one query a
  * series, and a job of 256 nodes x 100 series holds about 10 KB a series
  * (it held every block, 3.4 GiB for 256 node-hours). A chunk with no
- * block doubles the next one, across a gap. $STROBE_TEST_REPLAY_BYTES
- * sets the total (tests: 1 makes a chunk one point long).
+ * block doubles the next one, across a gap. The run's event blocks come
+ * in chunks of time as well, a quarter of the total at the size their
+ * count suggests (they were 440 MB of that job, all held at once).
+ * $STROBE_TEST_REPLAY_BYTES sets the total (tests: 1 makes a chunk one
+ * point, or one nanosecond of events, long).
  */
 #define REPLAY_BYTES (256 << 20)
 
@@ -56,13 +59,18 @@ struct kept_events {
 
 struct replay {
     struct store *s;
-    int rc; /* the first failure to read a chunk */
+    const char *id; /* the run's */
+    int rc;         /* the first failure to read a chunk */
     struct rules_engine *e;
     const char *nodes; /* an import of several nodes: the run's host, "algo-1,algo-2"; else NULL */
     struct kept_series *series;
     uint32_t nseries, series_cap;
     struct kept_events *ev;
     uint32_t nev, ev_cap, ev_next;
+    /* event blocks come a chunk of time at a time too: the next chunk
+     * starts at ev_from (INT64_MIN: the first, from before the run) */
+    int64_t ev_from, ev_start, ev_end, ev_chunk_ns;
+    int ev_done;
     char **names;
     uint32_t nnames;
     struct event_decoder dec;
@@ -175,6 +183,8 @@ static int on_process(const struct process_record *p, void *arg)
 static int on_event_block(const struct event_block_record *b, void *arg)
 {
     struct replay *rp = arg;
+    if (b->start_ns < rp->ev_from)
+        return 0; /* the last chunk's */
     if (array_grow((void **)&rp->ev, &rp->ev_cap, rp->nev + 1, sizeof(*rp->ev), 64) < 0)
         return -ENOMEM;
     uint8_t *copy = malloc(b->len ? b->len : 1);
@@ -271,9 +281,71 @@ static const char *name_of(const struct replay *rp, uint32_t id)
     return id && id <= rp->nnames && rp->names[id - 1] ? rp->names[id - 1] : "";
 }
 
+static void drop_events(struct replay *rp)
+{
+    for (uint32_t i = 0; i < rp->nev; i++)
+        free(rp->ev[i].data);
+    rp->nev = rp->ev_next = 0;
+}
+
+/* The run's event blocks a chunk of time at a time, as its series': a
+ * quarter of the memory, at the bytes its event count suggests (8 an
+ * event at most, docs/events.md). */
+static void size_event_chunks(struct replay *rp, const struct run_record *r)
+{
+    rp->ev_from = INT64_MIN;
+    rp->ev_start = r->start_ns;
+    rp->ev_end = rules_run_end_ns(r);
+    double bytes = (double)r->events * 8, span = (double)(rp->ev_end - rp->ev_start);
+    double ns = bytes > 0 ? span * ((double)replay_bytes() / 4) / bytes : 9e18;
+    rp->ev_chunk_ns = ns < 1 ? 1 : ns < 9e18 ? (int64_t)ns : INT64_MAX / 4;
+}
+
+static int kept_events_cmp(const void *x, const void *y)
+{
+    const struct kept_events *a = x, *b = y;
+    if (a->start_ns != b->start_ns)
+        return a->start_ns < b->start_ns ? -1 : 1;
+    if (a->pid != b->pid)
+        return a->pid < b->pid ? -1 : 1;
+    return (a->tid > b->tid) - (a->tid < b->tid);
+}
+
+/* Read the next chunk that holds an event block, in time order; 0 when
+ * none is left. A job's view gives its blocks node by node, so they are
+ * sorted here: pushed in that order, every node's but the first came
+ * after their windows had closed, and the engine dropped them (50 M of
+ * a 256-node job's 61 M events). */
+static int read_events(struct replay *rp)
+{
+    drop_events(rp);
+    int64_t span = rp->ev_chunk_ns;
+    while (!rp->ev_done && rp->nev == 0) {
+        int64_t from = rp->ev_from == INT64_MIN ? rp->ev_start : rp->ev_from;
+        int64_t to = from >= rp->ev_end || from > INT64_MAX - span ? INT64_MAX : from + span;
+        int rc = rp->s->ops->event_blocks_query(rp->s, rp->id, rp->ev_from, to, on_event_block, rp);
+        if (rc < 0) {
+            rp->rc = rp->rc ? rp->rc : rc;
+            rp->ev_done = 1;
+            return 0;
+        }
+        if (to == INT64_MAX)
+            rp->ev_done = 1;
+        else
+            rp->ev_from = to + 1;
+        span = span > INT64_MAX / 4 ? span : span * 2; /* across a gap */
+    }
+    qsort(rp->ev, rp->nev, sizeof(*rp->ev), kept_events_cmp);
+    return rp->nev > 0;
+}
+
 static void push_events(struct replay *rp, int64_t before_ns)
 {
-    while (rp->ev_next < rp->nev && rp->ev[rp->ev_next].start_ns < before_ns) {
+    for (;;) {
+        if (rp->ev_next == rp->nev && (rp->ev_done || !read_events(rp)))
+            return;
+        if (rp->ev[rp->ev_next].start_ns >= before_ns)
+            return;
         struct kept_events *b = &rp->ev[rp->ev_next++];
         uint32_t n;
         if (event_block_peek_count(b->data, b->len, &n) < 0) {
@@ -304,8 +376,7 @@ static void replay_release(struct replay *rp)
         free(rp->series[i].blocks);
     }
     free(rp->series);
-    for (uint32_t i = 0; i < rp->nev; i++)
-        free(rp->ev[i].data);
+    drop_events(rp);
     free(rp->ev);
     for (uint32_t i = 0; i < rp->nnames; i++)
         free(rp->names[i]);
@@ -318,7 +389,8 @@ int rules_replay(struct store *s, const struct run_record *r, struct rules_engin
                  struct strbuf *err)
 {
     /* an import of several nodes names them all as its host */
-    struct replay rp = {.s = s, .e = e, .nodes = r->host && strchr(r->host, ',') ? r->host : NULL};
+    struct replay rp = {
+        .s = s, .id = r->id, .e = e, .nodes = r->host && strchr(r->host, ',') ? r->host : NULL};
     if (event_decoder_init(&rp.dec) < 0)
         return -ENOMEM;
     int rc = s->ops->series_query(s, r->id, on_series, &rp);
@@ -327,8 +399,7 @@ int rules_replay(struct store *s, const struct run_record *r, struct rules_engin
         rc = s->ops->event_names_query(s, r->id, on_name, &rp);
     if (rc == 0)
         rc = s->ops->processes_query(s, r->id, on_process, &rp);
-    if (rc == 0)
-        rc = s->ops->event_blocks_query(s, r->id, INT64_MIN, INT64_MAX, on_event_block, &rp);
+    size_event_chunks(&rp, r);
     if (rc < 0) {
         strbuf_addf(err, "cannot read run %s: %s", r->id, s->err.len ? s->err.buf : "error");
         replay_release(&rp);

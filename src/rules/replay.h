@@ -2,9 +2,9 @@
  * Offline evaluation: feed a stored run to a rule engine the way the
  * recorder fed it live (rules/rules.h): points and spans in time order,
  * windows closed at the same boundaries, then rules_finish() at the run's
- * end. Memory: a chunk of each series' encoded blocks, about 256 MiB for
- * all of them whatever the run's length or node count (replay.c says
- * how), and the run's event blocks; decoded one block at a time.
+ * end. Memory: a chunk of each series' encoded blocks and of the run's
+ * event blocks, about 320 MiB in all whatever the run's length or node
+ * count (replay.c says how); decoded one block at a time.
  */
 #ifndef STROBE_RULES_REPLAY_H
 #define STROBE_RULES_REPLAY_H

@@ -234,7 +234,8 @@ struct store_ops {
     int (*event_names_query)(struct store *s, const char *run_id, event_name_fn *fn, void *arg);
     int (*processes_query)(struct store *s, const char *run_id, process_fn *fn, void *arg);
     /* Event blocks overlapping [from_ns, to_ns] in time order of their start
-     * (INT64_MIN, INT64_MAX for all). */
+     * (INT64_MIN, INT64_MAX for all); a job's view gives them node by node,
+     * each node's in that order. */
     int (*event_blocks_query)(struct store *s, const char *run_id, int64_t from_ns, int64_t to_ns,
                               event_block_fn *fn, void *arg);
     /* Rules: rules_clear removes a run's config, results and findings (before
