@@ -335,7 +335,8 @@ static int read_events(struct replay *rp)
             rp->ev_from = to + 1;
         span = span > INT64_MAX / 4 ? span : span * 2; /* across a gap */
     }
-    qsort(rp->ev, rp->nev, sizeof(*rp->ev), kept_events_cmp);
+    if (rp->nev > 1) /* qsort of no array is undefined */
+        qsort(rp->ev, rp->nev, sizeof(*rp->ev), kept_events_cmp);
     return rp->nev > 0;
 }
 
