@@ -203,27 +203,43 @@ static void drop_blocks(struct kept_series *k)
     k->n = k->next = 0;
 }
 
+/* The last instant of a chunk span long from from (INT64_MAX at most). */
+static int64_t chunk_end(int64_t from, int64_t span)
+{
+    return from > INT64_MAX - span ? INT64_MAX : from + span;
+}
+
+/* After a chunk with nothing in it: twice as long, across a gap. */
+static int64_t widened(int64_t span)
+{
+    return span > INT64_MAX / 4 ? span : span * 2;
+}
+
+/* The first failure to read a chunk is the replay's. */
+static void read_failed(struct replay *rp, int rc)
+{
+    if (!rp->rc)
+        rp->rc = rc;
+}
+
 /* Read k's next chunk that holds a block; 0 when none is left. */
 static int read_chunk(struct replay *rp, struct kept_series *k)
 {
     drop_blocks(k);
     int64_t span = k->chunk_ns > 0 ? k->chunk_ns : 1;
-    while (!k->done && k->n == 0 && k->from_ns <= k->end_ns) {
-        int64_t to = k->from_ns > INT64_MAX - span ? INT64_MAX : k->from_ns + span;
+    while (k->n == 0 && k->from_ns <= k->end_ns) {
+        int64_t to = chunk_end(k->from_ns, span);
         int rc = rp->s->ops->blocks_range_query(rp->s, k->id, k->from_ns, to, starts_in_chunk,
                                                 on_block, k);
         if (rc < 0) {
-            rp->rc = rp->rc ? rp->rc : rc;
+            read_failed(rp, rc);
             k->done = 1;
             return 0;
         }
         k->from_ns = to == INT64_MAX ? to : to + 1;
-        if (to == INT64_MAX)
-            k->done = k->n == 0;
-        span = span > INT64_MAX / 4 ? span : span * 2; /* across a gap */
+        span = widened(span);
     }
-    if (k->n == 0)
-        k->done = 1;
+    k->done = k->n == 0;
     return k->n > 0;
 }
 
@@ -322,10 +338,10 @@ static int read_events(struct replay *rp)
     int64_t span = rp->ev_chunk_ns;
     while (!rp->ev_done && rp->nev == 0) {
         int64_t from = rp->ev_from == INT64_MIN ? rp->ev_start : rp->ev_from;
-        int64_t to = from >= rp->ev_end || from > INT64_MAX - span ? INT64_MAX : from + span;
+        int64_t to = from >= rp->ev_end ? INT64_MAX : chunk_end(from, span);
         int rc = rp->s->ops->event_blocks_query(rp->s, rp->id, rp->ev_from, to, on_event_block, rp);
         if (rc < 0) {
-            rp->rc = rp->rc ? rp->rc : rc;
+            read_failed(rp, rc);
             rp->ev_done = 1;
             return 0;
         }
@@ -333,7 +349,7 @@ static int read_events(struct replay *rp)
             rp->ev_done = 1;
         else
             rp->ev_from = to + 1;
-        span = span > INT64_MAX / 4 ? span : span * 2; /* across a gap */
+        span = widened(span);
     }
     if (rp->nev > 1) /* qsort of no array is undefined */
         qsort(rp->ev, rp->nev, sizeof(*rp->ev), kept_events_cmp);
