@@ -19,11 +19,11 @@
  * spans, 40 steps a second of 5 spans, encoded by the event codec and sealed every 5 s as the
  * recorder's sink does (EVENT_BLOCK_AGE_NS).
  *
- * pipelined: the same, but from the second second on each transaction goes
- * out in libpq's pipeline mode, with the store's statements, on a connection
- * that takes the store's place: one round trip a commit instead of one a
- * statement. Not the store's code: it measures what pipelining the store's
- * writes would save.
+ * pipelined: the same batches, but from the second second on each
+ * transaction goes out in libpq's pipeline mode, one statement a block, on
+ * a connection that takes the store's place: one round trip a commit. Not
+ * the store's code, which sends a commit's blocks as one statement of
+ * arrays (blocks_put): it measures pipelining against that.
  *
  * rows: MLflow's metrics and latest_metrics tables, with MLflow's primary
  * keys, its index_metrics_run_uuid and its foreign keys to runs (MLflow's
@@ -476,10 +476,10 @@ static int seal_events(struct snode *n)
 
 /* ---- the pipelined variant ------------------------------------------------ */
 
-/* The same statements as store/postgres.c's block upsert, event block insert
- * and run update, sent in libpq's pipeline mode: a second's transaction is
- * one round trip instead of one a statement. Only to measure what that would
- * save; the first second (series definitions) goes through the store. */
+/* The same statements as store/postgres.c's single-block upsert, event block
+ * insert and run update, sent in libpq's pipeline mode: a second's
+ * transaction is one round trip. Only to measure it against the store's
+ * arrays; the first second (series definitions) goes through the store. */
 static const char pipe_block_sql[] =
     "INSERT INTO blocks(series_id, start_ns, end_ns, count, min, max, sum, first, last, data)"
     " VALUES($1,$2,$3,$4,$5,$6,$7,$8,$9,$10) ON CONFLICT(series_id, start_ns) DO UPDATE SET"
