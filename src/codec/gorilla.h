@@ -1,6 +1,19 @@
 /*
- * Gorilla-style compression of one time series block (Pelkonen et al., VLDB
- * 2015): delta-of-delta timestamps and XOR'ed IEEE-754 doubles, bit-packed.
+ * Compression of one time series block. Timestamps are delta-of-delta coded
+ * as in Gorilla (Pelkonen et al., VLDB 2015). Values take one of two forms:
+ *
+ * - Format 2, written now: most readings are integers in disguise (bytes
+ *   in pages, percent with 1/64 steps, watts with three decimals), so a
+ *   value that is an exact integer k times a decimal or binary scale is
+ *   coded as k's residual from a prediction (the last value, or the line
+ *   through the last two), in an adaptive Rice code (as LOCO-I's). Values
+ *   no scale fits (arbitrary doubles, NaN, -0.0) fall back to Gorilla's
+ *   XOR of the bit patterns. It is lossless: every value round-trips to
+ *   the same 64 bits.
+ * - Format 1, the first stores': Gorilla alone, XOR for every value.
+ *
+ * Both decode; the reader tells them apart with the block's start time
+ * (see block_dec_init).
  *
  * A block carries its summary (count, min, max, sum, first, last, time range)
  * outside the bit stream, so summaries and downsampled views read the summary
@@ -19,7 +32,7 @@
 
 /* Upper bound of the bits one appended point can take; append refuses a point
  * (-ENOSPC) unless this much room is left, so a block never overflows. */
-#define GORILLA_MAX_POINT_BITS 160
+#define GORILLA_MAX_POINT_BITS 240
 
 struct block_stats {
     uint32_t count;   /* points in the block */
@@ -32,20 +45,40 @@ struct block_stats {
     double last;      /* last value, bit-exact */
 };
 
+/* Format 2's state for scaled values; the encoder and the decoder update it
+ * alike, point by point. */
+struct scaled_model {
+    uint8_t mode;  /* 0: XOR; else the scale (docs/store-format.md) */
+    uint8_t hist;  /* how many of k1, k2 hold values in this mode (0..2) */
+    uint8_t last;  /* the last scale used in this block, 0 for none (encoder) */
+    int64_t k1;    /* the previous value as an integer of the scale */
+    int64_t k2;    /* the one before it */
+    uint64_t sum1; /* Rice statistics: residuals against k1, zigzagged... */
+    uint64_t sum2; /* ...and against the line through k2 and k1 */
+    uint32_t n;    /* residuals summed (halved at 64) */
+};
+
 struct block_enc {
-    uint8_t *buf;          /* caller-owned output buffer */
-    size_t cap;            /* its capacity in bytes */
-    size_t bits;           /* bits written so far */
-    int64_t prev_ts;       /* timestamp of the previous point */
-    int64_t prev_delta;    /* previous timestamp delta */
-    uint64_t prev_value;   /* bits of the previous value */
-    unsigned prev_lead;    /* leading zeros of the previous XOR window */
-    unsigned prev_trail;   /* trailing zeros of the previous XOR window */
+    uint8_t *buf;        /* caller-owned output buffer */
+    size_t cap;          /* its capacity in bytes */
+    size_t bits;         /* bits written so far */
+    int64_t prev_ts;     /* timestamp of the previous point */
+    int64_t prev_delta;  /* previous timestamp delta */
+    uint64_t prev_value; /* bits of the previous value */
+    unsigned prev_lead;  /* leading zeros of the previous XOR window */
+    unsigned prev_trail; /* trailing zeros of the previous XOR window */
+    uint8_t format;      /* 1 or 2; 0 until the first point, or legacy */
+    uint8_t legacy;      /* write format 1 whatever the start */
+    struct scaled_model sm;
     struct block_stats st; /* summary of what was appended */
 };
 
-/* Start an empty block writing into buf[0..cap). buf is zeroed as needed. */
+/* Start an empty block writing into buf[0..cap). buf is zeroed as needed.
+ * It writes format 2, or format 1 for a block whose first timestamp's top
+ * byte is format 2's tag (a time before 1720), which keeps the two apart. */
 void block_enc_init(struct block_enc *e, uint8_t *buf, size_t cap);
+/* The same, always format 1: for tests of the readers of old stores. */
+void block_enc_init_legacy(struct block_enc *e, uint8_t *buf, size_t cap);
 
 /*
  * Append one point. Returns 0, -EINVAL when ts_ns is not strictly greater than
@@ -68,10 +101,19 @@ struct block_dec {
     uint64_t prev_value;
     unsigned prev_lead;
     unsigned prev_trail;
+    uint8_t format;
+    struct scaled_model sm;
 };
 
-/* Prepare to decode count points from buf[0..len). buf must outlive d. */
-void block_dec_init(struct block_dec *d, const uint8_t *buf, size_t len, uint32_t count);
+/*
+ * Prepare to decode count points from buf[0..len) of a block that starts
+ * at start_ns (its block_stats.start_ns). buf must outlive d. Format 1
+ * begins with start_ns itself, big-endian; format 2 with a tag byte, and
+ * only where start_ns's top byte is not the tag. Anything else decodes as
+ * corrupt.
+ */
+void block_dec_init(struct block_dec *d, const uint8_t *buf, size_t len, uint32_t count,
+                    int64_t start_ns);
 
 /* Next point: 1 and the point, 0 at the end, -EBADMSG when the stream is
  * truncated or corrupt (never reads past len). */

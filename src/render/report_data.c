@@ -290,7 +290,7 @@ static int grid_block(const struct block_record *b, void *arg)
     if (array_grow((void **)&g->vals, &g->cap, g->nvals + b->st.count, sizeof(double), 4096) < 0)
         return -ENOMEM;
     struct block_dec d;
-    block_dec_init(&d, b->data, b->len, b->st.count);
+    block_dec_init(&d, b->data, b->len, b->st.count, b->st.start_ns);
     int64_t ts;
     double v;
     /* points come in time order: step the bucket forward instead of

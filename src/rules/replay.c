@@ -29,6 +29,7 @@ struct kept_block {
     uint8_t *data;
     size_t len;
     uint32_t count;
+    int64_t start_ns; /* the decoder tells the codec's formats apart by it */
 };
 
 #define REPLAY_BATCH 512 /* points decoded at a time per series */
@@ -148,7 +149,7 @@ static int on_block(const struct block_record *b, void *arg)
         return -ENOMEM;
     if (b->len) /* an empty block's data may be NULL */
         memcpy(copy, b->data, b->len);
-    k->blocks[k->n++] = (struct kept_block){copy, b->len, b->st.count};
+    k->blocks[k->n++] = (struct kept_block){copy, b->len, b->st.count, b->st.start_ns};
     return 0;
 }
 
@@ -252,7 +253,7 @@ static int refill(struct replay *rp, struct kept_series *k)
             if (k->next == k->n && (k->done || !read_chunk(rp, k)))
                 return 0;
             struct kept_block *b = &k->blocks[k->next++];
-            block_dec_init(&k->dec, b->data, b->len, b->count);
+            block_dec_init(&k->dec, b->data, b->len, b->count, b->start_ns);
             k->open = 1;
         }
         int err;

@@ -70,7 +70,7 @@ static void add_decoded(struct downsampler *d, const struct block_stats *st, con
                         size_t len)
 {
     struct block_dec dec;
-    block_dec_init(&dec, data, len, st->count);
+    block_dec_init(&dec, data, len, st->count, st->start_ns);
     int64_t t;
     double v;
     int rc;

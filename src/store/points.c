@@ -46,7 +46,7 @@ static int decode_block(const struct block_record *blk, void *arg)
     if (point_buf_reserve(b, blk->st.count) < 0)
         return -ENOMEM;
     struct block_dec d;
-    block_dec_init(&d, blk->data, blk->len, blk->st.count);
+    block_dec_init(&d, blk->data, blk->len, blk->st.count, blk->st.start_ns);
     size_t start = b->n;
     int64_t ts;
     double v;

@@ -1,8 +1,8 @@
 /*
- * libFuzzer target for the Gorilla block codec.
+ * libFuzzer target for the series block codec (formats 1 and 2).
  *
- * Input: 4 bytes of point count (little-endian), then the stream. Two checks
- * per input:
+ * Input: 4 bytes of point count and 8 of the block's start time (both
+ * little-endian), then the stream. Two checks per input:
  *   1. decoding arbitrary bytes with an arbitrary count never reads out of
  *      bounds, ends in 0 or -EBADMSG, and what it yields re-encodes and
  *      decodes back bit-exactly;
@@ -23,7 +23,7 @@ struct point {
 };
 
 static struct point g_pts[MAX_POINTS];
-static uint8_t g_buf[MAX_POINTS * 19 + 64];
+static uint8_t g_buf[MAX_POINTS * 22 + 32]; /* 170 bits a point at most */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -63,7 +63,7 @@ static void check_block(const struct block_enc *e, const struct point *pts, uint
     memcpy(copy, e->buf, size);
     if (e->st.count != n)
         abort();
-    block_dec_init(&d, copy, size, n);
+    block_dec_init(&d, copy, size, n, n ? pts[0].ts : 0);
     for (uint32_t i = 0; i < n; i++) {
         if (block_dec_next(&d, &ts, &v) != 1)
             abort();
@@ -78,6 +78,7 @@ static void check_block(const struct block_enc *e, const struct point *pts, uint
 static void decode_arbitrary(const uint8_t *data, size_t size)
 {
     uint32_t count = 0;
+    uint64_t start = 0;
     struct block_dec d;
     struct block_enc e;
     int64_t ts;
@@ -90,8 +91,14 @@ static void decode_arbitrary(const uint8_t *data, size_t size)
         count |= (uint32_t)data[i] << (8 * i);
     data += size < 4 ? size : 4;
     size -= size < 4 ? size : 4;
+    if (size >= 8)
+        start = load_le64(data);
+    data += size < 8 ? size : 8;
+    size -= size < 8 ? size : 8;
 
-    block_dec_init(&d, data, size, count);
+    int64_t start_ns;
+    memcpy(&start_ns, &start, sizeof(start_ns));
+    block_dec_init(&d, data, size, count, start_ns);
     while ((rc = block_dec_next(&d, &ts, &v)) == 1) {
         if (seen >= count || (seen && ts <= prev_ts))
             abort();
@@ -109,7 +116,7 @@ static void decode_arbitrary(const uint8_t *data, size_t size)
     if (rc == -EBADMSG && block_dec_next(&d, &ts, &v) != -EBADMSG)
         abort();
 
-    block_enc_init(&e, g_buf, (size_t)n * 19 + 20);
+    block_enc_init(&e, g_buf, (size_t)n * 22 + 32);
     for (uint32_t i = 0; i < n; i++)
         if (block_enc_append(&e, g_pts[i].ts, to_double(g_pts[i].bits)) != 0)
             abort();
@@ -127,7 +134,10 @@ static void encode_arbitrary(const uint8_t *data, size_t size)
     if (!buf)
         abort();
     memset(buf, 0xa5, cap);
-    block_enc_init(&e, buf, cap);
+    if (size > 1 && (data[1] & 1))
+        block_enc_init_legacy(&e, buf, cap);
+    else
+        block_enc_init(&e, buf, cap);
     for (size_t off = 1; off + 16 <= size && n < MAX_POINTS; off += 16) {
         uint64_t ts_bits = load_le64(data + off);
         uint64_t bits = load_le64(data + off + 8);

@@ -1,7 +1,11 @@
 /*
- * Property and adversarial tests for the Gorilla block codec. Values are
+ * Property and adversarial tests for the series block codec. Values are
  * always compared as bit patterns: the codec promises bit-exactness, which
  * == on doubles cannot check (NaN != NaN, -0.0 == 0.0).
+ *
+ * The property tests run twice, on format 2 (what strobe writes) and on
+ * format 1 (what older stores hold): BOTH_FORMATS(name) defines name and
+ * name_legacy.
  */
 #include "codec/gorilla.h"
 #include "common/array.h"
@@ -17,6 +21,33 @@
 #define U64_SIGN    UINT64_C(0x8000000000000000)
 #define NS_PER_MS   INT64_C(1000000)
 #define INTERVAL_NS (100 * NS_PER_MS)
+/* A buffer no series of n points can fill: 22 bytes a point holds the
+ * worst point (170 bits), and 32 the room append demands. */
+#define ROOMY(n) ((size_t)(n)*22 + 32)
+
+static int g_legacy; /* encode format 1 */
+
+static void enc_init(struct block_enc *e, uint8_t *buf, size_t cap)
+{
+    if (g_legacy)
+        block_enc_init_legacy(e, buf, cap);
+    else
+        block_enc_init(e, buf, cap);
+}
+
+#define BOTH_FORMATS(name)                                                                         \
+    static void both_##name(void);                                                                 \
+    TEST(name)                                                                                     \
+    {                                                                                              \
+        g_legacy = 0;                                                                              \
+        both_##name();                                                                             \
+    }                                                                                              \
+    TEST(name##_legacy)                                                                            \
+    {                                                                                              \
+        g_legacy = 1;                                                                              \
+        both_##name();                                                                             \
+    }                                                                                              \
+    static void both_##name(void)
 
 struct point {
     int64_t ts;
@@ -47,6 +78,14 @@ static int64_t ordered_i64(uint64_t u)
 static int is_nan_bits(uint64_t u)
 {
     return (u & ~U64_SIGN) > UINT64_C(0x7ff0000000000000);
+}
+
+static uint64_t be64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = (v << 8) | p[i];
+    return v;
 }
 
 static void fill_random(uint64_t *s, uint8_t *buf, size_t n)
@@ -85,7 +124,7 @@ static void check_decode(const uint8_t *buf, size_t len, const struct point *pts
     int64_t ts;
     double v;
 
-    block_dec_init(&d, copy, len, count);
+    block_dec_init(&d, copy, len, count, count ? pts[0].ts : 0);
     for (uint32_t i = 0; i < count; i++) {
         int rc = block_dec_next(&d, &ts, &v);
         if (rc != 1)
@@ -146,7 +185,7 @@ static void check_stats(const struct block_stats *st, const struct point *pts, u
 /* Encode into a roomy buffer, check decode, stats and the canary. */
 static void roundtrip(const struct point *pts, uint32_t n)
 {
-    size_t cap = (size_t)n * 19 + 20;
+    size_t cap = ROOMY(n);
     uint8_t *buf = malloc(cap + CANARY_LEN);
     uint64_t s = 0x1234;
     struct block_enc e;
@@ -154,7 +193,7 @@ static void roundtrip(const struct point *pts, uint32_t n)
     ASSERT(buf != NULL);
     fill_random(&s, buf, cap);
     memset(buf + cap, CANARY, CANARY_LEN);
-    block_enc_init(&e, buf, cap);
+    enc_init(&e, buf, cap);
     ASSERT_EQ_INT(encode_points(&e, pts, n), n);
     check_block(&e, pts);
     check_stats(&e.st, pts, n);
@@ -199,8 +238,26 @@ static double random_value(uint64_t *s, int mode, double prev)
     case 5:
         /* A few flipped bits: exercises window reuse and regrowth. */
         return bdbl(dbits(prev) ^ (UINT64_C(1) << rng_below(s, 64)));
-    default:
+    case 6:
         return bdbl(rng_next(s) & rng_next(s) & rng_next(s));
+    case 7: /* decimals: k / 10^d, or k * 10^-d */
+    {
+        /* one draw a statement: the order of a call's arguments, or of an
+         * operator's operands, is unspecified, and builds differ */
+        int d = (int)rng_below(s, 25) - 15;
+        int64_t big = (int64_t)rng_below(s, UINT64_C(1) << rng_below(s, 54));
+        int64_t small = (int64_t)rng_below(s, 1000);
+        double k = (double)(big - small);
+        return d > 0 ? k / pow(10, d) : k * pow(10, -d);
+    }
+    default: /* binary fractions and multiples near the last value */
+    {
+        int near = rng_below(s, 2) && isfinite(prev);
+        double m = near ? (double)((int64_t)rng_below(s, 2001) - 1000)
+                        : (double)(int64_t)rng_next(s) / 1024.0;
+        int e = near ? (int)rng_below(s, 64) - 32 : (int)rng_below(s, 80) - 40;
+        return near ? prev + ldexp(m, e) : ldexp(m, e);
+    }
     }
 }
 
@@ -208,7 +265,7 @@ static double random_value(uint64_t *s, int mode, double prev)
 static uint32_t random_series(uint64_t *s, struct point *pts, uint32_t n)
 {
     int tmode = (int)rng_below(s, 5);
-    int vmode = (int)rng_below(s, 8);
+    int vmode = (int)rng_below(s, 10);
     uint64_t t;
     double v = 0.0;
 
@@ -249,7 +306,7 @@ static uint32_t random_series(uint64_t *s, struct point *pts, uint32_t n)
                 return i;
             t = (ot + delta) ^ U64_SIGN;
         }
-        int m = vmode == 7 ? (int)rng_below(s, 7) : vmode;
+        int m = vmode == 9 ? (int)rng_below(s, 9) : vmode;
         v = random_value(s, m, v);
         pts[i].ts = u2i(t);
         pts[i].v = v;
@@ -257,28 +314,188 @@ static uint32_t random_series(uint64_t *s, struct point *pts, uint32_t n)
     return n;
 }
 
-TEST(golden_layout)
+/* "0101..." as MSB-first bytes into out (zero-padded); the bit count. */
+static size_t bits_from_text(const char *text, uint8_t *out, size_t cap)
 {
-    /* Hand-assembled from docs/store-format.md: dod 2 ('10'), a new window
-     * ('11', L=1, N=12), dod -1, and a window reuse ('10'). */
+    size_t n = 0;
+    memset(out, 0, cap);
+    for (const char *c = text; *c; c++) {
+        if (*c == ' ')
+            continue;
+        ASSERT(n / 8 < cap);
+        if (*c == '1')
+            out[n / 8] = (uint8_t)(out[n / 8] | (0x80u >> (n % 8)));
+        n++;
+    }
+    return n;
+}
+
+TEST(golden_layouts)
+{
+    /* Format 1, hand-assembled from docs/store-format.md: dod 2 ('10'), a
+     * new window ('11', L=1, N=12), dod -1, and a window reuse ('10'). */
     static const uint8_t want[] = {
         0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x3f, 0xf0, 0x00, 0x00,
         0x00, 0x00, 0x00, 0x00, 0x81, 0x18, 0x4c, 0xff, 0xfb, 0xfd, 0xff, 0xe0,
     };
     static const struct point pts[] = {{1, 1.0}, {3, 1.0}, {5, 3.0}, {6, 1.0}};
-    uint8_t buf[64];
+    uint8_t buf[64], want2[64];
     struct block_enc e;
 
     memset(buf, 0xff, sizeof(buf));
-    block_enc_init(&e, buf, sizeof(buf));
+    block_enc_init_legacy(&e, buf, sizeof(buf));
     ASSERT_EQ_INT(encode_points(&e, pts, 4), 4);
     ASSERT_EQ_U64(e.bits, 128 + 59);
     ASSERT_EQ_U64(block_enc_size(&e), sizeof(want));
     ASSERT(memcmp(buf, want, sizeof(want)) == 0);
     check_block(&e, pts);
+
+    /* Format 2, the same way, field by field as docs/store-format.md. */
+    const struct point pts2[] = {{1000, 1.0}, {1002, 1.0},
+                                 {1004, 3.0}, {1005, 1.0},
+                                 {1007, 1.5}, {1008, bdbl(UINT64_C(0x7ff8000000000000))}};
+    const char *text = "10010010"           /* the tag */
+                       "0010000 000010 10"  /* 1.0: mode 16 (10^0), k 1 as zigzag 2 */
+                       "10 0000010  0"      /* dod +2; the value repeats */
+                       "0  1 10 00"         /* dod 0; k 3 from 1: z 4, r 2: q 1, low 00 */
+                       "10 1111111  1 0 11" /* dod -1; k 1 from 3: z 3, r 2: q 0, low 11 */
+                       "10 0000001  1111111111111111111" /* dod +1; 1.5 leaves 10^0: a switch */
+                       "1011111 000010 10"               /* mode 95 (2^-1): k 3 from 1.0's 2, z 2 */
+                       "10 1111111  1111111111111111111" /* dod -1; NaN leaves 2^-1: a switch */
+                       "0000000 00001 000001 1";         /* mode 0 (XOR): L 1, N 1, the bit */
+    size_t nbits = bits_from_text(text, want2, sizeof(want2));
+    memset(buf, 0xff, sizeof(buf));
+    block_enc_init(&e, buf, sizeof(buf));
+    ASSERT_EQ_INT(encode_points(&e, pts2, 6), 6);
+    ASSERT_EQ_INT(e.format, 2);
+    ASSERT_EQ_U64(e.bits, nbits);
+    ASSERT(memcmp(buf, want2, (nbits + 7) / 8) == 0);
+    check_block(&e, pts2);
 }
 
-TEST(dod_bucket_boundaries)
+/* Format 1 or 2 is told from the start time: format 2's tag is never the
+ * top byte of a format 2 block's start. */
+TEST(format_detection)
+{
+    uint8_t buf[256];
+    struct block_enc e;
+    struct block_dec d;
+    int64_t ts;
+    double v;
+    /* starts whose top byte is the tag: the encoder falls back to format 1 */
+    const int64_t tagged = u2i(UINT64_C(0x92) << 56),
+                  tagged_end = u2i(UINT64_C(0x92ffffffffffff00));
+    const struct point at_tag[] = {{tagged, 1.5}, {tagged + 7, 2.5}};
+    const struct point at_end[] = {{tagged_end, 0.25}, {tagged_end + 1, 0.5}};
+    const struct point before[] = {{tagged - 1, 3.0}, {tagged, 4.0}};
+    const struct point now[] = {{INT64_C(1767225600000000000), 61.25},
+                                {INT64_C(1767225600100000000), 62.0}};
+
+    block_enc_init(&e, buf, sizeof(buf));
+    ASSERT_EQ_INT(encode_points(&e, at_tag, 2), 2);
+    ASSERT_EQ_INT(e.format, 1);
+    check_block(&e, at_tag);
+    block_enc_init(&e, buf, sizeof(buf));
+    ASSERT_EQ_INT(encode_points(&e, at_end, 2), 2);
+    ASSERT_EQ_INT(e.format, 1);
+    check_block(&e, at_end);
+    /* cut to fewer than its 8 bytes of start, such a block begins with the
+     * tag, and is still not read as format 2 */
+    block_enc_init(&e, buf, sizeof(buf));
+    ASSERT_EQ_INT(encode_points(&e, at_tag, 2), 2);
+    for (size_t len = 1; len < 8; len++) {
+        block_dec_init(&d, buf, len, 2, at_tag[0].ts);
+        ASSERT_EQ_INT(block_dec_next(&d, &ts, &v), -EBADMSG);
+    }
+    block_enc_init(&e, buf, sizeof(buf));
+    ASSERT_EQ_INT(encode_points(&e, before, 2), 2);
+    ASSERT_EQ_INT(e.format, 2);
+    check_block(&e, before);
+
+    /* A format 1 block read with another start is corrupt, not misread. */
+    block_enc_init_legacy(&e, buf, sizeof(buf));
+    ASSERT_EQ_INT(encode_points(&e, now, 2), 2);
+    block_dec_init(&d, buf, block_enc_size(&e), 2, now[0].ts + 1);
+    ASSERT_EQ_INT(block_dec_next(&d, &ts, &v), -EBADMSG);
+    block_dec_init(&d, buf, block_enc_size(&e), 2, now[0].ts);
+    ASSERT_EQ_INT(block_dec_next(&d, &ts, &v), 1);
+    ASSERT_EQ_U64(dbits(v), dbits(61.25));
+
+    /* A format 2 block without its tag is corrupt; with it, its times come
+     * from the start it is given. */
+    block_enc_init(&e, buf, sizeof(buf));
+    ASSERT_EQ_INT(encode_points(&e, now, 2), 2);
+    ASSERT_EQ_INT(e.format, 2);
+    ASSERT_EQ_INT(buf[0], 0x92);
+    block_dec_init(&d, buf, block_enc_size(&e), 2, now[0].ts);
+    ASSERT_EQ_INT(block_dec_next(&d, &ts, &v), 1);
+    ASSERT_EQ_INT(ts, now[0].ts);
+    buf[0] = 0x93;
+    block_dec_init(&d, buf, block_enc_size(&e), 2, now[0].ts);
+    ASSERT_EQ_INT(block_dec_next(&d, &ts, &v), -EBADMSG);
+}
+
+/* The scale each kind of value lands in, and that each round-trips. */
+TEST(scaled_values)
+{
+    static const struct {
+        double v;
+        unsigned mode; /* 0 XOR, 1..31 10^(16-m)... as docs/store-format.md */
+    } cases[] = {
+        {550.123, 19},                /* watts from mW: 10^-3 */
+        {61.015625, 90},              /* 1/64 %: 2^-6 */
+        {412316860416.0 + 4096, 108}, /* bytes in pages: 2^12 */
+        {1099511627776.0, 127},       /* 1 TiB: 2^40, held as 2^9 * 2^31 */
+        {70.0, 15},                   /* ticks as 10 %: 10^1 */
+        {9007199254740991.0, 16},     /* 2^53 - 1: an integer, the tie to decimal */
+        {9007199254740992.0, 127},    /* 2^53: 2^22 * 2^31 */
+        {-3.25, 94},                  /* -13 * 2^-2 */
+        {0.0, 16},                    /* +0.0: k 0 */
+        {-0.0, 0},                    /* no scale gives -0.0 back */
+        {0.1 + 0.2, 0},               /* an arbitrary double */
+        {1e300, 0},                   /* too coarse for k * 2^31 */
+        {5e-324, 0},                  /* subnormal */
+    };
+    uint8_t buf[256];
+    struct block_enc e;
+
+    for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+        const struct point pts[] = {{100, cases[i].v}, {200, cases[i].v}, {300, 1.0}};
+        block_enc_init(&e, buf, sizeof(buf));
+        ASSERT_EQ_INT(encode_points(&e, pts, 1), 1);
+        if (e.sm.mode != cases[i].mode)
+            TEST_FAIL("%.17g: mode %u, want %u", cases[i].v, e.sm.mode, cases[i].mode);
+        ASSERT_EQ_INT(encode_points(&e, pts + 1, 2), 2);
+        check_block(&e, pts);
+    }
+
+    /* An excursion to NaN goes back to the block's scale, not a coarser one
+     * that 52.0 alone would pick. */
+    const struct point trip[] = {{1, 51.015625},
+                                 {2, 51.5},
+                                 {3, bdbl(UINT64_C(0x7ff8000000000000))},
+                                 {4, 52.0},
+                                 {5, 52.03125}};
+    block_enc_init(&e, buf, sizeof(buf));
+    ASSERT_EQ_INT(encode_points(&e, trip, 4), 4);
+    ASSERT_EQ_INT(e.sm.mode, 90);
+    ASSERT_EQ_INT(encode_points(&e, trip + 4, 1), 1);
+    check_block(&e, trip);
+
+    /* A counter: the line through the last two predicts; its residuals are
+     * what the Rice code is sized by. */
+    double c = 1e6;
+    for (uint32_t i = 0; i < 1000; i++) {
+        c += 55.0 + (double)(i % 7);
+        g_pts[i] = (struct point){INT64_C(1767225600000000000) + (int64_t)i * INTERVAL_NS, c};
+    }
+    block_enc_init(&e, buf, sizeof(buf));
+    ASSERT_EQ_INT(encode_points(&e, g_pts, 200), 200);
+    ASSERT(e.sm.sum2 < e.sm.sum1);
+    check_block(&e, g_pts);
+}
+
+BOTH_FORMATS(dod_bucket_boundaries)
 {
     static const struct {
         int64_t dod;
@@ -312,7 +529,7 @@ TEST(dod_bucket_boundaries)
         uint8_t buf[128];
         struct block_enc e;
 
-        block_enc_init(&e, buf, sizeof(buf));
+        enc_init(&e, buf, sizeof(buf));
         ASSERT_EQ_INT(encode_points(&e, pts, 2), 2);
         size_t before = e.bits;
         ASSERT_EQ_INT(block_enc_append(&e, pts[2].ts, pts[2].v), 0);
@@ -324,7 +541,7 @@ TEST(dod_bucket_boundaries)
     }
 }
 
-TEST(xor_window_edges)
+BOTH_FORMATS(xor_window_edges)
 {
     /* 64 meaningful bits (N written as 0), its reuse, 63 leading zeros (L
      * capped at 31), then a window that must regrow. */
@@ -342,25 +559,25 @@ TEST(xor_window_edges)
     roundtrip(pts, ARRAY_SIZE(pts));
 }
 
-TEST(random_series_roundtrip)
+BOTH_FORMATS(random_series_roundtrip)
 {
     uint64_t s = 0x9e3779b97f4a7c15;
-    static uint8_t buf[MAX_POINTS * 19 + 64 + CANARY_LEN];
-    static uint8_t clean[MAX_POINTS * 19 + 64];
+    static uint8_t buf[ROOMY(MAX_POINTS) + CANARY_LEN];
+    static uint8_t clean[ROOMY(MAX_POINTS)];
 
     for (int iter = 0; iter < 4000; iter++) {
         uint32_t want = 1 + (uint32_t)rng_below(&s, rng_below(&s, 4) ? 300 : 3000);
         uint32_t n = random_series(&s, g_pts, want);
         size_t cap;
         if (rng_below(&s, 3))
-            cap = (size_t)n * 19 + 20;
+            cap = ROOMY(n);
         else
             cap = (size_t)rng_below(&s, (uint64_t)n * 10 + 40);
         struct block_enc e, z;
 
         fill_random(&s, buf, cap);
         memset(buf + cap, CANARY, CANARY_LEN);
-        block_enc_init(&e, buf, cap);
+        enc_init(&e, buf, cap);
         uint32_t k = encode_points(&e, g_pts, n);
         if (k < n) {
             /* Refusal is exact and idempotent. */
@@ -377,14 +594,14 @@ TEST(random_series_roundtrip)
 
         /* Garbage in the caller's buffer must not leak into the stream. */
         memset(clean, 0, sizeof(clean));
-        block_enc_init(&z, clean, sizeof(clean));
+        enc_init(&z, clean, sizeof(clean));
         ASSERT_EQ_INT(encode_points(&z, g_pts, k), k);
         ASSERT_EQ_U64(z.bits, e.bits);
         ASSERT(memcmp(clean, buf, block_enc_size(&e)) == 0);
     }
 }
 
-TEST(regular_with_jitter)
+BOTH_FORMATS(regular_with_jitter)
 {
     uint64_t s = 42;
     int64_t t = INT64_C(1700000000000000000);
@@ -399,7 +616,7 @@ TEST(regular_with_jitter)
     roundtrip(g_pts, 5000);
 }
 
-TEST(nan_payloads)
+BOTH_FORMATS(nan_payloads)
 {
     static const uint64_t nans[] = {
         UINT64_C(0x7ff8000000000000), UINT64_C(0xfff8000000000000), UINT64_C(0x7ff0000000000001),
@@ -431,7 +648,7 @@ TEST(nan_payloads)
     roundtrip(g_pts, nn);
 }
 
-TEST(inf_and_signed_zero)
+BOTH_FORMATS(inf_and_signed_zero)
 {
     const double pinf = bdbl(UINT64_C(0x7ff0000000000000));
     const double ninf = bdbl(UINT64_C(0xfff0000000000000));
@@ -445,23 +662,23 @@ TEST(inf_and_signed_zero)
     roundtrip(infs, 5);
     roundtrip(both, 5);
 
-    block_enc_init(&e, buf, sizeof(buf));
+    enc_init(&e, buf, sizeof(buf));
     ASSERT_EQ_INT(encode_points(&e, zeros, 6), 6);
     ASSERT_EQ_U64(dbits(e.st.first), dbits(0.0));
     ASSERT_EQ_U64(dbits(e.st.last), dbits(0.0));
     ASSERT(e.st.min == 0.0 && e.st.max == 0.0 && e.st.sum == 0.0);
 
-    block_enc_init(&e, buf, sizeof(buf));
+    enc_init(&e, buf, sizeof(buf));
     ASSERT_EQ_INT(encode_points(&e, infs, 5), 5);
     ASSERT(e.st.max == pinf && e.st.min == -2.0 && e.st.sum == pinf);
 
-    block_enc_init(&e, buf, sizeof(buf));
+    enc_init(&e, buf, sizeof(buf));
     ASSERT_EQ_INT(encode_points(&e, both, 5), 5);
     ASSERT(e.st.min == ninf && e.st.max == pinf);
     ASSERT(isnan(e.st.sum)); /* IEEE: Inf + -Inf */
 }
 
-TEST(denormals)
+BOTH_FORMATS(denormals)
 {
     uint64_t s = 7;
     uint32_t n = 3000;
@@ -477,7 +694,7 @@ TEST(denormals)
     ASSERT_EQ_U64(dbits(5e-324), 1);
 }
 
-TEST(constant_series)
+BOTH_FORMATS(constant_series)
 {
     static const uint64_t consts[] = {
         UINT64_C(0),
@@ -495,16 +712,19 @@ TEST(constant_series)
             g_pts[i].ts = INT64_C(-1000000000) + (int64_t)i * INTERVAL_NS;
             g_pts[i].v = bdbl(consts[c]);
         }
-        block_enc_init(&e, buf, sizeof(buf));
+        enc_init(&e, buf, sizeof(buf));
         ASSERT_EQ_INT(encode_points(&e, g_pts, 5000), 5000);
-        /* First point raw, second a 32-bit dod and a repeat, then '0' '0'. */
-        ASSERT_EQ_U64(e.bits, 128 + 37 + 1 + 4998 * 2);
+        /* The first point (format 1: raw; format 2: the tag, a mode, then
+         * +0.0 as k = 0 in a 6-bit length, anything else raw in XOR mode),
+         * the second a 32-bit dod and a repeat, then '0' '0'. */
+        size_t first = g_legacy ? 128 : consts[c] == 0 ? 8 + 7 + 6 : 8 + 7 + 64;
+        ASSERT_EQ_U64(e.bits, first + 37 + 1 + 4998 * 2);
         check_block(&e, g_pts);
         check_stats(&e.st, g_pts, 5000);
     }
 }
 
-TEST(huge_timestamp_jumps)
+BOTH_FORMATS(huge_timestamp_jumps)
 {
     static const int64_t seqs[][5] = {
         {INT64_MIN, INT64_MAX, 0, 0, 0},
@@ -555,7 +775,7 @@ TEST(huge_timestamp_jumps)
     }
 }
 
-TEST(alternating_extremes)
+BOTH_FORMATS(alternating_extremes)
 {
     const double vals[] = {DBL_MAX, -DBL_MAX, bdbl(UINT64_C(0x7ff8000000000001)),
                            5e-324,  -0.0,     bdbl(UINT64_C(0xffffffffffffffff)),
@@ -591,14 +811,14 @@ static void assert_enc_same(const struct block_enc *a, const struct block_enc *b
     ASSERT_EQ_U64(dbits(a->st.last), dbits(b->st.last));
 }
 
-TEST(rejects_out_of_order_and_duplicates)
+BOTH_FORMATS(rejects_out_of_order_and_duplicates)
 {
     static uint8_t buf[4096], before[4096];
     uint64_t s = 11;
     struct block_enc e, saved;
     uint32_t n = 0;
 
-    block_enc_init(&e, buf, sizeof(buf));
+    enc_init(&e, buf, sizeof(buf));
     ASSERT_EQ_INT(block_enc_append(&e, INT64_MIN, 1.5), 0);
     g_pts[n++] = (struct point){INT64_MIN, 1.5};
     for (int i = 0; i < 100; i++) {
@@ -633,7 +853,7 @@ TEST(rejects_out_of_order_and_duplicates)
     check_block(&e, g_pts);
 }
 
-TEST(enospc_tiny_capacity)
+BOTH_FORMATS(enospc_tiny_capacity)
 {
     uint64_t s = 5;
     static uint8_t ref[8192];
@@ -647,7 +867,7 @@ TEST(enospc_tiny_capacity)
             memset(buf + cap, CANARY, CANARY_LEN);
             uint32_t n = random_series(&s, g_pts, 400);
 
-            block_enc_init(&e, buf, cap);
+            enc_init(&e, buf, cap);
             uint32_t k = 0;
             for (; k < n; k++) {
                 size_t bits = e.bits;
@@ -678,7 +898,7 @@ TEST(enospc_tiny_capacity)
             check_stats(&e.st, g_pts, k);
 
             /* The byte-wise tail path must agree with the word path. */
-            block_enc_init(&z, ref, sizeof(ref));
+            enc_init(&z, ref, sizeof(ref));
             ASSERT_EQ_INT(encode_points(&z, g_pts, k), k);
             ASSERT(memcmp(ref, buf, block_enc_size(&e)) == 0);
             free(buf);
@@ -686,7 +906,7 @@ TEST(enospc_tiny_capacity)
     }
 }
 
-TEST(tail_writes_stay_in_cap)
+BOTH_FORMATS(tail_writes_stay_in_cap)
 {
     /* Incompressible points make long writes, so the last ones before
      * -ENOSPC straddle the switch from word stores to byte stores. */
@@ -707,13 +927,13 @@ TEST(tail_writes_stay_in_cap)
                 g_pts[n].ts = ordered_i64(t);
                 g_pts[n].v = bdbl(rng_next(&s) | (rng_below(&s, 2) ? UINT64_C(1) : U64_SIGN));
             }
-            block_enc_init(&e, buf, cap);
+            enc_init(&e, buf, cap);
             uint32_t k = encode_points(&e, g_pts, n);
             ASSERT(k < n);
             for (size_t i = 0; i < CANARY_LEN; i++)
                 ASSERT_EQ_INT(buf[cap + i], CANARY);
             check_block(&e, g_pts);
-            block_enc_init(&z, ref, sizeof(ref));
+            enc_init(&z, ref, sizeof(ref));
             ASSERT_EQ_INT(encode_points(&z, g_pts, k), k);
             ASSERT(memcmp(ref, buf, block_enc_size(&e)) == 0);
             free(buf);
@@ -721,17 +941,17 @@ TEST(tail_writes_stay_in_cap)
     }
 }
 
-TEST(snapshot_mid_stream)
+BOTH_FORMATS(snapshot_mid_stream)
 {
     uint64_t s = 17;
-    static uint8_t buf[MAX_POINTS * 19];
+    static uint8_t buf[ROOMY(MAX_POINTS)];
     struct block_enc e;
     uint32_t n = random_series(&s, g_pts, 1500);
 
     for (uint32_t i = 0; i < n; i++)
         g_pts[i].v = random_value(&s, (int)rng_below(&s, 7), i ? g_pts[i - 1].v : 0.0);
     memset(buf, 0xee, sizeof(buf));
-    block_enc_init(&e, buf, sizeof(buf));
+    enc_init(&e, buf, sizeof(buf));
     for (uint32_t i = 0; i < n; i++) {
         ASSERT_EQ_INT(block_enc_append(&e, g_pts[i].ts, g_pts[i].v), 0);
         size_t size = block_enc_size(&e);
@@ -742,7 +962,7 @@ TEST(snapshot_mid_stream)
         struct block_dec d;
         int64_t ts;
         double v;
-        block_dec_init(&d, copy, size, k);
+        block_dec_init(&d, copy, size, k, g_pts[0].ts);
         for (uint32_t j = 0; j < k; j++) {
             ASSERT_EQ_INT(block_dec_next(&d, &ts, &v), 1);
             ASSERT_EQ_U64(ts, g_pts[j].ts);
@@ -753,15 +973,15 @@ TEST(snapshot_mid_stream)
     }
 }
 
-TEST(truncated_stream_is_ebadmsg)
+BOTH_FORMATS(truncated_stream_is_ebadmsg)
 {
     uint64_t s = 23;
-    static uint8_t buf[MAX_POINTS * 19];
+    static uint8_t buf[ROOMY(MAX_POINTS)];
 
     for (int iter = 0; iter < 60; iter++) {
         struct block_enc e;
         uint32_t n = random_series(&s, g_pts, 1 + (uint32_t)rng_below(&s, 200));
-        block_enc_init(&e, buf, sizeof(buf));
+        enc_init(&e, buf, sizeof(buf));
         ASSERT_EQ_INT(encode_points(&e, g_pts, n), n);
         size_t size = block_enc_size(&e);
 
@@ -772,7 +992,7 @@ TEST(truncated_stream_is_ebadmsg)
             double v;
             int rc;
             uint32_t got = 0;
-            block_dec_init(&d, copy, len, n);
+            block_dec_init(&d, copy, len, n, g_pts[0].ts);
             while ((rc = block_dec_next(&d, &ts, &v)) == 1) {
                 ASSERT(got < n);
                 ASSERT_EQ_U64(ts, g_pts[got].ts);
@@ -792,10 +1012,10 @@ TEST(truncated_stream_is_ebadmsg)
 /* Decoded points must be re-encodable and survive a second round trip. */
 static void check_reencode(const struct point *pts, uint32_t n)
 {
-    static uint8_t buf[MAX_POINTS * 19 + 64];
+    static uint8_t buf[ROOMY(MAX_POINTS)];
     struct block_enc e;
 
-    block_enc_init(&e, buf, (size_t)n * 19 + 20);
+    enc_init(&e, buf, ROOMY(n));
     ASSERT_EQ_INT(encode_points(&e, pts, n), n);
     check_block(&e, pts);
 }
@@ -828,13 +1048,28 @@ TEST(garbage_never_crashes)
             count = (uint32_t)rng_below(&s, 3000);
             break;
         }
+        /* a start that makes it format 1, a tag that makes it format 2,
+         * or neither */
+        int64_t start = (int64_t)rng_next(&s);
+        switch (rng_below(&s, 3)) {
+        case 0:
+            if (len >= 8)
+                start = u2i(be64(raw));
+            break;
+        case 1:
+            if (len)
+                raw[0] = 0x92;
+            break;
+        default:
+            break;
+        }
         uint8_t *copy = exact_copy(raw, len);
         struct block_dec d;
         int64_t ts;
         double v;
         int rc;
         uint32_t got = 0;
-        block_dec_init(&d, copy, len, count);
+        block_dec_init(&d, copy, len, count, start);
         while ((rc = block_dec_next(&d, &ts, &v)) == 1) {
             ASSERT(got < count);
             ASSERT(got < MAX_POINTS);
@@ -853,13 +1088,13 @@ TEST(garbage_never_crashes)
     ASSERT(saw_points > 100);
 }
 
-TEST(stats_ignore_nan)
+BOTH_FORMATS(stats_ignore_nan)
 {
     uint64_t s = 77;
-    static uint8_t buf[MAX_POINTS * 19];
+    static uint8_t buf[ROOMY(MAX_POINTS)];
     struct block_enc e;
 
-    block_enc_init(&e, buf, sizeof(buf));
+    enc_init(&e, buf, sizeof(buf));
     check_stats(&e.st, g_pts, 0);
     ASSERT_EQ_INT(e.st.count, 0);
     ASSERT_EQ_U64(block_enc_size(&e), 0);
@@ -874,7 +1109,7 @@ TEST(stats_ignore_nan)
             else
                 g_pts[i].v = (double)((int64_t)rng_below(&s, 20001) - 10000) / 8.0;
         }
-        block_enc_init(&e, buf, sizeof(buf));
+        enc_init(&e, buf, sizeof(buf));
         ASSERT_EQ_INT(encode_points(&e, g_pts, n), n);
         check_stats(&e.st, g_pts, n);
         /* Eighths of small integers sum exactly, so check it independently. */
@@ -888,7 +1123,7 @@ TEST(stats_ignore_nan)
 
     /* NaN first, then numbers: min/max pick up the first real value. */
     const struct point p[] = {{1, bdbl(UINT64_C(0xfff8000000000123))}, {2, 4.0}, {3, -2.5}};
-    block_enc_init(&e, buf, sizeof(buf));
+    enc_init(&e, buf, sizeof(buf));
     ASSERT_EQ_INT(encode_points(&e, p, 1), 1);
     ASSERT(isnan(e.st.min) && isnan(e.st.max) && e.st.sum == 0.0);
     ASSERT_EQ_INT(encode_points(&e, p + 1, 2), 2);
@@ -897,18 +1132,31 @@ TEST(stats_ignore_nan)
     ASSERT_EQ_U64(dbits(e.st.last), dbits(-2.5));
 }
 
-static double bytes_per_point(const char *name, const struct point *pts, uint32_t n)
+/* Bytes a point of pts[0..n) in format 1 (legacy) or 2, checked to decode. */
+static double bytes_per_point(int legacy, const struct point *pts, uint32_t n)
 {
-    static uint8_t buf[MAX_POINTS * 19];
+    static uint8_t buf[ROOMY(MAX_POINTS)];
     struct block_enc e;
 
-    block_enc_init(&e, buf, sizeof(buf));
+    if (legacy)
+        block_enc_init_legacy(&e, buf, sizeof(buf));
+    else
+        block_enc_init(&e, buf, sizeof(buf));
     ASSERT_EQ_INT(encode_points(&e, pts, n), n);
     check_block(&e, pts);
-    double bpp = (double)block_enc_size(&e) / (double)n;
-    fprintf(stderr, "  # %-40s %5u points %6zu bytes %6.3f bytes/point\n", name, n,
-            block_enc_size(&e), bpp);
-    return bpp;
+    return (double)block_enc_size(&e) / (double)n;
+}
+
+/* Both formats' sizes; format 2 no larger than format 1 (by slack, in
+ * bytes a point) and, for quantized values, smaller by at least gain. */
+static void compare_formats(const char *name, const struct point *pts, uint32_t n, double gain,
+                            double slack)
+{
+    double v1 = bytes_per_point(1, pts, n), v2 = bytes_per_point(0, pts, n);
+    fprintf(stderr, "  # %-36s %5u points  format 1 %6.3f  format 2 %6.3f bytes/point\n", name, n,
+            v1, v2);
+    if (v2 > v1 * (1.0 - gain) + slack)
+        TEST_FAIL("%s: format 2 %.3f bytes/point against format 1's %.3f", name, v2, v1);
 }
 
 TEST(compression_sanity)
@@ -922,12 +1170,17 @@ TEST(compression_sanity)
         g_pts[i].ts = t0 + (int64_t)i * INTERVAL_NS;
         g_pts[i].v = 42.0;
     }
+    /* Every later point costs at least 2 bits ('0' dod, '0' value). Format
+     * 1 starts with 16 bytes and 37 bits: 16 + (37 + 998 * 2) / 8 = 271
+     * bytes. Format 2 starts with the tag, mode 97 (2^1) and k = 21 as a
+     * 6-bit length and 6 bits: 27 bits, then the same, 258 bytes. */
+    block_enc_init_legacy(&e, buf, sizeof(buf));
+    ASSERT_EQ_INT(encode_points(&e, g_pts, 1000), 1000);
+    ASSERT_EQ_U64(block_enc_size(&e), 271);
     block_enc_init(&e, buf, sizeof(buf));
     ASSERT_EQ_INT(encode_points(&e, g_pts, 1000), 1000);
-    /* Every later point costs at least 2 bits ('0' dod, '0' value), so the
-     * floor is 16 + 37/8 + 998 * 2/8 bytes: 271. */
-    ASSERT_EQ_U64(block_enc_size(&e), 271);
-    bytes_per_point("100ms exact, constant", g_pts, 1000);
+    ASSERT_EQ_U64(block_enc_size(&e), 258);
+    compare_formats("100ms exact, constant", g_pts, 1000, 0.04, 0);
 
     /* Utilisation gauge: 100 ms +- 50 us, percent with one decimal. */
     double v = 37.5;
@@ -940,7 +1193,7 @@ TEST(compression_sanity)
             v = 100.0;
         g_pts[i].v = (double)(int64_t)(v * 10.0 + 0.5) / 10.0;
     }
-    bytes_per_point("gauge 100ms+-50us, 0.1 steps", g_pts, 4000);
+    compare_formats("gauge 100ms+-50us, 0.1 steps", g_pts, 4000, 0.25, 0);
 
     /* Monotonic counter (bytes sent), exact ticks. */
     double c = 1e9;
@@ -949,9 +1202,10 @@ TEST(compression_sanity)
         c += (double)rng_below(&s, 65536);
         g_pts[i].v = c;
     }
-    bytes_per_point("counter 100ms, integer increments", g_pts, 4000);
+    compare_formats("counter 100ms, integer increments", g_pts, 4000, 0.25, 0);
 
-    /* Resident memory: mostly flat, occasional page-sized steps. */
+    /* Resident memory: mostly flat, occasional page-sized steps. The
+     * times' jitter takes most of the bytes of both. */
     double rss = 512.0 * 1024 * 1024;
     for (uint32_t i = 0; i < 4000; i++) {
         g_pts[i].ts = t0 + (int64_t)i * INTERVAL_NS + (int64_t)rng_below(&s, 2001) - 1000;
@@ -959,16 +1213,38 @@ TEST(compression_sanity)
             rss += 4096.0 * (double)((int64_t)rng_below(&s, 64) - 16);
         g_pts[i].v = rss;
     }
-    bytes_per_point("rss 100ms+-1us, sparse 4k steps", g_pts, 4000);
+    compare_formats("rss 100ms+-1us, sparse 4k steps", g_pts, 4000, 0.01, 0);
 
-    /* Full-precision random walk: close to the worst realistic case. */
-    double w = 0.0;
+    /* Shares in 1/64 % steps around a level, as the CPU collectors store. */
+    double level = 60.0;
     for (uint32_t i = 0; i < 4000; i++) {
         g_pts[i].ts = t0 + (int64_t)i * INTERVAL_NS;
-        w += (double)(rng_next(&s) >> 11) / 9007199254740992.0 - 0.5;
-        g_pts[i].v = w;
+        level += (double)((int64_t)rng_below(&s, 129) - 64) / 64.0;
+        level = level < 0 ? 0 : level > 100 ? 100 : level;
+        g_pts[i].v =
+            nearbyint((level + (double)((int64_t)rng_below(&s, 257) - 128) / 64.0) * 64.0) / 64.0;
     }
-    bytes_per_point("random walk, full precision", g_pts, 4000);
+    compare_formats("share in 1/64 %, noisy", g_pts, 4000, 0.15, 0);
+
+    /* Watts from milliwatts: three decimals, which no binary double holds. */
+    double w = 300.0;
+    for (uint32_t i = 0; i < 4000; i++) {
+        g_pts[i].ts = t0 + (int64_t)i * INTERVAL_NS;
+        w += (double)((int64_t)rng_below(&s, 2001) - 1000) / 1000.0;
+        g_pts[i].v = nearbyint(w * 1000.0) / 1000.0;
+    }
+    compare_formats("watts, three decimals", g_pts, 4000, 0.50, 0);
+
+    /* Full-precision random walk: close to the worst realistic case. The
+     * scales find nothing; format 2 is XOR like format 1, one bit more for
+     * a new window. */
+    double x = 0.0;
+    for (uint32_t i = 0; i < 4000; i++) {
+        g_pts[i].ts = t0 + (int64_t)i * INTERVAL_NS;
+        x += (double)(rng_next(&s) >> 11) / 9007199254740992.0 - 0.5;
+        g_pts[i].v = x;
+    }
+    compare_formats("random walk, full precision", g_pts, 4000, 0, 0.15);
 }
 
 /* Compose hand-made streams, MSB first, into a zeroed buffer. */
@@ -987,16 +1263,16 @@ TEST(decoder_edge_cases)
     double v = 1.0;
 
     /* count 0 never reads, even from NULL. */
-    block_dec_init(&d, NULL, 0, 0);
+    block_dec_init(&d, NULL, 0, 0, 0);
     ASSERT_EQ_INT(block_dec_next(&d, &ts, &v), 0);
-    block_dec_init(&d, NULL, 0, 1);
+    block_dec_init(&d, NULL, 0, 1, 0);
     ASSERT_EQ_INT(block_dec_next(&d, &ts, &v), -EBADMSG);
 
     /* Point 2 with dod +1 ('10' 0000001) and value '10': no window yet. */
     memset(buf, 0, sizeof(buf));
     set_bits(buf, 128, 0x101, 9);
     set_bits(buf, 137, 0x2, 2);
-    block_dec_init(&d, buf, sizeof(buf), 2);
+    block_dec_init(&d, buf, sizeof(buf), 2, 0);
     ASSERT_EQ_INT(block_dec_next(&d, &ts, &v), 1);
     ASSERT_EQ_INT(block_dec_next(&d, &ts, &v), -EBADMSG);
 
@@ -1006,7 +1282,7 @@ TEST(decoder_edge_cases)
     set_bits(buf, 137, 0x3, 2);
     set_bits(buf, 139, 31, 5);
     set_bits(buf, 144, 63, 6);
-    block_dec_init(&d, buf, sizeof(buf), 2);
+    block_dec_init(&d, buf, sizeof(buf), 2, 0);
     ASSERT_EQ_INT(block_dec_next(&d, &ts, &v), 1);
     ASSERT_EQ_INT(block_dec_next(&d, &ts, &v), -EBADMSG);
 
@@ -1017,7 +1293,7 @@ TEST(decoder_edge_cases)
     set_bits(buf, 139, 31, 5);
     set_bits(buf, 144, 33, 6);
     set_bits(buf, 150, 1, 33);
-    block_dec_init(&d, buf, sizeof(buf), 2);
+    block_dec_init(&d, buf, sizeof(buf), 2, 0);
     ASSERT_EQ_INT(block_dec_next(&d, &ts, &v), 1);
     ASSERT_EQ_INT(block_dec_next(&d, &ts, &v), 1);
     ASSERT_EQ_INT(ts, 1);
@@ -1027,38 +1303,62 @@ TEST(decoder_edge_cases)
     memset(buf, 0, sizeof(buf));
     set_bits(buf, 0, 16, 64);
     set_bits(buf, 128, 0x17f, 9);
-    block_dec_init(&d, buf, sizeof(buf), 2);
+    block_dec_init(&d, buf, sizeof(buf), 2, 16);
     ASSERT_EQ_INT(block_dec_next(&d, &ts, &v), 1);
     ASSERT_EQ_INT(ts, 16);
     ASSERT_EQ_INT(block_dec_next(&d, &ts, &v), -EBADMSG);
 
     /* dod '0' on the first delta is a duplicate time: corrupt too. */
     memset(buf, 0, sizeof(buf));
-    block_dec_init(&d, buf, sizeof(buf), 2);
+    block_dec_init(&d, buf, sizeof(buf), 2, 0);
     ASSERT_EQ_INT(block_dec_next(&d, &ts, &v), 1);
     ASSERT_EQ_INT(block_dec_next(&d, &ts, &v), -EBADMSG);
+
+    /* Format 2: corrupt fields each fail, whatever follows them. */
+    static const char *const bad2[] = {
+        "10010010 0100001",          /* mode 33: no such mode */
+        "10010010 1111111 000001 1", /* mode 127 is fine... */
+        "10010010 0010000 111010",   /* a 58-bit length: more than k holds */
+        "10010010 0010000 110111 1"  /* k = 2^53 (zigzag 2^54): out of range */
+        "000000000000000000000000000000000000000000000000000000",
+        "10010010 0000000 0000000000000000000000000000000000000000000000000000000000000000"
+        "10 0000001 1 0", /* XOR from a raw first value: no window */
+        "10010010 0010000 000010 10  10 0000001  1 111111111111 111111 0100001",
+        /* a switch to mode 33 */
+    };
+    static const int ok_points[] = {0, 1, 0, 0, 1, 1};
+    for (size_t i = 0; i < ARRAY_SIZE(bad2); i++) {
+        uint8_t b2[64];
+        bits_from_text(bad2[i], b2, sizeof(b2));
+        block_dec_init(&d, b2, sizeof(b2), 2, 5);
+        int got = 0, rc;
+        while ((rc = block_dec_next(&d, &ts, &v)) == 1)
+            got++;
+        if (got != ok_points[i] || (i != 1 && rc != -EBADMSG))
+            TEST_FAIL("case %zu: %d points, rc %d", i, got, rc);
+    }
 }
 
 /* block_dec_many gives the points block_dec_next gives, in batches of any
  * size, and stops at the same point of a cut stream with -EBADMSG. */
-TEST(decode_many_matches_one_by_one)
+BOTH_FORMATS(decode_many_matches_one_by_one)
 {
     uint64_t s = 41;
-    static uint8_t buf[MAX_POINTS * 19];
+    static uint8_t buf[ROOMY(MAX_POINTS)];
     static int64_t ts[MAX_POINTS];
     static double v[MAX_POINTS];
 
     for (int iter = 0; iter < 40; iter++) {
         struct block_enc e;
         uint32_t n = random_series(&s, g_pts, 1 + (uint32_t)rng_below(&s, 300));
-        block_enc_init(&e, buf, sizeof(buf));
+        enc_init(&e, buf, sizeof(buf));
         ASSERT_EQ_INT(encode_points(&e, g_pts, n), n);
         size_t size = block_enc_size(&e);
         uint32_t batch = 1 + (uint32_t)rng_below(&s, 64);
         for (size_t len = size - (size > 40 ? 40 : size); len <= size; len++) {
             uint8_t *copy = exact_copy(buf, len);
             struct block_dec d;
-            block_dec_init(&d, copy, len, n);
+            block_dec_init(&d, copy, len, n, g_pts[0].ts);
             uint32_t got = 0, k;
             int err = 0;
             while (!err && (k = block_dec_many(&d, ts + got, v + got, batch, &err)) > 0)
@@ -1079,9 +1379,16 @@ TEST(decode_many_matches_one_by_one)
     }
 }
 
-TEST_MAIN(golden_layout, decode_many_matches_one_by_one, dod_bucket_boundaries, xor_window_edges,
-          random_series_roundtrip, regular_with_jitter, nan_payloads, inf_and_signed_zero,
-          denormals, constant_series, huge_timestamp_jumps, alternating_extremes,
-          rejects_out_of_order_and_duplicates, enospc_tiny_capacity, tail_writes_stay_in_cap,
-          snapshot_mid_stream, truncated_stream_is_ebadmsg, garbage_never_crashes, stats_ignore_nan,
-          compression_sanity, decoder_edge_cases)
+TEST_MAIN(golden_layouts, format_detection, scaled_values, decode_many_matches_one_by_one,
+          decode_many_matches_one_by_one_legacy, dod_bucket_boundaries,
+          dod_bucket_boundaries_legacy, xor_window_edges, xor_window_edges_legacy,
+          random_series_roundtrip, random_series_roundtrip_legacy, regular_with_jitter,
+          regular_with_jitter_legacy, nan_payloads, nan_payloads_legacy, inf_and_signed_zero,
+          inf_and_signed_zero_legacy, denormals, denormals_legacy, constant_series,
+          constant_series_legacy, huge_timestamp_jumps, huge_timestamp_jumps_legacy,
+          alternating_extremes, alternating_extremes_legacy, rejects_out_of_order_and_duplicates,
+          rejects_out_of_order_and_duplicates_legacy, enospc_tiny_capacity,
+          enospc_tiny_capacity_legacy, tail_writes_stay_in_cap, tail_writes_stay_in_cap_legacy,
+          snapshot_mid_stream, snapshot_mid_stream_legacy, truncated_stream_is_ebadmsg,
+          truncated_stream_is_ebadmsg_legacy, garbage_never_crashes, stats_ignore_nan,
+          stats_ignore_nan_legacy, compression_sanity, decoder_edge_cases)

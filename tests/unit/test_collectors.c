@@ -165,7 +165,7 @@ static double value_at(const struct series_table *t, const char *name, const cha
 {
     const struct series *s = must_series(t, name, labels);
     struct block_dec d;
-    block_dec_init(&d, s->open_buf, block_enc_size(&s->enc), s->enc.st.count);
+    block_dec_init(&d, s->open_buf, block_enc_size(&s->enc), s->enc.st.count, s->enc.st.start_ns);
     int64_t ts;
     double v = NAN;
     for (uint32_t k = 0; k <= i; k++)

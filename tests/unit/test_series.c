@@ -34,7 +34,7 @@ static void check_block(const uint8_t *buf, size_t len, uint32_t count, const in
                         const double *want_v)
 {
     struct block_dec d;
-    block_dec_init(&d, buf, len, count);
+    block_dec_init(&d, buf, len, count, count ? want_ts[0] : 0);
     for (uint32_t i = 0; i < count; i++) {
         int64_t ts;
         double v;

@@ -1237,15 +1237,25 @@ TEST(two_stores_created_together)
 
 /* ---- points -------------------------------------------------------------------------------- */
 
-/* Encode n points starting at ts0, one second apart, and store the block. */
-static void store_points(struct store *s, int64_t sid, int64_t ts0, const double *v, size_t n)
+/* Encode n points starting at ts0, one second apart, and store the block
+ * (in codec format 1, as older stores hold, when legacy). */
+static void store_points_as(struct store *s, int64_t sid, int64_t ts0, const double *v, size_t n,
+                            int legacy)
 {
     uint8_t buf[2048];
     struct block_enc e;
-    block_enc_init(&e, buf, sizeof(buf));
+    if (legacy)
+        block_enc_init_legacy(&e, buf, sizeof(buf));
+    else
+        block_enc_init(&e, buf, sizeof(buf));
     for (size_t i = 0; i < n; i++)
         ASSERT_EQ_INT(block_enc_append(&e, ts0 + (int64_t)i * NS_PER_S, v[i]), 0);
     ASSERT_EQ_INT(s->ops->block_upsert(s, sid, &e.st, buf, block_enc_size(&e)), 0);
+}
+
+static void store_points(struct store *s, int64_t sid, int64_t ts0, const double *v, size_t n)
+{
+    store_points_as(s, sid, ts0, v, n, 0);
 }
 
 TEST(points_roundtrip_and_stats)
@@ -1256,13 +1266,14 @@ TEST(points_roundtrip_and_stats)
     insert_run(s, "0000000000000111", "p", 1);
     int64_t sid;
     ASSERT_EQ_INT(s->ops->series_insert(s, "0000000000000111", "v", "", "1", NULL, &sid), 0);
-    /* 1..20 shuffled with a NaN among them, in three blocks */
+    /* 1..20 shuffled with a NaN among them, in three blocks; the middle
+     * one in codec format 1, as a store written before format 2 holds */
     static const double v[] = {7,  3,  20, 1,  15, 9,  12, NAN, 2,  18, 5,
                                11, 19, 4,  16, 8,  14, 6,  10,  13, 17};
     const size_t n = ARRAY_SIZE(v);
     const int64_t t0 = INT64_C(1717000000000000000);
     store_points(s, sid, t0, v, 7);
-    store_points(s, sid, t0 + 7 * NS_PER_S, v + 7, 7);
+    store_points_as(s, sid, t0 + 7 * NS_PER_S, v + 7, 7, 1);
     store_points(s, sid, t0 + 14 * NS_PER_S, v + 14, n - 14);
     /* a damaged block in the middle of the series: skipped and counted */
     struct block_stats bad = stats(t0 + 100 * NS_PER_S, t0 + 105 * NS_PER_S, 5, 0, 0, 0);
