@@ -238,6 +238,10 @@ def cmd_storage(a):
         csv_path = os.path.join(tmp, "demo.csv")
         subprocess.run([a.strobe, "export", "--store", db, "--format", "csv", "-o", csv_path,
                         "demo"], check=True)
+        # the run's own points in the codec's two formats, side by side
+        formats = json.loads(subprocess.run(
+            [os.path.join(os.path.dirname(a.strobe), "bench", "codec_formats"), db, "demo"],
+            capture_output=True, text=True, check=True).stdout)
         rows = []
         with open(csv_path, newline="") as f:
             r = csv.reader(f)
@@ -308,6 +312,7 @@ def cmd_storage(a):
             "jsonl_example": example,
             "csv_bytes_per_sample": os.path.getsize(csv_path) / n,
             "by_series": by_series,
+            "codec_formats": formats,
         }, sys.stdout)
         print()
     finally:
@@ -607,7 +612,7 @@ def cmd_report(a):
         w("")
         w("| format | bytes | B/sample | vs strobe blocks |")
         w("|---|---:|---:|---:|")
-        w("| strobe: Gorilla block data (`bytes_per_sample` of `strobe show --json`) | %d | %.2f | 1.0× |" % (
+        w("| strobe: block data (`bytes_per_sample` of `strobe show --json`) | %d | %.2f | 1.0× |" % (
             st["strobe_stored_bytes"], sb))
         w("| strobe: whole store file after checkpoint + VACUUM | %d | %.2f | %.1f× |" % (
             st["strobe_file_bytes"], st["strobe_file_bytes_per_sample"],
@@ -639,6 +644,25 @@ def cmd_report(a):
             w("| framework events, block data (%d events, %d steps) | ≤ 8 B/event | %.2f | %s |" % (
                 st["events"], st["steps"], be, verdict(be <= 8)))
         w("")
+        cf = st.get("codec_formats")
+        if cf:
+            f1, f2 = cf["format1"], cf["format2"]
+            w("The run's own %d points of %d series, encoded again in each codec format, "
+              "as the recorder cuts blocks (`bench/codec_formats`, medians of 5):" % (
+                  cf["points"], cf["series"]))
+            w("")
+            w("| format | B/point | blocks | encode ns/point | decode ns/point |")
+            w("|---|---:|---:|---:|---:|")
+            for name, f in (("1: Gorilla, XOR (older stores)", f1),
+                            ("2: scaled integers, Rice (written now)", f2)):
+                w("| %s | %.3f | %d | %.1f | %.1f |" % (
+                    name, f["bytes_per_point"], f["blocks"], f["encode_ns_per_point"],
+                    f["decode_ns_per_point"]))
+            w("| format 1 ÷ format 2 | %.2f× | | %.2f× | %.2f× |" % (
+                f1["bytes_per_point"] / f2["bytes_per_point"],
+                f1["encode_ns_per_point"] / f2["encode_ns_per_point"],
+                f1["decode_ns_per_point"] / f2["decode_ns_per_point"]))
+            w("")
         bs = st.get("by_series", [])
         if bs:
             bands = [("< 0.5 B/point", 0, 0.5), ("0.5-2 B/point", 0.5, 2), ("2-5 B/point", 2, 5),
