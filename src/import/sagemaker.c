@@ -23,6 +23,7 @@
 #include "common/json_writer.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/label.h"
 #include "common/strlist.h"
 #include "common/strtab.h"
 #include "common/version.h"
@@ -266,27 +267,38 @@ static int only_space(const char *buf, size_t len)
 
 /* ---- nodes ------------------------------------------------------------------ */
 
+/* The node named id (as sanitize() leaves it: the same name is always the
+ * same node, the first line's or the hundredth's), added when new. */
 static int node_index(struct sagemaker_import *im, const char *id, uint32_t *out)
 {
     if (*out < im->nnodes && strcmp(im->nodes[*out].id, id) == 0)
         return 0; /* the node of the previous line, usually */
+    char *clean = strdup(id);
+    if (!clean)
+        return -ENOMEM;
+    sanitize(clean);
     for (uint32_t i = 0; i < im->nnodes; i++)
-        if (strcmp(im->nodes[i].id, id) == 0) {
+        if (strcmp(im->nodes[i].id, clean) == 0) {
+            free(clean);
             *out = i;
             return 0;
         }
+    int rc = 0;
     if (im->nnodes >= SM_NODES_MAX)
-        return -E2BIG;
-    if (array_grow((void **)&im->nodes, &im->nodes_cap, im->nnodes + 1, sizeof(*im->nodes), 8) <
-            0 ||
-        array_grow((void **)&im->info, &im->info_cap, im->nnodes + 1, sizeof(*im->info), 8) < 0)
-        return -ENOMEM;
+        rc = -E2BIG;
+    else if (array_grow((void **)&im->nodes, &im->nodes_cap, im->nnodes + 1, sizeof(*im->nodes),
+                        8) < 0 ||
+             array_grow((void **)&im->info, &im->info_cap, im->nnodes + 1, sizeof(*im->info), 8) <
+                 0)
+        rc = -ENOMEM;
+    if (rc < 0) {
+        free(clean);
+        return rc;
+    }
     struct sagemaker_node *n = &im->nodes[im->nnodes];
     memset(n, 0, sizeof(*n));
     memset(&im->info[im->nnodes], 0, sizeof(im->info[0]));
-    if (!(n->id = strdup(id)))
-        return -ENOMEM;
-    sanitize(n->id);
+    n->id = clean;
     *out = im->nnodes++;
     return 0;
 }
@@ -1975,66 +1987,19 @@ int64_t sagemaker_median_i64(int64_t *v, uint64_t n)
     return a + (int64_t)(((uint64_t)b - (uint64_t)a) / 2); /* b >= a */
 }
 
-struct label_pairs {
-    const char *pairs[9]; /* eight labels at most, and node= */
-    size_t lens[9];
-    size_t n;
-};
-
-static int take_label(const char *item, size_t len, void *arg)
-{
-    struct label_pairs *l = arg;
-    l->pairs[l->n] = item;
-    l->lens[l->n++] = len;
-    return l->n == 8; /* the rest are dropped */
-}
-
-/* labels plus node=<node>, keys sorted, as strobe writes labels. */
-static void labels_with_node(const char *labels, const char *node, struct strbuf *out)
-{
-    struct label_pairs l = {.n = 0};
-    strlist_each(labels, take_label, &l);
-    const char **pairs = l.pairs;
-    size_t *lens = l.lens, n = l.n;
-    struct strbuf nl;
-    strbuf_init(&nl);
-    strbuf_addf(&nl, "node=%s", node);
-    pairs[n] = nl.buf;
-    lens[n++] = nl.len;
-    for (size_t i = 1; i < n; i++) { /* insertion sort by key */
-        for (size_t j = i; j > 0; j--) {
-            size_t ka = strcspn(pairs[j - 1], "="), kb = strcspn(pairs[j], "=");
-            size_t m = ka < kb ? ka : kb;
-            int c = strncmp(pairs[j - 1], pairs[j], m);
-            if (c < 0 || (c == 0 && ka <= kb))
-                break;
-            const char *tp = pairs[j];
-            size_t tl = lens[j];
-            pairs[j] = pairs[j - 1];
-            lens[j] = lens[j - 1];
-            pairs[j - 1] = tp;
-            lens[j - 1] = tl;
-        }
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (i)
-            strbuf_addch(out, ',');
-        strbuf_add(out, pairs[i], lens[i]);
-    }
-    strbuf_release(&nl);
-}
-
 static int store_series(struct sagemaker_import *im, struct store *s, const char *run_id,
                         const struct sm_series *sr)
 {
     struct strbuf labels;
     strbuf_init(&labels);
-    if (im->nnodes > 1)
-        labels_with_node(sr->labels, im->nodes[sr->node].id, &labels);
+    int rc = 0;
+    if (im->nnodes > 1) /* node=<id> among the labels, escaped, in key order */
+        rc = labels_insert(sr->labels, "node", im->nodes[sr->node].id, &labels);
     else
         strbuf_adds(&labels, sr->labels);
     int64_t id;
-    int rc = s->ops->series_insert(s, run_id, sr->name, labels.buf, sr->unit, sr->meta, &id);
+    if (rc == 0)
+        rc = s->ops->series_insert(s, run_id, sr->name, labels.buf, sr->unit, sr->meta, &id);
     strbuf_release(&labels);
     /* blocks exactly as the recorder seals them: at SERIES_BLOCK_POINTS
      * points, or when the next point does not fit */

@@ -16,6 +16,7 @@
 #include "common/array.h"
 #include "common/json_writer.h"
 #include "common/metrics.h"
+#include "common/label.h"
 #include "common/strlist.h"
 #include "import/json.h"
 #include "import/sagemaker.h"
@@ -98,41 +99,23 @@ static int node_id(struct ex_ctx *x, const char *id, uint32_t *out)
     return 0;
 }
 
-struct node_split {
-    struct strbuf o; /* the labels but node= */
-    const char *id;  /* node='s value, the last one, or NULL */
-    size_t id_len;
-};
-
-static int split_node_item(const char *item, size_t len, void *arg)
-{
-    struct node_split *s = arg;
-    if (len > 5 && strncmp(item, "node=", 5) == 0) {
-        s->id = item + 5;
-        s->id_len = len - 5;
-    } else {
-        if (s->o.len)
-            strbuf_addch(&s->o, ',');
-        strbuf_add(&s->o, item, len);
-    }
-    return 0;
-}
-
 /* labels without node=, and the node (default when none) */
 static int split_node(struct ex_ctx *x, const char *labels, char **rest, uint32_t *node)
 {
-    struct node_split s = {.id = NULL};
-    strbuf_init(&s.o);
-    strlist_each(labels, split_node_item, &s);
+    struct strbuf o, escaped, id;
+    strbuf_init(&o);
+    strbuf_init(&escaped);
+    strbuf_init(&id);
     int rc;
-    if (s.id) {
-        char *copy = strndup(s.id, s.id_len);
-        rc = copy ? node_id(x, copy, node) : -ENOMEM;
-        free(copy);
+    if (labels_take(labels, "node", &o, &escaped) && escaped.len) {
+        label_unescape(&id, escaped.buf, escaped.len);
+        rc = id.err ? id.err : node_id(x, id.buf, node);
     } else {
         rc = node_id(x, x->default_node, node);
     }
-    *rest = strbuf_detach(&s.o);
+    strbuf_release(&escaped);
+    strbuf_release(&id);
+    *rest = strbuf_detach(&o);
     return *rest ? rc : -ENOMEM;
 }
 

@@ -426,6 +426,41 @@ if p.returncode == 0:
     near("odd times: the run starts at its first real point", r["start_ns"] / 1e9, T0, 0.01)
     check("odd times: and lasts seconds, not decades", r["duration_s"] < 10, r["duration_s"])
 
+# ---- node names that would read as labels ---------------------------------------------
+# A node's name joins its series' labels, the run's host list and the trace's
+# process names; ',', '=', '{' and '}' become '_' there. Every line of such a
+# node must still land in that one node (each line made a node of its own
+# before, and the import failed on a duplicate series).
+odd_nodes = os.path.join(TMP, "odd-nodes")
+sysd = hour_dir(os.path.join(odd_nodes, "system", "incremental"), T0)
+os.makedirs(sysd)
+NAMES = ("algo-1", "x,y=z{1}")
+for i, node in enumerate(NAMES):
+    with open(os.path.join(sysd, f"{int(T0)}.{i}.json"), "w") as f:
+        for k in range(5):
+            f.write(json.dumps({"Type": "cpu", "Name": "cpu0", "Dimension": "CPUUtilization",
+                                "Value": 10.0 * (i + 1) + k, "NodeId": node,
+                                "Timestamp": T0 + k}) + "\n")
+db3 = store_path("odd-nodes.db")
+p = strobe("import", "sagemaker", "--name", "oddn", odd_nodes, store=db3)
+check("odd node names: the import succeeds", p.returncode == 0, p.stderr[-300:])
+pts = points(db3, "cpu.util", "oddn")
+want = {"cpu.util{core=0,node=algo-1}", "cpu.util{core=0,node=x_y_z_1_}",
+        "cpu.util{node=algo-1}", "cpu.util{node=x_y_z_1_}"}
+check("odd node names: one series a node and core", set(pts) == want, sorted(pts))
+check("odd node names: each node's own values",
+      [v for _, v in pts.get("cpu.util{core=0,node=x_y_z_1_}", [])] ==
+      [20.0, 21.0, 22.0, 23.0, 24.0], pts)
+out = os.path.join(TMP, "odd-nodes-out")
+p = strobe("export", "--format", "sagemaker", "-o", out, "oddn", store=db3)
+check("odd node names: export exit 0", p.returncode == 0, p.stderr)
+ids = set()
+for root, _, files in os.walk(os.path.join(out, "system")):
+    for fn in files:
+        with open(os.path.join(root, fn)) as f:
+            ids |= {json.loads(line)["NodeId"] for line in f if line.strip()}
+check("odd node names: the export names the two nodes", ids == {"algo-1", "x_y_z_1_"}, ids)
+
 # ---- a round trip of a real recording ---------------------------------------------
 db2 = store_path("rt.db")
 p = run(db2, PYTHON, "examples/train.py", "--steps", "40", opts=("--name", "orig"))
