@@ -55,10 +55,14 @@ CORE_LIB := $(BUILD)/libstrobe-core.a
 # strobe reads the tree through procfs only. BPF=0 forces that.
 BPF ?= $(shell test -r /sys/kernel/btf/vmlinux && test -r /usr/include/bpf/libbpf.h && \
          command -v clang >/dev/null && command -v bpftool >/dev/null && echo 1 || echo 0)
+FUZZ_GEN := $(BUILD)/gen/report_assets.c
+FUZZ_LIBS := -lsqlite3 -lzstd -lz -lm -ldl -pthread
 ifeq ($(BPF),1)
 CPPFLAGS += -DSTROBE_BPF=1
 LDLIBS   += -lbpf
 CORE_OBJ += $(BUILD)/gen/procbpf_object.o
+FUZZ_GEN += $(BUILD)/gen/procbpf_object.c
+FUZZ_LIBS += -lbpf
 endif
 
 .PHONY: all test demo bench format format-check clean bootstrap unit fuzz install
@@ -213,12 +217,12 @@ include python/python.mk
 -include tests/nvml/nvml.mk
 
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
-fuzz: $(BUILD)/gen/report_assets.c
+fuzz: $(FUZZ_GEN)
 	@mkdir -p $(BUILD)/fuzz
 	@for f in $(FUZZ_SRC); do \
 	  n=$$(basename $$f .c); \
 	  clang $(CPPFLAGS) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
-	    -o $(BUILD)/fuzz/$$n $$f $(filter-out src/serve/%,$(CORE_SRC)) $(BUILD)/gen/report_assets.c -lsqlite3 -lzstd -lz -lm -ldl -pthread || exit 1; \
+	    -o $(BUILD)/fuzz/$$n $$f $(filter-out src/serve/%,$(CORE_SRC)) $(FUZZ_GEN) $(FUZZ_LIBS) || exit 1; \
 	  echo "built $(BUILD)/fuzz/$$n"; \
 	done
 
