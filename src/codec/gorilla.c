@@ -48,12 +48,13 @@
 #define K_LIMIT      0x1p53 /* |k| below this: (double)k is exact */
 /* Rice: a quotient of RICE_QMAX or more is an escape, RICE_QMAX ones, then a
  * 6-bit length and the residual's bits; length LEN_SWITCH is a mode switch. */
-#define RICE_QMAX  12u
-#define LEN_BITS   6u
-#define LEN_SWITCH 63u
-#define RICE_RESET 64u
-#define RICE_SUM0  4u
-#define RICE_MAX_K 57u
+#define RICE_QMAX          12u
+#define LEN_BITS           6u
+#define LEN_SWITCH         63u
+#define RICE_RESET         64u
+#define RICE_SUM0          4u
+#define RICE_MAX_K         57u
+#define SEARCH_BACKOFF_MAX 32u /* values a failed scale search skips, at most */
 
 #define NAN_BITS_MIN UINT64_C(0x7ff0000000000001)
 #define ABS_MASK     UINT64_C(0x7fffffffffffffff)
@@ -357,12 +358,18 @@ static unsigned coarsest_binary(double v, int64_t *k)
  * of the coarsest decimal and binary scales gives the smaller |k| (a tie
  * goes to decimal); MODE_XOR when none holds it.
  */
+static unsigned coarsest_mode(double v, int64_t *k);
+
 static unsigned choose_mode(const struct scaled_model *sm, double v, int64_t *k)
 {
-    int64_t kd = 0, kb = 0;
-
     if (sm->last && sm->last != sm->mode && to_scaled(sm->last, v, k) == 0)
         return sm->last;
+    return coarsest_mode(v, k);
+}
+
+static unsigned coarsest_mode(double v, int64_t *k)
+{
+    int64_t kd = 0, kb = 0;
     unsigned md = coarsest_decimal(v, &kd);
     unsigned mb = coarsest_binary(v, &kb);
     if (mb != MODE_XOR && (md == MODE_XOR || abs_u64(kb) < abs_u64(kd))) {
@@ -505,6 +512,34 @@ static void put_switch(struct block_enc *e, unsigned m, int64_t k, uint64_t vb)
     put_entry(e, m, k);
 }
 
+/*
+ * In XOR mode, whether v has a scale. The block's last scale is tried on
+ * every value; the full search (up to nine divisions) backs off after each
+ * miss, 1, 2, 4 ... 32 values, so a series of arbitrary doubles costs
+ * about what format 1 costs. An encoder-only choice: the decoder reads
+ * whatever mode was written.
+ */
+static unsigned xor_mode_search(struct block_enc *e, double v, int64_t *k)
+{
+    const struct scaled_model *sm = &e->sm;
+    if (sm->last && to_scaled(sm->last, v, k) == 0)
+        return sm->last;
+    if (e->search_skip) {
+        e->search_skip--;
+        return MODE_XOR;
+    }
+    unsigned m = coarsest_mode(v, k);
+    if (m == MODE_XOR) {
+        e->search_backoff = e->search_backoff ? (uint8_t)(e->search_backoff * 2) : 1;
+        if (e->search_backoff > SEARCH_BACKOFF_MAX)
+            e->search_backoff = SEARCH_BACKOFF_MAX;
+        e->search_skip = e->search_backoff;
+    } else {
+        e->search_backoff = 0;
+    }
+    return m;
+}
+
 static void put_value_v2(struct block_enc *e, double v, uint64_t vb)
 {
     struct scaled_model *sm = &e->sm;
@@ -530,7 +565,7 @@ static void put_value_v2(struct block_enc *e, double v, uint64_t vb)
         put_switch(e, m, k, vb);
         return;
     }
-    unsigned m = choose_mode(sm, v, &k);
+    unsigned m = xor_mode_search(e, v, &k);
     if (m == MODE_XOR) {
         put_xor(e, vb ^ e->prev_value, 0x6, 3);
         return;

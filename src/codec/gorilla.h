@@ -59,16 +59,18 @@ struct scaled_model {
 };
 
 struct block_enc {
-    uint8_t *buf;        /* caller-owned output buffer */
-    size_t cap;          /* its capacity in bytes */
-    size_t bits;         /* bits written so far */
-    int64_t prev_ts;     /* timestamp of the previous point */
-    int64_t prev_delta;  /* previous timestamp delta */
-    uint64_t prev_value; /* bits of the previous value */
-    unsigned prev_lead;  /* leading zeros of the previous XOR window */
-    unsigned prev_trail; /* trailing zeros of the previous XOR window */
-    uint8_t format;      /* 1 or 2; 0 until the first point, or legacy */
-    uint8_t legacy;      /* write format 1 whatever the start */
+    uint8_t *buf;           /* caller-owned output buffer */
+    size_t cap;             /* its capacity in bytes */
+    size_t bits;            /* bits written so far */
+    int64_t prev_ts;        /* timestamp of the previous point */
+    int64_t prev_delta;     /* previous timestamp delta */
+    uint64_t prev_value;    /* bits of the previous value */
+    unsigned prev_lead;     /* leading zeros of the previous XOR window */
+    unsigned prev_trail;    /* trailing zeros of the previous XOR window */
+    uint8_t format;         /* 1 or 2; 0 until the first point, or legacy */
+    uint8_t legacy;         /* write format 1 whatever the start */
+    uint8_t search_skip;    /* XOR mode: values left before the next scale search */
+    uint8_t search_backoff; /* the skip after the last failed search */
     struct scaled_model sm;
     struct block_stats st; /* summary of what was appended */
 };

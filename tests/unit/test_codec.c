@@ -482,6 +482,23 @@ TEST(scaled_values)
     ASSERT_EQ_INT(encode_points(&e, trip + 4, 1), 1);
     check_block(&e, trip);
 
+    /* Arbitrary doubles, then integers: the search for a scale backs off
+     * while it fails (32 values at most), and finds one once it can. */
+    uint64_t r = 99;
+    for (uint32_t i = 0; i < 300; i++) {
+        double x = i < 200 ? bdbl(UINT64_C(0x3ff0000000000000) | (rng_next(&r) >> 12))
+                           : (double)(1000 + i % 7);
+        g_pts[i] = (struct point){INT64_C(1767225600000000000) + (int64_t)i * INTERVAL_NS, x};
+    }
+    static uint8_t roomy[ROOMY(300)];
+    block_enc_init(&e, roomy, sizeof(roomy));
+    ASSERT_EQ_INT(encode_points(&e, g_pts, 200), 200);
+    ASSERT_EQ_INT(e.sm.mode, 0);
+    ASSERT(e.search_backoff == 32);
+    ASSERT_EQ_INT(encode_points(&e, g_pts + 200, 34), 34);
+    ASSERT(e.sm.mode != 0); /* some scale of integers */
+    check_block(&e, g_pts);
+
     /* A counter: the line through the last two predicts; its residuals are
      * what the Rice code is sized by. */
     double c = 1e6;
