@@ -353,20 +353,11 @@ static unsigned coarsest_binary(double v, int64_t *k)
 }
 
 /*
- * The scale to switch to for v: the block's last scale when it holds v
- * (back from an excursion to XOR without climbing again), else whichever
- * of the coarsest decimal and binary scales gives the smaller |k| (a tie
- * goes to decimal); MODE_XOR when none holds it.
+ * The scale to switch to for v: whichever of the coarsest decimal and
+ * binary scales gives the smaller |k| (a tie goes to decimal); MODE_XOR
+ * when none holds it. (The return to a block's last scale after an
+ * excursion is xor_mode_search's.)
  */
-static unsigned coarsest_mode(double v, int64_t *k);
-
-static unsigned choose_mode(const struct scaled_model *sm, double v, int64_t *k)
-{
-    if (sm->last && sm->last != sm->mode && to_scaled(sm->last, v, k) == 0)
-        return sm->last;
-    return coarsest_mode(v, k);
-}
-
 static unsigned coarsest_mode(double v, int64_t *k)
 {
     int64_t kd = 0, kb = 0;
@@ -560,7 +551,7 @@ static void put_value_v2(struct block_enc *e, double v, uint64_t vb)
             model_push(sm, k);
             return;
         }
-        unsigned m = choose_mode(sm, v, &k);
+        unsigned m = coarsest_mode(v, &k);
         put_bits(e, (low_mask(1 + RICE_QMAX) << LEN_BITS) | LEN_SWITCH, 1 + RICE_QMAX + LEN_BITS);
         put_switch(e, m, k, vb);
         return;
@@ -608,7 +599,7 @@ static void put_first(struct block_enc *e, int64_t ts_ns, double value, uint64_t
         return;
     }
     int64_t k = 0;
-    unsigned m = choose_mode(&e->sm, value, &k); /* sets k: not in the call */
+    unsigned m = coarsest_mode(value, &k); /* sets k: not in the call */
     put_bits(e, V2_TAG, 8);
     put_switch(e, m, k, vb);
 }
