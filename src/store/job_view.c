@@ -110,6 +110,11 @@ PASS(runs_where, (struct store * base, enum run_key key, const char *value, run_
 PASS(join_lock, (struct store * base, const char *key), (v->inner, key))
 PASS(clock_ns, (struct store * base, int64_t *out), (v->inner, out))
 PASS(try_lead, (struct store * base, const char *key), (v->inner, key))
+PASS(campaign_put, (struct store * base, const struct campaign_record *c), (v->inner, c))
+PASS(campaign_get, (struct store * base, const char *name, campaign_fn *fn, void *arg),
+     (v->inner, name, fn, arg))
+PASS(campaigns_query, (struct store * base, campaign_fn *fn, void *arg), (v->inner, fn, arg))
+PASS(campaign_delete, (struct store * base, const char *name), (v->inner, name))
 
 /* ---- series: each node's, node=NAME among the labels ---------------------- */
 
@@ -484,6 +489,10 @@ static const struct store_ops view_ops = {
     .join_lock = view_join_lock,
     .clock_ns = view_clock_ns,
     .try_lead = view_try_lead,
+    .campaign_put = view_campaign_put,
+    .campaign_get = view_campaign_get,
+    .campaigns_query = view_campaigns_query,
+    .campaign_delete = view_campaign_delete,
 };
 
 /* "n1,n2,...": the host of a run of several nodes, as an import's */

@@ -241,6 +241,10 @@ enum {
     ST_SERIES_CLEAR,
     ST_ATTRS_CLEAR,
     ST_RUN_DELETE,
+    ST_CAMPAIGN_PUT,
+    ST_CAMPAIGN_GET,
+    ST_CAMPAIGNS_ALL,
+    ST_CAMPAIGN_DELETE,
     ST_COUNT
 };
 
@@ -386,6 +390,17 @@ static const char *const statements[ST_COUNT] = {
     [ST_SERIES_CLEAR] = "DELETE FROM series WHERE run_id=$1",
     [ST_ATTRS_CLEAR] = "DELETE FROM run_attrs WHERE run_id=$1",
     [ST_RUN_DELETE] = "DELETE FROM runs WHERE id=$1",
+    /* created_ns is the first put's: an update leaves it */
+    [ST_CAMPAIGN_PUT] =
+        "INSERT INTO campaigns(name, spec_hash, file, created_ns, updated_ns, state)"
+        " VALUES($1,$2,$3,$4,$5,$6) ON CONFLICT(name) DO UPDATE SET spec_hash=excluded.spec_hash,"
+        " file=excluded.file, updated_ns=excluded.updated_ns, state=excluded.state",
+#define CAMPAIGN_COLUMNS "name, spec_hash, file, created_ns, updated_ns, state"
+    [ST_CAMPAIGN_GET] = "SELECT " CAMPAIGN_COLUMNS " FROM campaigns WHERE name=$1",
+    [ST_CAMPAIGNS_ALL] = "SELECT " CAMPAIGN_COLUMNS " FROM campaigns"
+                         " ORDER BY updated_ns DESC, name COLLATE \"C\"",
+    /* a row back for each one removed: libpq's PQcmdTuples is not loaded */
+    [ST_CAMPAIGN_DELETE] = "DELETE FROM campaigns WHERE name=$1 RETURNING 1",
 };
 
 _Static_assert(ST_COUNT <= 64, "prepared is a 64-bit mask");
@@ -396,6 +411,8 @@ struct pg_store {
     uint64_t prepared; /* bit i: statements[i] is prepared on this connection */
     int wait_ms;       /* the most a round trip or a reconnection may take; 0: no bound */
     char dropped[96];  /* why the connection was dropped: the error of what follows */
+    char sqlstate[6];  /* of the last error the server gave, "" for none */
+    int64_t version;   /* the schema as read: older only where this reader may not upgrade it */
 };
 
 /* One statement's parameters, in the order of $1, $2, ...; values point
@@ -567,6 +584,7 @@ static void add_first_line(struct strbuf *out, const char *msg)
 static int fail(struct pg_store *s, const PGresult *res, const char *what)
 {
     strbuf_reset(&s->base.err);
+    s->sqlstate[0] = '\0';
     if (what)
         strbuf_addf(&s->base.err, "%s: ", what);
     if (!s->conn) {
@@ -579,7 +597,9 @@ static int fail(struct pg_store *s, const PGresult *res, const char *what)
     }
     const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
     add_first_line(&s->base.err, msg ? msg : PQerrorMessage(s->conn));
-    return map_sqlstate(res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL);
+    const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+    snprintf(s->sqlstate, sizeof(s->sqlstate), "%s", state ? state : "");
+    return map_sqlstate(state);
 }
 
 /* Replace every occurrence of secret in sb by "***". */
@@ -811,7 +831,7 @@ static int exec_done(struct pg_store *s, int which, const struct pg_params *p, c
     return rc;
 }
 
-/* Run one of a run's queries, $1 the run id. */
+/* Run one of a run's queries, $1 the run id (or a campaign's, $1 its name). */
 static int exec_of_run(struct pg_store *s, int which, const char *run_id, const char *what,
                        PGresult **out)
 {
@@ -2007,6 +2027,84 @@ static int pg_run_texts_query(struct store *base, const char *run_id, run_text_f
     return stop < 0 ? stop : 0;
 }
 
+/* ---- campaigns ------------------------------------------------------------ */
+
+/* Single statements: in the caller's transaction when one is open, else
+ * each in its own (autocommit). The state is TEXT: JSON, so UTF-8. */
+static int pg_campaign_put(struct store *base, const struct campaign_record *c)
+{
+    struct pg_params p = {0};
+    param_text(&p, c->name);
+    param_text(&p, c->spec_hash);
+    param_text(&p, c->file);
+    param_int(&p, c->created_ns);
+    param_int(&p, c->updated_ns);
+    param_text(&p, c->state);
+    return exec_done((struct pg_store *)base, ST_CAMPAIGN_PUT, &p, "cannot keep the campaign");
+}
+
+/* Row i of CAMPAIGN_COLUMNS; its strings live as long as res. */
+static struct campaign_record campaign_row(const PGresult *res, int i)
+{
+    return (struct campaign_record){
+        .name = col_text(res, i, 0),
+        .spec_hash = col_text(res, i, 1),
+        .file = col_text(res, i, 2),
+        .created_ns = col_int(res, i, 3),
+        .updated_ns = col_int(res, i, 4),
+        .state = col_text(res, i, 5),
+    };
+}
+
+static int pg_campaign_get(struct store *base, const char *name, campaign_fn *fn, void *arg)
+{
+    struct pg_store *s = (struct pg_store *)base;
+    if (s->version < SCHEMA_CAMPAIGNS_VERSION)
+        return -STROBE_ENOTFOUND;
+    PGresult *res;
+    int rc = exec_of_run(s, ST_CAMPAIGN_GET, name, "cannot read the campaign", &res);
+    if (rc < 0)
+        return rc;
+    rc = -STROBE_ENOTFOUND;
+    if (PQntuples(res) > 0) {
+        struct campaign_record c = campaign_row(res, 0);
+        rc = fn(&c, arg);
+        rc = rc < 0 ? rc : 0;
+    }
+    PQclear(res);
+    return rc;
+}
+
+static int pg_campaigns_query(struct store *base, campaign_fn *fn, void *arg)
+{
+    struct pg_store *s = (struct pg_store *)base;
+    if (s->version < SCHEMA_CAMPAIGNS_VERSION)
+        return 0;
+    struct pg_params p = {0};
+    PGresult *res;
+    int rc = exec_stmt(s, ST_CAMPAIGNS_ALL, &p, "cannot list campaigns", &res);
+    if (rc < 0)
+        return rc;
+    int stop = 0;
+    for (int i = 0; !stop && i < PQntuples(res); i++) {
+        struct campaign_record c = campaign_row(res, i);
+        stop = fn(&c, arg);
+    }
+    PQclear(res);
+    return stop < 0 ? stop : 0;
+}
+
+static int pg_campaign_delete(struct store *base, const char *name)
+{
+    PGresult *res;
+    int rc = exec_of_run((struct pg_store *)base, ST_CAMPAIGN_DELETE, name,
+                         "cannot delete the campaign", &res);
+    if (rc == 0 && PQntuples(res) == 0)
+        rc = -STROBE_ENOTFOUND;
+    PQclear(res);
+    return rc;
+}
+
 static void pg_set_timeout(struct store *base, int ms)
 {
     ((struct pg_store *)base)->wait_ms = ms > 0 ? ms : 0;
@@ -2050,6 +2148,10 @@ static const struct store_ops pg_ops = {
     .clock_ns = pg_clock_ns,
     .try_lead = pg_try_lead,
     .set_timeout = pg_set_timeout,
+    .campaign_put = pg_campaign_put,
+    .campaign_get = pg_campaign_get,
+    .campaigns_query = pg_campaigns_query,
+    .campaign_delete = pg_campaign_delete,
 };
 
 /* ---- schema --------------------------------------------------------------- */
@@ -2128,14 +2230,24 @@ static int migrate_locked(struct pg_store *s)
     return rc;
 }
 
+/* Whether the server refused a write of this session: a read-only
+ * transaction (a hot standby, default_transaction_read_only) or a role
+ * without the privilege. */
+static int write_refused(const struct pg_store *s)
+{
+    return strcmp(s->sqlstate, "25006") == 0 || strcmp(s->sqlstate, "42501") == 0;
+}
+
 /* Create or upgrade the schema where this connection writes; readers only
  * read the version (a database without a store is "not found"). A reader
  * of an older store upgrades it, as sqlite.c's does: every query expects
- * the current schema. */
+ * the current schema. One that may not write reads a store of version 6
+ * as it is: it lacks only the campaigns, and finds none (s->version). */
 static int migrate(struct pg_store *s, int readonly)
 {
     int64_t version = 0;
     int rc = read_version(s, &version);
+    s->version = version;
     if (rc < 0 || version == SCHEMA_VERSION)
         return rc;
     if (readonly && version == 0) {
@@ -2146,9 +2258,15 @@ static int migrate(struct pg_store *s, int readonly)
     }
     if ((rc = pg_begin(&s->base)) < 0)
         return rc;
-    if ((rc = migrate_locked(s)) == 0)
-        return pg_commit(&s->base);
+    if ((rc = migrate_locked(s)) == 0 && (rc = pg_commit(&s->base)) == 0) {
+        s->version = SCHEMA_VERSION;
+        return 0;
+    }
     pg_rollback(&s->base);
+    if (readonly && version == 6 && write_refused(s)) { /* runs as now: no campaigns */
+        strbuf_reset(&s->base.err);
+        return 0;
+    }
     return rc;
 }
 

@@ -6,7 +6,10 @@
 #ifndef STROBE_STORE_SCHEMA_H
 #define STROBE_STORE_SCHEMA_H
 
-#define SCHEMA_VERSION 6
+#define SCHEMA_VERSION 7
+/* The first version with campaigns: a reader of an older store it may not
+ * upgrade finds none. */
+#define SCHEMA_CAMPAIGNS_VERSION 7
 
 /* clang-format off */
 /* one SQL clause per line reads better than reflowed */
@@ -121,6 +124,15 @@ static const char *const schema_migrations[SCHEMA_VERSION] = {
     "ALTER TABLE runs ADD COLUMN clock_shift_ns INTEGER;" /* what the node added to its times */
     "CREATE INDEX runs_by_parent ON runs(parent_id, node);"
     "CREATE INDEX runs_by_join_key ON runs(join_key, start_ns);",
+    /* 7: campaigns of strobe sweep, so that a killed one resumes */
+    "CREATE TABLE campaigns("
+    " name TEXT PRIMARY KEY,"         /* the campaign's experiment name */
+    " spec_hash TEXT NOT NULL,"       /* hex digest of the experiment file's plan */
+    " file TEXT,"                     /* the experiment file, absolute path, as last run */
+    " created_ns INTEGER NOT NULL,"   /* the first put; later puts keep it */
+    " updated_ns INTEGER NOT NULL,"   /* the last put */
+    " state TEXT NOT NULL);"          /* JSON, the sweep's own: may be MBs, so a rowid table */
+    "CREATE INDEX campaigns_by_update ON campaigns(updated_ns);", /* lists without sorting states */
 };
 /* clang-format on */
 

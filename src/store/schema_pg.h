@@ -16,7 +16,7 @@
 #include "store/schema.h"
 
 /* The version of the last of pg_migrations[]. */
-#define PG_SCHEMA_VERSION 6
+#define PG_SCHEMA_VERSION 7
 
 struct pg_migration {
     int version;     /* the version it brings the database to */
@@ -129,6 +129,16 @@ static const struct pg_migration pg_migrations[] = {
     " ADD COLUMN clock_shift_ns BIGINT;"
     "CREATE INDEX runs_by_parent ON runs(parent_id, node);"
     "CREATE INDEX runs_by_join_key ON runs(join_key, start_ns);"},
+    /* 7: campaigns of strobe sweep, as SQLite's 7 */
+    {7,
+    "CREATE TABLE campaigns("
+    " name TEXT PRIMARY KEY,"        /* the campaign's experiment name */
+    " spec_hash TEXT NOT NULL,"      /* hex digest of the experiment file's plan */
+    " file TEXT,"                    /* the experiment file, absolute path, as last run */
+    " created_ns BIGINT NOT NULL,"   /* the first put; later puts keep it */
+    " updated_ns BIGINT NOT NULL,"   /* the last put */
+    " state TEXT NOT NULL);"         /* JSON, the sweep's own; TOASTed when large */
+    "CREATE INDEX campaigns_by_update ON campaigns(updated_ns);"},
 };
 /* clang-format on */
 

@@ -54,6 +54,10 @@ enum {
     ST_BLOCKS_IN_RANGE,
     ST_SERIES_FIND,
     ST_BLOCK_DATA,
+    ST_CAMPAIGN_PUT,
+    ST_CAMPAIGN_GET,
+    ST_CAMPAIGNS_ALL,
+    ST_CAMPAIGN_DELETE,
     ST_COUNT
 };
 
@@ -155,12 +159,23 @@ static const char *const statements[ST_COUNT] = {
         "SELECT id, unit, meta, (SELECT start_ns FROM blocks WHERE series_id=s.id ORDER BY start_ns"
         " LIMIT 1), (SELECT end_ns FROM blocks WHERE series_id=s.id ORDER BY start_ns DESC LIMIT 1)"
         " FROM series s WHERE run_id=?1 AND name=?2 AND labels=?3",
+    /* created_ns is the first put's: an update leaves it */
+    [ST_CAMPAIGN_PUT] =
+        "INSERT INTO campaigns(name, spec_hash, file, created_ns, updated_ns, state)"
+        " VALUES(?1,?2,?3,?4,?5,?6) ON CONFLICT(name) DO UPDATE SET spec_hash=excluded.spec_hash,"
+        " file=excluded.file, updated_ns=excluded.updated_ns, state=excluded.state",
+#define CAMPAIGN_COLUMNS "name, spec_hash, file, created_ns, updated_ns, state"
+    [ST_CAMPAIGN_GET] = "SELECT " CAMPAIGN_COLUMNS " FROM campaigns WHERE name=?1",
+    [ST_CAMPAIGNS_ALL] =
+        "SELECT " CAMPAIGN_COLUMNS " FROM campaigns ORDER BY updated_ns DESC, name",
+    [ST_CAMPAIGN_DELETE] = "DELETE FROM campaigns WHERE name=?1",
 };
 
 struct sqlite_store {
     struct store base;
     sqlite3 *db;
     sqlite3_stmt *st[ST_COUNT];
+    int64_t version; /* the schema as read: older only where this reader may not upgrade it */
 };
 
 /* Labels in natural order (glibc's version order): "gpu=2" before
@@ -839,14 +854,16 @@ static int64_t col_int_or(sqlite3_stmt *q, int i, int64_t missing)
     return sqlite3_column_type(q, i) == SQLITE_NULL ? missing : sqlite3_column_int64(q, i);
 }
 
-/* Prepare a one-off query of a run's rows (a second statement object, so a
- * caller may query again from inside a callback). */
-static sqlite3_stmt *run_query(struct sqlite_store *s, int which, const char *run_id)
+/* Prepare a one-off query of a run's rows, ?1 its id (or of a campaign, ?1
+ * its name; key NULL: a query without parameters): a second statement
+ * object, so a caller may query again from inside a callback. */
+static sqlite3_stmt *run_query(struct sqlite_store *s, int which, const char *key)
 {
     sqlite3_stmt *q = NULL;
     if (sqlite3_prepare_v2(s->db, statements[which], -1, &q, NULL) != SQLITE_OK)
         return NULL;
-    bind_text(q, 1, run_id);
+    if (key)
+        bind_text(q, 1, key);
     return q;
 }
 
@@ -1136,6 +1153,84 @@ static int sqlite_run_delete(struct store *base, const char *run_id)
     return rc;
 }
 
+/* ---- campaigns ------------------------------------------------------------- */
+
+/* Single statements: in the caller's transaction when one is open, else
+ * each in its own (SQLite's autocommit). */
+static int sqlite_campaign_put(struct store *base, const struct campaign_record *c)
+{
+    struct sqlite_store *s = (struct sqlite_store *)base;
+    sqlite3_stmt *q = stmt(s, ST_CAMPAIGN_PUT);
+    if (q) {
+        bind_text(q, 1, c->name);
+        bind_text(q, 2, c->spec_hash);
+        bind_text(q, 3, c->file);
+        sqlite3_bind_int64(q, 4, c->created_ns);
+        sqlite3_bind_int64(q, 5, c->updated_ns);
+        bind_text(q, 6, c->state);
+    }
+    return step_done(s, q, "cannot keep the campaign");
+}
+
+/* A row of CAMPAIGN_COLUMNS; its strings live until the next step. */
+static struct campaign_record campaign_row(sqlite3_stmt *q)
+{
+    return (struct campaign_record){
+        .name = col_text(q, 0),
+        .spec_hash = col_text(q, 1),
+        .file = col_text(q, 2),
+        .created_ns = sqlite3_column_int64(q, 3),
+        .updated_ns = sqlite3_column_int64(q, 4),
+        .state = col_text(q, 5),
+    };
+}
+
+static int sqlite_campaign_get(struct store *base, const char *name, campaign_fn *fn, void *arg)
+{
+    struct sqlite_store *s = (struct sqlite_store *)base;
+    if (s->version < SCHEMA_CAMPAIGNS_VERSION)
+        return -STROBE_ENOTFOUND;
+    sqlite3_stmt *q = run_query(s, ST_CAMPAIGN_GET, name);
+    if (!q)
+        return map_rc(s, sqlite3_errcode(s->db), "cannot read the campaign");
+    int rc = sqlite3_step(q), out = -STROBE_ENOTFOUND;
+    if (rc == SQLITE_ROW) {
+        struct campaign_record c = campaign_row(q);
+        out = fn(&c, arg);
+        out = out < 0 ? out : 0;
+    } else if (rc != SQLITE_DONE) {
+        out = map_rc(s, rc, "cannot read the campaign");
+    }
+    sqlite3_finalize(q);
+    return out;
+}
+
+static int sqlite_campaigns_query(struct store *base, campaign_fn *fn, void *arg)
+{
+    struct sqlite_store *s = (struct sqlite_store *)base;
+    if (s->version < SCHEMA_CAMPAIGNS_VERSION)
+        return 0;
+    sqlite3_stmt *q = run_query(s, ST_CAMPAIGNS_ALL, NULL);
+    if (!q)
+        return map_rc(s, sqlite3_errcode(s->db), "cannot list campaigns");
+    int rc, stop = 0;
+    while (!stop && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        struct campaign_record c = campaign_row(q);
+        stop = fn(&c, arg);
+    }
+    return finish_query(s, q, rc, stop, "cannot list campaigns");
+}
+
+static int sqlite_campaign_delete(struct store *base, const char *name)
+{
+    struct sqlite_store *s = (struct sqlite_store *)base;
+    sqlite3_stmt *q = stmt(s, ST_CAMPAIGN_DELETE);
+    if (q)
+        bind_text(q, 1, name);
+    int rc = step_done(s, q, "cannot delete the campaign");
+    return rc == 0 && sqlite3_changes(s->db) == 0 ? -STROBE_ENOTFOUND : rc;
+}
+
 static void sqlite_set_timeout(struct store *base, int ms)
 {
     sqlite3_busy_timeout(((struct sqlite_store *)base)->db, ms > 0 ? ms : BUSY_TIMEOUT_MS);
@@ -1179,6 +1274,10 @@ static const struct store_ops sqlite_ops = {
     .clock_ns = sqlite_clock_ns,
     .try_lead = sqlite_try_lead,
     .set_timeout = sqlite_set_timeout,
+    .campaign_put = sqlite_campaign_put,
+    .campaign_get = sqlite_campaign_get,
+    .campaigns_query = sqlite_campaigns_query,
+    .campaign_delete = sqlite_campaign_delete,
 };
 
 static int query_int(struct sqlite_store *s, const char *sql, int64_t *out)
@@ -1227,12 +1326,17 @@ static int check_version(struct sqlite_store *s, int64_t *version)
  */
 /* An older store this connection may not upgrade (another user's, a
  * read-only mount), from version 4 on, differs from the current one only by
- * columns added to runs: a temporary view, which shadows main.runs for this
- * connection and writes nothing to the file, gives them as unknown (the
- * pid-and-host rule of older runs; no cluster). */
+ * columns added to runs, and by the campaigns of version 7. Before version
+ * 6, a temporary view, which shadows main.runs for this connection and
+ * writes nothing to the file, gives those columns as unknown (the
+ * pid-and-host rule of older runs; no cluster). Campaigns are not read at
+ * all below SCHEMA_CAMPAIGNS_VERSION (s->version): there are none. */
 static int read_old_as_current(struct sqlite_store *s, int64_t version)
 {
     strbuf_reset(&s->base.err);
+    s->version = version;
+    if (version >= 6)
+        return 0;
     return exec_sql(s, version == 4
                            ? "CREATE TEMP VIEW runs AS SELECT *, NULL AS recorder_boot_id,"
                              " NULL AS recorder_pid_ns, NULL AS recorder_time_ns,"
@@ -1262,14 +1366,16 @@ static int migrate(struct sqlite_store *s, int readonly)
     }
     /* a reader of an older store upgrades it too: every query expects the
      * current schema (a read-only file then fails with a clear message) */
+    s->version = version;
     if (rc < 0 || version == SCHEMA_VERSION)
         return rc;
-    if (readonly && (version == 4 || version == 5) && sqlite3_db_readonly(s->db, "main") == 1)
+    if (readonly && version >= 4 && sqlite3_db_readonly(s->db, "main") == 1)
         return read_old_as_current(s, version);
     for (;;) {
         if ((rc = sqlite_begin(&s->base)) < 0)
             return rc;
         if ((rc = check_version(s, &version)) < 0 || version == SCHEMA_VERSION) {
+            s->version = version;
             sqlite_rollback(&s->base);
             return rc;
         }

@@ -178,6 +178,18 @@ struct run_text_record {
 };
 typedef int run_text_fn(const struct run_text_record *t, void *arg);
 
+/* A campaign of strobe sweep (its state is a JSON document the sweep owns).
+ * Strings a query gives live during the callback only. */
+struct campaign_record {
+    const char *name;      /* the key: the campaign's experiment name */
+    const char *spec_hash; /* hex digest of the experiment file's plan */
+    const char *file;      /* the experiment file, absolute path, as last run; may be NULL */
+    int64_t created_ns;    /* first put (kept by later puts: the store keeps the first value) */
+    int64_t updated_ns;
+    const char *state; /* JSON text, opaque to the store */
+};
+typedef int campaign_fn(const struct campaign_record *c, void *arg);
+
 struct store;
 
 /* Which runs runs_where lists. */
@@ -283,6 +295,17 @@ struct store_ops {
      * connection is dropped, and the next begin opens a new one (0: no
      * bound, the default). SQLite: the busy timeout (0: the default, 5 s). */
     void (*set_timeout)(struct store *s, int ms);
+    /* Campaigns (strobe sweep), one row each, in the caller's transaction
+     * when one is open, else each call in its own. A reader of a store from
+     * before schema 7 that it may not upgrade finds none. */
+    /* Insert or replace the campaign of that name (created_ns kept from the first put). */
+    int (*campaign_put)(struct store *s, const struct campaign_record *c);
+    /* fn once for the campaign of that name; -STROBE_ENOTFOUND when none. */
+    int (*campaign_get)(struct store *s, const char *name, campaign_fn *fn, void *arg);
+    /* Every campaign, most recently updated first (ties by name). */
+    int (*campaigns_query)(struct store *s, campaign_fn *fn, void *arg);
+    /* 0, or -STROBE_ENOTFOUND. */
+    int (*campaign_delete)(struct store *s, const char *name);
 };
 
 struct store {
