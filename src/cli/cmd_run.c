@@ -22,7 +22,7 @@ static const char run_synopsis[] =
     "                  [--no-framework] [--quiet]\n"
     "                  [--rules LIST|none] [--rule-param RULE.P=V]... [--rule-interval DUR]\n"
     "                  [--no-report | --report PATH] [--torch-profile STEPS] [--no-logs]\n"
-    "                  [--spool DIR]\n"
+    "                  [--spool DIR] [--start-gate R,G]\n"
     "                  -- CMD [ARG...]\n";
 
 /* The names of a table's rows as an indented comma list, into sb. */
@@ -217,6 +217,9 @@ int cmd_run(struct cli_ctx *cli, int argc, char **argv)
                          "allows it, else procfs), bpf (or fail), procfs; default\n"
                          "$STROBE_PROC_SOURCE, else auto",
                          proc_source_option),
+        CLI_OPT_STRING(0, "start-gate", &o->start_gate, "R,G",
+                       "start with other runs (strobe sweep): when ready, write\n"
+                       "the run id to fd R; start the job when fd G gives a byte"),
         CLI_OPT_STRING(0, "proc-root", &o->proc_root, "DIR", "read another /proc (tests)"),
         CLI_OPT_STRING(0, "sys-root", &o->sys_root, "DIR", "read another /sys (tests)"),
         CLI_OPT_CALLBACK(0, "collectors", &o->collectors, "LIST",

@@ -3,7 +3,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,6 +87,8 @@ struct recorder {
     struct rlimit old_nofile;
     int nofile_raised;
     pid_t child;
+    int gate_fd; /* --start-gate's R, kept open to say when the job has ended; -1 */
+    int gated;   /* the run started at the gate: its start moved there */
     int child_status;
     int child_done;
     int64_t start_mono_ns, start_real_ns;
@@ -676,6 +680,8 @@ static void fill_counters(struct recorder *r, struct run_record *dst)
     dst->error = r->run.error; /* borrowed: the batch's run record is never released */
     dst->clock_offset_ns = r->run.clock_offset_ns;
     dst->clock_rtt_ns = r->run.clock_rtt_ns;
+    if (r->gated) /* the start it was inserted with was its wait's */
+        dst->start_ns = r->run.start_ns;
 }
 
 static size_t pending_bytes(const struct recorder *r)
@@ -1040,6 +1046,98 @@ static void record_start_failure(struct recorder *r, int err)
     snprintf(r->run.status, sizeof(r->run.status), "%s", RUN_FAILED);
 }
 
+/* fds "R,G" of --start-gate; -1 when the text is not two fds. */
+static int parse_gate(const char *text, int *ready_fd, int *go_fd)
+{
+    char *end;
+    long r = strtol(text, &end, 10);
+    if (end == text || *end != ',' || r < 0 || r > INT_MAX)
+        return -1;
+    const char *g_text = end + 1;
+    long g = strtol(g_text, &end, 10);
+    if (end == g_text || *end || g < 0 || g > INT_MAX || g == r)
+        return -1;
+    *ready_fd = (int)r;
+    *go_fd = (int)g;
+    return 0;
+}
+
+/*
+ * strobe sweep's barrier: say "ready" with the run id, then wait for the
+ * byte that starts every run of the workload together. 0 to start; -1
+ * when the sweep ended first or a signal asked to stop (the run then fails
+ * unstarted, with why in its error).
+ */
+static int wait_start_gate(struct recorder *r)
+{
+    int ready_fd = -1, go_fd = -1;
+    const char *why = NULL;
+    if (parse_gate(r->o->start_gate, &ready_fd, &go_fd) < 0) {
+        why = "--start-gate wants two file descriptors R,G";
+    } else {
+        char line[RUN_ID_LEN + 2];
+        int n = snprintf(line, sizeof(line), "%s\n", r->run.id);
+        if (write(ready_fd, line, (size_t)n) != n)
+            why = "the sweep that started this run is gone";
+        r->gate_fd = ready_fd;
+        fcntl(ready_fd, F_SETFD, FD_CLOEXEC); /* the job must not hold the sweep's pipe */
+    }
+    while (!why) {
+        struct pollfd pfd[2] = {{.fd = go_fd, .events = POLLIN},
+                                {.fd = r->sigfd, .events = POLLIN}};
+        if (poll(pfd, 2, -1) < 0 && errno != EINTR) {
+            why = "cannot wait for the workload's start";
+        } else if (pfd[1].revents & POLLIN) {
+            why = "stopped before its start";
+        } else if (pfd[0].revents) {
+            char go = 0;
+            ssize_t got = read(go_fd, &go, 1);
+            if (got == 1 && go == 'g')
+                break;
+            why = "the sweep ended before the workload started";
+        }
+    }
+    if (why) {
+        log_error("%s", why);
+        r->run.error = strdup(why);
+        r->run.end_ns = clock_realtime_ns() + r->run.clock_shift_ns;
+        snprintf(r->run.status, sizeof(r->run.status), "%s", RUN_FAILED);
+    }
+    if (go_fd >= 0)
+        close(go_fd);
+    if (!why) { /* the run starts now, not when it began to wait */
+        r->run.start_ns = clock_realtime_ns() + r->run.clock_shift_ns;
+        rules_engine_set_start(r->rules.e, r->run.start_ns);
+        r->gated = 1;
+    }
+    return why ? -1 : 0;
+}
+
+/* Tell strobe sweep the job's pid ("pid N"): its timeout signals the job. */
+static void gate_report_pid(struct recorder *r)
+{
+    char line[32];
+    int n = snprintf(line, sizeof(line), "pid %d\n", (int)r->child);
+    if (r->gate_fd >= 0 && write(r->gate_fd, line, (size_t)n) != n) {
+        /* the sweep is gone: nothing waits for the news */
+    }
+}
+
+/* Tell strobe sweep the job has ended ("end" and its wait status), before
+ * the last flush: the next workload may start while this run is saved. */
+static void gate_report_end(struct recorder *r)
+{
+    if (r->gate_fd < 0)
+        return;
+    char line[32];
+    int n = snprintf(line, sizeof(line), "end %d\n", r->child_status);
+    if (write(r->gate_fd, line, (size_t)n) != n) {
+        /* the sweep is gone: nothing waits for the news */
+    }
+    close(r->gate_fd);
+    r->gate_fd = -1;
+}
+
 /* The rules across the job's nodes, while it runs, where this node leads. */
 static void start_judge(struct recorder *r)
 {
@@ -1096,6 +1194,8 @@ static void close_job(struct recorder *r)
 
 static void cleanup(struct recorder *r)
 {
+    if (r->gate_fd >= 0)
+        close(r->gate_fd);
     close_gpu(r); /* a no-op unless the run never began */
     if (!r->gpu_left_running)
         free(r->gpu);
@@ -1136,7 +1236,7 @@ int recorder_run(const struct recorder_opts *o)
     struct recorder r;
     memset(&r, 0, sizeof(r));
     r.o = o;
-    r.sigfd = r.timerfd = r.drainfd = r.epfd = r.env.proc_fd = r.env.sys_fd = -1;
+    r.sigfd = r.timerfd = r.drainfd = r.epfd = r.env.proc_fd = r.env.sys_fd = r.gate_fd = -1;
     r.logs[0].job_fd = r.logs[1].job_fd = -1;
     batch_init(&r.batch);
     run_record_init(&r.run);
@@ -1195,6 +1295,14 @@ int recorder_run(const struct recorder_opts *o)
     if (gpu_collector_open(r.gpu, gpu_interval) == 0)
         dcgm_collector_open(r.dcgm, gpu_interval); /* only worth a note where there are GPUs */
     r.live = !o->quiet && isatty(STDERR_FILENO);
+    if (o->start_gate && wait_start_gate(&r) < 0) {
+        log_release_notes(0);
+        flush(&r);
+        writer_wait(&r.writer);
+        if (o->job_started_out)
+            *o->job_started_out = 0;
+        goto out;
+    }
     start_logs(&r);
     int err = start_child(&r);
     for (size_t i = 0; i < 2; i++)
@@ -1209,6 +1317,7 @@ int recorder_run(const struct recorder_opts *o)
             *o->job_started_out = 0;
         goto out;
     }
+    gate_report_pid(&r);
     r.start_mono_ns = clock_monotonic_ns();
     r.start_real_ns = clock_realtime_ns() + r.run.clock_shift_ns;
     r.gpu->clock_shift_ns = r.dcgm->clock_shift_ns = r.run.clock_shift_ns;
@@ -1222,6 +1331,7 @@ int recorder_run(const struct recorder_opts *o)
     sample_frame(&r, 0); /* the baseline every rate starts from */
     arm_timer(&r);
     loop(&r);
+    gate_report_end(&r);
     /* the last frame and the end time are the job's exit, not the wait for
      * its output (an orphan may hold the stream open) */
     final_frame(&r);

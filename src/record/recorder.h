@@ -72,6 +72,10 @@ struct recorder_opts {
     const char *join_key;           /* --join: the job's key (record/cluster.h), or NULL */
     const char *node;               /* --node: this node's name in the job, or NULL */
     int no_join;                    /* --no-join: no job, whatever the launcher says */
+    const char *start_gate;         /* --start-gate "R,G" (strobe sweep's barrier): once ready,
+                                       write the run id and a newline to fd R and close it;
+                                       start the job when fd G gives a byte; its end first
+                                       (or INT, TERM, HUP) fails the run unstarted */
     char **argv;                    /* the job's command, NULL-terminated */
     char *run_id_out;               /* if not NULL (RUN_ID_LEN + 1 bytes): the run's id, set
                                        once the run is in the store, else left "" */

@@ -62,57 +62,79 @@ int runinfo_check_name(const char *what, const char *name, struct strbuf *why)
     return 0;
 }
 
-static void child_exec(char *const argv[], const char *cwd, int out_fd)
+/* In the child: stdin from in_fd (or /dev/null), stdout (and stderr when
+ * asked) to out_fd, the extra variables set, then argv. */
+static void child_exec(char *const argv[], const struct capture_opts *o, int in_fd, int out_fd)
 {
     int devnull = open("/dev/null", O_RDWR);
-    if (devnull >= 0) {
-        dup2(devnull, STDIN_FILENO);
-        dup2(devnull, STDERR_FILENO);
-    }
+    dup2(in_fd >= 0 ? in_fd : devnull, STDIN_FILENO);
+    dup2(o->with_stderr ? out_fd : devnull, STDERR_FILENO);
     dup2(out_fd, STDOUT_FILENO);
-    if (cwd && chdir(cwd) < 0)
+    if (o->cwd && chdir(o->cwd) < 0)
         _exit(127);
+    for (const char *const *e = o->env_add; e && *e; e++)
+        putenv((char *)*e);
     execvp(argv[0], argv);
     _exit(127);
 }
 
-int run_capture(char *const argv[], const char *cwd, int timeout_ms, struct strbuf *out)
+/* Read the child's output into out until it closes it or the deadline. 1
+ * when the deadline passed. */
+static int capture_output(int fd, int64_t deadline, struct strbuf *out)
 {
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) < 0)
-        return -errno;
-    pid_t pid = fork();
-    if (pid < 0) {
-        close(fds[0]);
-        close(fds[1]);
-        return -errno;
-    }
-    if (pid == 0)
-        child_exec(argv, cwd, fds[1]);
-    close(fds[1]);
-    int64_t deadline = clock_monotonic_ns() + timeout_ms * NS_PER_MS;
-    int timed_out = 0;
     for (;;) {
         int64_t left_ms = (deadline - clock_monotonic_ns()) / NS_PER_MS;
-        if (left_ms <= 0) {
-            timed_out = 1;
-            break;
-        }
-        struct pollfd p = {fds[0], POLLIN, 0};
+        if (left_ms <= 0)
+            return 1;
+        struct pollfd p = {fd, POLLIN, 0};
         int r = poll(&p, 1, (int)left_ms);
         if (r < 0 && errno == EINTR)
             continue;
-        if (r <= 0) {
-            timed_out = 1;
-            break;
-        }
+        if (r <= 0)
+            return 1;
         char buf[4096];
-        ssize_t n = read(fds[0], buf, sizeof(buf));
+        ssize_t n = read(fd, buf, sizeof(buf));
         if (n <= 0)
-            break;
+            return 0;
         if (out->len + (size_t)n <= CAPTURE_MAX)
             strbuf_add(out, buf, (size_t)n);
     }
+}
+
+int run_capture_opts(char *const argv[], const struct capture_opts *o, struct strbuf *out)
+{
+    int fds[2], in[2] = {-1, -1};
+    if (pipe2(fds, O_CLOEXEC) < 0)
+        return -errno;
+    if (o->stdin_text && pipe2(in, O_CLOEXEC) < 0) {
+        int err = -errno;
+        close(fds[0]);
+        close(fds[1]);
+        return err;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        int err = -errno;
+        close(fds[0]);
+        close(fds[1]);
+        if (in[0] >= 0) {
+            close(in[0]);
+            close(in[1]);
+        }
+        return err;
+    }
+    if (pid == 0)
+        child_exec(argv, o, in[0], fds[1]);
+    close(fds[1]);
+    if (in[0] >= 0) { /* a few lines at most: the pipe holds them */
+        close(in[0]);
+        size_t len = strlen(o->stdin_text);
+        if (write(in[1], o->stdin_text, len) != (ssize_t)len) {
+            /* the tool did not read its input: its status says the rest */
+        }
+        close(in[1]);
+    }
+    int timed_out = capture_output(fds[0], clock_monotonic_ns() + o->timeout_ms * NS_PER_MS, out);
     close(fds[0]);
     if (timed_out)
         kill(pid, SIGKILL);
@@ -122,6 +144,12 @@ int run_capture(char *const argv[], const char *cwd, int timeout_ms, struct strb
     if (timed_out)
         return -ETIMEDOUT;
     return WIFEXITED(status) ? WEXITSTATUS(status) : -ECHILD;
+}
+
+int run_capture(char *const argv[], const char *cwd, int timeout_ms, struct strbuf *out)
+{
+    struct capture_opts o = {.cwd = cwd, .timeout_ms = timeout_ms};
+    return run_capture_opts(argv, &o, out);
 }
 
 static void chomp(struct strbuf *sb)

@@ -25,6 +25,17 @@ void runinfo_new_id(char id[RUN_ID_LEN + 1]);
  */
 int run_capture(char *const argv[], const char *cwd, int timeout_ms, struct strbuf *out);
 
+/* run_capture with more to say: extra environment ("K=V" strings, which
+ * must outlive the call), text for its stdin, stderr captured with stdout. */
+struct capture_opts {
+    const char *cwd;
+    const char *const *env_add; /* NULL-terminated, or NULL */
+    const char *stdin_text;     /* NULL: /dev/null */
+    int with_stderr;
+    int timeout_ms;
+};
+int run_capture_opts(char *const argv[], const struct capture_opts *o, struct strbuf *out);
+
 /* Whether a command's argv[0] names a Python interpreter (python, python3.11). */
 int runinfo_is_python(const char *argv0);
 

@@ -443,6 +443,14 @@ nomem:
     return -ENOMEM;
 }
 
+void rules_engine_set_start(struct rules_engine *e, int64_t start_ns)
+{
+    if (!e)
+        return;
+    e->run.start_ns = start_ns;
+    e->next_t0 = start_ns;
+}
+
 void rules_engine_free(struct rules_engine *e)
 {
     if (!e)

@@ -241,6 +241,9 @@ typedef void finding_fn(const struct finding *f, void *arg);
 int rules_engine_new(const struct rules_options *opts, const struct rules_run_info *run,
                      struct rules_engine **out, struct strbuf *err);
 void rules_engine_free(struct rules_engine *e);
+/* Move the run's start (the first window's) to start_ns, before any data:
+ * a run that waited to start with others (strobe sweep). NULL-safe. */
+void rules_engine_set_start(struct rules_engine *e, int64_t start_ns);
 void rules_engine_on_finding(struct rules_engine *e, finding_fn *fn, void *arg);
 
 /* Input. A series is named once; points of one series come in time order. */
