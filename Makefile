@@ -37,9 +37,9 @@ PQ_CFLAGS := $(shell pkg-config --cflags libpq 2>/dev/null || echo -I/usr/includ
 CPPFLAGS += -D_GNU_SOURCE -Iinclude -Isrc $(PQ_CFLAGS)
 CFLAGS   += -std=c11 $(OPT) $(WARN) -MMD -MP -pthread
 LDFLAGS  += $(SANLD) -pthread
-LDLIBS   += -lsqlite3 -lzstd -lz -lm -ldl -lmicrohttpd
+LDLIBS   += -lsqlite3 -lzstd -lz -lm -ldl -lmicrohttpd -lyaml
 
-CORE_SRC := $(filter-out %.bpf.c,$(wildcard src/common/*.c src/codec/*.c src/ring/*.c src/lib/*.c src/sample/*.c src/store/*.c src/record/*.c src/analyze/*.c src/gpu/*.c src/rules/*.c src/import/*.c src/render/*.c src/serve/*.c))
+CORE_SRC := $(filter-out %.bpf.c,$(wildcard src/common/*.c src/codec/*.c src/ring/*.c src/lib/*.c src/sample/*.c src/store/*.c src/record/*.c src/analyze/*.c src/gpu/*.c src/rules/*.c src/import/*.c src/render/*.c src/serve/*.c src/sweep/*.c))
 CLI_SRC  := $(wildcard src/cli/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 BENCH_SRC := $(wildcard bench/*.c)
@@ -56,7 +56,7 @@ CORE_LIB := $(BUILD)/libstrobe-core.a
 BPF ?= $(shell test -r /sys/kernel/btf/vmlinux && test -r /usr/include/bpf/libbpf.h && \
          command -v clang >/dev/null && command -v bpftool >/dev/null && echo 1 || echo 0)
 FUZZ_GEN := $(BUILD)/gen/report_assets.c
-FUZZ_LIBS := -lsqlite3 -lzstd -lz -lm -ldl -pthread
+FUZZ_LIBS := -lsqlite3 -lzstd -lz -lm -ldl -lyaml -pthread
 ifeq ($(BPF),1)
 CPPFLAGS += -DSTROBE_BPF=1
 LDLIBS   += -lbpf

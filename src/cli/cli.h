@@ -60,6 +60,7 @@ int cmd_rm(struct cli_ctx *c, int argc, char **argv);
 int cmd_copy(struct cli_ctx *c, int argc, char **argv);
 int cmd_push(struct cli_ctx *c, int argc, char **argv);
 int cmd_import(struct cli_ctx *c, int argc, char **argv);
+int cmd_sweep(struct cli_ctx *c, int argc, char **argv);
 int cmd_rules(struct cli_ctx *c, int argc, char **argv);
 int cmd_logs(struct cli_ctx *c, int argc, char **argv);
 int cmd_report(struct cli_ctx *c, int argc, char **argv);

@@ -28,6 +28,8 @@ OPTIONS = {
     "trace": ("store output format steps mode", "ofh"),
     "serve": ("store listen token threads rate burst", "h"),
     "metrics": ("json markdown", "h"),
+    "sweep": ("store dry-run rerun parallel write-back python quiet", "nqh"),
+    "sweep status": ("store json", "h"),
 }
 # an option's line: "  -e, --experiment E   help", "      --json   help", "  -n N   help"
 OPTION_LINE = re.compile(r"^ {2,6}(-\S.*?)(?: {2,}|$)")

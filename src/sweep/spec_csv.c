@@ -1,0 +1,543 @@
+/*
+ * radT's CSV experiment files (spec.h): RFC 4180 fields (quotes, doubled
+ * quotes, line breaks inside quotes), a header naming the columns in any
+ * order, blanks after a comma skipped as pandas' skipinitialspace does.
+ * Each field keeps its line and column for messages.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sweep/spec_internal.h"
+#include "sweep/writeback.h"
+
+/* The largest experiment file read (a million rows is about 100 MB). */
+#define CSV_MAX_BYTES (256u << 20)
+
+enum csv_col {
+    COL_EXPERIMENT,
+    COL_WORKLOAD,
+    COL_NAME,
+    COL_STATUS,
+    COL_RUN,
+    COL_DEVICES,
+    COL_COLLOCATION,
+    COL_FILE,
+    COL_LISTENERS,
+    COL_PARAMS,
+    /* strobe's */
+    COL_COMMAND,
+    COL_TIMEOUT,
+    COL_RETRIES,
+    COL_ENV,
+    COL_ON_FINDING,
+    COL_COUNT
+};
+
+static const char *const col_names[COL_COUNT] = {
+    "Experiment", "Workload", "Name",    "Status",  "Run",     "Devices", "Collocation", "File",
+    "Listeners",  "Params",   "Command", "Timeout", "Retries", "Env",     "OnFinding",
+};
+
+struct csv_row {
+    struct src_val f[COL_COUNT]; /* text NULL: the column is absent */
+    int line;
+};
+
+struct csv_parser {
+    const char *p, *end;
+    int line, col;
+};
+
+static void advance(struct csv_parser *cp)
+{
+    if (*cp->p == '\n') {
+        cp->line++;
+        cp->col = 1;
+    } else {
+        cp->col++;
+    }
+    cp->p++;
+}
+
+/* One field into out (its start in *line, *col). 1 when the record goes on
+ * (a comma followed), 0 at its end, -1 on an unclosed quote. */
+static int read_field(struct csv_parser *cp, struct strbuf *out, int *line, int *col)
+{
+    strbuf_reset(out);
+    while (cp->p < cp->end && (*cp->p == ' ' || *cp->p == '\t'))
+        advance(cp);
+    *line = cp->line;
+    *col = cp->col;
+    if (cp->p < cp->end && *cp->p == '"') {
+        advance(cp);
+        for (;;) {
+            if (cp->p >= cp->end)
+                return -1;
+            if (*cp->p == '"' && cp->p + 1 < cp->end && cp->p[1] == '"') {
+                strbuf_addch(out, '"');
+                advance(cp);
+                advance(cp);
+            } else if (*cp->p == '"') {
+                advance(cp);
+                break;
+            } else {
+                strbuf_addch(out, *cp->p);
+                advance(cp);
+            }
+        }
+    }
+    while (cp->p < cp->end && *cp->p != ',' && *cp->p != '\n') {
+        if (*cp->p != '\r')
+            strbuf_addch(out, *cp->p);
+        advance(cp);
+    }
+    while (out->len && (out->buf[out->len - 1] == ' ' || out->buf[out->len - 1] == '\t'))
+        strbuf_truncate(out, out->len - 1);
+    if (cp->p < cp->end && *cp->p == ',') {
+        advance(cp);
+        return 1;
+    }
+    if (cp->p < cp->end)
+        advance(cp); /* the newline */
+    return 0;
+}
+
+/* Every field of the file, row by row: fields[i] with places. */
+struct csv_cells {
+    char **text;
+    int *line, *col;
+    size_t n, cap;
+    size_t *row_start; /* index of each row's first cell; rows + 1 entries */
+    size_t rows, rows_cap;
+};
+
+static int cells_push(struct csv_cells *c, const char *text, int line, int col)
+{
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 64;
+        char **t = realloc(c->text, cap * sizeof(*t));
+        int *l = t ? realloc(c->line, cap * sizeof(*l)) : NULL;
+        int *k = l ? realloc(c->col, cap * sizeof(*k)) : NULL;
+        if (t)
+            c->text = t;
+        if (l)
+            c->line = l;
+        if (k)
+            c->col = k;
+        if (!t || !l || !k)
+            return -ENOMEM;
+        c->cap = cap;
+    }
+    if (!(c->text[c->n] = strdup(text)))
+        return -ENOMEM;
+    c->line[c->n] = line;
+    c->col[c->n] = col;
+    c->n++;
+    return 0;
+}
+
+static int rows_push(struct csv_cells *c)
+{
+    if (c->rows + 2 > c->rows_cap) {
+        size_t cap = c->rows_cap ? c->rows_cap * 2 : 16;
+        size_t *r = realloc(c->row_start, cap * sizeof(*r));
+        if (!r)
+            return -ENOMEM;
+        c->row_start = r;
+        c->rows_cap = cap;
+    }
+    c->row_start[c->rows] = c->n;
+    return 0;
+}
+
+static void cells_release(struct csv_cells *c)
+{
+    for (size_t i = 0; i < c->n; i++)
+        free(c->text[i]);
+    free(c->text);
+    free(c->line);
+    free(c->col);
+    free(c->row_start);
+}
+
+/* Split the file into rows of cells; blank lines are skipped. */
+static int split_cells(struct spec_reader *rd, const char *data, size_t len, struct csv_cells *c)
+{
+    struct csv_parser cp = {.p = data, .end = data + len, .line = 1, .col = 1};
+    struct strbuf field;
+    strbuf_init(&field);
+    int rc = 0;
+    while (rc == 0 && cp.p < cp.end) {
+        if (*cp.p == '\n' || (*cp.p == '\r' && cp.p + 1 < cp.end && cp.p[1] == '\n')) {
+            advance(&cp);
+            continue;
+        }
+        if (rows_push(c) < 0) {
+            rc = sweep_fail_at(rd, cp.line, 1, "out of memory");
+            break;
+        }
+        int more = 1, line, col;
+        while (more == 1 && rc == 0) {
+            more = read_field(&cp, &field, &line, &col);
+            if (more < 0)
+                rc = sweep_fail_at(rd, line, col, "a quoted field is never closed");
+            else if (strbuf_failed(&field) ||
+                     cells_push(c, field.buf ? field.buf : "", line, col) < 0)
+                rc = sweep_fail_at(rd, line, col, "out of memory");
+        }
+        c->rows++;
+        c->row_start[c->rows] = c->n;
+    }
+    strbuf_release(&field);
+    return rc;
+}
+
+/* The header's columns: map[i] is the column of cell i, each known once. */
+static int read_header(struct spec_reader *rd, const struct csv_cells *c, int *map, int *where)
+{
+    for (int k = 0; k < COL_COUNT; k++)
+        where[k] = -1;
+    for (size_t i = 0; i < c->row_start[1]; i++) {
+        int k = 0;
+        while (k < COL_COUNT && strcasecmp(col_names[k], c->text[i]) != 0)
+            k++;
+        if (k == COL_COUNT)
+            return sweep_fail_at(rd, c->line[i], c->col[i],
+                                 "unknown column '%s' (radT's: Experiment, Workload, Name, "
+                                 "Status, Run, Devices, Collocation, File, Listeners, Params; "
+                                 "strobe's: Command, Timeout, Retries, Env, OnFinding)",
+                                 c->text[i]);
+        if (where[k] >= 0)
+            return sweep_fail_at(rd, c->line[i], c->col[i], "column '%s' is given twice",
+                                 col_names[k]);
+        where[k] = (int)i;
+        map[i] = k;
+    }
+    if (where[COL_WORKLOAD] < 0)
+        return sweep_fail_at(rd, 1, 1, "the header has no Workload column");
+    if (where[COL_FILE] < 0 && where[COL_COMMAND] < 0)
+        return sweep_fail_at(rd, 1, 1, "the header has neither a File nor a Command column");
+    return 0;
+}
+
+static int status_finished(const struct src_val *v)
+{
+    return v->text && strstr(v->text, "FINISHED") != NULL;
+}
+
+/* A workload-wide column (Timeout, Retries, Env, OnFinding): every row of
+ * the workload that gives it must give the same. */
+static int same_as_first(struct spec_reader *rd, const struct src_val *first,
+                         const struct src_val *v, const char *col)
+{
+    if (!sweep_given(v) || !sweep_given(first) || strcmp(first->text, v->text) == 0)
+        return 0;
+    return sweep_fail_val(rd, v, "%s '%s' differs from '%s' in the same workload (line %d)", col,
+                          v->text, first->text, first->line);
+}
+
+static int env_words(struct spec_reader *rd, struct sweep_workload *w, const struct src_val *v)
+{
+    if (!sweep_given(v))
+        return 0;
+    char *copy = strdup(v->text), *save = NULL;
+    int rc = copy ? 0 : sweep_fail_val(rd, v, "out of memory");
+    for (char *tok = copy ? strtok_r(copy, " ;", &save) : NULL; tok && rc == 0;
+         tok = strtok_r(NULL, " ;", &save)) {
+        char *eq = strchr(tok, '=');
+        if (!eq)
+            rc = sweep_fail_val(rd, v, "Env '%s' is not KEY=VALUE", tok);
+        else {
+            *eq = '\0';
+            rc = sweep_add_env(rd, w, v, tok, eq + 1);
+        }
+    }
+    free(copy);
+    return rc;
+}
+
+static int workload_settings(struct spec_reader *rd, struct sweep_workload *w,
+                             const struct csv_row *row)
+{
+    long retries = 0;
+    int rc = sweep_set_timeout(rd, &row->f[COL_TIMEOUT], &w->timeout_ns);
+    if (rc == 0)
+        rc = sweep_set_count(rd, &row->f[COL_RETRIES], "Retries", 0, 100, &retries);
+    w->retries = (int)retries;
+    if (rc == 0)
+        rc = env_words(rd, w, &row->f[COL_ENV]);
+    if (rc == 0)
+        rc = sweep_add_on_finding(rd, w, &row->f[COL_ON_FINDING]);
+    return rc;
+}
+
+/* The file's base name less its extension: the campaign of a file without
+ * an Experiment column. */
+static char *base_stem(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    const char *dot = strrchr(base, '.');
+    return strndup(base, dot ? (size_t)(dot - base) : strlen(base));
+}
+
+/* The campaign's name: its experiments, each once, joined by '+'. */
+static int set_campaign(struct spec_reader *rd)
+{
+    struct sweep_spec *s = rd->spec;
+    struct strbuf name;
+    strbuf_init(&name);
+    for (size_t i = 0; i < s->n; i++) {
+        size_t k = 0;
+        while (k < i && strcmp(s->w[k].experiment, s->w[i].experiment) != 0)
+            k++;
+        if (k == i)
+            strbuf_addf(&name, "%s%s", name.len ? "+" : "", s->w[i].experiment);
+    }
+    s->campaign = strbuf_failed(&name) ? NULL : strdup(name.buf ? name.buf : "");
+    strbuf_release(&name);
+    return s->campaign ? 0 : sweep_fail_at(rd, 1, 1, "out of memory");
+}
+
+static struct sweep_workload *find_workload(struct sweep_spec *s, const char *experiment,
+                                            const char *name)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (strcmp(s->w[i].name, name) == 0 && strcmp(s->w[i].experiment, experiment) == 0)
+            return &s->w[i];
+    return NULL;
+}
+
+static int add_row(struct spec_reader *rd, const struct csv_row *row, const char *stem,
+                   struct csv_row *first_rows, int rowno)
+{
+    const struct src_val *wl = &row->f[COL_WORKLOAD];
+    if (!sweep_given(wl))
+        return sweep_fail_at(rd, row->line, 1, "the row has no Workload");
+    const char *experiment =
+        sweep_given(&row->f[COL_EXPERIMENT]) ? row->f[COL_EXPERIMENT].text : stem;
+    struct sweep_workload *w = find_workload(rd->spec, experiment, wl->text);
+    int fresh = !w;
+    if (fresh && !(w = sweep_add_workload(rd, experiment, wl->text, row->line)))
+        return -1;
+    size_t wi = (size_t)(w - rd->spec->w);
+    if (fresh) {
+        first_rows[wi] = *row;
+        w->file_finished = status_finished(&row->f[COL_STATUS]);
+        if (workload_settings(rd, w, row) < 0)
+            return -1;
+    } else {
+        w->file_finished &= status_finished(&row->f[COL_STATUS]);
+        static const enum csv_col wide[] = {COL_TIMEOUT, COL_RETRIES, COL_ENV, COL_ON_FINDING};
+        for (size_t k = 0; k < sizeof(wide) / sizeof(wide[0]); k++)
+            if (same_as_first(rd, &first_rows[wi].f[wide[k]], &row->f[wide[k]],
+                              col_names[wide[k]]) < 0)
+                return -1;
+    }
+    struct sweep_run *run = sweep_add_run(rd, w, row->line);
+    if (!run)
+        return -1;
+    char default_name[64], index[16];
+    snprintf(default_name, sizeof(default_name), "%.40s.%zu", w->name, w->nruns);
+    snprintf(index, sizeof(index), "%zu", w->nruns - 1);
+    struct kv_list extras = {0};
+    if (kv_list_add(&extras, "workload", w->name) < 0 || kv_list_add(&extras, "run", index) < 0) {
+        kv_list_release(&extras);
+        return sweep_fail_at(rd, row->line, 1, "out of memory");
+    }
+    struct run_source src = {
+        .name = row->f[COL_NAME],
+        .devices = row->f[COL_DEVICES],
+        .collocation = row->f[COL_COLLOCATION],
+        .listeners = row->f[COL_LISTENERS],
+        .file = row->f[COL_FILE],
+        .command = row->f[COL_COMMAND],
+        .args = row->f[COL_PARAMS],
+        .extras = &extras,
+        .row = rowno,
+    };
+    int rc = sweep_build_run(rd, &src, w->name, default_name, run);
+    kv_list_release(&extras);
+    return rc;
+}
+
+static int read_rows(struct spec_reader *rd, const struct csv_cells *c, const int *map)
+{
+    size_t ncols = c->row_start[1];
+    char *stem = base_stem(rd->spec->path);
+    struct csv_row *first_rows = calloc(c->rows, sizeof(*first_rows));
+    int rc = (!stem || !first_rows) ? sweep_fail_at(rd, 1, 1, "out of memory") : 0;
+    for (size_t r = 1; rc == 0 && r < c->rows; r++) {
+        size_t from = c->row_start[r], to = c->row_start[r + 1];
+        if (to - from != ncols) {
+            rc = sweep_fail_at(rd, c->line[from], 1, "the row has %zu fields, the header %zu",
+                               to - from, ncols);
+            break;
+        }
+        struct csv_row row = {.line = c->line[from]};
+        for (size_t i = from; i < to; i++)
+            row.f[map[i - from]] =
+                (struct src_val){.text = c->text[i], .line = c->line[i], .col = c->col[i]};
+        rc = add_row(rd, &row, stem, first_rows, (int)r);
+    }
+    free(first_rows);
+    free(stem);
+    return rc;
+}
+
+static int slurp(struct spec_reader *rd, char **out, size_t *len)
+{
+    FILE *f = fopen(rd->spec->path, "rb");
+    if (!f) {
+        strbuf_reset(rd->err);
+        strbuf_addf(rd->err, "cannot read '%s': %s", rd->spec->path, strerror(errno));
+        return -1;
+    }
+    struct strbuf sb;
+    strbuf_init(&sb);
+    char buf[65536];
+    size_t got;
+    while ((got = fread(buf, 1, sizeof(buf), f)) > 0 && sb.len <= CSV_MAX_BYTES)
+        strbuf_add(&sb, buf, got);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad || strbuf_failed(&sb) || sb.len > CSV_MAX_BYTES) {
+        strbuf_release(&sb);
+        strbuf_reset(rd->err);
+        strbuf_addf(rd->err, "cannot read '%s': %s", rd->spec->path,
+                    bad ? "read error" : "larger than 256 MiB");
+        return -1;
+    }
+    *len = sb.len;
+    *out = sb.buf ? sb.buf : strdup("");
+    return *out ? 0 : -1;
+}
+
+int sweep_read_csv(struct spec_reader *rd)
+{
+    char *data = NULL;
+    size_t len = 0;
+    if (slurp(rd, &data, &len) < 0)
+        return -1;
+    if (memchr(data, '\0', len)) {
+        free(data);
+        return sweep_fail_at(rd, 1, 1, "the file holds a NUL byte: not a CSV file");
+    }
+    struct csv_cells c = {0};
+    const char *text = data;
+    if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) { /* a UTF-8 byte order mark */
+        text += 3;
+        len -= 3;
+    }
+    int rc = split_cells(rd, text, len, &c);
+    if (rc == 0 && c.rows == 0)
+        rc = sweep_fail_at(rd, 1, 1, "the file is empty");
+    int *map = rc == 0 ? calloc(c.row_start[1] + 1, sizeof(*map)) : NULL;
+    int where[COL_COUNT];
+    if (rc == 0 && !map)
+        rc = sweep_fail_at(rd, 1, 1, "out of memory");
+    if (rc == 0)
+        rc = read_header(rd, &c, map, where);
+    if (rc == 0)
+        rc = read_rows(rd, &c, map);
+    if (rc == 0)
+        rc = set_campaign(rd);
+    free(map);
+    cells_release(&c);
+    free(data);
+    return rc;
+}
+
+/* ---- write-back (writeback.h) ---- */
+
+static void put_cell(struct strbuf *out, const char *text)
+{
+    int quote = strpbrk(text, ",\"\n\r") != NULL || (text[0] == ' ' || text[0] == '\t') ||
+                (text[0] && (text[strlen(text) - 1] == ' ' || text[strlen(text) - 1] == '\t'));
+    if (!quote) {
+        strbuf_adds(out, text);
+        return;
+    }
+    strbuf_addch(out, '"');
+    for (const char *p = text; *p; p++) {
+        if (*p == '"')
+            strbuf_addch(out, '"');
+        strbuf_addch(out, *p);
+    }
+    strbuf_addch(out, '"');
+}
+
+/* The rewritten file's text, from its cells. */
+static void rewrite_cells(const struct csv_cells *c, const int *where, const char *const *status,
+                          const char *const *run, size_t nrows, struct strbuf *out)
+{
+    size_t ncols = c->row_start[1];
+    for (size_t r = 0; r < c->rows; r++) {
+        size_t from = c->row_start[r];
+        for (size_t i = 0; i < ncols; i++) {
+            const char *text = c->text[from + i];
+            if (r > 0 && r <= nrows && (int)i == where[COL_STATUS] && status[r])
+                text = status[r];
+            if (r > 0 && r <= nrows && (int)i == where[COL_RUN] && run[r])
+                text = run[r];
+            if (i)
+                strbuf_addch(out, ',');
+            put_cell(out, text);
+        }
+        for (int k = COL_STATUS; k <= COL_RUN; k++) /* columns the header lacked */
+            if (where[k] < 0) {
+                const char *const *v = k == COL_STATUS ? status : run;
+                strbuf_addch(out, ',');
+                put_cell(out, r == 0 ? col_names[k] : r <= nrows && v[r] ? v[r] : "");
+            }
+        strbuf_addch(out, '\n');
+    }
+}
+
+int sweep_csv_rewrite(const char *path, const char *const *status, const char *const *run,
+                      size_t nrows, struct strbuf *err)
+{
+    struct sweep_spec spec = {.path = (char *)path};
+    struct sweep_env env = {0};
+    struct spec_reader rd = {.spec = &spec, .env = &env, .err = err};
+    char *data = NULL;
+    size_t len = 0;
+    if (slurp(&rd, &data, &len) < 0)
+        return -1;
+    struct csv_cells c = {0};
+    size_t bom = len >= 3 && memcmp(data, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
+    int rc = split_cells(&rd, data + bom, len - bom, &c);
+    int *map = rc == 0 && c.rows ? calloc(c.row_start[1] + 1, sizeof(*map)) : NULL,
+        where[COL_COUNT];
+    if (rc == 0 && (!map || read_header(&rd, &c, map, where) < 0))
+        rc = -1;
+    struct strbuf out;
+    strbuf_init(&out);
+    if (rc == 0) {
+        rewrite_cells(&c, where, status, run, nrows, &out);
+        rc = strbuf_failed(&out) ? -1 : 0;
+    }
+    char *tmp = NULL;
+    if (rc == 0 && asprintf(&tmp, "%s.strobe-tmp", path) > 0) {
+        FILE *f = fopen(tmp, "wb");
+        rc = f && fwrite(out.buf, 1, out.len, f) == out.len ? 0 : -1;
+        if (f && fclose(f) != 0)
+            rc = -1;
+        if (rc == 0 && rename(tmp, path) < 0)
+            rc = -1;
+        if (rc < 0) {
+            strbuf_reset(err);
+            strbuf_addf(err, "cannot write %s: %s", tmp, strerror(errno));
+            unlink(tmp);
+        }
+    }
+    free(tmp);
+    strbuf_release(&out);
+    free(map);
+    cells_release(&c);
+    free(data);
+    return rc;
+}

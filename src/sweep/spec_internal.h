@@ -1,0 +1,60 @@
+/*
+ * What the experiment file readers (spec_csv.c, spec_yaml.c) share with
+ * the builder in spec.c. Private to src/sweep.
+ */
+#ifndef STROBE_SWEEP_SPEC_INTERNAL_H
+#define STROBE_SWEEP_SPEC_INTERNAL_H
+
+#include "sweep/spec.h"
+
+/* A value and where it stands in the file (line and column from 1). */
+struct src_val {
+    const char *text; /* NULL: not given */
+    int line, col;
+};
+
+struct spec_reader {
+    struct sweep_spec *spec;
+    const struct sweep_env *env;
+    struct strbuf *err;
+    char *dir; /* the file's folder, for relative paths */
+};
+
+/* One run as a file states it; sweep_build_run checks and resolves it. */
+struct run_source {
+    struct src_val name, devices, collocation, mps_pct, listeners, file, command, python, args;
+    const struct kv_list *params; /* the combination's parameters (YAML), or NULL */
+    const struct kv_list *extras; /* {workload} and {run} for templates */
+    int row;
+};
+
+/* Set err to "FILE:LINE:COL: message"; return -1. */
+int sweep_fail_at(struct spec_reader *rd, int line, int col, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+int sweep_fail_val(struct spec_reader *rd, const struct src_val *v, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Whether v holds a non-empty text. */
+int sweep_given(const struct src_val *v);
+
+/* A new workload at the end of the plan, or NULL (err set). */
+struct sweep_workload *sweep_add_workload(struct spec_reader *rd, const char *experiment,
+                                          const char *name, int line);
+/* A new, zeroed run at the end of w, or NULL (err set). */
+struct sweep_run *sweep_add_run(struct spec_reader *rd, struct sweep_workload *w, int line);
+/* Fill run from src: its command, devices, collocation, listeners. */
+int sweep_build_run(struct spec_reader *rd, const struct run_source *src, const char *workload,
+                    const char *default_name, struct sweep_run *run);
+/* A workload's own settings, as text, checked and set on w. */
+int sweep_set_timeout(struct spec_reader *rd, const struct src_val *v, int64_t *out_ns);
+int sweep_set_count(struct spec_reader *rd, const struct src_val *v, const char *what, long min,
+                    long max, long *out);
+/* Add one --on-finding value (checked for its shape, RULE=ACTION). */
+int sweep_add_on_finding(struct spec_reader *rd, struct sweep_workload *w, const struct src_val *v);
+/* Add "K=V K=V" (CSV) or one K, V pair (YAML) to w->env. */
+int sweep_add_env(struct spec_reader *rd, struct sweep_workload *w, const struct src_val *at,
+                  const char *key, const char *value);
+
+int sweep_read_csv(struct spec_reader *rd);
+int sweep_read_yaml(struct spec_reader *rd);
+
+#endif
