@@ -73,7 +73,8 @@ struct yaml_reader {
     yaml_document_t doc;
     char **pool; /* texts made here (joined lists), freed at the end */
     size_t npool;
-    int counter; /* workloads named by number so far (radT's 000, 001, ...) */
+    int counter;         /* workloads named by number so far (radT's 000, 001, ...) */
+    yaml_node_t *status; /* radT's write-back at the top, or NULL */
 };
 
 static int line_of(const yaml_node_t *n)
@@ -212,8 +213,12 @@ static int read_group(struct yaml_reader *y, yaml_node_t *map, struct yaml_group
                              "count, seed, runs, timeout, retries, share_devices, report, "
                              "interval, parameters, env, on_finding%s)",
                              name, top ? ", workloads" : "");
-        if (k == K_STATUS || k == K_PARENT)
+        if (k == K_PARENT)
             continue;
+        if (k == K_STATUS) {
+            y->status = value->type == YAML_MAPPING_NODE ? value : NULL;
+            continue;
+        }
         if (k == K_WORKLOADS) {
             if (value->type != YAML_SEQUENCE_NODE)
                 return fail_node(y, value, "workloads: a list of groups of keys");
@@ -446,6 +451,33 @@ static int group_settings(struct yaml_reader *y, const struct yaml_group *g,
     return 0;
 }
 
+/* Whether radT's status map says this combination finished: its values
+ * read "FINISHED RUN_ID (--key value ...)", the parameters as radT passed
+ * them. */
+static int radt_finished(struct yaml_reader *y, const struct kv_list *params)
+{
+    if (!y->status)
+        return 0;
+    struct strbuf want;
+    strbuf_init(&want);
+    strbuf_addch(&want, '(');
+    for (size_t i = 0; i < params->n; i++)
+        strbuf_addf(&want, "%s--%s %s", i ? " " : "", params->items[i].key, params->items[i].value);
+    strbuf_addch(&want, ')');
+    int found = 0;
+    for (yaml_node_pair_t *p = y->status->data.mapping.pairs.start;
+         !found && p < y->status->data.mapping.pairs.top; p++) {
+        yaml_node_t *v = node_at(y, p->value);
+        const char *text =
+            v && v->type == YAML_SCALAR_NODE ? (const char *)v->data.scalar.value : "";
+        const char *paren = strchr(text, '(');
+        found =
+            strncmp(text, "FINISHED", 8) == 0 && paren && want.buf && strcmp(paren, want.buf) == 0;
+    }
+    strbuf_release(&want);
+    return found;
+}
+
 /* The workload's name: the group's `workload` (with the combination's
  * number when it has several), else radT's running number. */
 static void workload_name(struct yaml_reader *y, const struct yaml_group *g, size_t combos,
@@ -483,6 +515,8 @@ static int add_combination(struct yaml_reader *y, const struct yaml_group *g,
     struct sweep_workload *w = rc == 0 ? sweep_add_workload(rd, experiment, name, g->line) : NULL;
     if (!w || group_settings(y, g, w) < 0)
         rc = -1;
+    if (rc == 0)
+        w->file_finished = radt_finished(y, &params);
     for (long r = 0; r < runs && rc == 0; r++) {
         struct sweep_run *run = sweep_add_run(rd, w, g->line);
         char index_text[24], default_name[96];
