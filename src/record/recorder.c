@@ -87,8 +87,12 @@ struct recorder {
     struct rlimit old_nofile;
     int nofile_raised;
     pid_t child;
-    int gate_fd; /* --start-gate's R, kept open to say when the job has ended; -1 */
-    int gated;   /* the run started at the gate: its start moved there */
+    int gate_fd;  /* --start-gate's R, kept open to say when the job has ended; -1 */
+    int gated;    /* the run started at the gate: its start moved there */
+    int inserted; /* the run row is in the store */
+    int in_job;   /* find_job: 0 a node of a job, 1 a run of its own, <0 failed */
+    struct cluster_join job;
+    struct kv_list texts; /* kept with the run once it is inserted */
     int child_status;
     int child_done;
     int64_t start_mono_ns, start_real_ns;
@@ -186,7 +190,9 @@ static int measure_node_clock(struct recorder *r)
     return 0;
 }
 
-static int open_store_and_run(struct recorder *r)
+/* Open the store and learn everything the run row holds (its job too),
+ * without writing it: insert_run does, at once or at the start gate. */
+static int open_store_and_prepare(struct recorder *r)
 {
     struct strbuf err;
     strbuf_init(&err);
@@ -207,43 +213,46 @@ static int open_store_and_run(struct recorder *r)
         kv_list_add(&r->run.tags, r->o->tags.items[i].key, r->o->tags.items[i].value);
     for (size_t i = 0; i < r->o->params.n; i++)
         kv_list_add(&r->run.params, r->o->params.items[i].key, r->o->params.items[i].value);
-    struct kv_list texts = {0};
-    runinfo_collect(&r->run, r->o->argv, r->env.proc_root, &texts);
+    runinfo_collect(&r->run, r->o->argv, r->env.proc_root, &r->texts);
     r->run.interval_ns = r->o->interval_ns;
     snprintf(r->run.status, sizeof(r->run.status), "%s", RUN_RUNNING);
     r->run.start_ns = clock_realtime_ns();
-    struct store *s = r->store;
-    struct cluster_join job;
-    int in_job = find_job(r, &job);
-    if (in_job < 0) {
-        kv_list_release(&texts);
-        return in_job;
-    }
-    if (in_job == 0 && (rc = measure_node_clock(r)) < 0) {
-        kv_list_release(&texts);
+    /* a run started at a gate is a run of its own: its row is written only
+     * when the gate opens, and a job's node joins as it is written */
+    r->in_job = r->o->start_gate ? 1 : find_job(r, &r->job);
+    if (r->in_job < 0)
+        return r->in_job;
+    if (r->in_job == 0 && (rc = measure_node_clock(r)) < 0)
         return rc;
-    }
-    rc = s->ops->begin(s);
+    return 0;
+}
+
+/* Write the run row and its texts: from here the run is in the store. */
+static int insert_run(struct recorder *r)
+{
+    struct store *s = r->store;
+    int rc = s->ops->begin(s);
     if (rc == 0)
-        rc = in_job == 0 ? store_job_join(s, job.key, &r->run, &r->job_slot)
-                         : s->ops->run_insert(s, &r->run);
-    for (size_t i = 0; rc == 0 && i < texts.n; i++) {
-        const char *v = texts.items[i].value;
-        struct run_text_record t = {texts.items[i].key, v, strlen(v), (int64_t)strlen(v)};
+        rc = r->in_job == 0 ? store_job_join(s, r->job.key, &r->run, &r->job_slot)
+                            : s->ops->run_insert(s, &r->run);
+    for (size_t i = 0; rc == 0 && i < r->texts.n; i++) {
+        const char *v = r->texts.items[i].value;
+        struct run_text_record t = {r->texts.items[i].key, v, strlen(v), (int64_t)strlen(v)};
         rc = s->ops->run_text_put(s, r->run.id, &t);
     }
-    kv_list_release(&texts);
+    kv_list_release(&r->texts);
     if (rc == 0)
         rc = s->ops->commit(s);
     if (rc < 0) {
         s->ops->rollback(s);
         log_error("cannot record run in store '%s': %s", r->store_shown.buf, s->err.buf);
-    } else if (in_job == 0) {
+    } else if (r->in_job == 0) {
         log_note("node '%s' joined run %s (key %s, from %s); its clock is %+.3f ms from the "
                  "store's (within %.3f ms)",
-                 job.node, r->run.parent_id, job.key, job.source,
+                 r->job.node, r->run.parent_id, r->job.key, r->job.source,
                  (double)r->run.clock_offset_ns / 1e6, (double)r->run.clock_rtt_ns / 2e6);
     }
+    r->inserted = rc == 0;
     return rc;
 }
 
@@ -1097,12 +1106,8 @@ static int wait_start_gate(struct recorder *r)
             why = "the sweep ended before the workload started";
         }
     }
-    if (why) {
-        log_error("%s", why);
-        r->run.error = strdup(why);
-        r->run.end_ns = clock_realtime_ns() + r->run.clock_shift_ns;
-        snprintf(r->run.status, sizeof(r->run.status), "%s", RUN_FAILED);
-    }
+    if (why) /* the sweep called it off and says so itself: a note (quiet hides it) */
+        log_note("%s", why);
     if (go_fd >= 0)
         close(go_fd);
     if (!why) { /* the run starts now, not when it began to wait */
@@ -1194,6 +1199,7 @@ static void close_job(struct recorder *r)
 
 static void cleanup(struct recorder *r)
 {
+    kv_list_release(&r->texts);
     if (r->gate_fd >= 0)
         close(r->gate_fd);
     close_gpu(r); /* a no-op unless the run never began */
@@ -1246,7 +1252,8 @@ int recorder_run(const struct recorder_opts *o)
     raise_fd_limit(&r); /* before the tree sets its fd budget */
     proc_tree_init(&r.tree, &r.env);
     if (series_table_init(&r.series) < 0 || open_roots(&r) < 0 ||
-        choose_proc_source(&r.tree, o->proc_source) < 0 || open_store_and_run(&r) < 0)
+        choose_proc_source(&r.tree, o->proc_source) < 0 || open_store_and_prepare(&r) < 0 ||
+        (!o->start_gate && insert_run(&r) < 0))
         goto out;
     if (o->run_id_out) /* for the report strobe run writes afterwards */
         memcpy(o->run_id_out, r.run.id, sizeof(r.run.id));
@@ -1295,10 +1302,8 @@ int recorder_run(const struct recorder_opts *o)
     if (gpu_collector_open(r.gpu, gpu_interval) == 0)
         dcgm_collector_open(r.dcgm, gpu_interval); /* only worth a note where there are GPUs */
     r.live = !o->quiet && isatty(STDERR_FILENO);
-    if (o->start_gate && wait_start_gate(&r) < 0) {
-        log_release_notes(0);
-        flush(&r);
-        writer_wait(&r.writer);
+    if (o->start_gate && (wait_start_gate(&r) < 0 || insert_run(&r) < 0)) {
+        log_release_notes(0); /* never started, never stored */
         if (o->job_started_out)
             *o->job_started_out = 0;
         goto out;

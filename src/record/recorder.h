@@ -73,9 +73,9 @@ struct recorder_opts {
     const char *node;               /* --node: this node's name in the job, or NULL */
     int no_join;                    /* --no-join: no job, whatever the launcher says */
     const char *start_gate;         /* --start-gate "R,G" (strobe sweep's barrier): once ready,
-                                       write the run id and a newline to fd R and close it;
-                                       start the job when fd G gives a byte; its end first
-                                       (or INT, TERM, HUP) fails the run unstarted */
+                                       write the run id and a newline to fd R; when fd G gives
+                                       a byte, write the run row and start the job; G's end
+                                       first (or INT, TERM, HUP) exits with nothing stored */
     char **argv;                    /* the job's command, NULL-terminated */
     char *run_id_out;               /* if not NULL (RUN_ID_LEN + 1 bytes): the run's id, set
                                        once the run is in the store, else left "" */

@@ -39,7 +39,7 @@ struct arun {
     char id[RUN_ID_LEN + 1];
     char line[128];
     size_t len;
-    int ready, ended, exited;
+    int spawned, ready, ended, exited;
     int job_status;  /* wait status from "end N" */
     int exit_status; /* the recorder's wait status */
     struct mig_slice mig;
@@ -407,6 +407,7 @@ static void build_args(struct sched *s, struct awl *a, struct arun *r, int rfd, 
     if (!w->report)
         arg(b, "--no-report");
     arg(b, "--quiet");
+    arg(b, "--no-join"); /* a launcher's variables in the sweep's environment are not a job */
     argcat(b, "--start-gate=", gate, NULL);
     if (r->def->wrap && (add_wrap(s, a, r, b), r->artifact))
         argcat(b, "--tag=artifact=", r->artifact, NULL);
@@ -474,6 +475,7 @@ static int spawn_run(struct sched *s, struct awl *a, struct arun *r)
         return err;
     }
     r->pid = pid;
+    r->spawned = 1;
     r->rfd = rp[0];
     r->gfd = gp[1];
     return 0;
@@ -738,7 +740,7 @@ static int jobs_ok(const struct awl *a)
 static int recorders_done(const struct awl *a)
 {
     for (size_t i = 0; i < a->w->nruns; i++)
-        if (!a->runs[i].exited || a->runs[i].rfd >= 0)
+        if (a->runs[i].spawned && (!a->runs[i].exited || a->runs[i].rfd >= 0))
             return 0;
     return 1;
 }
@@ -794,8 +796,13 @@ static void finish_workload(struct sched *s, struct awl *a)
 {
     share_teardown(a);
     locks_release(s, a);
-    const char *status = outcome(s, a);
     struct wl_state *st = a->st;
+    if (a->phase == PH_STARTING && s->stopping) { /* called off: it never ran */
+        remove_active(s, a);
+        awl_free(a);
+        return;
+    }
+    const char *status = outcome(s, a);
     st->attempts++;
     st->ended_ns = clock_realtime_ns();
     snprintf(st->status, sizeof(st->status), "%s", status);
