@@ -177,8 +177,8 @@ int run_filter_status_option(const struct cli_option *opt, const char *arg);
         CLI_OPT_STRING(0, "name", &(f)->name_glob, "GLOB",                                         \
                        "runs whose name matches, as the shell matches (\"bs*\")"),                 \
         CLI_OPT_CALLBACK(0, "status", &(f)->status_mask, "S[,S...]",                               \
-                         "running, finished, failed, crashed, killed or lost (a comma\n"           \
-                         "list)",                                                                  \
+                         "running, finished, failed, crashed, killed, stopped or lost\n"           \
+                         "(a comma list)",                                                         \
                          run_filter_status_option)
 /* Whether any filter is set. */
 int run_filter_any(const struct run_filter *f);
