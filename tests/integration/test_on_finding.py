@@ -10,10 +10,14 @@ and would run a minute;
 - exec: gets the finding as JSON on stdin, with STROBE_RUN_ID and
   STROBE_RULE; a command that hangs stalls neither the sampling nor the
   end of the run, and one that fails is one warning;
-- a bad rule, action or signal is one line, exit 125, and no run."""
+- a bad rule, action or signal is one line, exit 125, and no run;
+- strobe show names the action that stopped the run and lists every
+  action, in text and in --json."""
 import json
 import os
+import re
 import signal
+import sqlite3
 import time
 
 from strobetest import PYTHON, TMP, check, done, show, store_path, strobe
@@ -79,6 +83,19 @@ check("stop: the action is kept with the run, as the one that stopped it",
       and stops[0]["ok"] and "SIGTERM" in stops[0]["result"], acts)
 check("stop: each action is one line on stderr",
       sum("on-finding InputBound [node]: " in l for l in p.stderr.splitlines()) == 2, p.stderr)
+check("show --json: stopped_by names the finding",
+      r.get("stopped_by") and r["stopped_by"]["rule"] == "InputBound"
+      and r["stopped_by"]["scope"] == "node" and r["stopped_by"]["at_ns"] == stops[0]["at_ns"]
+      if stops else False, r.get("stopped_by"))
+check("show --json: actions lists both, as kept",
+      [a["action"] for a in r.get("actions", [])] == [a["action"] for a in acts]
+      and r["actions"] == acts, (r.get("actions"), acts))
+said = strobe("show", "last", store=db).stdout
+check("show: the status says by what", "status    stopped (signal 15) by InputBound [node]" in said,
+      said[:300])
+check("show: the actions are listed", "actions   2 (run --on-finding)" in said
+      and re.search(r"^  \+\S+ +InputBound \[node\] stop: SIGTERM to pid \d+", said, re.M)
+      and re.search(r"^  \+\S+ +InputBound \[node\] exec: pid \d+ started", said, re.M), said)
 p = strobe("ls", "--json", "--status", "stopped", store=db)
 check("ls --status stopped lists it",
       p.returncode == 0 and [x["id"] for x in json.loads(p.stdout)] == [r["id"]], p.stdout)
@@ -142,7 +159,8 @@ except (OSError, ValueError):
 check("signal: the run finishes normally, exit 0", p.returncode == 0, (p.returncode, p.stderr))
 check("signal: USR1 reached the job's handler", os.path.exists(marker))
 r = show(db)
-check("signal: the run is 'finished'", r["status"] == "finished", r["status"])
+check("signal: the run is 'finished', stopped by nothing",
+      r["status"] == "finished" and r["stopped_by"] is None, (r["status"], r.get("stopped_by")))
 acts = actions(db)
 check("signal: the action is kept", any(a["action"] == "signal" and a["ok"] and
                                         "SIGUSR1 to pid" in a["result"] for a in acts), acts)
@@ -154,6 +172,30 @@ warned = [l for l in p.stderr.splitlines() if "warning" in l and "exited 3" in l
 check("exec: a command that fails is one warning", len(warned) == 1, p.stderr)
 check("exec: the hanging one is said to be left running",
       any("still runs" in l for l in p.stderr.splitlines()), p.stderr)
+
+# ---- an actions text another tool wrote ------------------------------------------
+# show reads it as outside input: an element that is no action is left out
+con = sqlite3.connect(db)
+con.execute("UPDATE run_texts SET text = ? WHERE run_id = ? AND kind = 'actions'",
+            ('[1, {"rule": "\\u001b[2J", "action": "stop", "at_ns": 5, "stopped_run": true},'
+             ' {"rule": "X"}]', r["id"]))
+con.commit()
+con.close()
+r = show(db)
+check("show --json: a foreign actions text keeps only what is an action",
+      [a["rule"] for a in r["actions"]] == ["\u001b[2J"] and r["stopped_by"]["at_ns"] == 5,
+      r["actions"])
+p = strobe("show", "last", store=db)
+check("show: its text is printed terminal-safe", p.returncode == 0 and "\\x1b[2J" in p.stdout
+      and "\x1b" not in p.stdout, p.stdout[:400])
+con = sqlite3.connect(db)
+con.execute("UPDATE run_texts SET text = 'not json' WHERE run_id = ? AND kind = 'actions'",
+            (r["id"],))
+con.commit()
+con.close()
+r = show(db)
+check("show --json: an actions text that is not JSON is none",
+      r["actions"] == [] and r["stopped_by"] is None, r["actions"])
 
 # ---- errors before the job starts ----------------------------------------------
 bad_db = store_path("on-finding-bad.db")
