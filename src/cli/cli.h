@@ -102,6 +102,32 @@ void findings_print_text(FILE *out, const struct finding_record *f, uint32_t n, 
 /* The findings as one JSON array value for jw. */
 void findings_json(struct json_writer *jw, const struct finding_record *f, uint32_t n);
 
+/* What strobe run --on-finding did (show_actions.c): the run's "actions"
+ * text (record/on_finding.h), read back. */
+struct run_action { /* strings owned */
+    char *rule, *severity, *scope, *action, *result;
+    int64_t at_ns;
+    int ok;
+    int stopped_run; /* the stop that ended the job */
+};
+struct run_actions {
+    struct run_action *a;
+    uint32_t n, cap;
+};
+/* Load the run's actions; none when it has no such text, or one another
+ * tool wrote that is not an array of them. 0, or negative: the store
+ * failed (s->err says why). run_actions_release() after, even then. */
+int run_actions_load(struct store *s, const char *run_id, struct run_actions *out);
+void run_actions_release(struct run_actions *x);
+/* The action that stopped the run, or NULL. */
+const struct run_action *run_actions_stopper(const struct run_actions *x);
+/* "actions   N" and a line each, from the run's start; nothing when none. */
+void run_actions_print_text(const struct run_actions *x, int64_t start_ns);
+/* Members of jw's open object: actions ([{rule, severity, scope, action,
+ * at_ns, ok, stopped_run, result}]) and stopped_by (the one of them that
+ * stopped the run, or null), stopped_by first. */
+void run_actions_json(struct json_writer *jw, const struct run_actions *x);
+
 /* The shared option groups, each declared once: a command puts the ones it
  * takes in its table. */
 #define CLI_OPT_JSON(v) CLI_OPT_FLAG('j', "json", (v), "JSON instead of text")
@@ -178,8 +204,8 @@ int run_filter_status_option(const struct cli_option *opt, const char *arg);
         CLI_OPT_STRING(0, "name", &(f)->name_glob, "GLOB",                                         \
                        "runs whose name matches, as the shell matches (\"bs*\")"),                 \
         CLI_OPT_CALLBACK(0, "status", &(f)->status_mask, "S[,S...]",                               \
-                         "running, finished, failed, crashed, killed or lost (a comma\n"           \
-                         "list)",                                                                  \
+                         "running, finished, failed, crashed, killed, stopped or lost\n"           \
+                         "(a comma list)",                                                         \
                          run_filter_status_option)
 /* Whether any filter is set. */
 int run_filter_any(const struct run_filter *f);

@@ -6,6 +6,8 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/strbuf.h"
+#include "common/strlist.h"
+#include "record/on_finding.h"
 #include "record/recorder.h"
 #include "sample/proctree.h"
 #include "record/runinfo.h"
@@ -21,6 +23,7 @@ static const char run_synopsis[] =
     "                  [--interval DUR] [--gpu-interval DUR] [--open-every DUR]\n"
     "                  [--no-framework] [--quiet]\n"
     "                  [--rules LIST|none] [--rule-param RULE.P=V]... [--rule-interval DUR]\n"
+    "                  [--on-finding RULE=ACTION]... [--stop-grace DUR]\n"
     "                  [--no-report | --report PATH] [--torch-profile STEPS] [--no-logs]\n"
     "                  [--spool DIR] [--start-gate R,G]\n"
     "                  -- CMD [ARG...]\n";
@@ -61,12 +64,15 @@ static void run_notes(struct strbuf *sb)
     add_names(sb, "rules (--rules; strobe rules --list)", rule_at);
     strbuf_adds(sb,
                 "\nExits with the command's status (128+N for signal N), 127 when it cannot be "
-                "started,\n125 when strobe itself cannot start (bad options, unusable store).\n");
+                "started,\n125 when strobe itself cannot start (bad options, unusable store).\n"
+                "A job an --on-finding stop ended exits as it did: 143 after SIGTERM, 137 after\n"
+                "SIGKILL.\n");
 }
 
 #define INTERVAL_WANTS     "a duration from 1ms to 60s, such as 100ms or 2s"
 #define GPU_INTERVAL_WANTS "a duration from 10ms to 60s, such as 100ms"
 #define OPEN_EVERY_WANTS   "a duration from 1s to 60s, such as 5s"
+#define STOP_GRACE_WANTS   "a duration from 0 to 1h, such as 30s"
 
 static int proc_source_option(const struct cli_option *opt, const char *arg)
 {
@@ -102,9 +108,62 @@ static int torch_profile_option(const struct cli_option *opt, const char *arg)
     return 0;
 }
 
+/* --on-finding: checked here, so that a bad one stops strobe before the
+ * job starts; kept in a cli_list (at most ON_FINDING_MAX). */
+static int on_finding_option(const struct cli_option *opt, const char *arg)
+{
+    struct cli_list *l = opt->value;
+    struct on_finding_spec spec;
+    struct strbuf why;
+    strbuf_init(&why);
+    int rc = on_finding_parse(arg, &spec, &why);
+    if (rc < 0) {
+        log_error("--on-finding: %s", why.buf ? why.buf : "out of memory");
+    } else if (l->n == l->max) {
+        log_error("at most %d --on-finding", l->max);
+        rc = -1;
+    } else {
+        l->items[l->n++] = arg;
+    }
+    strbuf_release(&why);
+    return rc < 0 ? -1 : 0;
+}
+
+/* A rule an --on-finding names must be one the run evaluates. */
+static int listed_rule(const char *item, size_t len, void *arg)
+{
+    const char *rules = arg;
+    if (strcmp(rules, "all") == 0 || strlist_has(rules, item, len) || (len == 1 && *item == '*') ||
+        (len == 3 && strncmp(item, "all", 3) == 0))
+        return 0;
+    log_error("--on-finding: rule '%.*s' is not among --rules %s", (int)len, item, rules);
+    return -1;
+}
+
+static int check_on_finding(const char *const *args, const char *rules)
+{
+    for (; *args; args++) {
+        if (rules && strcmp(rules, "none") == 0) {
+            log_error("--on-finding needs the rules: not with --rules none");
+            return -1;
+        }
+        struct on_finding_spec spec;
+        struct strbuf why;
+        strbuf_init(&why);
+        int rc = on_finding_parse(*args, &spec, &why); /* passed once already */
+        strbuf_release(&why);
+        if (rc < 0 ||
+            (rules && strlist_each_n(spec.rules, spec.rules_len, listed_rule, (void *)rules)))
+            return -1;
+    }
+    return 0;
+}
+
 /* What run's options say of the run to record. */
 struct run_args {
     struct recorder_opts o;
+    const char *on_finding[ON_FINDING_MAX + 1]; /* --on-finding, NULL-terminated */
+    struct cli_list on_finding_list;            /* over on_finding */
     struct cli_rules rules;
     struct rules_options checked; /* rules, as cli_rules_check() passed them */
     const char *report_path;      /* --report */
@@ -125,8 +184,10 @@ static int record(struct cli_ctx *cli, struct run_args *a)
         log_error("--torch-profile needs the PyTorch capture: drop --no-framework");
         return RECORDER_EXIT_SELF;
     }
-    if (cli_rules_check(&a->rules, &a->checked) < 0)
+    if (cli_rules_check(&a->rules, &a->checked) < 0 ||
+        check_on_finding(a->on_finding, a->checked.rules) < 0)
         return RECORDER_EXIT_SELF;
+    o->on_finding = a->on_finding;
     o->rules = a->checked.rules;
     o->rule_params = a->checked.params;
     o->rule_interval_ns = a->checked.interval_ns;
@@ -151,6 +212,8 @@ int cmd_run(struct cli_ctx *cli, int argc, char **argv)
     memset(&a, 0, sizeof(a));
     struct recorder_opts *o = &a.o;
     o->interval_ns = 100 * NS_PER_MS;
+    o->stop_grace_ns = ON_FINDING_GRACE_NS;
+    a.on_finding_list = (struct cli_list){a.on_finding, 0, ON_FINDING_MAX};
     cli_rules_init(&a.rules);
     const char *source_env = getenv("STROBE_PROC_SOURCE");
     if (source_env && *source_env && (o->proc_source = proc_source_parse(source_env)) < 0) {
@@ -201,6 +264,15 @@ int cmd_run(struct cli_ctx *cli, int argc, char **argv)
                      "no live status line, no findings as they fire, no closing\n"
                      "summary"),
         CLI_OPT_RULES(&a.rules),
+        CLI_OPT_CALLBACK(0, "on-finding", &a.on_finding_list, "R=ACTION",
+                         "when rule R (a comma list; * or all: any) first fires:\n"
+                         "stop (SIGTERM, then SIGKILL; the run is 'stopped'),\n"
+                         "signal:SIG to the job, or exec:CMD (sh -c, the finding\n"
+                         "as JSON on stdin); once per rule; repeatable",
+                         on_finding_option),
+        CLI_OPT_DURATION(0, "stop-grace", &o->stop_grace_ns, "DUR",
+                         "from a stop's SIGTERM to its SIGKILL, 0 to 1h (default 10s)", 0,
+                         3600 * NS_PER_S, STOP_GRACE_WANTS),
         CLI_OPT_STRING(0, "report", &a.report_path, "PATH",
                        "where the HTML report goes (default: reports/ beside the\n"
                        "store)"),

@@ -43,7 +43,8 @@ struct show_ctx {
     struct run_events ev;
     struct step_analysis steps;
     struct stored_findings findings;
-    struct run_list nodes; /* a job's (store/job.h); none otherwise */
+    struct run_actions actions; /* what run --on-finding did */
+    struct run_list nodes;      /* a job's (store/job.h); none otherwise */
     /* each node's mean cpu.util and gpu.util (analyze/nodes.h), from the
      * statistics below: a row per node, one column */
     struct node_heat cpu, gpu;
@@ -209,6 +210,7 @@ static void show_json(struct strbuf *o, const struct run_record *r, const struct
     show_steps_json(&jw, r, &c->ev, &c->steps);
     jw_key(&jw, "findings");
     findings_json(&jw, c->findings.f, c->findings.n);
+    run_actions_json(&jw, &c->actions);
     json_gpus(&jw, c);
     json_app(&jw, c);
     json_metrics(&jw, c);
@@ -541,6 +543,9 @@ static void show_text(const struct run_record *r, const struct show_ctx *c)
         printf(" (signal %d)", r->signal);
     else if (r->exit_code >= 0)
         printf(" (exit %d)", r->exit_code);
+    const struct run_action *stop = run_actions_stopper(&c->actions);
+    if (stop && strcmp(r->status, RUN_STOPPED) == 0)
+        printf(" by %s [%s]", cli_visible(&v1, stop->rule), cli_visible(&v2, stop->scope));
     if (r->error)
         printf(": %s", cli_visible(&v1, r->error));
     if (strcmp(run_record_status(r), RUN_LOST) == 0)
@@ -581,6 +586,7 @@ static void show_text(const struct run_record *r, const struct show_ctx *c)
         printf("findings  %u (strobe rules %.8s for every rule's verdict)\n", c->findings.n, r->id);
         findings_print_text(stdout, c->findings.f, c->findings.n, r->start_ns);
     }
+    run_actions_print_text(&c->actions, r->start_ns);
     int apps = 0;
     for (size_t i = 0; i < c->n; i++) {
         if (!metric_in_family(c->rows[i].name, METRIC_APP))
@@ -628,7 +634,7 @@ static int show_load(struct store *s, const struct run_record *r, struct show_ct
     node_heat_init(&c->gpu, METRIC_GPU_UTIL, 0, 1, 1);
     if (s->ops->series_query(s, r->id, collect_series, c) < 0 || c->failed ||
         run_events_load(s, r->id, &c->ev) < 0 || step_analysis_run(&c->ev, &c->steps) < 0 ||
-        load_findings(s, r->id, &c->findings) < 0 ||
+        load_findings(s, r->id, &c->findings) < 0 || run_actions_load(s, r->id, &c->actions) < 0 ||
         (run_record_is_job(r) && store_job_nodes(s, r->id, &c->nodes) < 0))
         return -1;
     for (size_t i = 0; i < c->n; i++) {
@@ -647,6 +653,7 @@ static void show_release(struct show_ctx *c)
 {
     rows_release(c);
     stored_findings_release(&c->findings);
+    run_actions_release(&c->actions);
     run_list_release(&c->nodes);
     node_heat_release(&c->cpu);
     node_heat_release(&c->gpu);

@@ -14,8 +14,8 @@
 #include "common/log.h"
 #include "common/strlist.h"
 
-static const char *const filter_statuses[] = {RUN_RUNNING, RUN_FINISHED, RUN_FAILED,
-                                              RUN_CRASHED, RUN_KILLED,   RUN_LOST};
+static const char *const filter_statuses[] = {RUN_RUNNING, RUN_FINISHED, RUN_FAILED, RUN_CRASHED,
+                                              RUN_KILLED,  RUN_STOPPED,  RUN_LOST};
 #define NSTATUS (ARRAY_SIZE(filter_statuses))
 
 static int status_index(const char *s, size_t len)
@@ -33,7 +33,7 @@ static int add_status(const char *item, size_t len, void *arg)
     int i = status_index(item, len);
     if (i < 0) {
         log_error("--status: '%.*s' is not a status (running, finished, failed, crashed, "
-                  "killed, lost)",
+                  "killed, stopped, lost)",
                   (int)len, item);
         return -EINVAL;
     }

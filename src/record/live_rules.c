@@ -7,6 +7,7 @@
 
 #include "common/log.h"
 #include "common/strbuf.h"
+#include "record/on_finding.h"
 #include "rules/replay.h"
 
 static int32_t slot_of(struct live_rules *l, uint32_t index)
@@ -52,11 +53,8 @@ static void on_proc(void *arg, pid_t pid, int64_t rank, int64_t worker_id)
 }
 
 /* One line per finding, when it first fires: what, where, why, what to do. */
-static void announce(const struct finding *f, void *arg)
+static void announce_line(const struct finding *f)
 {
-    struct live_rules *l = arg;
-    if (!l->announce)
-        return;
     struct strbuf line;
     strbuf_init(&line);
     strbuf_addf(&line, "strobe: %s %s [%s]: %s%s%s\n", severity_names[f->severity], f->rule,
@@ -66,6 +64,17 @@ static void announce(const struct finding *f, void *arg)
     if (line.buf)
         log_lines(line.buf, line.len); /* past the live line, as strobe's other lines */
     strbuf_release(&line);
+}
+
+/* A finding, when it first fires: its line, then what --on-finding does
+ * about it. */
+static void announce(const struct finding *f, void *arg)
+{
+    struct live_rules *l = arg;
+    if (l->announce)
+        announce_line(f);
+    if (l->actions)
+        on_finding_fire(l->actions, f);
 }
 
 int live_rules_open(struct live_rules *l, const struct rules_options *opts,

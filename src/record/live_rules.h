@@ -3,8 +3,9 @@
  * Every point appended to the series table and every span the event sink
  * keeps is handed to the engine through their taps; each tick closes the
  * windows that are due; a finding is announced on stderr once, when it first
- * fires; at the end the whole-run verdicts are taken and everything is
- * stored with the settings used, so `strobe rules RUN` can repeat it.
+ * fires, and handed to --on-finding's actions (record/on_finding.h); at the
+ * end the whole-run verdicts are taken and everything is stored with the
+ * settings used, so `strobe rules RUN` can repeat it.
  *
  * Threading: the sampling thread only (the taps run on it). Off (every call a
  * no-op) when opts.rules is "none".
@@ -19,13 +20,16 @@
 #include "sample/series.h"
 #include "store/store.h"
 
+struct on_finding;
+
 struct live_rules {
     struct rules_engine *e; /* NULL when off */
     const char *rules_list;
     int32_t *slot; /* series index -> engine slot; -2 not looked up yet, -1 not read */
     uint32_t nslot;
     struct series_table *series;
-    int announce; /* print findings as they fire */
+    int announce;               /* print findings as they fire */
+    struct on_finding *actions; /* what each finding sets off, or NULL */
 };
 
 /* Build the engine (fails, with the reason in err, on a bad rule list or

@@ -32,6 +32,7 @@
 #include "record/live_rules.h"
 #include "record/runinfo.h"
 #include "record/logtee.h"
+#include "record/on_finding.h"
 #include "record/pydir.h"
 #include "record/spool.h"
 #include "record/torch_profile.h"
@@ -72,6 +73,7 @@ struct recorder {
     struct dcgm_collector *dcgm;
     int gpu_left_running, dcgm_left_running;
     struct live_rules rules;
+    struct on_finding actions;          /* --on-finding */
     struct torch_profile torch_profile; /* --torch-profile's trace directory */
     struct log_tee logs[2];             /* the job's stdout and stderr, kept */
     char **child_env;                   /* the job's environment, built before fork */
@@ -443,19 +445,27 @@ static void free_child_env(struct recorder *r)
 
 /* ---- the job -------------------------------------------------------------- */
 
-static void exec_child(struct recorder *r, int report_fd)
+/* In a child just forked, before it execs: what strobe was started with.
+ * The signal dispositions (strobe ignores SIGPIPE itself, and an ignored
+ * disposition would survive exec), the signal mask, the fd limit. The job
+ * and --on-finding's commands; system calls only. */
+static void restore_for_child(void *arg)
 {
-    /* the dispositions strobe was started with: strobe ignores SIGPIPE
-     * itself, and an ignored disposition would survive exec */
+    struct recorder *r = arg;
     for (size_t i = 0; i < N_FORWARDED; i++)
         sigaction(forwarded_signals[i], &r->old_forwarded[i], NULL);
     sigaction(SIGPIPE, &r->old_pipe, NULL);
     sigaction(SIGCHLD, &r->old_chld, NULL);
     sigprocmask(SIG_SETMASK, &r->old_mask, NULL);
-    for (size_t i = 0; i < 2; i++)
-        log_tee_child_setup(&r->logs[i]);
     if (r->nofile_raised)
         setrlimit(RLIMIT_NOFILE, &r->old_nofile);
+}
+
+static void exec_child(struct recorder *r, int report_fd)
+{
+    restore_for_child(r);
+    for (size_t i = 0; i < 2; i++)
+        log_tee_child_setup(&r->logs[i]);
     if (r->child_env)
         execvpe(r->o->argv[0], r->o->argv, r->child_env);
     else
@@ -516,7 +526,8 @@ static void start_logs(struct recorder *r)
 static const char *const log_kinds[2] = {"stdout", "stderr"};
 
 /* The job's stdout and stderr into the run's texts: the first and the last
- * of them when they were long (the note in the text says what was cut). */
+ * of them when they were long (the note in the text says what was cut).
+ * With them, the actions --on-finding took. */
 static void store_logs(struct recorder *r)
 {
     struct store *s = writer_store(&r->writer);
@@ -531,11 +542,17 @@ static void store_logs(struct recorder *r)
         struct run_text_record t = {log_kinds[i], text.buf, text.len, bytes};
         rc = s->ops->run_text_put(s, r->run.id, &t);
     }
+    strbuf_reset(&text);
+    on_finding_text(&r->actions, &text);
+    if (rc == 0 && text.len) {
+        struct run_text_record t = {ON_FINDING_TEXT_KIND, text.buf, text.len, (int64_t)text.len};
+        rc = s->ops->run_text_put(s, r->run.id, &t);
+    }
     if (rc == 0)
         rc = s->ops->commit(s);
     if (rc < 0) {
         s->ops->rollback(s);
-        log_warn("cannot keep the job's output in the store: %s", s->err.buf);
+        log_warn("cannot keep the job's output and actions in the store: %s", s->err.buf);
     }
     strbuf_release(&text);
 }
@@ -598,6 +615,8 @@ static void reap_children(struct recorder *r)
         if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) < 0 || info.si_pid == 0)
             return;
         pid_t pid = info.si_pid;
+        if (on_finding_reap(&r->actions, pid))
+            continue; /* an --on-finding command's, not the job's */
         proc_tree_reap_prepare(&r->tree, pid);
         /* the zombie still has its /proc entry: its last events learn who it was */
         event_sink_drain(&r->events, clock_monotonic_ns());
@@ -607,6 +626,7 @@ static void reap_children(struct recorder *r)
         if (pid == r->child) {
             r->child_status = status;
             r->child_done = 1;
+            on_finding_job_ended(&r->actions);
         }
         for (size_t i = 0; i < 2; i++)
             log_tee_owns(&r->logs[i], pid);
@@ -814,6 +834,7 @@ static void on_timer(struct recorder *r)
     }
     /* windows close on the samples' clock: the run's UTC start plus monotonic time */
     live_rules_tick(&r->rules, r->start_real_ns + (now - r->start_mono_ns));
+    on_finding_tick(&r->actions, now);
     if (now - r->last_flush_ns >= FLUSH_INTERVAL_NS) {
         flush(r);
         r->last_flush_ns = now;
@@ -831,7 +852,9 @@ static void on_drain_timer(struct recorder *r)
         return;
     gpu_collector_merge(r->gpu, &r->series, &r->tree);
     dcgm_collector_merge(r->dcgm, &r->series);
-    event_sink_drain(&r->events, clock_monotonic_ns());
+    int64_t now = clock_monotonic_ns();
+    event_sink_drain(&r->events, now);
+    on_finding_tick(&r->actions, now); /* a stop's SIGKILL within 100 ms of its time */
 }
 
 static void on_signal(struct recorder *r)
@@ -903,21 +926,27 @@ static int is_fault_signal(int sig)
     return 0;
 }
 
+/* The run's end, exit code or signal and status; strobe's exit status is
+ * the job's, however it ended (a job an action stopped too). */
 static int set_outcome(struct recorder *r)
 {
-    int st = r->child_status;
+    int st = r->child_status, rc;
+    const char *status;
     r->run.end_ns = clock_realtime_ns() + r->run.clock_shift_ns;
     if (WIFEXITED(st)) {
         r->run.exit_code = WEXITSTATUS(st);
-        snprintf(r->run.status, sizeof(r->run.status), "%s",
-                 r->run.exit_code == 0 ? RUN_FINISHED : RUN_FAILED);
-        return r->run.exit_code;
+        status = r->run.exit_code == 0 ? RUN_FINISHED : RUN_FAILED;
+        rc = r->run.exit_code;
+    } else {
+        int sig = WIFSIGNALED(st) ? WTERMSIG(st) : SIGKILL;
+        r->run.signal = sig;
+        status = is_fault_signal(sig) ? RUN_CRASHED : RUN_KILLED;
+        rc = 128 + sig;
     }
-    int sig = WIFSIGNALED(st) ? WTERMSIG(st) : SIGKILL;
-    r->run.signal = sig;
-    snprintf(r->run.status, sizeof(r->run.status), "%s",
-             is_fault_signal(sig) ? RUN_CRASHED : RUN_KILLED);
-    return 128 + sig;
+    if (on_finding_stopped(&r->actions))
+        status = RUN_STOPPED;
+    snprintf(r->run.status, sizeof(r->run.status), "%s", status);
+    return rc;
 }
 
 static void close_gpu(struct recorder *r)
@@ -1223,6 +1252,7 @@ static void cleanup(struct recorder *r)
         close(r->drainfd);
     event_sink_close(&r->events);
     live_rules_close(&r->rules);
+    on_finding_release(&r->actions);
     torch_profile_close(&r->torch_profile);
     for (size_t i = 0; i < 2; i++)
         log_tee_close(&r->logs[i]);
@@ -1264,8 +1294,12 @@ int recorder_run(const struct recorder_opts *o)
         r.events.name_base = (uint32_t)r.job_slot * JOB_NAME_IDS;
         r.events.names.max = JOB_NAME_IDS;
     }
-    if (open_rules(&r) < 0)
+    if (open_rules(&r) < 0 ||
+        on_finding_init(&r.actions, o->on_finding, o->stop_grace_ns, &r.tree) < 0)
         goto out;
+    r.actions.child_setup = restore_for_child;
+    r.actions.child_arg = &r;
+    r.rules.actions = &r.actions;
     if (o->torch_profile && erc == 0)
         torch_profile_open(&r.torch_profile, o->torch_profile); /* warns; the run goes on */
     if (build_child_env(&r) < 0) {
@@ -1328,6 +1362,7 @@ int recorder_run(const struct recorder_opts *o)
     r.gpu->clock_shift_ns = r.dcgm->clock_shift_ns = r.run.clock_shift_ns;
     r.last_flush_ns = r.last_live_ns = r.start_mono_ns;
     proc_tree_set_root(&r.tree, r.child);
+    on_finding_start(&r.actions, r.child, r.run.id, r.run.clock_shift_ns);
     event_sink_start(&r.events, r.start_mono_ns, r.start_real_ns, r.child);
     if (gpu_collector_start(r.gpu, r.start_mono_ns, r.start_real_ns) < 0)
         log_warn("cannot start the GPU sampling thread: no GPU metrics");
@@ -1341,6 +1376,7 @@ int recorder_run(const struct recorder_opts *o)
      * its output (an orphan may hold the stream open) */
     final_frame(&r);
     exit_status = set_outcome(&r);
+    on_finding_finish(&r.actions);
     /* the job's last lines reach the terminal before the summary does */
     for (size_t i = 0; i < 2; i++)
         log_tee_wait(&r.logs[i], LOG_WAIT_MS);

@@ -25,6 +25,9 @@
  *     rings at most every 10 ms; a separate 100 ms timer does when the
  *     interval is longer. The GPU threads (gpu/gpu.h, gpu/dcgm.h) queue
  *     their readings, and each tick moves them into the series table.
+ *     The rules judge as windows close; a finding may set off an
+ *     --on-finding action (record/on_finding.h): stop the job, signal it,
+ *     or run a command.
  *  6. Reap: waitid(WNOWAIT) finds each exited child, the tree reads it one
  *     last time as a zombie (after draining the rings), then it is reaped.
  *  7. End: one last frame (see the end of recorder.c), the run row's end
@@ -68,6 +71,9 @@ struct recorder_opts {
     const char *rules;              /* --rules: NULL or "all", "none", or a comma list */
     const char *const *rule_params; /* --rule-param "Rule.p=v", NULL-terminated; may be NULL */
     int64_t rule_interval_ns;       /* --rule-interval; 0: the default, 10 s */
+    const char *const *on_finding;  /* --on-finding "RULE[,RULE]=ACTION", NULL-terminated; may
+                                       be NULL (record/on_finding.h) */
+    int64_t stop_grace_ns;          /* --stop-grace: SIGTERM to SIGKILL of a stop action */
     const char *torch_profile;      /* --torch-profile "A-B", or NULL */
     const char *join_key;           /* --join: the job's key (record/cluster.h), or NULL */
     const char *node;               /* --node: this node's name in the job, or NULL */

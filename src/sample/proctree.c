@@ -576,6 +576,15 @@ void proc_tree_not_job(struct proc_tree *t, pid_t pid)
         t->not_job[t->n_not_job++] = pid;
 }
 
+void proc_tree_not_job_end(struct proc_tree *t, pid_t pid)
+{
+    for (uint32_t i = 0; i < t->n_not_job; i++)
+        if (t->not_job[i] == pid) {
+            t->not_job[i] = t->not_job[--t->n_not_job];
+            return;
+        }
+}
+
 static int is_not_job(const struct proc_tree *t, pid_t pid)
 {
     for (uint32_t i = 0; i < t->n_not_job; i++)

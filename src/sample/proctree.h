@@ -160,7 +160,8 @@ struct proc_tree {
     struct series_table *series; /* where per-process series live (set by the collector) */
     uint32_t s_cpu, s_rss, s_threads, s_count, s_read, s_write, s_rchar, s_wchar, s_ctxt, s_runq;
     const struct sample_env *env;
-    pid_t not_job[4]; /* the recorder's own children (its output tees): never the job's */
+    pid_t not_job[8]; /* the recorder's own children (its output tees, --on-finding's
+                         commands): never the job's */
     uint32_t n_not_job;
     struct procbpf *bpf;       /* NULL: the tree is read through procfs */
     pid_t *bpf_pids;           /* the pids of one BPF run, reused */
@@ -185,6 +186,8 @@ void proc_tree_release(struct proc_tree *t);
 /* pid, a child of the recorder, is its own helper: not the job's, even
  * though it shows among the recorder's children as orphans do. */
 void proc_tree_not_job(struct proc_tree *t, pid_t pid);
+/* Such a helper has been reaped: its pid may be the job's again. */
+void proc_tree_not_job_end(struct proc_tree *t, pid_t pid);
 /* Start following pid (the job, just forked). */
 int proc_tree_set_root(struct proc_tree *t, pid_t pid);
 /* pid, a child of the recorder, is a zombie not yet reaped: read it one last

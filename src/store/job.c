@@ -185,12 +185,12 @@ int store_job_join(struct store *s, const char *key, struct run_record *node_run
 
 static int status_rank(const char *status)
 {
-    static const char *const order[] = {RUN_FINISHED, RUN_FAILED, RUN_KILLED, RUN_CRASHED,
-                                        RUN_RUNNING};
+    static const char *const order[] = {RUN_FINISHED, RUN_STOPPED, RUN_FAILED,
+                                        RUN_KILLED,   RUN_CRASHED, RUN_RUNNING};
     for (size_t i = 0; i < ARRAY_SIZE(order); i++)
         if (strcmp(status, order[i]) == 0)
             return (int)i;
-    return 1; /* unknown: as failed */
+    return 2; /* unknown: as failed (order[2]) */
 }
 
 static void add_node(struct run_record *job, const struct run_record *n, int *worst)

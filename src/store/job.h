@@ -63,7 +63,8 @@ int store_job_nodes(struct store *s, const char *job_id, struct run_list *out);
 int store_job_join(struct store *s, const char *key, struct run_record *node_run, int *slot);
 
 /* The job's status, span and counters from its nodes: running while one
- * records, then the worst of theirs (crashed, killed, failed, finished);
+ * records, then the worst of theirs (crashed, killed, failed, stopped,
+ * finished);
  * from the first start to the last end. In the caller's transaction. */
 int store_job_rollup(struct store *s, const char *job_id);
 

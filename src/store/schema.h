@@ -25,7 +25,7 @@ static const char *const schema_migrations[SCHEMA_VERSION] = {
     " start_ns INTEGER NOT NULL,"    /* ns since the Unix epoch, UTC */
     " end_ns INTEGER, last_ns INTEGER,"
     " exit_code INTEGER, signal INTEGER,"
-    " status TEXT NOT NULL,"         /* running|finished|failed|crashed|killed */
+    " status TEXT NOT NULL,"         /* running|finished|failed|crashed|killed|stopped */
     " git_commit TEXT, git_dirty INTEGER,"
     " python_version TEXT, torch_version TEXT,"
     " interval_ns INTEGER,"

@@ -38,7 +38,7 @@ static const struct pg_migration pg_migrations[] = {
     " start_ns BIGINT NOT NULL,"     /* ns since the Unix epoch, UTC */
     " end_ns BIGINT, last_ns BIGINT,"
     " exit_code BIGINT, signal BIGINT,"
-    " status TEXT NOT NULL,"         /* running|finished|failed|crashed|killed */
+    " status TEXT NOT NULL,"         /* running|finished|failed|crashed|killed|stopped */
     " git_commit TEXT, git_dirty BIGINT,"
     " python_version TEXT, torch_version TEXT,"
     " interval_ns BIGINT,"

@@ -44,6 +44,7 @@ void kv_list_json(struct json_writer *jw, const struct kv_list *l);
 #define RUN_FAILED   "failed"   /* non-zero exit, or could not start */
 #define RUN_CRASHED  "crashed"  /* killed by a fault signal (SEGV, ABRT, BUS, ...) */
 #define RUN_KILLED   "killed"   /* killed by another signal (KILL, TERM, INT, ...) */
+#define RUN_STOPPED  "stopped"  /* ended after strobe stopped it (run --on-finding RULE=stop) */
 /* Shown, never stored: running in the store, its recorder gone (run_record_status). */
 #define RUN_LOST "lost"
 

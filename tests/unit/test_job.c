@@ -164,6 +164,42 @@ TEST(status_is_the_worst_and_span_covers_all)
     store_rig_release(&rig);
 }
 
+/* A node stopped by a rule's action (run --on-finding RULE=stop) makes the
+ * job stopped over finished ones, but not over a failed one. */
+TEST(a_stopped_node_ranks_between_finished_and_failed)
+{
+    struct store_rig rig;
+    struct store *s = open_rig(&rig);
+    int64_t t0 = clock_realtime_ns();
+    struct run_record a, b, c;
+    node_record(&a, "a", t0);
+    node_record(&b, "b", t0);
+    node_record(&c, "c", t0);
+    int slot;
+    ASSERT_EQ_INT(join(s, "k", &a, &slot), 0);
+    ASSERT_EQ_INT(join(s, "k", &b, &slot), 0);
+    ASSERT_EQ_INT(join(s, "k", &c, &slot), 0);
+    struct run_record job;
+    end_node(s, &a, RUN_FINISHED, 0, t0 + SEC);
+    end_node(s, &b, RUN_STOPPED, -1, t0 + 2 * SEC);
+    job_of(s, a.parent_id, &job);
+    ASSERT_EQ_STR(job.status, RUN_RUNNING); /* c still records */
+    run_record_release(&job);
+    end_node(s, &c, RUN_FINISHED, 0, t0 + 3 * SEC);
+    job_of(s, a.parent_id, &job);
+    ASSERT_EQ_STR(job.status, RUN_STOPPED);
+    run_record_release(&job);
+    end_node(s, &a, RUN_FAILED, 1, t0 + SEC);
+    job_of(s, a.parent_id, &job);
+    ASSERT_EQ_STR(job.status, RUN_FAILED);
+    run_record_release(&job);
+    run_record_release(&a);
+    run_record_release(&b);
+    run_record_release(&c);
+    store_close(s);
+    store_rig_release(&rig);
+}
+
 /* A job that ended long ago and lacks the node still does not take it. */
 TEST(an_old_ended_job_takes_no_node)
 {
@@ -340,6 +376,6 @@ TEST(a_file_store_clock_is_this_machines)
 
 TEST_CASES_ONCE(a_file_store_clock_is_this_machines)
 TEST_CASES_BOTH(nodes_of_one_key_join_one_job, status_is_the_worst_and_span_covers_all,
-                an_old_ended_job_takes_no_node, the_view_reads_a_job_as_one_run,
-                nodes_joining_at_once_make_one_job)
+                a_stopped_node_ranks_between_finished_and_failed, an_old_ended_job_takes_no_node,
+                the_view_reads_a_job_as_one_run, nodes_joining_at_once_make_one_job)
 STORE_TEST_MAIN()

@@ -245,7 +245,7 @@
         selectBox('workload', 'workload', facets.workloads),
         textBox('tag', 'tag', 'key or key:value'),
         textBox('param', 'parameter', 'key or key:value'),
-        selectBox('status', 'status', ['running', 'finished', 'failed', 'crashed', 'killed', 'lost'])
+        selectBox('status', 'status', ['running', 'finished', 'failed', 'crashed', 'killed', 'stopped', 'lost'])
       ]);
     }
     function sortKey() { return q.get('sort') || '-start'; }
