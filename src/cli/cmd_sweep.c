@@ -83,6 +83,26 @@ static int load_spec(const char *path, const char *python, int check, struct swe
     return rc;
 }
 
+/* The workload's rules and their parameters, as strobe run will take
+ * them: an engine made and dropped. */
+static int check_rules(const struct sweep_spec *spec, const struct sweep_workload *w)
+{
+    if (!w->rules && !w->rule_params)
+        return 0;
+    struct rules_options ro = {w->rule_interval_ns, w->rules, (const char *const *)w->rule_params};
+    struct rules_run_info info = {0};
+    struct rules_engine *e = NULL;
+    struct strbuf err;
+    strbuf_init(&err);
+    int rc = rules_engine_new(&ro, &info, &e, &err);
+    if (rc < 0)
+        log_error("%s:%d: workload %s: %s", spec->path, w->line, w->name,
+                  err.len ? err.buf : "out of memory");
+    rules_engine_free(e);
+    strbuf_release(&err);
+    return rc < 0 ? -1 : 0;
+}
+
 /* Checks that need more than the file: rule names of on_finding, and MIG
  * (root, MIG mode) for workloads about to run. */
 static int check_plan(const struct sweep_spec *spec, const enum sweep_decision *d)
@@ -105,6 +125,8 @@ static int check_plan(const struct sweep_spec *spec, const enum sweep_decision *
                 p += len + (p[len] == ',');
             }
         }
+        if (check_rules(spec, w) < 0)
+            return -1;
         if (!(d[i] == SWEEP_RUN || d[i] == SWEEP_RUN_AGAIN || d[i] == SWEEP_RERUN))
             continue;
         for (size_t k = 0; k < w->nruns; k++) {

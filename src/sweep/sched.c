@@ -404,6 +404,14 @@ static void build_args(struct sched *s, struct awl *a, struct arun *r, int rfd, 
     }
     for (char **f = w->on_finding; f && *f; f++)
         argcat(b, "--on-finding=", *f, NULL);
+    if (w->rules)
+        argcat(b, "--rules=", w->rules, NULL);
+    for (char **f = w->rule_params; f && *f; f++)
+        argcat(b, "--rule-param=", *f, NULL);
+    if (w->rule_interval_ns) {
+        snprintf(buf, sizeof(buf), "%lldns", (long long)w->rule_interval_ns);
+        argcat(b, "--rule-interval=", buf, NULL);
+    }
     if (!w->report)
         arg(b, "--no-report");
     arg(b, "--quiet");
@@ -767,7 +775,7 @@ static const char *outcome(struct sched *s, struct awl *a)
         const char *status = "failed";
         if (a->runs[i].id[0] && store_resolve_run(s->store, a->runs[i].id, &rec) == 0)
             status = rec.status;
-        if (strcmp(status, "stopped") == 0)
+        if (strcmp(status, RUN_STOPPED) == 0)
             stopped = 1;
         else if (strcmp(status, RUN_FINISHED) != 0) {
             failed = 1;

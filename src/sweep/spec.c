@@ -348,6 +348,9 @@ int sweep_build_run(struct spec_reader *rd, const struct run_source *src, const 
                              "workload '%s' has no file and no command", workload);
     int rc = sweep_given(&src->file) ? command_from_file(rd, src, run, &argv, &n, &cap)
                                      : command_from_template(rd, src, &argv, &n, &cap);
+    if (rc == 0 && !run->cwd &&
+        !(run->cwd = realpath(rd->dir, NULL))) /* a template runs beside the file */
+        rc = sweep_fail_val(rd, &src->command, "cannot resolve the folder of %s", rd->spec->path);
     run->argv = argv; /* released with the run, also on failure */
     if (rc == 0)
         rc = append_args(rd, &src->args, &run->argv, &n, &cap);
@@ -402,7 +405,7 @@ int sweep_set_count(struct spec_reader *rd, const struct src_val *v, const char 
     return 0;
 }
 
-static int push_string(char ***list, const char *s)
+int sweep_push_string(char ***list, const char *s)
 {
     size_t n = 0;
     while (*list && (*list)[n])
@@ -432,7 +435,8 @@ int sweep_add_on_finding(struct spec_reader *rd, struct sweep_workload *w, const
                               "on_finding '%s' is not RULE=stop, RULE=signal:SIG or "
                               "RULE=exec:CMD",
                               v->text);
-    return push_string(&w->on_finding, v->text) < 0 ? sweep_fail_val(rd, v, "out of memory") : 0;
+    return sweep_push_string(&w->on_finding, v->text) < 0 ? sweep_fail_val(rd, v, "out of memory")
+                                                          : 0;
 }
 
 int sweep_add_env(struct spec_reader *rd, struct sweep_workload *w, const struct src_val *at,
@@ -525,6 +529,10 @@ static void workload_release(struct sweep_workload *w)
     for (char **o = w->on_finding; o && *o; o++)
         free(*o);
     free(w->on_finding);
+    for (char **o = w->rule_params; o && *o; o++)
+        free(*o);
+    free(w->rule_params);
+    free(w->rules);
 }
 
 void sweep_spec_release(struct sweep_spec *spec)
@@ -588,6 +596,8 @@ static void workload_key(struct sweep_workload *w)
     }
     for (size_t k = 0; k < w->env.n; k++)
         h = fnv64(fnv64(h, w->env.items[k].key), w->env.items[k].value);
+    for (char **o = w->on_finding; o && *o; o++)
+        h = fnv64(h, *o);
     snprintf(w->key, sizeof(w->key), "%016llx", (unsigned long long)h);
 }
 

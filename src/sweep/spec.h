@@ -64,14 +64,17 @@ struct sweep_workload {
     char key[17];     /* hex hash of everything that defines it: resume identity */
     struct sweep_run *runs;
     size_t nruns;
-    struct kv_list env;  /* added to every run's environment */
-    char **on_finding;   /* strobe run --on-finding values, NULL-terminated */
-    int64_t timeout_ns;  /* 0: none */
-    int64_t interval_ns; /* strobe run --interval; 0: its default */
-    int retries;         /* further tries of a failed workload */
-    int share_devices;   /* may share devices with other campaigns */
-    int report;          /* write each run's HTML report */
-    int file_finished;   /* every row's Status says FINISHED (a radT write-back) */
+    struct kv_list env;       /* added to every run's environment */
+    char **on_finding;        /* strobe run --on-finding values, NULL-terminated */
+    char *rules;              /* strobe run --rules, or NULL */
+    char **rule_params;       /* --rule-param values, NULL-terminated, or NULL */
+    int64_t rule_interval_ns; /* --rule-interval; 0: its default */
+    int64_t timeout_ns;       /* 0: none */
+    int64_t interval_ns;      /* strobe run --interval; 0: its default */
+    int retries;              /* further tries of a failed workload */
+    int share_devices;        /* may share devices with other campaigns */
+    int report;               /* write each run's HTML report */
+    int file_finished;        /* every row's Status says FINISHED (a radT write-back) */
     int line;
 };
 

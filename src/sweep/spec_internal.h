@@ -54,6 +54,9 @@ int sweep_add_on_finding(struct spec_reader *rd, struct sweep_workload *w, const
 int sweep_add_env(struct spec_reader *rd, struct sweep_workload *w, const struct src_val *at,
                   const char *key, const char *value);
 
+/* Append a copy of s to a NULL-terminated list. 0 or -ENOMEM. */
+int sweep_push_string(char ***list, const char *s);
+
 int sweep_read_csv(struct spec_reader *rd);
 int sweep_read_yaml(struct spec_reader *rd);
 

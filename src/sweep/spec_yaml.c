@@ -41,10 +41,13 @@ enum gkey {
     K_SHARE_DEVICES,
     K_REPORT,
     K_INTERVAL,
+    K_RULES,
+    K_RULE_INTERVAL,
     /* not plain values */
     K_PARAMETERS,
     K_ENV,
     K_ON_FINDING,
+    K_RULE_PARAMS,
     /* the top level only */
     K_WORKLOADS,
     K_STATUS, /* radT's write-back: read past */
@@ -55,16 +58,40 @@ enum gkey {
 #define K_SCALARS K_PARAMETERS /* the keys before it hold one value */
 
 static const char *const key_names[K_COUNT_] = {
-    "name",    "experiment",    "workload",  "collocation", "mps_threads",
-    "devices", "listeners",     "file",      "command",     "python",
-    "method",  "count",         "seed",      "runs",        "timeout",
-    "retries", "share_devices", "report",    "interval",    "parameters",
-    "env",     "on_finding",    "workloads", "status",      "parent",
+    [K_NAME] = "name",
+    [K_EXPERIMENT] = "experiment",
+    [K_WORKLOAD] = "workload",
+    [K_COLLOCATION] = "collocation",
+    [K_MPS_THREADS] = "mps_threads",
+    [K_DEVICES] = "devices",
+    [K_LISTENERS] = "listeners",
+    [K_FILE] = "file",
+    [K_COMMAND] = "command",
+    [K_PYTHON] = "python",
+    [K_METHOD] = "method",
+    [K_COUNT] = "count",
+    [K_SEED] = "seed",
+    [K_RUNS] = "runs",
+    [K_TIMEOUT] = "timeout",
+    [K_RETRIES] = "retries",
+    [K_SHARE_DEVICES] = "share_devices",
+    [K_REPORT] = "report",
+    [K_INTERVAL] = "interval",
+    [K_RULES] = "rules",
+    [K_RULE_INTERVAL] = "rule_interval",
+    [K_PARAMETERS] = "parameters",
+    [K_ENV] = "env",
+    [K_ON_FINDING] = "on_finding",
+    [K_RULE_PARAMS] = "rule_params",
+    [K_WORKLOADS] = "workloads",
+    [K_STATUS] = "status",
+    [K_PARENT] = "parent",
 };
+_Static_assert(sizeof(key_names) / sizeof(key_names[0]) == K_COUNT_, "a name for every key");
 
 struct yaml_group {
     struct src_val v[K_SCALARS];
-    yaml_node_t *parameters, *env, *on_finding;
+    yaml_node_t *parameters, *env, *on_finding, *rule_params;
     int line;
 };
 
@@ -176,9 +203,10 @@ static int set_key(struct yaml_reader *y, struct yaml_group *g, enum gkey k, yam
         g->env = value;
         return 0;
     case K_ON_FINDING:
+    case K_RULE_PARAMS:
         if (value->type == YAML_MAPPING_NODE)
-            return fail_node(y, value, "on_finding: RULE=ACTION, or a list of them");
-        g->on_finding = value;
+            return fail_node(y, value, "%s: one value, or a list of them", key_names[k]);
+        *(k == K_ON_FINDING ? &g->on_finding : &g->rule_params) = value;
         return 0;
     case K_DEVICES:
     case K_LISTENERS:
@@ -211,7 +239,8 @@ static int read_group(struct yaml_reader *y, yaml_node_t *map, struct yaml_group
                              "unknown key '%s' (name, experiment, workload, collocation, "
                              "mps_threads, devices, listeners, file, command, python, method, "
                              "count, seed, runs, timeout, retries, share_devices, report, "
-                             "interval, parameters, env, on_finding%s)",
+                             "interval, rules, rule_interval, rule_params, parameters, env, "
+                             "on_finding%s)",
                              name, top ? ", workloads" : "");
         if (k == K_PARENT)
             continue;
@@ -243,6 +272,8 @@ static void inherit(struct yaml_group *g, const struct yaml_group *d)
         g->env = d->env;
     if (!g->on_finding)
         g->on_finding = d->on_finding;
+    if (!g->rule_params)
+        g->rule_params = d->rule_params;
 }
 
 /* ---- parameters ---- */
@@ -398,6 +429,42 @@ static int choose(struct yaml_reader *y, const struct yaml_group *g, uint64_t to
 
 /* ---- groups into workloads ---- */
 
+typedef int value_fn(struct yaml_reader *y, struct sweep_workload *w, const struct src_val *v);
+
+/* fn on each value of a scalar or a list of scalars. */
+static int each_value(struct yaml_reader *y, yaml_node_t *n, struct sweep_workload *w, value_fn *fn)
+{
+    size_t count = n->type == YAML_SEQUENCE_NODE
+                       ? (size_t)(n->data.sequence.items.top - n->data.sequence.items.start)
+                       : 1;
+    for (size_t i = 0; i < count; i++) {
+        yaml_node_t *item =
+            n->type == YAML_SEQUENCE_NODE ? node_at(y, n->data.sequence.items.start[i]) : n;
+        if (!item || item->type != YAML_SCALAR_NODE)
+            return fail_node(y, item ? item : n, "plain values only");
+        struct src_val at = scalar_val(item);
+        if (fn(y, w, &at) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* RULE.PARAM=VALUE: the shape here; strobe sweep checks the names. */
+static int add_rule_param(struct yaml_reader *y, struct sweep_workload *w, const struct src_val *v)
+{
+    const char *dot = strchr(v->text, '.'), *eq = strchr(v->text, '=');
+    if (!dot || !eq || dot > eq || dot == v->text)
+        return sweep_fail_val(y->rd, v, "rule_params: '%s' is not RULE.PARAM=VALUE", v->text);
+    return sweep_push_string(&w->rule_params, v->text) < 0
+               ? sweep_fail_val(y->rd, v, "out of memory")
+               : 0;
+}
+
+static int add_on_finding(struct yaml_reader *y, struct sweep_workload *w, const struct src_val *v)
+{
+    return sweep_add_on_finding(y->rd, w, v);
+}
+
 static int group_settings(struct yaml_reader *y, const struct yaml_group *g,
                           struct sweep_workload *w)
 {
@@ -433,21 +500,17 @@ static int group_settings(struct yaml_reader *y, const struct yaml_group *g,
             if (sweep_add_env(rd, w, &at, at.text, (const char *)v->data.scalar.value) < 0)
                 return -1;
         }
-    if (g->on_finding) {
-        yaml_node_t *n = g->on_finding;
-        size_t count = n->type == YAML_SEQUENCE_NODE
-                           ? (size_t)(n->data.sequence.items.top - n->data.sequence.items.start)
-                           : 1;
-        for (size_t i = 0; i < count; i++) {
-            yaml_node_t *item =
-                n->type == YAML_SEQUENCE_NODE ? node_at(y, n->data.sequence.items.start[i]) : n;
-            if (!item || item->type != YAML_SCALAR_NODE)
-                return fail_node(y, item ? item : n, "on_finding: RULE=ACTION values only");
-            struct src_val at = scalar_val(item);
-            if (sweep_add_on_finding(rd, w, &at) < 0)
-                return -1;
-        }
-    }
+    const struct src_val *ri = &g->v[K_RULE_INTERVAL];
+    if (sweep_given(ri) && (duration_parse(ri->text, &w->rule_interval_ns) < 0 ||
+                            w->rule_interval_ns < 100 * NS_PER_MS))
+        return sweep_fail_val(rd, ri, "rule_interval '%s' is not a duration of 100ms or more",
+                              ri->text);
+    if (sweep_given(&g->v[K_RULES]) && !(w->rules = strdup(g->v[K_RULES].text)))
+        return sweep_fail_val(rd, &g->v[K_RULES], "out of memory");
+    if (g->rule_params && each_value(y, g->rule_params, w, add_rule_param) < 0)
+        return -1;
+    if (g->on_finding && each_value(y, g->on_finding, w, add_on_finding) < 0)
+        return -1;
     return 0;
 }
 
