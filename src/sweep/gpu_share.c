@@ -371,14 +371,22 @@ int device_locks_take(const char *lock_dir, const char *const *devices, int shar
         n++;
     for (size_t i = 0; i < n; i++)
         out[i] = -1;
-    if (n && make_dir(lock_dir) < 0 && errno != EEXIST) {
+    /* one folder for every user's campaigns: sticky and open to all, like /tmp */
+    if (n && mkdir(lock_dir, 01777) == 0)
+        chmod(lock_dir, 01777);
+    else if (n && errno != EEXIST) {
+        int err = -errno;
         strbuf_addf(why, "cannot make the lock folder %s: %s", lock_dir, strerror(errno));
-        return -errno;
+        return err;
     }
     for (size_t i = 0; i < n; i++) {
         char path[4096];
         lock_path(lock_dir, devices[i], path, sizeof(path));
         int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+        if (fd >= 0)
+            fchmod(fd, 0666); /* past the umask: another user's campaign must open it too */
+        else if (errno == EACCES) /* another user's file: a lock needs no write */
+            fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0) {
             int err = -errno;
             strbuf_addf(why, "cannot open the device lock %s: %s", path, strerror(errno));
