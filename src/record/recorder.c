@@ -1147,6 +1147,18 @@ static int wait_start_gate(struct recorder *r)
     return why ? -1 : 0;
 }
 
+/* The run could not be stored after its job started at the gate: the job
+ * must not run unrecorded under a sweep that thinks it is. */
+static void abandon_child(struct recorder *r, int exec_err)
+{
+    if (exec_err || r->child <= 0)
+        return; /* it never ran, and start_child reaped it */
+    kill(r->child, SIGKILL);
+    while (waitpid(r->child, &r->child_status, 0) < 0 && errno == EINTR)
+        ;
+    r->child_done = 1;
+}
+
 /* Tell strobe sweep the job's pid ("pid N"): its timeout signals the job. */
 static void gate_report_pid(struct recorder *r)
 {
@@ -1336,7 +1348,7 @@ int recorder_run(const struct recorder_opts *o)
     if (gpu_collector_open(r.gpu, gpu_interval) == 0)
         dcgm_collector_open(r.dcgm, gpu_interval); /* only worth a note where there are GPUs */
     r.live = !o->quiet && isatty(STDERR_FILENO);
-    if (o->start_gate && (wait_start_gate(&r) < 0 || insert_run(&r) < 0)) {
+    if (o->start_gate && wait_start_gate(&r) < 0) {
         log_release_notes(0); /* never started, never stored */
         if (o->job_started_out)
             *o->job_started_out = 0;
@@ -1344,6 +1356,14 @@ int recorder_run(const struct recorder_opts *o)
     }
     start_logs(&r);
     int err = start_child(&r);
+    /* at a gate, the job starts first and its row follows: the store's
+     * round trip is not in the time from the gate to the job's start */
+    if (o->start_gate && insert_run(&r) < 0) {
+        abandon_child(&r, err);
+        if (o->job_started_out)
+            *o->job_started_out = 0;
+        goto out;
+    }
     for (size_t i = 0; i < 2; i++)
         log_tee_job_started(&r.logs[i]);
     log_release_notes(!err);
