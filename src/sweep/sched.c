@@ -78,7 +78,9 @@ struct sched {
     const struct sweep_opts *o;
     struct awl **active;
     size_t nactive;
-    size_t next; /* the next workload of the plan to consider */
+    size_t next;    /* the next workload of the plan to consider (in order) */
+    char *started;  /* --parallel: which workloads have started (out of order) */
+    size_t waiting; /* --parallel: workloads to run not started yet */
     struct lock_slot *locks;
     size_t nlocks;
     int sigfd;
@@ -885,28 +887,73 @@ static void advance(struct sched *s)
     }
 }
 
+/* Start workload i: 1 started (or failed, recorded), 0 not now (another
+ * campaign holds a device: try again later). */
+static int try_start(struct sched *s, size_t i, int64_t now)
+{
+    int rc = start_workload(s, i);
+    if (rc == 0) {
+        s->lock_retry_ns = now + LOCK_RETRY_NS;
+        return 0;
+    }
+    if (rc < 0)
+        s->failed = 1;
+    return 1;
+}
+
+/* Whether an earlier workload not started yet uses one of w's devices:
+ * then w waits for it, so each device sees the file's order. */
+static int behind_earlier(struct sched *s, size_t i)
+{
+    const char **mine = sweep_workload_devices(&s->spec->w[i]);
+    size_t n = 0;
+    while (mine && mine[n])
+        n++;
+    int behind = 0;
+    for (size_t k = 0; !behind && k < i; k++) {
+        if (s->started[k] || !to_run(s->decisions[k]))
+            continue;
+        const char **theirs = sweep_workload_devices(&s->spec->w[k]);
+        size_t m = 0;
+        while (theirs && theirs[m])
+            m++;
+        behind = (n == 0 && m == 0); /* both on the host alone */
+        for (size_t a = 0; !behind && a < n; a++)
+            for (size_t b = 0; !behind && b < m; b++)
+                behind = strcmp(mine[a], theirs[b]) == 0;
+        free(theirs);
+    }
+    free(mine);
+    return behind;
+}
+
+/* --parallel: every workload whose devices are free and that no earlier
+ * one waits for on them. */
+static void start_parallel(struct sched *s, int64_t now)
+{
+    for (size_t i = 0; i < s->spec->n && s->waiting; i++) {
+        if (s->started[i] || !to_run(s->decisions[i]) || !may_start(s, &s->spec->w[i]) ||
+            behind_earlier(s, i))
+            continue;
+        if (!try_start(s, i, now))
+            return;
+        s->started[i] = 1;
+        s->waiting--;
+    }
+}
+
 static void start_more(struct sched *s, int64_t now)
 {
     if (s->stopping || now < s->lock_retry_ns)
         return;
-    while (s->next < s->spec->n) {
-        if (!to_run(s->decisions[s->next])) {
-            s->next++;
-            continue;
-        }
-        if (!may_start(s, &s->spec->w[s->next]))
-            return;
-        int rc = start_workload(s, s->next);
-        if (rc == 0) { /* a device is held by another campaign */
-            s->lock_retry_ns = now + LOCK_RETRY_NS;
-            return;
-        }
-        s->next++;
-        if (rc < 0)
-            s->failed = 1;
-        if (!s->o->parallel)
-            return;
+    if (s->o->parallel) {
+        start_parallel(s, now);
+        return;
     }
+    while (s->next < s->spec->n && !to_run(s->decisions[s->next]))
+        s->next++;
+    if (s->next < s->spec->n && may_start(s, &s->spec->w[s->next]) && try_start(s, s->next, now))
+        s->next++;
 }
 
 static void on_signal(struct sched *s)
@@ -964,7 +1011,8 @@ static void loop(struct sched *s)
         check_timeouts(s, now);
         start_more(s, now);
         advance(s);
-        if (s->nactive == 0 && (s->stopping || s->next >= s->spec->n))
+        int all_started = s->o->parallel ? s->waiting == 0 : s->next >= s->spec->n;
+        if (s->nactive == 0 && (s->stopping || all_started))
             break;
         size_t cap = 1;
         for (size_t i = 0; i < s->nactive; i++)
@@ -1051,8 +1099,18 @@ int sweep_execute(struct sweep_spec *spec, const enum sweep_decision *decisions,
             snprintf(ws->status, sizeof(ws->status), "%s", WL_FINISHED);
         }
     }
+    s.started = calloc(spec->n + 1, 1);
+    for (size_t i = 0; i < spec->n; i++)
+        s.waiting += to_run(decisions[i]);
+    if (!s.started) {
+        log_error("out of memory");
+        close(s.sigfd);
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        return 125;
+    }
     save(&s);
     loop(&s);
+    free(s.started);
     for (size_t i = 0; i < s.nlocks; i++)
         if (s.locks[i].device) {
             close(s.locks[i].fd);
