@@ -217,12 +217,15 @@ include python/python.mk
 -include tests/nvml/nvml.mk
 
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
+# the core without strobe serve's HTTP side (no libmicrohttpd): the run
+# summaries stay, strobe sweep's figures read them (src/sweep/results.c)
+FUZZ_CORE := $(filter-out $(filter-out src/serve/summary.c,$(filter src/serve/%,$(CORE_SRC))),$(CORE_SRC))
 fuzz: $(FUZZ_GEN)
 	@mkdir -p $(BUILD)/fuzz
 	@for f in $(FUZZ_SRC); do \
 	  n=$$(basename $$f .c); \
 	  clang $(CPPFLAGS) -std=c11 -g -O1 -fsanitize=fuzzer,address,undefined \
-	    -o $(BUILD)/fuzz/$$n $$f $(filter-out src/serve/%,$(CORE_SRC)) $(FUZZ_GEN) $(FUZZ_LIBS) || exit 1; \
+	    -o $(BUILD)/fuzz/$$n $$f $(FUZZ_CORE) $(FUZZ_GEN) $(FUZZ_LIBS) || exit 1; \
 	  echo "built $(BUILD)/fuzz/$$n"; \
 	done
 

@@ -21,6 +21,7 @@
 #include "rules/rules.h"
 #include "serve/summary.h"
 #include "sweep/gpu_share.h"
+#include "sweep/results.h"
 #include "sweep/sched.h"
 #include "sweep/spec.h"
 #include "sweep/state.h"
@@ -338,110 +339,6 @@ out:
 
 /* ---- strobe sweep status ---- */
 
-struct wl_figures {
-    const struct wl_state *st;
-    int nruns;
-    double duration_s;
-    double samples_per_s; /* every run's together; NaN when none has one */
-    double per_device;    /* over its devices (the host when none) */
-    double step_p50_s;    /* the median of its runs' */
-    double vs_solo;       /* per_device over its runs' solo per_device; NaN when none */
-    int64_t findings;
-    int ndev;
-    struct kv_list params; /* of its first run */
-    char *command;         /* its first run's, as JSON */
-};
-
-static int count_devices(const char *devices)
-{
-    if (!devices || !devices[0])
-        return 1; /* the host */
-    int n = 1;
-    for (const char *p = devices; *p; p++)
-        n += *p == ',';
-    return n;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static void figures_of(struct store *s, struct summary_cache *cache, const struct wl_state *w,
-                       struct wl_figures *f)
-{
-    memset(f, 0, sizeof(*f));
-    f->st = w;
-    f->ndev = count_devices(w->devices);
-    f->samples_per_s = f->step_p50_s = f->vs_solo = NAN;
-    double p50[SWEEP_MAX_RUNS];
-    int np50 = 0;
-    for (char **id = w->runs; id && *id && f->nruns < SWEEP_MAX_RUNS; id++) {
-        struct run_record r;
-        run_record_init(&r);
-        struct run_summary sum;
-        if (store_resolve_run(s, *id, &r) == 0 && summary_get(cache, s, &r, &sum) == 0) {
-            double d = run_record_duration_s(&r);
-            if (d > f->duration_s)
-                f->duration_s = d;
-            if (isfinite(sum.samples_per_s))
-                f->samples_per_s =
-                    (isnan(f->samples_per_s) ? 0 : f->samples_per_s) + sum.samples_per_s;
-            if (isfinite(sum.step_p50_s))
-                p50[np50++] = sum.step_p50_s;
-            f->findings += sum.findings;
-            if (f->nruns == 0) {
-                for (size_t k = 0; k < r.params.n; k++)
-                    kv_list_add(&f->params, r.params.items[k].key, r.params.items[k].value);
-                f->command = r.command_json ? strdup(r.command_json) : NULL;
-            }
-        }
-        f->nruns++;
-        run_record_release(&r);
-    }
-    if (np50) {
-        qsort(p50, (size_t)np50, sizeof(*p50), cmp_double);
-        f->step_p50_s = np50 % 2 ? p50[np50 / 2] : (p50[np50 / 2 - 1] + p50[np50 / 2]) / 2;
-    }
-    f->per_device = f->samples_per_s / f->ndev;
-}
-
-static int same_params(const struct kv_list *a, const struct kv_list *b)
-{
-    if (a->n != b->n)
-        return 0;
-    for (size_t i = 0; i < a->n; i++) {
-        const char *v = kv_list_get(b, a->items[i].key);
-        if (!v || strcmp(v, a->items[i].value) != 0)
-            return 0;
-    }
-    return 1;
-}
-
-/* A collocated workload (several runs) against the mean of the solo
- * workloads (one run, finished) with the same parameters and command:
- * throughput per device over theirs, as the collocation papers compare. */
-static void compare_with_solo(struct wl_figures *f, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (f[i].nruns < 2 || !isfinite(f[i].per_device))
-            continue;
-        double sum = 0;
-        int count = 0;
-        for (size_t k = 0; k < n; k++)
-            if (f[k].nruns == 1 && isfinite(f[k].per_device) &&
-                strcmp(f[k].st->status, WL_FINISHED) == 0 &&
-                same_params(&f[i].params, &f[k].params) && f[i].command && f[k].command &&
-                strcmp(f[i].command, f[k].command) == 0) {
-                sum += f[k].per_device;
-                count++;
-            }
-        if (count && sum > 0)
-            f[i].vs_solo = f[i].per_device / (sum / count);
-    }
-}
-
 static void params_text(const struct kv_list *p, char *buf, size_t cap)
 {
     size_t at = 0;
@@ -460,90 +357,50 @@ static const char *num_or_dash(double v, const char *suffix, char *buf, size_t c
     return buf;
 }
 
-static void status_table(const struct campaign_state *st, struct wl_figures *f, size_t n)
+static void status_table(const struct campaign_state *st, const struct sweep_results *r)
 {
-    size_t done = 0, running = 0;
-    for (size_t i = 0; i < n; i++) {
-        const char *s = wl_state_shown(st, f[i].st);
-        done += strcmp(s, WL_FINISHED) == 0 || strcmp(s, WL_STOPPED) == 0;
-        running += strcmp(s, WL_RUNNING) == 0;
-    }
-    printf("campaign %s: %zu of %zu workloads done%s%s\n", st->name, done, n,
-           running ? ", running now" : "",
-           campaign_owner_state(st) == PROCID_ALIVE ? ""
-           : st->owner_pid                          ? " (its sweep is gone)"
-                                                    : "");
+    const struct sweep_figures *f = r->f;
+    const struct sweep_progress *p = &r->progress;
+    printf("campaign %s: %zu of %zu workloads done%s%s\n", st->name, p->done, p->total,
+           p->running ? ", running now" : "",
+           p->owner == PROCID_ALIVE ? ""
+           : st->owner_pid          ? " (its sweep is gone)"
+                                    : "");
     printf("%-14s %-8s %-6s %4s %-11s %9s %10s %10s %7s %9s %4s  %s\n", "WORKLOAD", "COLLOC",
            "DEVICE", "RUNS", "STATUS", "DURATION", "SAMPLES/S", "PER DEVICE", "VS SOLO", "STEP P50",
            "FIND", "PARAMS");
-    size_t best = n;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < r->n; i++) {
         char dur[32], sps[32], per[32], solo[32], p50[32], params[256];
         const struct wl_state *w = f[i].st;
         params_text(&f[i].params, params, sizeof(params));
         printf("%-14s %-8s %-6s %4d %-11s %9s %10s %10s %7s %9s %4lld  %s\n", w->name,
                w->collocation ? w->collocation : "-",
-               w->devices && w->devices[0] ? w->devices : "host", f[i].nruns, wl_state_shown(st, w),
+               w->devices && w->devices[0] ? w->devices : "host", f[i].nruns,
+               wl_state_shown_as(w, p->owner),
                f[i].nruns ? fmt_duration(f[i].duration_s, dur, sizeof(dur)) : "-",
                num_or_dash(f[i].samples_per_s, "", sps, sizeof(sps)),
                num_or_dash(f[i].per_device, "", per, sizeof(per)),
                num_or_dash(f[i].vs_solo, "x", solo, sizeof(solo)),
                isfinite(f[i].step_p50_s) ? fmt_duration(f[i].step_p50_s, p50, sizeof(p50)) : "-",
                (long long)f[i].findings, params);
-        if (isfinite(f[i].per_device) && strcmp(w->status, WL_FINISHED) == 0 &&
-            (best == n || f[i].per_device > f[best].per_device))
-            best = i;
     }
-    if (best < n) {
+    if (r->best < r->n) {
+        const struct sweep_figures *b = &f[r->best];
         char params[256];
-        params_text(&f[best].params, params, sizeof(params));
-        printf("most samples/s per device: workload %s (%s, %s%s%s), %.1f\n", f[best].st->name,
-               f[best].st->collocation ? f[best].st->collocation : "-",
-               f[best].nruns > 1 ? "collocated" : "solo", params[0] ? ", " : "", params,
-               f[best].per_device);
+        params_text(&b->params, params, sizeof(params));
+        printf("most samples/s per device: workload %s (%s, %s%s%s), %.1f\n", b->st->name,
+               b->st->collocation ? b->st->collocation : "-", b->nruns > 1 ? "collocated" : "solo",
+               params[0] ? ", " : "", params, b->per_device);
     }
 }
 
-static void status_json(const struct campaign_state *st, struct wl_figures *f, size_t n)
+static void status_json(const struct campaign_state *st, const struct sweep_results *r)
 {
     struct strbuf out;
     strbuf_init(&out);
     struct json_writer jw;
     jw_init(&jw, &out);
-    jw_object_begin(&jw);
-    jw_kv_str(&jw, "campaign", st->name);
-    jw_kv_str_or_null(&jw, "file", st->file);
-    jw_kv_str(&jw, "spec_hash", st->spec_hash ? st->spec_hash : "");
-    jw_kv_bool(&jw, "running", campaign_owner_state(st) == PROCID_ALIVE);
-    jw_key(&jw, "workloads");
-    jw_array_begin(&jw);
-    for (size_t i = 0; i < n; i++) {
-        const struct wl_state *w = f[i].st;
-        jw_object_begin(&jw);
-        jw_kv_str(&jw, "name", w->name);
-        jw_kv_str(&jw, "experiment", w->experiment);
-        jw_kv_str(&jw, "status", wl_state_shown(st, w));
-        jw_kv_str(&jw, "collocation", w->collocation ? w->collocation : "-");
-        jw_kv_str(&jw, "devices", w->devices ? w->devices : "");
-        jw_kv_int(&jw, "attempts", w->attempts);
-        jw_key(&jw, "runs");
-        jw_array_begin(&jw);
-        for (char **r = w->runs; r && *r; r++)
-            jw_str(&jw, *r);
-        jw_end(&jw);
-        jw_key(&jw, "params");
-        kv_list_json(&jw, &f[i].params);
-        jw_kv_num(&jw, "duration_s", f[i].duration_s);
-        jw_kv_num(&jw, "samples_per_s", f[i].samples_per_s);
-        jw_kv_num(&jw, "samples_per_s_per_device", f[i].per_device);
-        jw_kv_num(&jw, "vs_solo", f[i].vs_solo);
-        jw_kv_num(&jw, "step_p50_s", f[i].step_p50_s);
-        jw_kv_int(&jw, "findings", f[i].findings);
-        jw_kv_str_or_null(&jw, "note", w->note);
-        jw_end(&jw);
-    }
-    jw_end(&jw);
-    jw_end(&jw);
+    sweep_results_json(&jw, st, r, 0);
     strbuf_addch(&out, '\n');
     cli_print(&out);
     strbuf_release(&out);
@@ -582,24 +439,22 @@ static int show_status(struct cli_ctx *cli, int argc, char **argv)
     if (rc == -STROBE_ENOTFOUND)
         log_error("no campaign %s in %s", name, cli->store->uri);
     else if (rc < 0)
-        log_error("cannot read campaign %s: %s", name, cli->store->err.buf);
-    struct wl_figures *f = rc == 0 ? calloc(st.n + 1, sizeof(*f)) : NULL;
+        log_error("cannot read campaign %s: %s", name,
+                  rc == -EBADMSG ? "its state does not parse" : cli->store->err.buf);
+    struct sweep_results res = {0};
     struct summary_cache *cache = NULL;
-    if (f && summary_cache_new(&cache) == 0) {
-        for (size_t i = 0; i < st.n; i++)
-            figures_of(cli->store, cache, &st.w[i], &f[i]);
-        compare_with_solo(f, st.n);
-        if (json)
-            status_json(&st, f, st.n);
-        else
-            status_table(&st, f, st.n);
-        status = CLI_EXIT_OK;
+    if (rc == 0 && summary_cache_new(&cache) == 0) {
+        if (sweep_results_load(cli->store, cache, &st, &res) == 0) {
+            if (json)
+                status_json(&st, &res);
+            else
+                status_table(&st, &res);
+            status = CLI_EXIT_OK;
+        } else {
+            log_error("out of memory");
+        }
     }
-    for (size_t i = 0; f && i < st.n; i++) {
-        kv_list_release(&f[i].params);
-        free(f[i].command);
-    }
-    free(f);
+    sweep_results_release(&res);
     summary_cache_free(cache);
     campaign_state_release(&st);
     free(name);

@@ -16,6 +16,8 @@
 #include "serve/downsample.h"
 #include "serve/steps_view.h"
 #include "store/job.h"
+#include "sweep/results.h"
+#include "sweep/state.h"
 
 #define RUNS_LIMIT_DEFAULT 1000
 #define RUNS_LIMIT_MAX     100000
@@ -1177,6 +1179,90 @@ static int api_compare(const struct api_ctx *c, const struct api_query *q, struc
     return status;
 }
 
+/* ---- /api/campaigns, /api/campaigns/{name} ------------------------------------------- */
+
+/* A campaign of the list: what its row and state say, without its runs. */
+static int campaign_row_json(const struct campaign_record *c, void *arg)
+{
+    struct json_writer *jw = arg;
+    struct campaign_state st = {0};
+    int rc = campaign_state_of_record(c, &st);
+    if (rc == -ENOMEM) {
+        campaign_state_release(&st);
+        return rc;
+    }
+    jw_object_begin(jw);
+    jw_kv_str_or_null(jw, "name", c->name);
+    jw_kv_str_or_null(jw, "file", c->file);
+    jw_kv_str_or_null(jw, "spec_hash", c->spec_hash);
+    jw_kv_int(jw, "created_ns", c->created_ns);
+    jw_kv_int(jw, "updated_ns", c->updated_ns);
+    if (rc == 0) {
+        struct sweep_progress p;
+        sweep_progress_of(&st, &p);
+        jw_kv_bool(jw, "running", p.owner == PROCID_ALIVE);
+        sweep_progress_json(jw, &st, &p);
+    } else { /* listed all the same: strobe sweep status names the trouble */
+        jw_kv_bool(jw, "running", 0);
+        jw_kv_null(jw, "status");
+        jw_kv_null(jw, "done");
+        jw_kv_null(jw, "total");
+        jw_key(jw, "running_workloads");
+        jw_array_begin(jw);
+        jw_end(jw);
+        jw_kv_str(jw, "error", "its state does not parse");
+    }
+    jw_end(jw);
+    campaign_state_release(&st);
+    return 0;
+}
+
+static int api_campaigns(const struct api_ctx *c, struct strbuf *o)
+{
+    struct json_writer jw;
+    jw_init(&jw, o);
+    jw_object_begin(&jw);
+    jw_key(&jw, "campaigns");
+    jw_array_begin(&jw); /* a campaign a line */
+    jw_lines(&jw, "\n", "\n");
+    int rc = c->s->ops->campaigns_query(c->s, campaign_row_json, &jw);
+    if (rc < 0) {
+        strbuf_reset(o);
+        return fail(o, 500, rc == -ENOMEM ? "out of memory" : c->s->err.buf);
+    }
+    jw_end(&jw);
+    jw_end(&jw);
+    jw_space(&jw, "\n");
+    return 200;
+}
+
+/* What strobe sweep status --json prints for the campaign, and what the
+ * page needs besides (sweep_results_json's extended keys). */
+static int api_campaign(const struct api_ctx *c, const char *name, struct strbuf *o)
+{
+    struct campaign_state st = {0};
+    int rc = *name ? campaign_state_load(c->s, name, &st) : -STROBE_ENOTFOUND;
+    int status = 200;
+    struct sweep_results res = {0};
+    if (rc == -STROBE_ENOTFOUND)
+        status = fail(o, 404, "no such campaign");
+    else if (rc == -EBADMSG)
+        status = fail(o, 500, "the campaign's state does not parse");
+    else if (rc < 0)
+        status = fail(o, 500, rc == -ENOMEM ? "out of memory" : c->s->err.buf);
+    else if (sweep_results_load(c->s, c->cache, &st, &res) < 0)
+        status = fail(o, 500, "out of memory");
+    if (status == 200) {
+        struct json_writer jw;
+        jw_init(&jw, o);
+        sweep_results_json(&jw, &st, &res, 1);
+        jw_space(&jw, "\n");
+    }
+    sweep_results_release(&res);
+    campaign_state_release(&st);
+    return status;
+}
+
 /* ---- routing ------------------------------------------------------------------------ */
 
 static const struct {
@@ -1247,5 +1333,10 @@ int api_handle(const struct api_ctx *c, const char *path, const struct api_query
         return run_endpoint(c, path + 10, q, body);
     if (strcmp(path, "/api/compare") == 0)
         return api_compare(c, q, body);
+    if (strcmp(path, "/api/campaigns") == 0)
+        return api_campaigns(c, body);
+    /* the rest is the name, '/' and all (libmicrohttpd has decoded it) */
+    if (strncmp(path, "/api/campaigns/", 15) == 0)
+        return api_campaign(c, path + 15, body);
     return fail(body, 404, "no such endpoint");
 }

@@ -209,6 +209,19 @@ int campaign_state_parse(const char *json, size_t len, struct campaign_state *ou
     return rc;
 }
 
+int campaign_state_of_record(const struct campaign_record *c, struct campaign_state *out)
+{
+    int rc = campaign_state_parse(c->state, strlen(c->state), out);
+    out->name = strdup(c->name);
+    out->spec_hash = strdup(c->spec_hash ? c->spec_hash : "");
+    out->file = c->file ? strdup(c->file) : NULL;
+    out->created_ns = c->created_ns;
+    out->updated_ns = c->updated_ns;
+    if (rc == 0 && (!out->name || !out->spec_hash))
+        rc = -ENOMEM;
+    return rc;
+}
+
 struct load_ctx {
     struct campaign_state *out;
     int rc;
@@ -217,15 +230,7 @@ struct load_ctx {
 static int on_campaign(const struct campaign_record *c, void *arg)
 {
     struct load_ctx *ctx = arg;
-    struct campaign_state *st = ctx->out;
-    ctx->rc = campaign_state_parse(c->state, strlen(c->state), st);
-    st->name = strdup(c->name);
-    st->spec_hash = strdup(c->spec_hash ? c->spec_hash : "");
-    st->file = c->file ? strdup(c->file) : NULL;
-    st->created_ns = c->created_ns;
-    st->updated_ns = c->updated_ns;
-    if (ctx->rc == 0 && (!st->name || !st->spec_hash))
-        ctx->rc = -ENOMEM;
+    ctx->rc = campaign_state_of_record(c, ctx->out);
     return 0;
 }
 
@@ -267,9 +272,16 @@ enum procid_state campaign_owner_state(const struct campaign_state *st)
     return procid_check(&st->owner, st->owner_pid, same_host);
 }
 
-const char *wl_state_shown(const struct campaign_state *st, const struct wl_state *w)
+const char *wl_state_shown_as(const struct wl_state *w, enum procid_state owner)
 {
-    if (strcmp(w->status, WL_RUNNING) == 0 && campaign_owner_state(st) == PROCID_GONE)
+    if (strcmp(w->status, WL_RUNNING) == 0 && owner == PROCID_GONE)
         return WL_LOST;
     return w->status;
+}
+
+const char *wl_state_shown(const struct campaign_state *st, const struct wl_state *w)
+{
+    if (strcmp(w->status, WL_RUNNING) != 0)
+        return w->status;
+    return wl_state_shown_as(w, campaign_owner_state(st));
 }

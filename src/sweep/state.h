@@ -57,6 +57,10 @@ void campaign_state_release(struct campaign_state *st);
 /* The campaign from the store: 0, -STROBE_ENOTFOUND, or negative with the
  * store's error (a document that does not parse is -EBADMSG). */
 int campaign_state_load(struct store *s, const char *name, struct campaign_state *out);
+/* The campaign of a store's row (as campaigns_query gives it) into out
+ * (zeroed by the caller; release it after a failure too): 0, -EBADMSG or
+ * -ENOMEM. */
+int campaign_state_of_record(const struct campaign_record *c, struct campaign_state *out);
 /* Write st (updated_ns now) to the store. */
 int campaign_state_save(struct store *s, struct campaign_state *st);
 /* st as its JSON document, into out. */
@@ -79,5 +83,8 @@ int wl_state_set_note(struct wl_state *w, const char *note);
 enum procid_state campaign_owner_state(const struct campaign_state *st);
 /* The status to show: "lost" for a running workload whose owner is gone. */
 const char *wl_state_shown(const struct campaign_state *st, const struct wl_state *w);
+/* The same, with the owner's state found once (campaign_owner_state) for
+ * many workloads. */
+const char *wl_state_shown_as(const struct wl_state *w, enum procid_state owner);
 
 #endif

@@ -1,4 +1,5 @@
-// strobe's dashboard: one page, four views (runs, run, compare, sweep), all
+// strobe's dashboard: one page, six views (runs, run, compare, sweep, and
+// strobe sweep's campaigns and campaign), all
 // of their state in the URL's hash (#/view/arg?key=value...), so a reload or
 // a shared link gives the same view. Data comes from the JSON API of
 // `strobe serve` (docs/api.md); charts are uPlot's. Every string from the
@@ -121,9 +122,10 @@
     drawnFor();
     clear(app);
     document.querySelectorAll('nav a[data-nav]').forEach(function (a) {
-      a.classList.toggle('active', a.dataset.nav === route.view);
+      a.classList.toggle('active', a.dataset.nav === (route.view === 'campaign' ? 'campaigns' : route.view));
     });
-    var views = {runs: runsView, run: runView, compare: compareView, sweep: sweepView};
+    var views = {runs: runsView, run: runView, compare: compareView, sweep: sweepView,
+      campaigns: campaignsView, campaign: campaignView};
     (views[route.view] || runsView)(seq);
   }
   function alive(token) { return token === seq; }
@@ -199,6 +201,9 @@
     /* a job of many nodes (cluster mode): its node count; sorted here */
     {k: 'nodes', label: 'nodes', num: true, f: function (v) { return v === null || v === undefined ? '–' : String(v); }}
   ];
+  /* A view of something still running (a run, a campaign) loads again
+   * after this long, until it ends. */
+  var REFRESH_MS = 5000;
   var selected = [];   /* run ids ticked for compare, kept across views */
   var PAGE = 1000;     /* runs listed at first, and added by "Show more" (the API's default limit) */
 
@@ -273,7 +278,7 @@
         }
         table();
         clearTimeout(timer);
-        if (rows.some(function (r) { return r.status === 'running'; })) timer = setTimeout(load, 5000);
+        if (rows.some(function (r) { return r.status === 'running'; })) timer = setTimeout(load, REFRESH_MS);
         ready();
       }).catch(function (e) { if (alive(token) && mine === loads) { clear(tableBox); failBox(tableBox, 'the runs', e); ready(); } });
     }
@@ -1439,6 +1444,217 @@
       all = d.runs;
       draw();
     }).catch(function (e) { if (alive(token)) { failBox(s, 'the runs', e); ready(); } });
+  }
+
+  /* ====================================================================== */
+  /* campaigns: strobe sweep's, as strobe sweep status shows them            */
+  /* ====================================================================== */
+  function campaignPath(name) { return '/api/campaigns/' + encodeURIComponent(name); }
+  function progressBar(done, total) {
+    var bar = h('div', {class: 'bar progress', title: done + ' of ' + total + ' workloads done'}), fill = h('div');
+    fill.style.width = (total ? 100 * done / total : 0) + '%';
+    fill.style.background = PAL[2];
+    bar.appendChild(fill);
+    return bar;
+  }
+
+  function campaignsView(token) {
+    busy();
+    var s = section('Campaigns', 'The campaigns of strobe sweep in this store, most recently updated first: ' +
+      'how far each has come, and whether its sweep still runs.');
+    var box = h('div');
+    s.appendChild(box);
+    app.appendChild(s);
+    var timer = null;
+    onCleanup(function () { clearTimeout(timer); });
+    function load() {
+      api('/api/campaigns').then(function (d) {
+        if (!alive(token)) return;
+        clear(box);
+        var list = d.campaigns || [];
+        if (!list.length) {
+          box.appendChild(h('p', {class: 'empty', text: 'No campaign in this store: run one with strobe sweep FILE.'}));
+        } else {
+          var body = h('tbody');
+          list.forEach(function (c) {
+            var st = c.status || 'unreadable';
+            body.appendChild(h('tr', {dataset: {name: c.name}},
+              h('td', null, h('a', {class: 'campaign-link', href: hashFor('campaign', c.name), text: c.name})),
+              h('td', null, h('span', {class: 'status ' + st, text: st})),
+              h('td', {class: 'progress'}, c.error ? h('span', {class: 'muted', text: c.error}) :
+                [progressBar(c.done, c.total), h('span', {class: 'done', text: c.done + ' of ' + c.total + ' workloads done'}),
+                  c.running_workloads.length ? h('span', {class: 'muted now', text: ' · running ' + c.running_workloads.join(', ')}) : null]),
+              h('td', {text: date(c.updated_ns)}),
+              h('td', null, h('code', {text: c.file || '–'}))));
+          });
+          box.appendChild(h('table', {id: 'campaigns', class: 'runs'}, h('thead', null, h('tr', null,
+            ['campaign', 'status', 'progress', 'updated', 'file'].map(function (t) { return h('th', {text: t}); }))), body));
+        }
+        clearTimeout(timer);
+        if (list.some(function (c) { return c.running; })) timer = setTimeout(load, REFRESH_MS);
+        ready();
+      }).catch(function (e) { if (alive(token)) { clear(box); failBox(box, 'the campaigns', e); ready(); } });
+    }
+    load();
+  }
+
+  /* How a workload's runs share their devices: "-" (as they are), MPS, or
+   * a MIG profile (each run a slice). */
+  function collocationName(c) {
+    if (!c || c === '-') return 'no sharing mechanism (-)';
+    if (c === 'MPS') return 'MPS';
+    return 'MIG ' + c;
+  }
+  function paramsText(p) {
+    return Object.keys(p || {}).map(function (k) { return k + '=' + p[k]; }).join(' ');
+  }
+  /* A figure's cell: the text as the dashboard writes figures, the exact
+   * value beside it (data-v) for whoever reads the page's numbers. */
+  function figCell(v, text, key) {
+    return h('td', {class: 'num', dataset: {k: key, v: v === null || v === undefined ? '' : String(v)}, text: text});
+  }
+  function ratio(v) { return v === null || v === undefined || !isFinite(v) ? F.NONE : v.toFixed(2) + '×'; }
+
+  function campaignView(token) {
+    var name = route.arg;
+    busy();
+    var head = h('div'), chartBox = h('div', {id: 'campaign-chart'}), groupsBox = h('div');
+    var cs = section('Samples/s per device', 'Each workload\'s samples/s (all its runs together) over its devices ' +
+      '(the host counts as one), grouped by how its runs share their devices.');
+    cs.appendChild(chartBox);
+    add(app, [head, cs, groupsBox]);
+    document.title = 'strobe · campaign ' + name;
+    var timer = null;
+    onCleanup(function () { clearTimeout(timer); });
+
+    function drawHead(d) {
+      clear(head);
+      var crumbs = h('div', {class: 'crumbs'}, h('a', {href: '#/campaigns', text: 'All campaigns'}),
+        h('span', {class: 'sep', text: '›'}), h('span', {text: d.campaign}));
+      var now = d.running_workloads || [];
+      var prog = h('div', {class: 'campaign-progress'}, progressBar(d.done, d.total),
+        h('span', {id: 'campaign-done', dataset: {done: d.done, total: d.total}, text: d.done + ' of ' + d.total + ' workloads done'}),
+        now.length ? h('span', {id: 'campaign-now'}, ' · running now: ', now.map(function (w, i) {
+          return [i ? ', ' : '', h('b', {text: 'workload ' + w})];
+        })) : null,
+        !d.running && d.owner && d.owner.pid ? h('span', {class: 'muted', text: ' · its sweep (pid ' + d.owner.pid +
+          (d.owner.host ? ' on ' + d.owner.host : '') + ') is gone'}) : null);
+      var best = d.workloads.filter(function (w) { return w.name === d.best; })[0];
+      var answer = h('p', {class: 'answer', id: 'campaign-best'});
+      if (best) {
+        add(answer, ['Most samples/s per device: ', h('b', {text: 'workload ' + best.name}),
+          ' (' + [best.collocation, best.runs.length > 1 ? 'collocated' : 'solo', paramsText(best.params)].filter(Boolean).join(', ') + '), ' +
+          num(best.samples_per_s_per_device) + '.']);
+      } else answer.textContent = 'No workload has finished with a samples/s figure yet.';
+      add(head, h('section', {class: 'head'}, crumbs,
+        h('div', {class: 'titleline'}, h('h1', {id: 'campaign-name', text: d.campaign}),
+          h('span', {class: 'status ' + d.status, id: 'campaign-status', text: d.status})),
+        h('dl', {class: 'kv'},
+          h('dt', {text: 'file'}), h('dd', null, h('code', {text: d.file || '–'})),
+          h('dt', {text: 'plan'}), h('dd', null, h('code', {text: d.spec_hash})),
+          h('dt', {text: 'updated'}), h('dd', {text: date(d.updated_ns)})),
+        prog, answer));
+    }
+    /* Collocation modes in order of first appearance, each with its
+     * workloads in the campaign's order. */
+    function groups(d) {
+      var order = [], by = {};
+      d.workloads.forEach(function (w) {
+        if (!by[w.collocation]) { by[w.collocation] = []; order.push(w.collocation); }
+        by[w.collocation].push(w);
+      });
+      return order.map(function (c) { return {collocation: c, workloads: by[c]}; });
+    }
+    /* The parameters whose values differ between workloads: what tells
+     * one bar from another. */
+    function varying(d) {
+      var seen = {}, ran = d.workloads.filter(function (w) { return Object.keys(w.params || {}).length; });
+      ran.forEach(function (w) {
+        Object.keys(w.params).forEach(function (k) { (seen[k] = seen[k] || {})[w.params[k]] = 1; });
+      });
+      return Object.keys(seen).filter(function (k) {
+        return Object.keys(seen[k]).length > 1 || ran.some(function (w) { return !(k in w.params); });
+      });
+    }
+    /* A bar per workload, its length samples/s per device against the
+     * highest, in one block per collocation mode. */
+    function drawChart(d, gs) {
+      clear(chartBox);
+      var vals = d.workloads.map(function (w) { return w.samples_per_s_per_device; }).filter(function (v) { return v !== null; });
+      if (!vals.length) { chartBox.appendChild(h('p', {class: 'empty', text: 'No workload has samples/s yet.'})); return; }
+      var max = Math.max.apply(null, vals), keys = varying(d);
+      gs.forEach(function (g, gi) {
+        var block = h('div', {class: 'bar-group', dataset: {collocation: g.collocation}}, h('div', {class: 'bar-group-name', text: collocationName(g.collocation)}));
+        g.workloads.forEach(function (w) {
+          var v = w.samples_per_s_per_device, fill = h('div', {class: 'fill'});
+          fill.style.width = (v === null ? 0 : Math.max(0.5, 100 * v / max)) + '%';
+          fill.style.background = PAL[gi % PAL.length];
+          block.appendChild(h('div', {class: 'bar-row' + (w.name === d.best ? ' best' : ''), dataset: {workload: w.name, v: v === null ? '' : String(v)}},
+            h('span', {class: 'bar-label', title: paramsText(w.params)}, h('b', {text: w.name}),
+              h('span', {class: 'muted', text: [w.runs.length > 1 ? w.runs.length + ' runs' : 'solo'].concat(keys.filter(function (k) {
+                return w.params && k in w.params;
+              }).map(function (k) { return k + '=' + w.params[k]; })).map(function (t) { return ' · ' + t; }).join('')})),
+            h('span', {class: 'bar-track'}, fill),
+            h('span', {class: 'bar-value', text: num(v) + (w.name === d.best ? ' ★' : '')})));
+        });
+        chartBox.appendChild(block);
+      });
+    }
+    function drawGroups(d, gs) {
+      clear(groupsBox);
+      gs.forEach(function (g) {
+        var s = section('Collocation: ' + collocationName(g.collocation));
+        s.classList.add('colloc');
+        s.dataset.collocation = g.collocation;
+        var body = h('tbody');
+        g.workloads.forEach(function (w) {
+          /* by name, or by id where the names do not tell them apart */
+          var details = w.run_details || [], names = details.map(function (r) { return r.name; });
+          var runs = details.map(function (r, i) {
+            var unique = r.name && names.indexOf(r.name) === names.lastIndexOf(r.name);
+            return [i ? ' ' : '', h('a', {class: 'run-link', href: hashFor('run', r.id), title: (r.name || '') + ' ' + r.id + (r.status ? ' (' + r.status + ')' : ''),
+              dataset: {id: r.id}, text: unique ? r.name : shortId(r.id)})];
+          });
+          var ps = Object.keys(w.params || {});
+          body.appendChild(h('tr', {class: w.name === d.best ? 'best' : null, dataset: {workload: w.name}},
+            h('td', {class: 'wl'}, w.name, w.name === d.best ? h('span', {class: 'chip best-mark', text: 'best per device'}) : null),
+            h('td', null, h('span', {class: 'status ' + w.status, text: w.status}), w.note ? h('div', {class: 'muted note', text: w.note}) : null),
+            h('td', {class: 'devices', text: w.devices || 'host'}),
+            h('td', {class: 'runs'}, runs.length ? runs : h('span', {class: 'muted', text: '–'})),
+            figCell(w.duration_s, w.runs.length ? dur(w.duration_s) : F.NONE, 'duration_s'),
+            figCell(w.samples_per_s, num(w.samples_per_s), 'samples_per_s'),
+            figCell(w.samples_per_s_per_device, num(w.samples_per_s_per_device), 'samples_per_s_per_device'),
+            figCell(w.vs_solo, ratio(w.vs_solo), 'vs_solo'),
+            figCell(w.step_p50_s, dur(w.step_p50_s), 'step_p50_s'),
+            h('td', {class: 'num', dataset: {k: 'findings', v: String(w.findings)}},
+              w.findings ? h('span', {class: 'count', text: String(w.findings)}) : '0'),
+            h('td', {class: 'params'}, ps.length ? ps.map(function (k) { return h('span', {class: 'chip'}, h('b', {text: k}), '=' + w.params[k]); }) :
+              h('span', {class: 'muted', text: '–'}))));
+        });
+        s.appendChild(h('table', {class: 'campaign'}, h('thead', null, h('tr', null,
+          [['workload'], ['status'], ['devices'], ['runs'], ['duration', 1], ['samples/s', 1], ['per device', 1], ['vs solo', 1],
+            ['step p50', 1], ['findings', 1], ['params']].map(function (c) { return h('th', {class: c[1] ? 'num' : null, text: c[0]}); }))), body));
+        groupsBox.appendChild(s);
+      });
+    }
+    function load() {
+      api(campaignPath(name)).then(function (d) {
+        if (!alive(token)) return;
+        var gs = groups(d);
+        drawHead(d);
+        drawChart(d, gs);
+        drawGroups(d, gs);
+        clearTimeout(timer);
+        if (d.running) timer = setTimeout(load, REFRESH_MS);
+        ready();
+      }).catch(function (e) {
+        if (!alive(token)) return;
+        clear(head); clear(chartBox); clear(groupsBox);
+        failBox(head, 'campaign ' + name, e);
+        ready();
+      });
+    }
+    load();
   }
 
   window.addEventListener('hashchange', render);
