@@ -190,6 +190,12 @@ $(BUILD)/bench/%: $(BUILD)/bench/%.o $(CORE_LIB)
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 # the PostgreSQL benchmarks' peers and what-ifs talk to PostgreSQL themselves
 $(BUILD)/bench/pg_ingest $(BUILD)/bench/pg_series_read: LDLIBS += -lpq
+# the sweep's job: libc alone, static and without sanitizers, so that its
+# start after exec is short and the same in every build
+$(BUILD)/bench/sweep_job: bench/sweep_job.c
+	@mkdir -p $(@D)
+	@echo "  CC  $@"
+	$(Q)$(CC) -std=c11 -O2 $(WARN) -D_GNU_SOURCE -static -o $@ $<
 
 bootstrap:
 	@scripts/bootstrap

@@ -646,22 +646,22 @@ def cmd_report(a):
         w("")
         cf = st.get("codec_formats")
         if cf:
-            f1, f2 = cf["format1"], cf["format2"]
+            fmt1, fmt2 = cf["format1"], cf["format2"]
             w("The run's own %d points of %d series, encoded again in each codec format, "
               "as the recorder cuts blocks (`bench/codec_formats`, medians of 5):" % (
                   cf["points"], cf["series"]))
             w("")
             w("| format | B/point | blocks | encode ns/point | decode ns/point |")
             w("|---|---:|---:|---:|---:|")
-            for name, f in (("1: Gorilla, XOR (older stores)", f1),
-                            ("2: scaled integers, Rice (written now)", f2)):
+            for name, f in (("1: Gorilla, XOR (older stores)", fmt1),
+                            ("2: scaled integers, Rice (written now)", fmt2)):
                 w("| %s | %.3f | %d | %.1f | %.1f |" % (
                     name, f["bytes_per_point"], f["blocks"], f["encode_ns_per_point"],
                     f["decode_ns_per_point"]))
             w("| format 1 ÷ format 2 | %.2f× | | %.2f× | %.2f× |" % (
-                f1["bytes_per_point"] / f2["bytes_per_point"],
-                f1["encode_ns_per_point"] / f2["encode_ns_per_point"],
-                f1["decode_ns_per_point"] / f2["decode_ns_per_point"]))
+                fmt1["bytes_per_point"] / fmt2["bytes_per_point"],
+                fmt1["encode_ns_per_point"] / fmt2["encode_ns_per_point"],
+                fmt1["decode_ns_per_point"] / fmt2["decode_ns_per_point"]))
             w("")
         bs = st.get("by_series", [])
         if bs:
