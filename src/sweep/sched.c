@@ -563,6 +563,11 @@ static int start_workload(struct sched *s, size_t index)
             call_off(a);
         }
     }
+    /* runs never started have no recorder to wait for: the workload ends
+     * when those that did start are gone */
+    for (size_t i = 0; a->start_failed && i < w->nruns; i++)
+        if (!a->runs[i].pid)
+            a->runs[i].exited = 1;
     struct awl **grown = realloc(s->active, (s->nactive + 1) * sizeof(*grown));
     if (!grown) {
         call_off(a);
