@@ -353,29 +353,36 @@ static void argv_free(struct argv_buf *b)
     free(b->v);
 }
 
-/* The wrapping listener's words before the command; when they end in -o,
- * its report's path, kept in r->artifact. */
-static void add_wrap(struct sched *s, struct awl *a, struct arun *r, struct argv_buf *b)
+/* The wrapping listener's row of wrap_prefix, or NULL. */
+static const char *const *wrap_words(const char *wrap)
 {
-    for (size_t k = 0; k < sizeof(wrap_prefix) / sizeof(wrap_prefix[0]); k++) {
-        if (strcmp(wrap_prefix[k][0], r->def->wrap) != 0)
-            continue;
-        const char *last = NULL;
-        for (size_t i = 1; wrap_prefix[k][i]; i++)
-            arg(b, last = wrap_prefix[k][i]);
-        if (!last || strcmp(last, "-o") != 0)
-            return;
-        char dir[4096];
-        snprintf(dir, sizeof(dir), "%s/artifacts", s->o->work_dir);
-        mkdir(dir, 0755);
-        if (asprintf(&r->artifact, "%s/%s-%s-%s", dir, r->def->wrap, a->w->name, r->def->name) < 0)
-            r->artifact = NULL;
-        for (char *c = r->artifact ? r->artifact + strlen(dir) + 1 : NULL; c && *c; c++)
-            if (*c == '/' || *c == ' ')
-                *c = '_';
-        arg(b, r->artifact ? r->artifact : "strobe-artifact");
+    for (size_t k = 0; wrap && k < sizeof(wrap_prefix) / sizeof(wrap_prefix[0]); k++)
+        if (strcmp(wrap_prefix[k][0], wrap) == 0)
+            return wrap_prefix[k] + 1;
+    return NULL;
+}
+
+/* Where a wrapping listener that ends in -o writes its report, into
+ * r->artifact: the extension given, as nsys and ncu would add it, so that
+ * the run's artifact tag names the file itself. */
+static void name_artifact(struct sched *s, struct awl *a, struct arun *r)
+{
+    const char *const *words = wrap_words(r->def->wrap);
+    const char *last = NULL;
+    for (size_t i = 0; words && words[i]; i++)
+        last = words[i];
+    if (!last || strcmp(last, "-o") != 0)
         return;
-    }
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s/artifacts", s->o->work_dir);
+    mkdir(dir, 0755);
+    const char *ext = strncmp(r->def->wrap, "nsys", 4) == 0 ? ".nsys-rep" : ".ncu-rep";
+    if (asprintf(&r->artifact, "%s/%s-%s-%s%s", dir, r->def->wrap, a->w->name, r->def->name,
+                 ext) < 0)
+        r->artifact = NULL;
+    for (char *c = r->artifact ? r->artifact + strlen(dir) + 1 : NULL; c && *c; c++)
+        if (*c == '/' || *c == ' ')
+            *c = '_';
 }
 
 static void build_args(struct sched *s, struct awl *a, struct arun *r, int rfd, int gfd,
@@ -408,9 +415,18 @@ static void build_args(struct sched *s, struct awl *a, struct arun *r, int rfd, 
         arg(b, "--no-report");
     arg(b, "--quiet");
     argcat(b, "--start-gate=", gate, NULL);
-    if (r->def->wrap && (add_wrap(s, a, r, b), r->artifact))
+    if (r->def->wrap)
+        name_artifact(s, a, r);
+    if (r->artifact)
         argcat(b, "--tag=artifact=", r->artifact, NULL);
     arg(b, "--");
+    /* a wrapping listener runs the command: its words come first */
+    const char *const *words = wrap_words(r->def->wrap);
+    const char *last = NULL;
+    for (size_t i = 0; words && words[i]; i++)
+        arg(b, last = words[i]);
+    if (last && strcmp(last, "-o") == 0)
+        arg(b, r->artifact ? r->artifact : "strobe-artifact");
     for (char **p = r->def->argv; *p; p++)
         arg(b, *p);
 }
