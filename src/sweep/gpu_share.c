@@ -21,14 +21,29 @@ static int tool(char *const argv[], const char *const *env, const char *input, s
     return run_capture_opts(argv, &o, out);
 }
 
-/* One line of a tool's output, for a message: the first that is not blank. */
+/* One line of a tool's output, for a message: the first that is not blank
+ * and does not report a success (nvidia-smi mig -cgi -C says "Successfully
+ * created GPU instance" before it says why the compute instance failed);
+ * else the first that is not blank. */
 static const char *first_words(const struct strbuf *out, char *buf, size_t cap)
 {
-    const char *p = out->buf ? out->buf : "";
-    while (*p == '\n' || *p == ' ')
-        p++;
-    snprintf(buf, cap, "%.*s", (int)strcspn(p, "\n"), p);
-    return buf[0] ? buf : "no output";
+    const char *text = out->buf ? out->buf : "", *first = NULL;
+    for (const char *p = text; *p;) {
+        while (*p == '\n' || *p == ' ')
+            p++;
+        size_t len = strcspn(p, "\n");
+        if (len && !first)
+            first = p;
+        if (len && strncmp(p, "Successfully", 12) != 0) {
+            snprintf(buf, cap, "%.*s", (int)len, p);
+            return buf;
+        }
+        p += len;
+    }
+    if (!first)
+        return "no output";
+    snprintf(buf, cap, "%.*s", (int)strcspn(first, "\n"), first);
+    return buf;
 }
 
 static void tool_failed(struct strbuf *why, const char *what, int rc, const struct strbuf *out)
@@ -278,15 +293,23 @@ int mig_create(struct mig_slice *s, const char *device, const char *profile, str
     strbuf_init(&out);
     char *argv[] = {"nvidia-smi", "mig", "-i", (char *)device, "-cgi", (char *)profile, "-C", NULL};
     int rc = tool(argv, NULL, NULL, &out);
-    const char *gi = out.buf ? strstr(out.buf, "GPU instance ID") : NULL;
+    /* "Successfully created GPU instance ID  1 on GPU  0 using profile MIG
+     * 3g.20gb (ID  9)", then the compute instance's line: the GPU
+     * instance is read also when the compute instance failed, to be
+     * destroyed */
+    const char *gi = out.buf ? strstr(out.buf, "created GPU instance ID") : NULL;
+    if (!gi || sscanf(gi, "created GPU instance ID %d", &s->gpu_instance) != 1)
+        s->gpu_instance = -1;
     if (rc != 0)
         tool_failed(why, "nvidia-smi mig -cgi", rc, &out);
-    else if (!gi || sscanf(gi, "GPU instance ID %d", &s->gpu_instance) != 1) {
+    else if (s->gpu_instance < 0) {
         strbuf_addf(why, "nvidia-smi mig -cgi %s: no GPU instance ID in its output", profile);
         rc = -1;
     }
-    if (rc == 0 && !(s->device = strdup(device)))
+    if (!(s->device = strdup(device)) && rc == 0) {
+        strbuf_adds(why, "out of memory");
         rc = -1;
+    }
     if (rc == 0 && mig_uuids(device, &after, &na, why) < 0)
         rc = -1;
     for (size_t i = 0; rc == 0 && i < na && !s->uuid; i++)
@@ -299,7 +322,7 @@ int mig_create(struct mig_slice *s, const char *device, const char *profile, str
     strbuf_release(&out);
     gpu_ids_free(before);
     gpu_ids_free(after);
-    if (rc != 0 && s->gpu_instance >= 0 && s->device) {
+    if (rc != 0) {
         struct strbuf ignored;
         strbuf_init(&ignored);
         mig_destroy(s, &ignored); /* leave the GPU as it was */
