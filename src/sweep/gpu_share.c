@@ -120,6 +120,50 @@ static int parse_list(const char *text, char ***ids, size_t *n)
     return 0;
 }
 
+int gpu_uuids_join(const char *const *devices, struct strbuf *out, struct strbuf *why)
+{
+    struct strbuf list;
+    strbuf_init(&list);
+    char *argv[] = {"nvidia-smi", "-L", NULL};
+    int rc = tool(argv, NULL, NULL, &list);
+    if (rc != 0) {
+        tool_failed(why, "nvidia-smi -L", rc, &list);
+        strbuf_release(&list);
+        return -1;
+    }
+    strbuf_reset(out);
+    for (size_t i = 0; devices[i] && rc == 0; i++) {
+        const char *d = devices[i], *uuid = NULL;
+        size_t ulen = 0;
+        if (strncmp(d, "GPU-", 4) == 0 || strncmp(d, "MIG-", 4) == 0) {
+            uuid = d;
+            ulen = strlen(d);
+        }
+        /* "GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-...)" */
+        for (const char *line = list.buf ? list.buf : ""; !uuid && *line;) {
+            size_t len = strcspn(line, "\n");
+            unsigned index;
+            char num[16];
+            if (sscanf(line, "GPU %u:", &index) == 1 &&
+                snprintf(num, sizeof(num), "%u", index) > 0 && strcmp(num, d) == 0)
+                uuid = uuid_of(line, len, &ulen);
+            line += len + (line[len] == '\n');
+        }
+        if (!uuid || !ulen) {
+            strbuf_addf(why, "nvidia-smi -L lists no GPU %s", d);
+            rc = -1;
+        } else {
+            strbuf_addf(out, "%s%.*s", i ? "," : "", (int)ulen, uuid);
+        }
+    }
+    if (rc == 0 && strbuf_failed(out)) {
+        strbuf_adds(why, "out of memory");
+        rc = -1;
+    }
+    strbuf_release(&list);
+    return rc;
+}
+
 char **gpu_ids_list(const char **why)
 {
     char **ids = calloc(1, sizeof(*ids));

@@ -45,6 +45,7 @@ struct arun {
     struct mig_slice mig;
     int has_mig;
     char *artifact; /* a wrapping listener's report, or NULL */
+    char *visible;  /* its CUDA_VISIBLE_DEVICES under MPS: its GPUs' UUIDs */
 };
 
 struct awl {
@@ -233,6 +234,33 @@ static void join_devices(const char *const *devices, char *buf, size_t cap)
         at += (size_t)snprintf(buf + at, cap - at, "%s%s", i ? "," : "", devices[i]);
 }
 
+/* Under MPS every run connects to the workload's daemon, whose server
+ * renumbers the GPUs it sees: the daemon and each run are given their
+ * GPUs by UUID, which mean the same on both sides. */
+static int mps_setup(struct sched *s, struct awl *a, struct strbuf *why)
+{
+    struct strbuf uuids;
+    strbuf_init(&uuids);
+    int rc = gpu_uuids_join(a->devices, &uuids, why);
+    for (size_t i = 0; rc == 0 && i < a->w->nruns; i++) {
+        struct strbuf mine;
+        strbuf_init(&mine);
+        rc = gpu_uuids_join((const char *const *)a->w->runs[i].devices, &mine, why);
+        if (rc == 0 && mine.len && !(a->runs[i].visible = strbuf_detach(&mine))) {
+            strbuf_adds(why, "out of memory");
+            rc = -1;
+        }
+        strbuf_release(&mine);
+    }
+    if (rc == 0) {
+        char base[4096];
+        snprintf(base, sizeof(base), "%s/mps-%s", s->o->work_dir, a->w->name);
+        rc = mps_start(&a->mps, base, uuids.buf ? uuids.buf : "", why);
+    }
+    strbuf_release(&uuids);
+    return rc;
+}
+
 static int share_setup(struct sched *s, struct awl *a)
 {
     struct strbuf why;
@@ -240,12 +268,8 @@ static int share_setup(struct sched *s, struct awl *a)
     int rc = 0, mps = 0;
     for (size_t i = 0; i < a->w->nruns; i++)
         mps |= a->w->runs[i].share == SWEEP_SHARE_MPS;
-    if (mps) {
-        char base[4096], devices[1024];
-        snprintf(base, sizeof(base), "%s/mps-%s", s->o->work_dir, a->w->name);
-        join_devices(a->devices, devices, sizeof(devices));
-        rc = mps_start(&a->mps, base, devices, &why);
-    }
+    if (mps)
+        rc = mps_setup(s, a, &why);
     for (size_t i = 0; rc == 0 && i < a->w->nruns; i++) {
         const struct sweep_run *r = &a->w->runs[i];
         if (r->share != SWEEP_SHARE_MIG)
@@ -440,6 +464,8 @@ static void child_env(const struct awl *a, const struct arun *r)
     char devices[1024];
     if (r->has_mig)
         snprintf(devices, sizeof(devices), "%s", r->mig.uuid);
+    else if (r->visible)
+        snprintf(devices, sizeof(devices), "%s", r->visible);
     else
         join_devices((const char *const *)r->def->devices, devices, sizeof(devices));
     if (devices[0])
@@ -518,6 +544,7 @@ static void awl_free(struct awl *a)
         close_fd(&a->runs[i].rfd);
         close_fd(&a->runs[i].gfd);
         free(a->runs[i].artifact);
+        free(a->runs[i].visible);
     }
     free(a->runs);
     free(a->devices);
