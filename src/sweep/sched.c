@@ -470,6 +470,10 @@ static void child_env(const struct awl *a, const struct arun *r)
         join_devices((const char *const *)r->def->devices, devices, sizeof(devices));
     if (devices[0])
         setenv("CUDA_VISIBLE_DEVICES", devices, 1);
+    /* the file's indexes are nvidia-smi's, in PCI bus order; CUDA's own
+     * default puts the fastest GPU first (a workload's env may say so) */
+    if (devices[0])
+        setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0);
     for (size_t i = 0; a->mps.running && i < 2; i++)
         putenv(a->mps.env[i]);
     if (a->mps.running && r->def->mps_thread_pct) {
