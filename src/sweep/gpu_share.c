@@ -430,6 +430,40 @@ static void holder_of(int fd, struct strbuf *why, const char *device)
     strbuf_addf(why, "GPU %s is held by %s", device, text[0] ? text : "another campaign");
 }
 
+/* The lock folder, made for every user (campaigns of several users share
+ * the GPUs): sticky and world-writable, as /tmp is. */
+static int lock_dir_make(const char *dir)
+{
+    if (mkdir(dir, 01777) == 0)
+        return chmod(dir, 01777) == 0 ? 0 : -errno; /* past the umask */
+    return errno == EEXIST ? 0 : -errno;
+}
+
+/* A device's lock file, made for every user when it is new. Opened
+ * without O_CREAT when it exists: in a sticky world-writable folder,
+ * fs.protected_regular refuses O_CREAT on another user's file. Read-only
+ * where it is not ours to write (flock needs no more). fd, or -errno. */
+static int lock_open(const char *path)
+{
+    for (int tries = 0; tries < 3; tries++) {
+        int fd = open(path, O_RDWR | O_CLOEXEC);
+        if (fd < 0 && errno == EACCES)
+            fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0 || errno != ENOENT)
+            return fd >= 0 ? fd : -errno;
+        fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd >= 0) {
+            if (fchmod(fd, 0666) < 0) {
+                /* others may only read it: flock still works for them */
+            }
+            return fd;
+        }
+        if (errno != EEXIST)
+            return -errno;
+    }
+    return -EAGAIN;
+}
+
 int device_locks_take(const char *lock_dir, const char *const *devices, int shared, int *out,
                       struct strbuf *why)
 {
@@ -438,26 +472,26 @@ int device_locks_take(const char *lock_dir, const char *const *devices, int shar
         n++;
     for (size_t i = 0; i < n; i++)
         out[i] = -1;
-    if (n && make_dir(lock_dir) < 0 && errno != EEXIST) {
-        strbuf_addf(why, "cannot make the lock folder %s: %s", lock_dir, strerror(errno));
-        return -errno;
+    int err = n ? lock_dir_make(lock_dir) : 0;
+    if (err < 0) {
+        strbuf_addf(why, "cannot make the lock folder %s: %s", lock_dir, strerror(-err));
+        return err;
     }
     for (size_t i = 0; i < n; i++) {
         char path[4096];
         lock_path(lock_dir, devices[i], path, sizeof(path));
-        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+        int fd = lock_open(path);
         if (fd < 0) {
-            int err = -errno;
-            strbuf_addf(why, "cannot open the device lock %s: %s", path, strerror(errno));
+            strbuf_addf(why, "cannot open the device lock %s: %s", path, strerror(-fd));
             device_locks_drop(out, n);
-            return err;
+            return fd == -EAGAIN ? -EIO : fd;
         }
         if (flock(fd, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) < 0) {
-            int err = errno == EWOULDBLOCK ? -EAGAIN : -errno;
+            int busy = errno == EWOULDBLOCK ? -EAGAIN : -errno;
             holder_of(fd, why, devices[i]);
             close(fd);
             device_locks_drop(out, n);
-            return err;
+            return busy;
         }
         if (!shared) { /* who holds it, for the next campaign's message */
             char text[128];
