@@ -464,8 +464,8 @@ static int lock_open(const char *path)
     return -EAGAIN;
 }
 
-int device_locks_take(const char *lock_dir, const char *const *devices, int shared, int *out,
-                      struct strbuf *why)
+int device_locks_take(const char *lock_dir, const char *const *devices, const char *const *ids,
+                      int shared, int *out, struct strbuf *why)
 {
     size_t n = 0;
     while (devices[n])
@@ -479,7 +479,7 @@ int device_locks_take(const char *lock_dir, const char *const *devices, int shar
     }
     for (size_t i = 0; i < n; i++) {
         char path[4096];
-        lock_path(lock_dir, devices[i], path, sizeof(path));
+        lock_path(lock_dir, ids ? ids[i] : devices[i], path, sizeof(path));
         int fd = lock_open(path);
         if (fd < 0) {
             strbuf_addf(why, "cannot open the device lock %s: %s", path, strerror(-fd));

@@ -16,9 +16,10 @@
  *    device's UUID is the one `nvidia-smi -L` did not list before; after
  *    the workload, `-dci -gi ID` then `-dgi -gi ID` destroy them.
  *
- * A device lock (a file per GPU under the lock folder, flock(2)) keeps two
- * campaigns off one GPU: exclusive, or shared where every campaign on it
- * asks to share. The lock goes with the process however it ends.
+ * A device lock (a file per GPU under the lock folder, named by the GPU's
+ * UUID, flock(2)) keeps two campaigns off one GPU, whoever runs them:
+ * exclusive, or shared where every campaign on it asks to share. The lock
+ * goes with the process however it ends.
  */
 #ifndef STROBE_SWEEP_GPU_SHARE_H
 #define STROBE_SWEEP_GPU_SHARE_H
@@ -73,9 +74,11 @@ int mig_destroy(struct mig_slice *s, struct strbuf *why);
 
 /* Hold the lock of each device (GPU index or UUID) in lock_dir: 0 with the
  * fds in out (one per device, -1 for none); -EAGAIN when another process
- * holds one (none is then held), with its holder in why; else -errno. */
-int device_locks_take(const char *lock_dir, const char *const *devices, int shared, int *out,
-                      struct strbuf *why);
+ * holds one (none is then held), with its holder in why; else -errno.
+ * ids, when not NULL, names each device's lock instead (its GPU's UUID,
+ * so that "0" and "GPU-..." are one lock); devices name it in messages. */
+int device_locks_take(const char *lock_dir, const char *const *devices, const char *const *ids,
+                      int shared, int *out, struct strbuf *why);
 void device_locks_drop(int *fds, size_t n);
 
 #endif

@@ -71,6 +71,11 @@ struct lock_slot {
     int fd, refs;
 };
 
+/* A device as written and the UUID of its GPU, which names its lock. */
+struct lock_id {
+    char *device, *uuid;
+};
+
 struct sched {
     struct sweep_spec *spec;
     const enum sweep_decision *decisions;
@@ -82,6 +87,8 @@ struct sched {
     size_t next; /* the next workload of the plan to consider */
     struct lock_slot *locks;
     size_t nlocks;
+    struct lock_id *ids; /* looked up once per device */
+    size_t nids;
     int sigfd;
     int stopping; /* signals received */
     int stop_signal;
@@ -185,6 +192,36 @@ static int lock_add(struct sched *s, const char *device, int fd)
     return 0;
 }
 
+/* What names a device's lock: its GPU's UUID, so that campaigns naming
+ * one GPU by index and by UUID take one lock; the device as written where
+ * nvidia-smi cannot say. */
+static const char *lock_name(struct sched *s, const char *device)
+{
+    if (strncmp(device, "GPU-", 4) == 0 || strncmp(device, "MIG-", 4) == 0)
+        return device;
+    for (size_t i = 0; i < s->nids; i++)
+        if (strcmp(s->ids[i].device, device) == 0)
+            return s->ids[i].uuid ? s->ids[i].uuid : device;
+    struct lock_id *grown = realloc(s->ids, (s->nids + 1) * sizeof(*grown));
+    if (!grown)
+        return device;
+    s->ids = grown;
+    struct lock_id *l = &s->ids[s->nids];
+    const char *one[2] = {device, NULL};
+    struct strbuf uuid, why;
+    strbuf_init(&uuid);
+    strbuf_init(&why);
+    l->uuid = gpu_uuids_join(one, &uuid, &why) == 0 ? strbuf_detach(&uuid) : NULL;
+    strbuf_release(&uuid);
+    strbuf_release(&why);
+    if (!(l->device = strdup(device))) {
+        free(l->uuid);
+        return device;
+    }
+    s->nids++;
+    return l->uuid ? l->uuid : device;
+}
+
 /* Lock one device for a workload (another hold of one the sweep has is a
  * count). 0, -EAGAIN while another campaign holds it (said once), or
  * negative. */
@@ -195,11 +232,11 @@ static int lock_take(struct sched *s, struct awl *a, const char *device)
         l->refs++;
         return 0;
     }
-    const char *one[2] = {device, NULL};
+    const char *one[2] = {device, NULL}, *id[2] = {lock_name(s, device), NULL};
     int fd = -1;
     struct strbuf why;
     strbuf_init(&why);
-    int rc = device_locks_take(s->o->lock_dir, one, a->w->share_devices, &fd, &why);
+    int rc = device_locks_take(s->o->lock_dir, one, id, a->w->share_devices, &fd, &why);
     if (rc == -EAGAIN && strcmp(s->waiting_note, why.buf ? why.buf : "") != 0) {
         snprintf(s->waiting_note, sizeof(s->waiting_note), "%s", why.buf);
         log_note("workload %s waits: %s", a->w->name, why.buf);
@@ -1096,6 +1133,11 @@ int sweep_execute(struct sweep_spec *spec, const enum sweep_decision *decisions,
             free(s.locks[i].device);
         }
     free(s.locks);
+    for (size_t i = 0; i < s.nids; i++) {
+        free(s.ids[i].device);
+        free(s.ids[i].uuid);
+    }
+    free(s.ids);
     free(s.active);
     /* the campaign is no longer running here */
     st->owner_pid = 0;
