@@ -463,9 +463,10 @@ static void build_args(struct sched *s, struct awl *a, struct arun *r, int rfd, 
                NULL);
     argcat(b, "--tag=sweep=", s->spec->campaign, NULL);
     argcat(b, "--tag=collocation=", sweep_run_collocation(r->def, buf, sizeof(buf)), NULL);
-    join_devices((const char *const *)r->def->devices, buf, sizeof(buf));
-    if (buf[0])
-        argcat(b, "--tag=devices=", buf, NULL);
+    char devices[1024];
+    join_devices((const char *const *)r->def->devices, devices, sizeof(devices));
+    if (devices[0])
+        argcat(b, "--tag=devices=", devices, NULL);
     if (w->interval_ns) {
         snprintf(buf, sizeof(buf), "%lldns", (long long)w->interval_ns);
         argcat(b, "--interval=", buf, NULL);
@@ -1110,7 +1111,7 @@ int sweep_execute(struct sweep_spec *spec, const enum sweep_decision *decisions,
         free(ws->key);
         ws->key = strdup(w->key);
         const char **devices = sweep_workload_devices(w);
-        char text[256], coll[64];
+        char text[1024], coll[64];
         join_devices(devices, text, sizeof(text));
         free(devices);
         free(ws->devices);
