@@ -291,7 +291,13 @@ static int mps_setup(struct sched *s, struct awl *a, struct strbuf *why)
     }
     if (rc == 0) {
         char base[4096];
-        snprintf(base, sizeof(base), "%s/mps-%s", s->o->work_dir, a->w->name);
+        int at = snprintf(base, sizeof(base), "%s/mps-", s->o->work_dir);
+        if (at < 0 || (size_t)at >= sizeof(base))
+            at = (int)sizeof(base) - 1;
+        snprintf(base + at, sizeof(base) - (size_t)at, "%s", a->w->name);
+        for (char *c = base + at; *c; c++) /* one folder, whatever the name */
+            if (*c == '/' || *c == ' ')
+                *c = '_';
         rc = mps_start(&a->mps, base, uuids.buf ? uuids.buf : "", why);
     }
     strbuf_release(&uuids);
