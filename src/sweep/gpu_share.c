@@ -120,17 +120,25 @@ static int parse_list(const char *text, char ***ids, size_t *n)
     return 0;
 }
 
+/* `nvidia-smi -L` into out (released on failure). 0, or -1 with why. */
+static int list_gpus(struct strbuf *out, struct strbuf *why)
+{
+    char *argv[] = {"nvidia-smi", "-L", NULL};
+    int rc = tool(argv, NULL, NULL, out);
+    if (rc == 0)
+        return 0;
+    tool_failed(why, "nvidia-smi -L", rc, out);
+    strbuf_release(out);
+    return -1;
+}
+
 int gpu_uuids_join(const char *const *devices, struct strbuf *out, struct strbuf *why)
 {
     struct strbuf list;
     strbuf_init(&list);
-    char *argv[] = {"nvidia-smi", "-L", NULL};
-    int rc = tool(argv, NULL, NULL, &list);
-    if (rc != 0) {
-        tool_failed(why, "nvidia-smi -L", rc, &list);
-        strbuf_release(&list);
+    int rc = list_gpus(&list, why);
+    if (rc < 0)
         return -1;
-    }
     strbuf_reset(out);
     for (size_t i = 0; devices[i] && rc == 0; i++) {
         const char *d = devices[i], *uuid = NULL;
@@ -287,13 +295,9 @@ static int mig_uuids(const char *device, char ***ids, size_t *n, struct strbuf *
 {
     struct strbuf out;
     strbuf_init(&out);
-    char *argv[] = {"nvidia-smi", "-L", NULL};
-    int rc = tool(argv, NULL, NULL, &out);
-    if (rc != 0) {
-        tool_failed(why, "nvidia-smi -L", rc, &out);
-        strbuf_release(&out);
+    int rc = list_gpus(&out, why);
+    if (rc < 0)
         return -1;
-    }
     int under = 0;
     for (const char *line = out.buf ? out.buf : ""; *line && rc == 0;) {
         size_t len = strcspn(line, "\n"), ulen = 0;

@@ -444,8 +444,9 @@ static void name_artifact(struct sched *s, struct awl *a, struct arun *r)
     snprintf(dir, sizeof(dir), "%s/artifacts", s->o->work_dir);
     mkdir(dir, 0755);
     const char *ext = strncmp(r->def->wrap, "nsys", 4) == 0 ? ".nsys-rep" : ".ncu-rep";
-    if (asprintf(&r->artifact, "%s/%s-%s-%s%s", dir, r->def->wrap, a->w->name, r->def->name,
-                 ext) < 0)
+    int n =
+        asprintf(&r->artifact, "%s/%s-%s-%s%s", dir, r->def->wrap, a->w->name, r->def->name, ext);
+    if (n < 0)
         r->artifact = NULL;
     for (char *c = r->artifact ? r->artifact + strlen(dir) + 1 : NULL; c && *c; c++)
         if (*c == '/' || *c == ' ')
