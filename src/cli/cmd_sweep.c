@@ -152,7 +152,7 @@ static void print_command(const struct sweep_run *r)
 {
     char devices[256] = "";
     size_t at = 0;
-    for (char **d = r->devices; d && *d; d++)
+    for (char **d = r->devices; d && *d && at < sizeof(devices); d++)
         at += (size_t)snprintf(devices + at, sizeof(devices) - at, "%s%s", at ? "," : "", *d);
     printf("    %s:", r->name);
     if (devices[0])
@@ -180,7 +180,7 @@ static void print_plan(const struct sweep_spec *spec, const enum sweep_decision 
         const char **devices = sweep_workload_devices(w);
         char dev[128] = "-", coll[64];
         size_t at = 0;
-        for (size_t k = 0; devices && devices[k]; k++)
+        for (size_t k = 0; devices && devices[k] && at < sizeof(dev); k++)
             at += (size_t)snprintf(dev + at, sizeof(dev) - at, "%s%s", k ? "," : "", devices[k]);
         free(devices);
         printf("%-16s %-5zu %-10s %-12s %s\n", w->name, w->nruns, dev,

@@ -21,14 +21,29 @@ static int tool(char *const argv[], const char *const *env, const char *input, s
     return run_capture_opts(argv, &o, out);
 }
 
-/* One line of a tool's output, for a message: the first that is not blank. */
+/* One line of a tool's output, for a message: the first that is not blank
+ * and does not report a success (nvidia-smi mig -cgi -C says "Successfully
+ * created GPU instance" before it says why the compute instance failed);
+ * else the first that is not blank. */
 static const char *first_words(const struct strbuf *out, char *buf, size_t cap)
 {
-    const char *p = out->buf ? out->buf : "";
-    while (*p == '\n' || *p == ' ')
-        p++;
-    snprintf(buf, cap, "%.*s", (int)strcspn(p, "\n"), p);
-    return buf[0] ? buf : "no output";
+    const char *text = out->buf ? out->buf : "", *first = NULL;
+    for (const char *p = text; *p;) {
+        while (*p == '\n' || *p == ' ')
+            p++;
+        size_t len = strcspn(p, "\n");
+        if (len && !first)
+            first = p;
+        if (len && strncmp(p, "Successfully", 12) != 0) {
+            snprintf(buf, cap, "%.*s", (int)len, p);
+            return buf;
+        }
+        p += len;
+    }
+    if (!first)
+        return "no output";
+    snprintf(buf, cap, "%.*s", (int)strcspn(first, "\n"), first);
+    return buf;
 }
 
 static void tool_failed(struct strbuf *why, const char *what, int rc, const struct strbuf *out)
@@ -103,6 +118,58 @@ static int parse_list(const char *text, char ***ids, size_t *n)
         line += len + (line[len] == '\n');
     }
     return 0;
+}
+
+/* `nvidia-smi -L` into out (released on failure). 0, or -1 with why. */
+static int list_gpus(struct strbuf *out, struct strbuf *why)
+{
+    char *argv[] = {"nvidia-smi", "-L", NULL};
+    int rc = tool(argv, NULL, NULL, out);
+    if (rc == 0)
+        return 0;
+    tool_failed(why, "nvidia-smi -L", rc, out);
+    strbuf_release(out);
+    return -1;
+}
+
+int gpu_uuids_join(const char *const *devices, struct strbuf *out, struct strbuf *why)
+{
+    struct strbuf list;
+    strbuf_init(&list);
+    int rc = list_gpus(&list, why);
+    if (rc < 0)
+        return -1;
+    strbuf_reset(out);
+    for (size_t i = 0; devices[i] && rc == 0; i++) {
+        const char *d = devices[i], *uuid = NULL;
+        size_t ulen = 0;
+        if (strncmp(d, "GPU-", 4) == 0 || strncmp(d, "MIG-", 4) == 0) {
+            uuid = d;
+            ulen = strlen(d);
+        }
+        /* "GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-...)" */
+        for (const char *line = list.buf ? list.buf : ""; !uuid && *line;) {
+            size_t len = strcspn(line, "\n");
+            unsigned index;
+            char num[16];
+            if (sscanf(line, "GPU %u:", &index) == 1 &&
+                snprintf(num, sizeof(num), "%u", index) > 0 && strcmp(num, d) == 0)
+                uuid = uuid_of(line, len, &ulen);
+            line += len + (line[len] == '\n');
+        }
+        if (!uuid || !ulen) {
+            strbuf_addf(why, "nvidia-smi -L lists no GPU %s", d);
+            rc = -1;
+        } else {
+            strbuf_addf(out, "%s%.*s", i ? "," : "", (int)ulen, uuid);
+        }
+    }
+    if (rc == 0 && strbuf_failed(out)) {
+        strbuf_adds(why, "out of memory");
+        rc = -1;
+    }
+    strbuf_release(&list);
+    return rc;
 }
 
 char **gpu_ids_list(const char **why)
@@ -228,13 +295,9 @@ static int mig_uuids(const char *device, char ***ids, size_t *n, struct strbuf *
 {
     struct strbuf out;
     strbuf_init(&out);
-    char *argv[] = {"nvidia-smi", "-L", NULL};
-    int rc = tool(argv, NULL, NULL, &out);
-    if (rc != 0) {
-        tool_failed(why, "nvidia-smi -L", rc, &out);
-        strbuf_release(&out);
+    int rc = list_gpus(&out, why);
+    if (rc < 0)
         return -1;
-    }
     int under = 0;
     for (const char *line = out.buf ? out.buf : ""; *line && rc == 0;) {
         size_t len = strcspn(line, "\n"), ulen = 0;
@@ -278,15 +341,23 @@ int mig_create(struct mig_slice *s, const char *device, const char *profile, str
     strbuf_init(&out);
     char *argv[] = {"nvidia-smi", "mig", "-i", (char *)device, "-cgi", (char *)profile, "-C", NULL};
     int rc = tool(argv, NULL, NULL, &out);
-    const char *gi = out.buf ? strstr(out.buf, "GPU instance ID") : NULL;
+    /* "Successfully created GPU instance ID  1 on GPU  0 using profile MIG
+     * 3g.20gb (ID  9)", then the compute instance's line: the GPU
+     * instance is read also when the compute instance failed, to be
+     * destroyed */
+    const char *gi = out.buf ? strstr(out.buf, "created GPU instance ID") : NULL;
+    if (!gi || sscanf(gi, "created GPU instance ID %d", &s->gpu_instance) != 1)
+        s->gpu_instance = -1;
     if (rc != 0)
         tool_failed(why, "nvidia-smi mig -cgi", rc, &out);
-    else if (!gi || sscanf(gi, "GPU instance ID %d", &s->gpu_instance) != 1) {
+    else if (s->gpu_instance < 0) {
         strbuf_addf(why, "nvidia-smi mig -cgi %s: no GPU instance ID in its output", profile);
         rc = -1;
     }
-    if (rc == 0 && !(s->device = strdup(device)))
+    if (!(s->device = strdup(device)) && rc == 0) {
+        strbuf_adds(why, "out of memory");
         rc = -1;
+    }
     if (rc == 0 && mig_uuids(device, &after, &na, why) < 0)
         rc = -1;
     for (size_t i = 0; rc == 0 && i < na && !s->uuid; i++)
@@ -299,7 +370,7 @@ int mig_create(struct mig_slice *s, const char *device, const char *profile, str
     strbuf_release(&out);
     gpu_ids_free(before);
     gpu_ids_free(after);
-    if (rc != 0 && s->gpu_instance >= 0 && s->device) {
+    if (rc != 0) {
         struct strbuf ignored;
         strbuf_init(&ignored);
         mig_destroy(s, &ignored); /* leave the GPU as it was */
@@ -363,42 +434,68 @@ static void holder_of(int fd, struct strbuf *why, const char *device)
     strbuf_addf(why, "GPU %s is held by %s", device, text[0] ? text : "another campaign");
 }
 
-int device_locks_take(const char *lock_dir, const char *const *devices, int shared, int *out,
-                      struct strbuf *why)
+/* The lock folder, made for every user (campaigns of several users share
+ * the GPUs): sticky and world-writable, as /tmp is. */
+static int lock_dir_make(const char *dir)
+{
+    if (mkdir(dir, 01777) == 0)
+        return chmod(dir, 01777) == 0 ? 0 : -errno; /* past the umask */
+    return errno == EEXIST ? 0 : -errno;
+}
+
+/* A device's lock file, made for every user when it is new. Opened
+ * without O_CREAT when it exists: in a sticky world-writable folder,
+ * fs.protected_regular refuses O_CREAT on another user's file. Read-only
+ * where it is not ours to write (flock needs no more). fd, or -errno. */
+static int lock_open(const char *path)
+{
+    for (int tries = 0; tries < 3; tries++) {
+        int fd = open(path, O_RDWR | O_CLOEXEC);
+        if (fd < 0 && errno == EACCES)
+            fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0 || errno != ENOENT)
+            return fd >= 0 ? fd : -errno;
+        fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd >= 0) {
+            if (fchmod(fd, 0666) < 0) {
+                /* others may only read it: flock still works for them */
+            }
+            return fd;
+        }
+        if (errno != EEXIST)
+            return -errno;
+    }
+    return -EAGAIN;
+}
+
+int device_locks_take(const char *lock_dir, const char *const *devices, const char *const *ids,
+                      int shared, int *out, struct strbuf *why)
 {
     size_t n = 0;
     while (devices[n])
         n++;
     for (size_t i = 0; i < n; i++)
         out[i] = -1;
-    /* one folder for every user's campaigns: sticky and open to all, like /tmp */
-    if (n && mkdir(lock_dir, 01777) == 0)
-        chmod(lock_dir, 01777);
-    else if (n && errno != EEXIST) {
-        int err = -errno;
-        strbuf_addf(why, "cannot make the lock folder %s: %s", lock_dir, strerror(errno));
+    int err = n ? lock_dir_make(lock_dir) : 0;
+    if (err < 0) {
+        strbuf_addf(why, "cannot make the lock folder %s: %s", lock_dir, strerror(-err));
         return err;
     }
     for (size_t i = 0; i < n; i++) {
         char path[4096];
-        lock_path(lock_dir, devices[i], path, sizeof(path));
-        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-        if (fd >= 0)
-            fchmod(fd, 0666); /* past the umask: another user's campaign must open it too */
-        else if (errno == EACCES) /* another user's file: a lock needs no write */
-            fd = open(path, O_RDONLY | O_CLOEXEC);
+        lock_path(lock_dir, ids ? ids[i] : devices[i], path, sizeof(path));
+        int fd = lock_open(path);
         if (fd < 0) {
-            int err = -errno;
-            strbuf_addf(why, "cannot open the device lock %s: %s", path, strerror(errno));
+            strbuf_addf(why, "cannot open the device lock %s: %s", path, strerror(-fd));
             device_locks_drop(out, n);
-            return err;
+            return fd == -EAGAIN ? -EIO : fd;
         }
         if (flock(fd, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) < 0) {
-            int err = errno == EWOULDBLOCK ? -EAGAIN : -errno;
+            int busy = errno == EWOULDBLOCK ? -EAGAIN : -errno;
             holder_of(fd, why, devices[i]);
             close(fd);
             device_locks_drop(out, n);
-            return err;
+            return busy;
         }
         if (!shared) { /* who holds it, for the next campaign's message */
             char text[128];

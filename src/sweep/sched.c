@@ -49,6 +49,7 @@ struct arun {
     struct mig_slice mig;
     int has_mig;
     char *artifact; /* a wrapping listener's report, or NULL */
+    char *visible;  /* its CUDA_VISIBLE_DEVICES under MPS: its GPUs' UUIDs */
 };
 
 struct awl {
@@ -74,6 +75,11 @@ struct lock_slot {
     int fd, refs;
 };
 
+/* A device as written and the UUID of its GPU, which names its lock. */
+struct lock_id {
+    char *device, *uuid;
+};
+
 struct sched {
     struct sweep_spec *spec;
     const enum sweep_decision *decisions;
@@ -87,6 +93,8 @@ struct sched {
     size_t waiting; /* --parallel: workloads to run not started yet */
     struct lock_slot *locks;
     size_t nlocks;
+    struct lock_id *ids; /* looked up once per device */
+    size_t nids;
     int sigfd;
     int stopping; /* signals received */
     int stop_signal;
@@ -190,6 +198,36 @@ static int lock_add(struct sched *s, const char *device, int fd)
     return 0;
 }
 
+/* What names a device's lock: its GPU's UUID, so that campaigns naming
+ * one GPU by index and by UUID take one lock; the device as written where
+ * nvidia-smi cannot say. */
+static const char *lock_name(struct sched *s, const char *device)
+{
+    if (strncmp(device, "GPU-", 4) == 0 || strncmp(device, "MIG-", 4) == 0)
+        return device;
+    for (size_t i = 0; i < s->nids; i++)
+        if (strcmp(s->ids[i].device, device) == 0)
+            return s->ids[i].uuid ? s->ids[i].uuid : device;
+    struct lock_id *grown = realloc(s->ids, (s->nids + 1) * sizeof(*grown));
+    if (!grown)
+        return device;
+    s->ids = grown;
+    struct lock_id *l = &s->ids[s->nids];
+    const char *one[2] = {device, NULL};
+    struct strbuf uuid, why;
+    strbuf_init(&uuid);
+    strbuf_init(&why);
+    l->uuid = gpu_uuids_join(one, &uuid, &why) == 0 ? strbuf_detach(&uuid) : NULL;
+    strbuf_release(&uuid);
+    strbuf_release(&why);
+    if (!(l->device = strdup(device))) {
+        free(l->uuid);
+        return device;
+    }
+    s->nids++;
+    return l->uuid ? l->uuid : device;
+}
+
 /* Lock one device for a workload (another hold of one the sweep has is a
  * count). 0, -EAGAIN while another campaign holds it (said once), or
  * negative. */
@@ -200,11 +238,11 @@ static int lock_take(struct sched *s, struct awl *a, const char *device)
         l->refs++;
         return 0;
     }
-    const char *one[2] = {device, NULL};
+    const char *one[2] = {device, NULL}, *id[2] = {lock_name(s, device), NULL};
     int fd = -1;
     struct strbuf why;
     strbuf_init(&why);
-    int rc = device_locks_take(s->o->lock_dir, one, a->w->share_devices, &fd, &why);
+    int rc = device_locks_take(s->o->lock_dir, one, id, a->w->share_devices, &fd, &why);
     if (rc == -EAGAIN && strcmp(s->waiting_note, why.buf ? why.buf : "") != 0) {
         snprintf(s->waiting_note, sizeof(s->waiting_note), "%s", why.buf);
         log_note("workload %s waits: %s", a->w->name, why.buf);
@@ -239,6 +277,39 @@ static void join_devices(const char *const *devices, char *buf, size_t cap)
         at += (size_t)snprintf(buf + at, cap - at, "%s%s", i ? "," : "", devices[i]);
 }
 
+/* Under MPS every run connects to the workload's daemon, whose server
+ * renumbers the GPUs it sees: the daemon and each run are given their
+ * GPUs by UUID, which mean the same on both sides. */
+static int mps_setup(struct sched *s, struct awl *a, struct strbuf *why)
+{
+    struct strbuf uuids;
+    strbuf_init(&uuids);
+    int rc = gpu_uuids_join(a->devices, &uuids, why);
+    for (size_t i = 0; rc == 0 && i < a->w->nruns; i++) {
+        struct strbuf mine;
+        strbuf_init(&mine);
+        rc = gpu_uuids_join((const char *const *)a->w->runs[i].devices, &mine, why);
+        if (rc == 0 && mine.len && !(a->runs[i].visible = strbuf_detach(&mine))) {
+            strbuf_adds(why, "out of memory");
+            rc = -1;
+        }
+        strbuf_release(&mine);
+    }
+    if (rc == 0) {
+        char base[4096];
+        int at = snprintf(base, sizeof(base), "%s/mps-", s->o->work_dir);
+        if (at < 0 || (size_t)at >= sizeof(base))
+            at = (int)sizeof(base) - 1;
+        snprintf(base + at, sizeof(base) - (size_t)at, "%s", a->w->name);
+        for (char *c = base + at; *c; c++) /* one folder, whatever the name */
+            if (*c == '/' || *c == ' ')
+                *c = '_';
+        rc = mps_start(&a->mps, base, uuids.buf ? uuids.buf : "", why);
+    }
+    strbuf_release(&uuids);
+    return rc;
+}
+
 static int share_setup(struct sched *s, struct awl *a)
 {
     struct strbuf why;
@@ -246,12 +317,8 @@ static int share_setup(struct sched *s, struct awl *a)
     int rc = 0, mps = 0;
     for (size_t i = 0; i < a->w->nruns; i++)
         mps |= a->w->runs[i].share == SWEEP_SHARE_MPS;
-    if (mps) {
-        char base[4096], devices[1024];
-        snprintf(base, sizeof(base), "%s/mps-%s", s->o->work_dir, a->w->name);
-        join_devices(a->devices, devices, sizeof(devices));
-        rc = mps_start(&a->mps, base, devices, &why);
-    }
+    if (mps)
+        rc = mps_setup(s, a, &why);
     for (size_t i = 0; rc == 0 && i < a->w->nruns; i++) {
         const struct sweep_run *r = &a->w->runs[i];
         if (r->share != SWEEP_SHARE_MIG)
@@ -359,29 +426,37 @@ static void argv_free(struct argv_buf *b)
     free(b->v);
 }
 
-/* The wrapping listener's words before the command; when they end in -o,
- * its report's path, kept in r->artifact. */
-static void add_wrap(struct sched *s, struct awl *a, struct arun *r, struct argv_buf *b)
+/* The wrapping listener's row of wrap_prefix, or NULL. */
+static const char *const *wrap_words(const char *wrap)
 {
-    for (size_t k = 0; k < sizeof(wrap_prefix) / sizeof(wrap_prefix[0]); k++) {
-        if (strcmp(wrap_prefix[k][0], r->def->wrap) != 0)
-            continue;
-        const char *last = NULL;
-        for (size_t i = 1; wrap_prefix[k][i]; i++)
-            arg(b, last = wrap_prefix[k][i]);
-        if (!last || strcmp(last, "-o") != 0)
-            return;
-        char dir[4096];
-        snprintf(dir, sizeof(dir), "%s/artifacts", s->o->work_dir);
-        mkdir(dir, 0755);
-        if (asprintf(&r->artifact, "%s/%s-%s-%s", dir, r->def->wrap, a->w->name, r->def->name) < 0)
-            r->artifact = NULL;
-        for (char *c = r->artifact ? r->artifact + strlen(dir) + 1 : NULL; c && *c; c++)
-            if (*c == '/' || *c == ' ')
-                *c = '_';
-        arg(b, r->artifact ? r->artifact : "strobe-artifact");
+    for (size_t k = 0; wrap && k < sizeof(wrap_prefix) / sizeof(wrap_prefix[0]); k++)
+        if (strcmp(wrap_prefix[k][0], wrap) == 0)
+            return wrap_prefix[k] + 1;
+    return NULL;
+}
+
+/* Where a wrapping listener that ends in -o writes its report, into
+ * r->artifact: the extension given, as nsys and ncu would add it, so that
+ * the run's artifact tag names the file itself. */
+static void name_artifact(struct sched *s, struct awl *a, struct arun *r)
+{
+    const char *const *words = wrap_words(r->def->wrap);
+    const char *last = NULL;
+    for (size_t i = 0; words && words[i]; i++)
+        last = words[i];
+    if (!last || strcmp(last, "-o") != 0)
         return;
-    }
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s/artifacts", s->o->work_dir);
+    mkdir(dir, 0755);
+    const char *ext = strncmp(r->def->wrap, "nsys", 4) == 0 ? ".nsys-rep" : ".ncu-rep";
+    int n =
+        asprintf(&r->artifact, "%s/%s-%s-%s%s", dir, r->def->wrap, a->w->name, r->def->name, ext);
+    if (n < 0)
+        r->artifact = NULL;
+    for (char *c = r->artifact ? r->artifact + strlen(dir) + 1 : NULL; c && *c; c++)
+        if (*c == '/' || *c == ' ')
+            *c = '_';
 }
 
 static void build_args(struct sched *s, struct awl *a, struct arun *r, int rfd, int gfd,
@@ -401,9 +476,10 @@ static void build_args(struct sched *s, struct awl *a, struct arun *r, int rfd, 
                NULL);
     argcat(b, "--tag=sweep=", s->spec->campaign, NULL);
     argcat(b, "--tag=collocation=", sweep_run_collocation(r->def, buf, sizeof(buf)), NULL);
-    join_devices((const char *const *)r->def->devices, buf, sizeof(buf));
-    if (buf[0])
-        argcat(b, "--tag=devices=", buf, NULL);
+    char devices[1024];
+    join_devices((const char *const *)r->def->devices, devices, sizeof(devices));
+    if (devices[0])
+        argcat(b, "--tag=devices=", devices, NULL);
     if (w->interval_ns) {
         snprintf(buf, sizeof(buf), "%lldns", (long long)w->interval_ns);
         argcat(b, "--interval=", buf, NULL);
@@ -423,9 +499,18 @@ static void build_args(struct sched *s, struct awl *a, struct arun *r, int rfd, 
     arg(b, "--quiet");
     arg(b, "--no-join"); /* a launcher's variables in the sweep's environment are not a job */
     argcat(b, "--start-gate=", gate, NULL);
-    if (r->def->wrap && (add_wrap(s, a, r, b), r->artifact))
+    if (r->def->wrap)
+        name_artifact(s, a, r);
+    if (r->artifact)
         argcat(b, "--tag=artifact=", r->artifact, NULL);
     arg(b, "--");
+    /* a wrapping listener runs the command: its words come first */
+    const char *const *words = wrap_words(r->def->wrap);
+    const char *last = NULL;
+    for (size_t i = 0; words && words[i]; i++)
+        arg(b, last = words[i]);
+    if (last && strcmp(last, "-o") == 0)
+        arg(b, r->artifact ? r->artifact : "strobe-artifact");
     for (char **p = r->def->argv; *p; p++)
         arg(b, *p);
 }
@@ -439,10 +524,16 @@ static void child_env(const struct awl *a, const struct arun *r)
     char devices[1024];
     if (r->has_mig)
         snprintf(devices, sizeof(devices), "%s", r->mig.uuid);
+    else if (r->visible)
+        snprintf(devices, sizeof(devices), "%s", r->visible);
     else
         join_devices((const char *const *)r->def->devices, devices, sizeof(devices));
     if (devices[0])
         setenv("CUDA_VISIBLE_DEVICES", devices, 1);
+    /* the file's indexes are nvidia-smi's, in PCI bus order; CUDA's own
+     * default puts the fastest GPU first (a workload's env may say so) */
+    if (devices[0])
+        setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0);
     for (size_t i = 0; a->mps.running && i < 2; i++)
         putenv(a->mps.env[i]);
     if (a->mps.running && r->def->mps_thread_pct) {
@@ -518,6 +609,7 @@ static void awl_free(struct awl *a)
         close_fd(&a->runs[i].rfd);
         close_fd(&a->runs[i].gfd);
         free(a->runs[i].artifact);
+        free(a->runs[i].visible);
     }
     free(a->runs);
     free(a->devices);
@@ -579,6 +671,11 @@ static int start_workload(struct sched *s, size_t index)
             call_off(a);
         }
     }
+    /* runs never started have no recorder to wait for: the workload ends
+     * when those that did start are gone */
+    for (size_t i = 0; a->start_failed && i < w->nruns; i++)
+        if (!a->runs[i].pid)
+            a->runs[i].exited = 1;
     struct awl **grown = realloc(s->active, (s->nactive + 1) * sizeof(*grown));
     if (!grown) {
         call_off(a);
@@ -1093,7 +1190,7 @@ int sweep_execute(struct sweep_spec *spec, const enum sweep_decision *decisions,
         free(ws->key);
         ws->key = strdup(w->key);
         const char **devices = sweep_workload_devices(w);
-        char text[256], coll[64];
+        char text[1024], coll[64];
         join_devices(devices, text, sizeof(text));
         free(devices);
         free(ws->devices);
@@ -1126,6 +1223,11 @@ int sweep_execute(struct sweep_spec *spec, const enum sweep_decision *decisions,
             free(s.locks[i].device);
         }
     free(s.locks);
+    for (size_t i = 0; i < s.nids; i++) {
+        free(s.ids[i].device);
+        free(s.ids[i].uuid);
+    }
+    free(s.ids);
     free(s.active);
     /* the campaign is no longer running here */
     st->owner_pid = 0;

@@ -20,7 +20,7 @@
  * Sharing: device locks (refcounted per device within the sweep), then the
  * MPS daemon or the MIG slices of the workload (sweep/gpu_share.h), torn
  * down when its jobs have ended. Each run gets CUDA_VISIBLE_DEVICES: its
- * devices, or its MIG slice's UUID.
+ * devices, their UUIDs under MPS, or its MIG slice's UUID.
  *
  * Signals: SIGINT, SIGTERM or SIGHUP stop the campaign. Runs not started
  * yet are called off (their gate closes); running jobs get the signal
