@@ -27,8 +27,11 @@
  * through their recorders (not from a terminal: the terminal already sent
  * it to the whole foreground group); the state is kept, and a workload cut
  * short is "interrupted". A second signal sends SIGTERM to the jobs, a
- * third SIGKILL. Recorders get SIGTERM if the sweep itself dies
- * (PR_SET_PDEATHSIG), so no run outlives its campaign unseen.
+ * third SIGKILL. Those, and a timeout's SIGTERM and SIGKILL, go to each
+ * job and its descendants, as timeout(1)'s go to its command's group, so
+ * that a shell's or a launcher's children end with it. Recorders get
+ * SIGTERM if the sweep itself dies (PR_SET_PDEATHSIG), so no run outlives
+ * its campaign unseen.
  */
 #ifndef STROBE_SWEEP_SCHED_H
 #define STROBE_SWEEP_SCHED_H
