@@ -300,7 +300,7 @@ static int command_from_template(struct spec_reader *rd, const struct run_source
         int e = words_substitute(w.v[i], src->params, src->extras, &word, &why, &bad_at);
         if (e < 0) {
             struct src_val at = src->command;
-            at.col += (int)(w.offset[i] + bad_at);
+            at.col += (int)w.at[i][bad_at];
             rc = sweep_fail_val(rd, &at, "command: %s", why.buf);
         } else if (push_word(argv, n, cap, word.buf) < 0) {
             rc = sweep_fail_val(rd, &src->command, "out of memory");

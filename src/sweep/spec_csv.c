@@ -62,8 +62,10 @@ static void advance(struct csv_parser *cp)
     cp->p++;
 }
 
-/* One field into out (its start in *line, *col). 1 when the record goes on
- * (a comma followed), 0 at its end, -1 on an unclosed quote. */
+/* One field into out (where its text starts in *line, *col: after the
+ * quote of a quoted one, whose doubled quotes are not counted). 1 when the
+ * record goes on (a comma followed), 0 at its end, -1 on an unclosed quote
+ * (*col then at the quote). */
 static int read_field(struct csv_parser *cp, struct strbuf *out, int *line, int *col)
 {
     strbuf_reset(out);
@@ -73,9 +75,12 @@ static int read_field(struct csv_parser *cp, struct strbuf *out, int *line, int 
     *col = cp->col;
     if (cp->p < cp->end && *cp->p == '"') {
         advance(cp);
+        *col = cp->col;
         for (;;) {
-            if (cp->p >= cp->end)
+            if (cp->p >= cp->end) {
+                *col -= 1;
                 return -1;
+            }
             if (*cp->p == '"' && cp->p + 1 < cp->end && cp->p[1] == '"') {
                 strbuf_addch(out, '"');
                 advance(cp);

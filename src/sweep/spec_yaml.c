@@ -118,10 +118,14 @@ static const char *pool_keep(struct yaml_reader *y, char *s)
     return s;
 }
 
+/* A scalar's text, placed where the text begins: after the quote of a
+ * quoted one (its escapes are not counted). */
 static struct src_val scalar_val(const yaml_node_t *n)
 {
+    int quoted = n->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
+                 n->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE;
     return (struct src_val){
-        .text = (const char *)n->data.scalar.value, .line = line_of(n), .col = col_of(n)};
+        .text = (const char *)n->data.scalar.value, .line = line_of(n), .col = col_of(n) + quoted};
 }
 
 /* A value that may be a scalar or a list of scalars ("0+1" or [0, 1]),
