@@ -326,6 +326,11 @@ static int add_row(struct spec_reader *rd, const struct csv_row *row, const char
         sweep_given(&row->f[COL_EXPERIMENT]) ? row->f[COL_EXPERIMENT].text : stem;
     struct sweep_workload *w = find_workload(rd->spec, experiment, wl->text);
     int fresh = !w;
+    if (fresh &&
+        ((sweep_given(&row->f[COL_EXPERIMENT]) &&
+          sweep_check_name(rd, &row->f[COL_EXPERIMENT], "experiment name", experiment) < 0) ||
+         sweep_check_name(rd, wl, "workload name", wl->text) < 0))
+        return -1;
     if (fresh && !(w = sweep_add_workload(rd, experiment, wl->text, row->line)))
         return -1;
     size_t wi = (size_t)(w - rd->spec->w);
@@ -355,6 +360,7 @@ static int add_row(struct spec_reader *rd, const struct csv_row *row, const char
     }
     struct run_source src = {
         .name = row->f[COL_NAME],
+        .workload = *wl,
         .devices = row->f[COL_DEVICES],
         .collocation = row->f[COL_COLLOCATION],
         .listeners = row->f[COL_LISTENERS],
