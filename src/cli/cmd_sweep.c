@@ -289,6 +289,8 @@ static int run_campaign(struct cli_ctx *cli, struct sweep_args *a, const char *p
     strbuf_release(&err);
     if (store && take_campaign(store, &spec, &st) < 0)
         goto out;
+    if (store)
+        sweep_settle_lost(store, &st);
     sweep_decide(&spec, store ? &st : NULL, a->rerun, d);
     if (check_plan(&spec, d) < 0) {
         status = CLI_EXIT_USAGE;

@@ -128,6 +128,41 @@ void sweep_decide(const struct sweep_spec *spec, struct campaign_state *st, int 
     }
 }
 
+void sweep_settle_lost(struct store *store, struct campaign_state *st)
+{
+    for (size_t i = 0; i < st->n; i++) {
+        struct wl_state *w = &st->w[i];
+        if (strcmp(wl_state_shown(st, w), WL_LOST) != 0 || !w->runs || !w->runs[0])
+            continue;
+        int ended = 1, stopped = 0;
+        int64_t end_ns = 0;
+        char note[256] = "";
+        for (char **id = w->runs; ended && *id; id++) {
+            struct run_record rec;
+            run_record_init(&rec);
+            /* as stored: "running" for a run whose recorder died too */
+            ended = store_resolve_run(store, *id, &rec) == 0 && rec.end_ns &&
+                    strcmp(rec.status, RUN_RUNNING) != 0;
+            if (ended && rec.end_ns > end_ns)
+                end_ns = rec.end_ns;
+            if (ended && strcmp(rec.status, "stopped") == 0)
+                stopped = 1;
+            else if (ended && strcmp(rec.status, RUN_FINISHED) != 0 && !note[0])
+                snprintf(note, sizeof(note), "run %s: %s", rec.name ? rec.name : *id, rec.status);
+            run_record_release(&rec);
+        }
+        if (!ended)
+            continue;
+        snprintf(w->status, sizeof(w->status), "%s",
+                 note[0]   ? WL_FAILED
+                 : stopped ? WL_STOPPED
+                           : WL_FINISHED);
+        wl_state_set_note(w, note[0] ? note : NULL);
+        w->attempts++;
+        w->ended_ns = end_ns;
+    }
+}
+
 static int to_run(enum sweep_decision d)
 {
     return d == SWEEP_RUN || d == SWEEP_RUN_AGAIN || d == SWEEP_RERUN;

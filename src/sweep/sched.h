@@ -53,6 +53,16 @@ struct sweep_opts {
     int64_t stop_grace_ns; /* after a timeout's SIGTERM, SIGKILL */
 };
 
+/*
+ * Settle the lost workloads of st (running, their sweep gone) whose runs
+ * have all ended in the store all the same: the sweep died after their
+ * recorders had saved them and before it saved what they gave. Each takes
+ * the status its runs give (finished, stopped or failed) as if its sweep
+ * had seen them end, so that a finished one is not run again. The others
+ * stay lost. Before sweep_decide; st is saved with the campaign.
+ */
+void sweep_settle_lost(struct store *store, struct campaign_state *st);
+
 /* What the sweep does with a workload of the plan. */
 enum sweep_decision {
     SWEEP_RUN,       /* never ran */
