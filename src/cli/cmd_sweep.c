@@ -148,6 +148,24 @@ static int check_plan(const struct sweep_spec *spec, const enum sweep_decision *
 
 /* ---- the plan, shown ---- */
 
+/* One word as sh would read it back: as it is when it holds only safe
+ * characters, else in single quotes. */
+static void print_word(const char *word)
+{
+    if (word[0] && strspn(word, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                "0123456789_@%+=:,./-") == strlen(word)) {
+        printf(" %s", word);
+        return;
+    }
+    printf(" '");
+    for (const char *p = word; *p; p++)
+        if (*p == '\'')
+            printf("'\\''");
+        else
+            putchar(*p);
+    putchar('\'');
+}
+
 static void print_command(const struct sweep_run *r)
 {
     char devices[256] = "";
@@ -160,7 +178,7 @@ static void print_command(const struct sweep_run *r)
     if (r->wrap)
         printf(" [%s]", r->wrap);
     for (char **a = r->argv; *a; a++)
-        printf(" %s", *a);
+        print_word(*a);
     printf("\n");
 }
 
@@ -294,6 +312,8 @@ static int run_campaign(struct cli_ctx *cli, struct sweep_args *a, const char *p
     strbuf_release(&err);
     if (store && take_campaign(store, &spec, &st) < 0)
         goto out;
+    if (store)
+        sweep_settle_lost(store, &st);
     sweep_decide(&spec, store ? &st : NULL, a->rerun, d);
     if (check_plan(&spec, d) < 0) {
         status = CLI_EXIT_USAGE;

@@ -1,5 +1,6 @@
 #include "sweep/sched.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -138,6 +139,41 @@ void sweep_decide(const struct sweep_spec *spec, struct campaign_state *st, int 
             decisions[i] = rerun ? SWEEP_RERUN : SWEEP_SKIP_FILE;
         else
             decisions[i] = SWEEP_RUN;
+    }
+}
+
+void sweep_settle_lost(struct store *store, struct campaign_state *st)
+{
+    for (size_t i = 0; i < st->n; i++) {
+        struct wl_state *w = &st->w[i];
+        if (strcmp(wl_state_shown(st, w), WL_LOST) != 0 || !w->runs || !w->runs[0])
+            continue;
+        int ended = 1, stopped = 0;
+        int64_t end_ns = 0;
+        char note[256] = "";
+        for (char **id = w->runs; ended && *id; id++) {
+            struct run_record rec;
+            run_record_init(&rec);
+            /* as stored: "running" for a run whose recorder died too */
+            ended = store_resolve_run(store, *id, &rec) == 0 && rec.end_ns &&
+                    strcmp(rec.status, RUN_RUNNING) != 0;
+            if (ended && rec.end_ns > end_ns)
+                end_ns = rec.end_ns;
+            if (ended && strcmp(rec.status, "stopped") == 0)
+                stopped = 1;
+            else if (ended && strcmp(rec.status, RUN_FINISHED) != 0 && !note[0])
+                snprintf(note, sizeof(note), "run %s: %s", rec.name ? rec.name : *id, rec.status);
+            run_record_release(&rec);
+        }
+        if (!ended)
+            continue;
+        snprintf(w->status, sizeof(w->status), "%s",
+                 note[0]   ? WL_FAILED
+                 : stopped ? WL_STOPPED
+                           : WL_FINISHED);
+        wl_state_set_note(w, note[0] ? note : NULL);
+        w->attempts++;
+        w->ended_ns = end_ns;
     }
 }
 
@@ -938,11 +974,65 @@ static void finish_workload(struct sched *s, struct awl *a)
         s->failed = 1;
 }
 
+/* Append the children of every thread of pid (proc(5):
+ * /proc/PID/task/TID/children, pids separated by blanks) to *pids. */
+static void add_children(pid_t pid, pid_t **pids, size_t *n, size_t *cap)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        if (e->d_name[0] == '.')
+            continue;
+        char file[96], buf[4096];
+        snprintf(file, sizeof(file), "/proc/%d/task/%.16s/children", (int)pid, e->d_name);
+        int fd = open(file, O_RDONLY | O_CLOEXEC);
+        ssize_t len = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+        if (fd >= 0)
+            close(fd);
+        buf[len > 0 ? len : 0] = '\0';
+        for (char *p = buf, *end; *p; p = end) {
+            long child = strtol(p, &end, 10);
+            if (end == p)
+                break;
+            if (*n == *cap) {
+                size_t grown_cap = *cap ? *cap * 2 : 16;
+                pid_t *grown = realloc(*pids, grown_cap * sizeof(*grown));
+                if (!grown)
+                    break;
+                *pids = grown;
+                *cap = grown_cap;
+            }
+            (*pids)[(*n)++] = (pid_t)child;
+        }
+    }
+    if (d)
+        closedir(d);
+}
+
+/* Signal a job and its descendants, as timeout(1) signals its command's
+ * process group: a shell's `sleep` or a launcher's workers must not
+ * outlive a timeout. Every pid is found before any is signalled: a child
+ * whose parent dies first moves to the recorder, out of the job's tree. */
+static void signal_tree(pid_t job, int sig)
+{
+    pid_t *pids = malloc(16 * sizeof(*pids));
+    size_t n = 0, cap = pids ? 16 : 0;
+    if (pids)
+        pids[n++] = job;
+    for (size_t i = 0; i < n; i++)
+        add_children(pids[i], &pids, &n, &cap);
+    kill(job, sig); /* also when out of memory */
+    for (size_t i = 1; i < n; i++)
+        kill(pids[i], sig);
+    free(pids);
+}
+
 static void signal_jobs(struct awl *a, int sig)
 {
     for (size_t i = 0; i < a->w->nruns; i++)
         if (a->runs[i].job_pid > 0 && !a->runs[i].ended)
-            kill(a->runs[i].job_pid, sig);
+            signal_tree(a->runs[i].job_pid, sig);
 }
 
 static void check_timeouts(struct sched *s, int64_t now)

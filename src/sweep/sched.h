@@ -27,8 +27,11 @@
  * through their recorders (not from a terminal: the terminal already sent
  * it to the whole foreground group); the state is kept, and a workload cut
  * short is "interrupted". A second signal sends SIGTERM to the jobs, a
- * third SIGKILL. Recorders get SIGTERM if the sweep itself dies
- * (PR_SET_PDEATHSIG), so no run outlives its campaign unseen.
+ * third SIGKILL. Those, and a timeout's SIGTERM and SIGKILL, go to each
+ * job and its descendants, as timeout(1)'s go to its command's group, so
+ * that a shell's or a launcher's children end with it. Recorders get
+ * SIGTERM if the sweep itself dies (PR_SET_PDEATHSIG), so no run outlives
+ * its campaign unseen.
  */
 #ifndef STROBE_SWEEP_SCHED_H
 #define STROBE_SWEEP_SCHED_H
@@ -49,6 +52,16 @@ struct sweep_opts {
     int quiet;
     int64_t stop_grace_ns; /* after a timeout's SIGTERM, SIGKILL */
 };
+
+/*
+ * Settle the lost workloads of st (running, their sweep gone) whose runs
+ * have all ended in the store all the same: the sweep died after their
+ * recorders had saved them and before it saved what they gave. Each takes
+ * the status its runs give (finished, stopped or failed) as if its sweep
+ * had seen them end, so that a finished one is not run again. The others
+ * stay lost. Before sweep_decide; st is saved with the campaign.
+ */
+void sweep_settle_lost(struct store *store, struct campaign_state *st);
 
 /* What the sweep does with a workload of the plan. */
 enum sweep_decision {

@@ -16,6 +16,7 @@
 #include <yaml.h>
 
 #include "common/clock.h"
+#include "record/runinfo.h"
 #include "sweep/spec_internal.h"
 #include "sweep/words.h"
 
@@ -44,6 +45,23 @@ int sweep_fail_val(struct spec_reader *rd, const struct src_val *v, const char *
 int sweep_given(const struct src_val *v)
 {
     return v->text && v->text[0];
+}
+
+int sweep_check_name(struct spec_reader *rd, const struct src_val *at, const char *what,
+                     const char *name)
+{
+    if (strcmp(what, "run name") == 0 && strcmp(name, RUN_REF_LAST) == 0)
+        return sweep_fail_val(rd, at,
+                              "run name '%s' is reserved (as RUN it means the newest run): "
+                              "give the run another name",
+                              name);
+    struct strbuf why;
+    strbuf_init(&why);
+    int rc = runinfo_check_name(what, name, &why) < 0
+                 ? sweep_fail_val(rd, at, "invalid %s", why.len ? why.buf : what)
+                 : 0;
+    strbuf_release(&why);
+    return rc;
 }
 
 /* ---- hashes: FNV-1a, 64 bits (identity, not security) ---- */
@@ -300,7 +318,7 @@ static int command_from_template(struct spec_reader *rd, const struct run_source
         int e = words_substitute(w.v[i], src->params, src->extras, &word, &why, &bad_at);
         if (e < 0) {
             struct src_val at = src->command;
-            at.col += (int)(w.offset[i] + bad_at);
+            at.col += (int)w.at[i][bad_at];
             rc = sweep_fail_val(rd, &at, "command: %s", why.buf);
         } else if (push_word(argv, n, cap, word.buf) < 0) {
             rc = sweep_fail_val(rd, &src->command, "out of memory");
@@ -368,6 +386,9 @@ int sweep_build_run(struct spec_reader *rd, const struct run_source *src, const 
             rc = sweep_fail_val(rd, &src->file, "out of memory");
     if (rc == 0 && !(run->name = strdup(sweep_given(&src->name) ? src->name.text : default_name)))
         rc = sweep_fail_val(rd, &src->name, "out of memory");
+    if (rc == 0)
+        rc = sweep_check_name(rd, sweep_given(&src->name) ? &src->name : &src->workload, "run name",
+                              run->name);
     return rc;
 }
 

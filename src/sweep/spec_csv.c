@@ -62,8 +62,10 @@ static void advance(struct csv_parser *cp)
     cp->p++;
 }
 
-/* One field into out (its start in *line, *col). 1 when the record goes on
- * (a comma followed), 0 at its end, -1 on an unclosed quote. */
+/* One field into out (where its text starts in *line, *col: after the
+ * quote of a quoted one, whose doubled quotes are not counted). 1 when the
+ * record goes on (a comma followed), 0 at its end, -1 on an unclosed quote
+ * (*col then at the quote). */
 static int read_field(struct csv_parser *cp, struct strbuf *out, int *line, int *col)
 {
     strbuf_reset(out);
@@ -73,9 +75,12 @@ static int read_field(struct csv_parser *cp, struct strbuf *out, int *line, int 
     *col = cp->col;
     if (cp->p < cp->end && *cp->p == '"') {
         advance(cp);
+        *col = cp->col;
         for (;;) {
-            if (cp->p >= cp->end)
+            if (cp->p >= cp->end) {
+                *col -= 1;
                 return -1;
+            }
             if (*cp->p == '"' && cp->p + 1 < cp->end && cp->p[1] == '"') {
                 strbuf_addch(out, '"');
                 advance(cp);
@@ -321,6 +326,11 @@ static int add_row(struct spec_reader *rd, const struct csv_row *row, const char
         sweep_given(&row->f[COL_EXPERIMENT]) ? row->f[COL_EXPERIMENT].text : stem;
     struct sweep_workload *w = find_workload(rd->spec, experiment, wl->text);
     int fresh = !w;
+    if (fresh &&
+        ((sweep_given(&row->f[COL_EXPERIMENT]) &&
+          sweep_check_name(rd, &row->f[COL_EXPERIMENT], "experiment name", experiment) < 0) ||
+         sweep_check_name(rd, wl, "workload name", wl->text) < 0))
+        return -1;
     if (fresh && !(w = sweep_add_workload(rd, experiment, wl->text, row->line)))
         return -1;
     size_t wi = (size_t)(w - rd->spec->w);
@@ -350,6 +360,7 @@ static int add_row(struct spec_reader *rd, const struct csv_row *row, const char
     }
     struct run_source src = {
         .name = row->f[COL_NAME],
+        .workload = *wl,
         .devices = row->f[COL_DEVICES],
         .collocation = row->f[COL_COLLOCATION],
         .listeners = row->f[COL_LISTENERS],

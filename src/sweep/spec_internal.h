@@ -23,6 +23,7 @@ struct spec_reader {
 /* One run as a file states it; sweep_build_run checks and resolves it. */
 struct run_source {
     struct src_val name, devices, collocation, mps_pct, listeners, file, command, python, args;
+    struct src_val workload;      /* where the workload is named: a run named after it */
     const struct kv_list *params; /* the combination's parameters (YAML), or NULL */
     const struct kv_list *extras; /* {workload} and {run} for templates */
     int row;
@@ -35,6 +36,11 @@ int sweep_fail_val(struct spec_reader *rd, const struct src_val *v, const char *
     __attribute__((format(printf, 3, 4)));
 /* Whether v holds a non-empty text. */
 int sweep_given(const struct src_val *v);
+/* Whether strobe run takes name as its what ("run name", "experiment
+ * name", "workload name", "parameter name", "parameter value"): 0, or -1
+ * with the error at at. A run name may not be RUN_REF_LAST. */
+int sweep_check_name(struct spec_reader *rd, const struct src_val *at, const char *what,
+                     const char *name);
 
 /* A new workload at the end of the plan, or NULL (err set). */
 struct sweep_workload *sweep_add_workload(struct spec_reader *rd, const char *experiment,

@@ -146,10 +146,14 @@ static const char *pool_keep(struct yaml_reader *y, char *s)
     return s;
 }
 
+/* A scalar's text, placed where the text begins: after the quote of a
+ * quoted one (its escapes are not counted). */
 static struct src_val scalar_val(const yaml_node_t *n)
 {
+    int quoted = n->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
+                 n->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE;
     return (struct src_val){
-        .text = (const char *)n->data.scalar.value, .line = line_of(n), .col = col_of(n)};
+        .text = (const char *)n->data.scalar.value, .line = line_of(n), .col = col_of(n) + quoted};
 }
 
 /* A value that may be a scalar or a list of scalars ("0+1" or [0, 1]),
@@ -335,6 +339,9 @@ static int param_values(struct yaml_reader *y, yaml_node_t *spec, struct param *
                              "a value of parameter '%s' must be plain (a number "
                              "or a string)",
                              out->key);
+        struct src_val at = scalar_val(v);
+        if (sweep_check_name(y->rd, &at, "parameter value", at.text) < 0)
+            return -1;
         out->values[out->n++] = v;
     }
     return 0;
@@ -355,6 +362,9 @@ static int read_params(struct yaml_reader *y, yaml_node_t *map, struct param_set
             return fail_node(y, k ? k : map, "a parameter's name must be a plain name");
         struct param *par = &ps->p[ps->n++];
         par->key = (const char *)k->data.scalar.value;
+        struct src_val at = scalar_val(k);
+        if (sweep_check_name(y->rd, &at, "parameter name", par->key) < 0)
+            return -1;
         for (size_t i = 0; i + 1 < ps->n; i++)
             if (strcmp(ps->p[i].key, par->key) == 0)
                 return fail_node(y, k, "parameter '%s' is given twice", par->key);
@@ -575,6 +585,13 @@ static int add_combination(struct yaml_reader *y, const struct yaml_group *g,
         if (kv_list_add(&params, ps->p[k].key, chosen[k]) < 0)
             rc = sweep_fail_at(rd, g->line, 1, "out of memory");
     free(chosen);
+    /* the names strobe run will be given, where the file gives them */
+    struct src_val wl_at =
+        g->v[K_WORKLOAD].text ? g->v[K_WORKLOAD] : (struct src_val){NULL, g->line, 1};
+    const struct src_val *exp_at = g->v[K_EXPERIMENT].text ? &g->v[K_EXPERIMENT] : &g->v[K_NAME];
+    if (rc == 0 && (sweep_check_name(rd, exp_at, "experiment name", experiment) < 0 ||
+                    sweep_check_name(rd, &wl_at, "workload name", name) < 0))
+        rc = -1;
     struct sweep_workload *w = rc == 0 ? sweep_add_workload(rd, experiment, name, g->line) : NULL;
     if (!w || group_settings(y, g, w) < 0)
         rc = -1;
@@ -596,6 +613,7 @@ static int add_combination(struct yaml_reader *y, const struct yaml_group *g,
         }
         struct run_source src = {
             .name = g->v[K_NAME],
+            .workload = wl_at,
             .devices = g->v[K_DEVICES],
             .collocation = g->v[K_COLLOCATION],
             .mps_pct = g->v[K_MPS_THREADS],

@@ -9,7 +9,32 @@ static int is_blank(char c)
     return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
-static int push(struct words *w, size_t *cap, const struct strbuf *word, size_t offset)
+/* A word as it is built: its bytes, and where each came from. */
+struct word_buf {
+    struct strbuf text;
+    size_t *at;
+    size_t cap;
+    int failed;
+};
+
+static void put(struct word_buf *b, char c, size_t at)
+{
+    if (b->text.len + 2 > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 32;
+        size_t *grown = realloc(b->at, cap * sizeof(*grown));
+        if (!grown) {
+            b->failed = 1;
+            return;
+        }
+        b->at = grown;
+        b->cap = cap;
+    }
+    b->at[b->text.len] = at;
+    strbuf_addch(&b->text, c);
+}
+
+/* Word b, ending at end in the text, onto w. */
+static int push(struct words *w, size_t *cap, const struct word_buf *b, size_t end)
 {
     if (w->n + 2 > *cap) {
         size_t c = *cap ? *cap * 2 : 8;
@@ -17,26 +42,40 @@ static int push(struct words *w, size_t *cap, const struct strbuf *word, size_t 
         if (!v)
             return -ENOMEM;
         w->v = v;
-        size_t *o = realloc(w->offset, c * sizeof(*o));
-        if (!o)
+        size_t **a = realloc(w->at, c * sizeof(*a));
+        if (!a)
             return -ENOMEM;
-        w->offset = o;
+        w->at = a;
         *cap = c;
     }
-    if (!(w->v[w->n] = strndup(word->buf ? word->buf : "", word->len)))
+    size_t len = b->text.len;
+    size_t *at = malloc((len + 1) * sizeof(*at));
+    if (!at)
         return -ENOMEM;
-    w->offset[w->n] = offset;
+    if (len)
+        memcpy(at, b->at, len * sizeof(*at));
+    at[len] = end;
+    if (!(w->v[w->n] = strndup(b->text.buf ? b->text.buf : "", len))) {
+        free(at);
+        return -ENOMEM;
+    }
+    w->at[w->n] = at;
     w->v[++w->n] = NULL;
     return 0;
 }
 
+static size_t at_of(const char *text, const char *q)
+{
+    return (size_t)(q - text);
+}
+
 /* One character of a double-quoted string at *p (after the quote): the
  * escapes sh keeps inside "..." */
-static void double_quoted_char(const char **p, struct strbuf *word)
+static void double_quoted_char(const char *text, const char **p, struct word_buf *b)
 {
     if (**p == '\\' && (*p)[1] && strchr("\"\\$`", (*p)[1]))
         (*p)++;
-    strbuf_addch(word, **p);
+    put(b, **p, at_of(text, *p));
     (*p)++;
 }
 
@@ -44,8 +83,8 @@ int words_split(const char *text, struct words *w, struct strbuf *why)
 {
     memset(w, 0, sizeof(*w));
     size_t cap = 0;
-    struct strbuf word;
-    strbuf_init(&word);
+    struct word_buf b = {0};
+    strbuf_init(&b.text);
     const char *p = text;
     int rc = 0;
     while (rc == 0) {
@@ -53,24 +92,24 @@ int words_split(const char *text, struct words *w, struct strbuf *why)
             p++;
         if (!*p)
             break;
-        size_t start = (size_t)(p - text);
-        strbuf_reset(&word);
+        strbuf_reset(&b.text);
         while (*p && !is_blank(*p) && rc == 0) {
             if (*p == '\'') {
                 const char *end = strchr(p + 1, '\'');
                 if (!end) {
-                    strbuf_addf(why, "unclosed ' at character %zu", (size_t)(p - text) + 1);
+                    strbuf_addf(why, "unclosed ' at character %zu", at_of(text, p) + 1);
                     rc = -1;
                     break;
                 }
-                strbuf_add(&word, p + 1, (size_t)(end - p - 1));
+                for (const char *q = p + 1; q < end; q++)
+                    put(&b, *q, at_of(text, q));
                 p = end + 1;
             } else if (*p == '"') {
                 const char *open = p++;
                 while (*p && *p != '"')
-                    double_quoted_char(&p, &word);
+                    double_quoted_char(text, &p, &b);
                 if (!*p) {
-                    strbuf_addf(why, "unclosed \" at character %zu", (size_t)(open - text) + 1);
+                    strbuf_addf(why, "unclosed \" at character %zu", at_of(text, open) + 1);
                     rc = -1;
                     break;
                 }
@@ -81,32 +120,40 @@ int words_split(const char *text, struct words *w, struct strbuf *why)
                     rc = -1;
                     break;
                 }
-                strbuf_addch(&word, p[1]);
+                put(&b, p[1], at_of(text, p + 1));
                 p += 2;
             } else {
-                strbuf_addch(&word, *p++);
+                put(&b, *p, at_of(text, p));
+                p++;
             }
         }
-        if (rc == 0 && (strbuf_failed(&word) || push(w, &cap, &word, start) < 0)) {
+        if (rc == 0 &&
+            (b.failed || strbuf_failed(&b.text) || push(w, &cap, &b, at_of(text, p)) < 0)) {
             strbuf_adds(why, "out of memory");
             rc = -1;
         }
     }
-    strbuf_release(&word);
-    if (rc == 0 && !w->v && push(w, &cap, &word, 0) == 0) { /* an empty list, not NULL */
+    strbuf_reset(&b.text);
+    if (rc == 0 && !w->v && push(w, &cap, &b, 0) == 0) { /* an empty list, not NULL */
         free(w->v[0]);
+        free(w->at[0]);
         w->v[0] = NULL;
+        w->at[0] = NULL;
         w->n = 0;
     }
+    strbuf_release(&b.text);
+    free(b.at);
     return rc;
 }
 
 void words_release(struct words *w)
 {
-    for (size_t i = 0; i < w->n; i++)
+    for (size_t i = 0; i < w->n; i++) {
         free(w->v[i]);
+        free(w->at[i]);
+    }
     free(w->v);
-    free(w->offset);
+    free(w->at);
     memset(w, 0, sizeof(*w));
 }
 

@@ -15,8 +15,9 @@
 #include "store/store.h"
 
 struct words {
-    char **v;       /* n words, NULL-terminated */
-    size_t *offset; /* where word i begins in the text */
+    char **v;    /* n words, NULL-terminated */
+    size_t **at; /* at[i][k]: where byte k of word i stands in the text,
+                    quotes and backslashes counted (k up to its length) */
     size_t n;
 };
 
