@@ -256,7 +256,8 @@ static const char *lock_dir(void)
 
 /* The campaign's state (a new one when the store has none); refuses a
  * campaign another sweep is running. */
-static int take_campaign(struct store *s, const struct sweep_spec *spec, struct campaign_state *st)
+static int take_campaign(struct store *s, const struct sweep_spec *spec, struct campaign_state *st,
+                         int dry_run)
 {
     int rc = campaign_state_load(s, spec->campaign, st);
     if (rc == -STROBE_ENOTFOUND) {
@@ -264,9 +265,12 @@ static int take_campaign(struct store *s, const struct sweep_spec *spec, struct 
         st->name = strdup(spec->campaign);
         rc = st->name ? 0 : -ENOMEM;
     } else if (rc == 0 && campaign_owner_state(st) == PROCID_ALIVE && st->owner_pid != getpid()) {
-        log_error("campaign %s is running: strobe sweep, pid %lld on %s", spec->campaign,
-                  (long long)st->owner_pid, st->owner_host ? st->owner_host : "this host");
-        return -1;
+        /* a dry run only reads: the plan as it stands is worth seeing */
+        (dry_run ? log_note : log_error)("campaign %s is running: strobe sweep, pid %lld on %s",
+                                         spec->campaign, (long long)st->owner_pid,
+                                         st->owner_host ? st->owner_host : "this host");
+        if (!dry_run)
+            return -1;
     } else if (rc < 0) {
         log_error("cannot read campaign %s: %s", spec->campaign,
                   rc == -EBADMSG ? "its state does not parse" : s->err.buf);
@@ -310,7 +314,7 @@ static int run_campaign(struct cli_ctx *cli, struct sweep_args *a, const char *p
         goto out;
     }
     strbuf_release(&err);
-    if (store && take_campaign(store, &spec, &st) < 0)
+    if (store && take_campaign(store, &spec, &st, a->dry_run) < 0)
         goto out;
     if (store)
         sweep_settle_lost(store, &st);

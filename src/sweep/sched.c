@@ -115,6 +115,8 @@ const char *sweep_decision_name(enum sweep_decision d)
         return "run again";
     case SWEEP_RERUN:
         return "rerun";
+    case SWEEP_BUSY:
+        return "running now";
     case SWEEP_SKIP:
         return "skip";
     default:
@@ -133,6 +135,8 @@ void sweep_decide(const struct sweep_spec *spec, struct campaign_state *st, int 
         int done = status && (strcmp(status, WL_FINISHED) == 0 || strcmp(status, WL_STOPPED) == 0);
         if (done)
             decisions[i] = rerun ? SWEEP_RERUN : SWEEP_SKIP;
+        else if (same && strcmp(status, WL_RUNNING) == 0)
+            decisions[i] = SWEEP_BUSY;
         else if (same && strcmp(status, WL_PENDING) != 0)
             decisions[i] = SWEEP_RUN_AGAIN;
         else if (w->file_finished && !prior)

@@ -70,6 +70,7 @@ enum sweep_decision {
     SWEEP_RERUN,     /* finished, and --rerun asks again */
     SWEEP_SKIP,      /* finished or stopped before */
     SWEEP_SKIP_FILE, /* the file says FINISHED (radT's write-back), no state says otherwise */
+    SWEEP_BUSY,      /* running now under another live sweep (seen by a dry run) */
 };
 
 /* The decision for each workload of spec (decisions: spec->n entries),
