@@ -412,8 +412,13 @@ static int slurp(struct spec_reader *rd, char **out, size_t *len)
         return -1;
     }
     *len = sb.len;
-    *out = sb.buf ? sb.buf : strdup("");
-    return *out ? 0 : -1;
+    *out = strbuf_detach(&sb); /* an empty file's buffer is static: detach copies it */
+    if (!*out) {
+        strbuf_reset(rd->err);
+        strbuf_addf(rd->err, "cannot read '%s': out of memory", rd->spec->path);
+        return -1;
+    }
+    return 0;
 }
 
 int sweep_read_csv(struct spec_reader *rd)
