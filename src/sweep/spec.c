@@ -377,9 +377,13 @@ int sweep_set_timeout(struct spec_reader *rd, const struct src_val *v, int64_t *
     const char *t = v->text;
     size_t digits = strspn(t, "0123456789");
     int64_t ns = 0;
-    if (digits && !t[digits] && digits < 10) /* a bare number: seconds, as timeout(1) takes it */
-        ns = strtoll(t, NULL, 10) * NS_PER_S;
-    else if (duration_parse(t, &ns) < 0)
+    if (digits && !t[digits]) { /* a bare number: seconds, as timeout(1) takes it */
+        errno = 0;
+        long long s = strtoll(t, NULL, 10);
+        if (errno || s > INT64_MAX / NS_PER_S)
+            return sweep_fail_val(rd, v, "'%s' is too long a duration", t);
+        ns = s * NS_PER_S;
+    } else if (duration_parse(t, &ns) < 0)
         return sweep_fail_val(rd, v, "'%s' is not a duration such as 90s, 10m or 500ms", t);
     if (ns <= 0)
         return sweep_fail_val(rd, v, "a duration must be more than 0");
