@@ -89,12 +89,13 @@ static int read_field(struct csv_parser *cp, struct strbuf *out, int *line, int 
             }
         }
     }
+    size_t quoted = out->len; /* blanks inside the quotes are the field's */
     while (cp->p < cp->end && *cp->p != ',' && *cp->p != '\n') {
         if (*cp->p != '\r')
             strbuf_addch(out, *cp->p);
         advance(cp);
     }
-    while (out->len && (out->buf[out->len - 1] == ' ' || out->buf[out->len - 1] == '\t'))
+    while (out->len > quoted && (out->buf[out->len - 1] == ' ' || out->buf[out->len - 1] == '\t'))
         strbuf_truncate(out, out->len - 1);
     if (cp->p < cp->end && *cp->p == ',') {
         advance(cp);
