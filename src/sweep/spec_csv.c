@@ -365,19 +365,25 @@ static int add_row(struct spec_reader *rd, const struct csv_row *row, const char
     return rc;
 }
 
+/* Row r has as many fields as the header. */
+static int check_row_shape(struct spec_reader *rd, const struct csv_cells *c, size_t r)
+{
+    size_t ncols = c->row_start[1], from = c->row_start[r], to = c->row_start[r + 1];
+    if (to - from == ncols)
+        return 0;
+    return sweep_fail_at(rd, c->line[from], 1, "the row has %zu fields, the header %zu", to - from,
+                         ncols);
+}
+
 static int read_rows(struct spec_reader *rd, const struct csv_cells *c, const int *map)
 {
-    size_t ncols = c->row_start[1];
     char *stem = base_stem(rd->spec->path);
     struct csv_row *first_rows = calloc(c->rows, sizeof(*first_rows));
     int rc = (!stem || !first_rows) ? sweep_fail_at(rd, 1, 1, "out of memory") : 0;
     for (size_t r = 1; rc == 0 && r < c->rows; r++) {
         size_t from = c->row_start[r], to = c->row_start[r + 1];
-        if (to - from != ncols) {
-            rc = sweep_fail_at(rd, c->line[from], 1, "the row has %zu fields, the header %zu",
-                               to - from, ncols);
+        if ((rc = check_row_shape(rd, c, r)) < 0)
             break;
-        }
         struct csv_row row = {.line = c->line[from]};
         for (size_t i = from; i < to; i++)
             row.f[map[i - from]] =
@@ -422,25 +428,33 @@ static int slurp(struct spec_reader *rd, char **out, size_t *len)
     return 0;
 }
 
-int sweep_read_csv(struct spec_reader *rd)
+/* The file's cells, for the reader and the write-back alike: a file with
+ * a NUL byte or no row is refused, a byte order mark skipped. *data (the
+ * caller frees it, also after a failure) holds the text the cells came
+ * from. */
+static int read_cells(struct spec_reader *rd, char **data, struct csv_cells *c)
 {
-    char *data = NULL;
     size_t len = 0;
-    if (slurp(rd, &data, &len) < 0)
+    if (slurp(rd, data, &len) < 0)
         return -1;
-    if (memchr(data, '\0', len)) {
-        free(data);
+    if (memchr(*data, '\0', len))
         return sweep_fail_at(rd, 1, 1, "the file holds a NUL byte: not a CSV file");
-    }
-    struct csv_cells c = {0};
-    const char *text = data;
+    const char *text = *data;
     if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) { /* a UTF-8 byte order mark */
         text += 3;
         len -= 3;
     }
-    int rc = split_cells(rd, text, len, &c);
-    if (rc == 0 && c.rows == 0)
+    int rc = split_cells(rd, text, len, c);
+    if (rc == 0 && c->rows == 0)
         rc = sweep_fail_at(rd, 1, 1, "the file is empty");
+    return rc;
+}
+
+int sweep_read_csv(struct spec_reader *rd)
+{
+    char *data = NULL;
+    struct csv_cells c = {0};
+    int rc = read_cells(rd, &data, &c);
     int *map = rc == 0 ? calloc(c.row_start[1] + 1, sizeof(*map)) : NULL;
     int where[COL_COUNT];
     if (rc == 0 && !map)
@@ -510,16 +524,17 @@ int sweep_csv_rewrite(const char *path, const char *const *status, const char *c
     struct sweep_env env = {0};
     struct spec_reader rd = {.spec = &spec, .env = &env, .err = err};
     char *data = NULL;
-    size_t len = 0;
-    if (slurp(&rd, &data, &len) < 0)
-        return -1;
     struct csv_cells c = {0};
-    size_t bom = len >= 3 && memcmp(data, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
-    int rc = split_cells(&rd, data + bom, len - bom, &c);
-    int *map = rc == 0 && c.rows ? calloc(c.row_start[1] + 1, sizeof(*map)) : NULL,
-        where[COL_COUNT];
-    if (rc == 0 && (!map || read_header(&rd, &c, map, where) < 0))
-        rc = -1;
+    int rc = read_cells(&rd, &data, &c);
+    int *map = rc == 0 ? calloc(c.row_start[1] + 1, sizeof(*map)) : NULL, where[COL_COUNT];
+    if (rc == 0 && !map)
+        rc = sweep_fail_at(&rd, 1, 1, "out of memory");
+    if (rc == 0)
+        rc = read_header(&rd, &c, map, where);
+    /* the file may have changed since the plan was read: a row that does
+     * not fit the header would be written from its neighbours' cells */
+    for (size_t r = 1; rc == 0 && r < c.rows; r++)
+        rc = check_row_shape(&rd, &c, r);
     struct strbuf out;
     strbuf_init(&out);
     if (rc == 0) {
