@@ -41,6 +41,20 @@ int sweep_fail_val(struct spec_reader *rd, const struct src_val *v, const char *
     return -1;
 }
 
+void sweep_place_of(const char *text, size_t offset, int *line, int *col)
+{
+    *line = 1;
+    *col = 1;
+    for (size_t i = 0; i < offset; i++) {
+        if (text[i] == '\n') {
+            ++*line;
+            *col = 1;
+        } else {
+            ++*col;
+        }
+    }
+}
+
 int sweep_given(const struct src_val *v)
 {
     return v->text && v->text[0];
@@ -344,8 +358,8 @@ int sweep_build_run(struct spec_reader *rd, const struct run_source *src, const 
     if (sweep_given(&src->file) && sweep_given(&src->command))
         return sweep_fail_val(rd, &src->command, "give file or command, not both");
     if (!sweep_given(&src->file) && !sweep_given(&src->command))
-        return sweep_fail_at(rd, src->name.line ? src->name.line : 1, 1,
-                             "workload '%s' has no file and no command", workload);
+        return sweep_fail_at(rd, src->line, src->col, "workload '%s' has no file and no command",
+                             workload);
     int rc = sweep_given(&src->file) ? command_from_file(rd, src, run, &argv, &n, &cap)
                                      : command_from_template(rd, src, &argv, &n, &cap);
     run->argv = argv; /* released with the run, also on failure */
@@ -458,7 +472,7 @@ int sweep_add_env(struct spec_reader *rd, struct sweep_workload *w, const struct
 /* ---- workloads ---- */
 
 struct sweep_workload *sweep_add_workload(struct spec_reader *rd, const char *experiment,
-                                          const char *name, int line)
+                                          const char *name, int line, int col)
 {
     struct sweep_spec *s = rd->spec;
     if (s->n >= SWEEP_MAX_WORKLOADS) {
@@ -477,6 +491,7 @@ struct sweep_workload *sweep_add_workload(struct spec_reader *rd, const char *ex
     struct sweep_workload *w = &s->w[s->n++];
     memset(w, 0, sizeof(*w));
     w->line = line;
+    w->col = col;
     w->name = strdup(name);
     w->experiment = strdup(experiment);
     if (!w->name || !w->experiment) {
@@ -611,7 +626,7 @@ static int check_unique_names(struct spec_reader *rd)
         for (size_t k = 0; k < i; k++)
             if (strcmp(rd->spec->w[i].name, rd->spec->w[k].name) == 0 &&
                 strcmp(rd->spec->w[i].experiment, rd->spec->w[k].experiment) == 0)
-                return sweep_fail_at(rd, rd->spec->w[i].line, 1,
+                return sweep_fail_at(rd, rd->spec->w[i].line, rd->spec->w[i].col,
                                      "workload '%s' is defined twice (first at line %d)",
                                      rd->spec->w[i].name, rd->spec->w[k].line);
     return 0;

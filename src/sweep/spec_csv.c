@@ -317,12 +317,12 @@ static int add_row(struct spec_reader *rd, const struct csv_row *row, const char
 {
     const struct src_val *wl = &row->f[COL_WORKLOAD];
     if (!sweep_given(wl))
-        return sweep_fail_at(rd, row->line, 1, "the row has no Workload");
+        return sweep_fail_val(rd, wl, "the row has no Workload");
     const char *experiment =
         sweep_given(&row->f[COL_EXPERIMENT]) ? row->f[COL_EXPERIMENT].text : stem;
     struct sweep_workload *w = find_workload(rd->spec, experiment, wl->text);
     int fresh = !w;
-    if (fresh && !(w = sweep_add_workload(rd, experiment, wl->text, row->line)))
+    if (fresh && !(w = sweep_add_workload(rd, experiment, wl->text, row->line, 1)))
         return -1;
     size_t wi = (size_t)(w - rd->spec->w);
     if (fresh) {
@@ -359,20 +359,24 @@ static int add_row(struct spec_reader *rd, const struct csv_row *row, const char
         .args = row->f[COL_PARAMS],
         .extras = &extras,
         .row = rowno,
+        .line = row->line,
+        .col = 1,
     };
     int rc = sweep_build_run(rd, &src, w->name, default_name, run);
     kv_list_release(&extras);
     return rc;
 }
 
-/* Row r has as many fields as the header. */
+/* Row r has as many fields as the header: else an error at its first
+ * field too many, or at the row when it has too few. */
 static int check_row_shape(struct spec_reader *rd, const struct csv_cells *c, size_t r)
 {
     size_t ncols = c->row_start[1], from = c->row_start[r], to = c->row_start[r + 1];
     if (to - from == ncols)
         return 0;
-    return sweep_fail_at(rd, c->line[from], 1, "the row has %zu fields, the header %zu", to - from,
-                         ncols);
+    size_t at = to - from > ncols ? from + ncols : from;
+    return sweep_fail_at(rd, c->line[at], to - from > ncols ? c->col[at] : 1,
+                         "the row has %zu fields, the header %zu", to - from, ncols);
 }
 
 static int read_rows(struct spec_reader *rd, const struct csv_cells *c, const int *map)
@@ -437,12 +441,16 @@ static int read_cells(struct spec_reader *rd, char **data, struct csv_cells *c)
     size_t len = 0;
     if (slurp(rd, data, &len) < 0)
         return -1;
-    if (memchr(*data, '\0', len))
-        return sweep_fail_at(rd, 1, 1, "the file holds a NUL byte: not a CSV file");
     const char *text = *data;
     if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) { /* a UTF-8 byte order mark */
         text += 3;
         len -= 3;
+    }
+    const char *nul = memchr(text, '\0', len);
+    if (nul) {
+        int line, col;
+        sweep_place_of(text, (size_t)(nul - text), &line, &col);
+        return sweep_fail_at(rd, line, col, "the file holds a NUL byte: not a CSV file");
     }
     int rc = split_cells(rd, text, len, c);
     if (rc == 0 && c->rows == 0)

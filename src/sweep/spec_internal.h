@@ -26,6 +26,7 @@ struct run_source {
     const struct kv_list *params; /* the combination's parameters (YAML), or NULL */
     const struct kv_list *extras; /* {workload} and {run} for templates */
     int row;
+    int line, col; /* the CSV row or YAML group: the place of what it lacks */
 };
 
 /* Set err to "FILE:LINE:COL: message"; return -1. */
@@ -33,12 +34,15 @@ int sweep_fail_at(struct spec_reader *rd, int line, int col, const char *fmt, ..
     __attribute__((format(printf, 4, 5)));
 int sweep_fail_val(struct spec_reader *rd, const struct src_val *v, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The line and column (from 1, in bytes) of byte offset in text. */
+void sweep_place_of(const char *text, size_t offset, int *line, int *col);
 /* Whether v holds a non-empty text. */
 int sweep_given(const struct src_val *v);
 
-/* A new workload at the end of the plan, or NULL (err set). */
+/* A new workload at the end of the plan, defined at line:col, or NULL
+ * (err set). */
 struct sweep_workload *sweep_add_workload(struct spec_reader *rd, const char *experiment,
-                                          const char *name, int line);
+                                          const char *name, int line, int col);
 /* A new, zeroed run at the end of w, or NULL (err set). */
 struct sweep_run *sweep_add_run(struct spec_reader *rd, struct sweep_workload *w, int line);
 /* Fill run from src: its command, devices, collocation, listeners. */

@@ -65,7 +65,7 @@ static const char *const key_names[K_COUNT_] = {
 struct yaml_group {
     struct src_val v[K_SCALARS];
     yaml_node_t *parameters, *env, *on_finding;
-    int line;
+    int line, col;
 };
 
 struct yaml_reader {
@@ -198,6 +198,7 @@ static int read_group(struct yaml_reader *y, yaml_node_t *map, struct yaml_group
     if (map->type != YAML_MAPPING_NODE)
         return fail_node(y, map, "a mapping of keys (name, file, parameters, ...) is wanted");
     g->line = line_of(map);
+    g->col = col_of(map);
     for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
          p++) {
         yaml_node_t *key = node_at(y, p->key), *value = node_at(y, p->value);
@@ -480,7 +481,12 @@ static int add_combination(struct yaml_reader *y, const struct yaml_group *g,
         if (kv_list_add(&params, ps->p[k].key, chosen[k]) < 0)
             rc = sweep_fail_at(rd, g->line, 1, "out of memory");
     free(chosen);
-    struct sweep_workload *w = rc == 0 ? sweep_add_workload(rd, experiment, name, g->line) : NULL;
+    /* its place: where its name is written, else its group */
+    const struct src_val *named = &g->v[K_WORKLOAD];
+    struct sweep_workload *w =
+        rc == 0 ? sweep_add_workload(rd, experiment, name, named->text ? named->line : g->line,
+                                     named->text ? named->col : g->col)
+                : NULL;
     if (!w || group_settings(y, g, w) < 0)
         rc = -1;
     for (long r = 0; r < runs && rc == 0; r++) {
@@ -508,6 +514,8 @@ static int add_combination(struct yaml_reader *y, const struct yaml_group *g,
             .python = g->v[K_PYTHON],
             .params = &params,
             .extras = &extras,
+            .line = g->line,
+            .col = g->col,
         };
         rc = sweep_build_run(rd, &src, name, default_name, run);
     }
