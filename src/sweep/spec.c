@@ -41,16 +41,19 @@ int sweep_fail_val(struct spec_reader *rd, const struct src_val *v, const char *
     return -1;
 }
 
-void sweep_place_of(const char *text, size_t offset, int *line, int *col)
+void sweep_place_in(const struct src_val *v, size_t offset, int *line, int *col)
 {
-    *line = 1;
-    *col = 1;
-    for (size_t i = 0; i < offset; i++) {
-        if (text[i] == '\n') {
+    *line = v->line;
+    *col = v->col;
+    if (v->below)
+        return;
+    *col += v->quote != 0;
+    for (size_t i = 0; i < offset && v->text[i]; i++) {
+        if (v->text[i] == '\n') {
             ++*line;
             *col = 1;
         } else {
-            ++*col;
+            *col += v->quote && v->text[i] == v->quote ? 2 : 1;
         }
     }
 }
@@ -313,9 +316,10 @@ static int command_from_template(struct spec_reader *rd, const struct run_source
         size_t bad_at = 0;
         int e = words_substitute(w.v[i], src->params, src->extras, &word, &why, &bad_at);
         if (e < 0) {
-            struct src_val at = src->command;
-            at.col += (int)(w.offset[i] + bad_at);
-            rc = sweep_fail_val(rd, &at, "command: %s", why.buf);
+            int line, col;
+            sweep_place_in(&src->command, words_source_offset(src->command.text, &w, i, bad_at),
+                           &line, &col);
+            rc = sweep_fail_at(rd, line, col, "command: %s", why.buf);
         } else if (push_word(argv, n, cap, word.buf) < 0) {
             rc = sweep_fail_val(rd, &src->command, "out of memory");
         }

@@ -62,16 +62,18 @@ static void advance(struct csv_parser *cp)
     cp->p++;
 }
 
-/* One field into out (its start in *line, *col). 1 when the record goes on
- * (a comma followed), 0 at its end, -1 on an unclosed quote. */
-static int read_field(struct csv_parser *cp, struct strbuf *out, int *line, int *col)
+/* One field into out (its start in *line, *col; *quoted when it opens
+ * with a quote). 1 when the record goes on (a comma followed), 0 at its
+ * end, -1 on an unclosed quote. */
+static int read_field(struct csv_parser *cp, struct strbuf *out, int *line, int *col, int *quoted)
 {
     strbuf_reset(out);
     while (cp->p < cp->end && (*cp->p == ' ' || *cp->p == '\t'))
         advance(cp);
     *line = cp->line;
     *col = cp->col;
-    if (cp->p < cp->end && *cp->p == '"') {
+    *quoted = cp->p < cp->end && *cp->p == '"';
+    if (*quoted) {
         advance(cp);
         for (;;) {
             if (cp->p >= cp->end)
@@ -89,13 +91,13 @@ static int read_field(struct csv_parser *cp, struct strbuf *out, int *line, int 
             }
         }
     }
-    size_t quoted = out->len; /* blanks inside the quotes are the field's */
+    size_t kept = out->len; /* blanks inside the quotes are the field's */
     while (cp->p < cp->end && *cp->p != ',' && *cp->p != '\n') {
         if (*cp->p != '\r')
             strbuf_addch(out, *cp->p);
         advance(cp);
     }
-    while (out->len > quoted && (out->buf[out->len - 1] == ' ' || out->buf[out->len - 1] == '\t'))
+    while (out->len > kept && (out->buf[out->len - 1] == ' ' || out->buf[out->len - 1] == '\t'))
         strbuf_truncate(out, out->len - 1);
     if (cp->p < cp->end && *cp->p == ',') {
         advance(cp);
@@ -110,25 +112,29 @@ static int read_field(struct csv_parser *cp, struct strbuf *out, int *line, int 
 struct csv_cells {
     char **text;
     int *line, *col;
+    char *quote; /* '"' where the cell is quoted, else 0 */
     size_t n, cap;
     size_t *row_start; /* index of each row's first cell; rows + 1 entries */
     size_t rows, rows_cap;
 };
 
-static int cells_push(struct csv_cells *c, const char *text, int line, int col)
+static int cells_push(struct csv_cells *c, const char *text, int line, int col, int quoted)
 {
     if (c->n == c->cap) {
         size_t cap = c->cap ? c->cap * 2 : 64;
         char **t = realloc(c->text, cap * sizeof(*t));
         int *l = t ? realloc(c->line, cap * sizeof(*l)) : NULL;
         int *k = l ? realloc(c->col, cap * sizeof(*k)) : NULL;
+        char *q = k ? realloc(c->quote, cap * sizeof(*q)) : NULL;
         if (t)
             c->text = t;
         if (l)
             c->line = l;
         if (k)
             c->col = k;
-        if (!t || !l || !k)
+        if (q)
+            c->quote = q;
+        if (!t || !l || !k || !q)
             return -ENOMEM;
         c->cap = cap;
     }
@@ -136,6 +142,7 @@ static int cells_push(struct csv_cells *c, const char *text, int line, int col)
         return -ENOMEM;
     c->line[c->n] = line;
     c->col[c->n] = col;
+    c->quote[c->n] = quoted ? '"' : 0;
     c->n++;
     return 0;
 }
@@ -161,6 +168,7 @@ static void cells_release(struct csv_cells *c)
     free(c->text);
     free(c->line);
     free(c->col);
+    free(c->quote);
     free(c->row_start);
 }
 
@@ -180,13 +188,13 @@ static int split_cells(struct spec_reader *rd, const char *data, size_t len, str
             rc = sweep_fail_at(rd, cp.line, 1, "out of memory");
             break;
         }
-        int more = 1, line, col;
+        int more = 1, line, col, quoted;
         while (more == 1 && rc == 0) {
-            more = read_field(&cp, &field, &line, &col);
+            more = read_field(&cp, &field, &line, &col, &quoted);
             if (more < 0)
                 rc = sweep_fail_at(rd, line, col, "a quoted field is never closed");
             else if (strbuf_failed(&field) ||
-                     cells_push(c, field.buf ? field.buf : "", line, col) < 0)
+                     cells_push(c, field.buf ? field.buf : "", line, col, quoted) < 0)
                 rc = sweep_fail_at(rd, line, col, "out of memory");
         }
         c->rows++;
@@ -390,8 +398,8 @@ static int read_rows(struct spec_reader *rd, const struct csv_cells *c, const in
             break;
         struct csv_row row = {.line = c->line[from]};
         for (size_t i = from; i < to; i++)
-            row.f[map[i - from]] =
-                (struct src_val){.text = c->text[i], .line = c->line[i], .col = c->col[i]};
+            row.f[map[i - from]] = (struct src_val){
+                .text = c->text[i], .line = c->line[i], .col = c->col[i], .quote = c->quote[i]};
         rc = add_row(rd, &row, stem, first_rows, (int)r);
     }
     free(first_rows);
@@ -448,8 +456,9 @@ static int read_cells(struct spec_reader *rd, char **data, struct csv_cells *c)
     }
     const char *nul = memchr(text, '\0', len);
     if (nul) {
+        struct src_val whole = {.text = text, .line = 1, .col = 1};
         int line, col;
-        sweep_place_of(text, (size_t)(nul - text), &line, &col);
+        sweep_place_in(&whole, (size_t)(nul - text), &line, &col);
         return sweep_fail_at(rd, line, col, "the file holds a NUL byte: not a CSV file");
     }
     int rc = split_cells(rd, text, len, c);

@@ -11,6 +11,9 @@
 struct src_val {
     const char *text; /* NULL: not given */
     int line, col;
+    char quote; /* the quote at line:col that opens the text ('"' or '\''), in which the
+                 * quote itself is written with two characters; 0: none */
+    int below;  /* the text starts on a later line, indented (a YAML block scalar) */
 };
 
 struct spec_reader {
@@ -34,8 +37,11 @@ int sweep_fail_at(struct spec_reader *rd, int line, int col, const char *fmt, ..
     __attribute__((format(printf, 4, 5)));
 int sweep_fail_val(struct spec_reader *rd, const struct src_val *v, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* The line and column (from 1, in bytes) of byte offset in text. */
-void sweep_place_of(const char *text, size_t offset, int *line, int *col);
+/* The place (line and column from 1, in bytes) of byte offset in v's
+ * text: past its opening quote and the doubled quotes before it, on a
+ * later line after a line break. A block scalar's text starts below at an
+ * indent not kept: there, v's own place. */
+void sweep_place_in(const struct src_val *v, size_t offset, int *line, int *col);
 /* Whether v holds a non-empty text. */
 int sweep_given(const struct src_val *v);
 

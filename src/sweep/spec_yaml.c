@@ -120,8 +120,16 @@ static const char *pool_keep(struct yaml_reader *y, char *s)
 
 static struct src_val scalar_val(const yaml_node_t *n)
 {
+    yaml_scalar_style_t style = n->data.scalar.style;
     return (struct src_val){
-        .text = (const char *)n->data.scalar.value, .line = line_of(n), .col = col_of(n)};
+        .text = (const char *)n->data.scalar.value,
+        .line = line_of(n),
+        .col = col_of(n),
+        .quote = style == YAML_SINGLE_QUOTED_SCALAR_STYLE   ? '\''
+                 : style == YAML_DOUBLE_QUOTED_SCALAR_STYLE ? '"'
+                                                            : 0,
+        .below = style == YAML_LITERAL_SCALAR_STYLE || style == YAML_FOLDED_SCALAR_STYLE,
+    };
 }
 
 /* A value that may be a scalar or a list of scalars ("0+1" or [0, 1]),

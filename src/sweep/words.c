@@ -110,6 +110,29 @@ void words_release(struct words *w)
     memset(w, 0, sizeof(*w));
 }
 
+size_t words_source_offset(const char *text, const struct words *w, size_t i, size_t at)
+{
+    const char *p = text + w->offset[i];
+    char quote = 0;
+    for (size_t n = 0; *p && (quote || !is_blank(*p));) {
+        if (!quote && (*p == '\'' || *p == '"')) {
+            quote = *p++;
+            continue;
+        }
+        if (quote && *p == quote) {
+            quote = 0;
+            p++;
+            continue;
+        }
+        if (*p == '\\' && p[1] && (!quote || (quote == '"' && strchr("\"\\$`", p[1]))))
+            p++; /* the escape of the character that follows */
+        if (n++ == at)
+            break;
+        p++;
+    }
+    return (size_t)(p - text);
+}
+
 static const char *lookup(const struct kv_list *l, const char *key)
 {
     return l ? kv_list_get(l, key) : NULL;
