@@ -13,9 +13,6 @@
 #include "sweep/spec_internal.h"
 #include "sweep/writeback.h"
 
-/* The largest experiment file read (a million rows is about 100 MB). */
-#define CSV_MAX_BYTES (256u << 20)
-
 enum csv_col {
     COL_EXPERIMENT,
     COL_WORKLOAD,
@@ -407,39 +404,6 @@ static int read_rows(struct spec_reader *rd, const struct csv_cells *c, const in
     return rc;
 }
 
-static int slurp(struct spec_reader *rd, char **out, size_t *len)
-{
-    FILE *f = fopen(rd->spec->path, "rb");
-    if (!f) {
-        strbuf_reset(rd->err);
-        strbuf_addf(rd->err, "cannot read '%s': %s", rd->spec->path, strerror(errno));
-        return -1;
-    }
-    struct strbuf sb;
-    strbuf_init(&sb);
-    char buf[65536];
-    size_t got;
-    while ((got = fread(buf, 1, sizeof(buf), f)) > 0 && sb.len <= CSV_MAX_BYTES)
-        strbuf_add(&sb, buf, got);
-    int bad = ferror(f);
-    fclose(f);
-    if (bad || strbuf_failed(&sb) || sb.len > CSV_MAX_BYTES) {
-        strbuf_release(&sb);
-        strbuf_reset(rd->err);
-        strbuf_addf(rd->err, "cannot read '%s': %s", rd->spec->path,
-                    bad ? "read error" : "larger than 256 MiB");
-        return -1;
-    }
-    *len = sb.len;
-    *out = strbuf_detach(&sb); /* an empty file's buffer is static: detach copies it */
-    if (!*out) {
-        strbuf_reset(rd->err);
-        strbuf_addf(rd->err, "cannot read '%s': out of memory", rd->spec->path);
-        return -1;
-    }
-    return 0;
-}
-
 /* The file's cells, for the reader and the write-back alike: a file with
  * a NUL byte or no row is refused, a byte order mark skipped. *data (the
  * caller frees it, also after a failure) holds the text the cells came
@@ -447,7 +411,7 @@ static int slurp(struct spec_reader *rd, char **out, size_t *len)
 static int read_cells(struct spec_reader *rd, char **data, struct csv_cells *c)
 {
     size_t len = 0;
-    if (slurp(rd, data, &len) < 0)
+    if (sweep_slurp(rd, data, &len) < 0)
         return -1;
     const char *text = *data;
     if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) { /* a UTF-8 byte order mark */

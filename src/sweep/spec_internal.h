@@ -42,6 +42,9 @@ int sweep_fail_val(struct spec_reader *rd, const struct src_val *v, const char *
  * later line after a line break. A block scalar's text starts below at an
  * indent not kept: there, v's own place. */
 void sweep_place_in(const struct src_val *v, size_t offset, int *line, int *col);
+/* The experiment file's bytes into *out (the caller frees; NUL-terminated
+ * past len), or -1 with "cannot read 'FILE': why" in err. */
+int sweep_slurp(struct spec_reader *rd, char **out, size_t *len);
 /* Whether v holds a non-empty text. */
 int sweep_given(const struct src_val *v);
 

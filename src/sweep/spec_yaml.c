@@ -20,6 +20,10 @@
 /* The largest number of combinations a random draw picks from by shuffling
  * every index; past it, indexes are drawn and repeats thrown away. */
 #define SHUFFLE_MAX 1000000
+/* The deepest nesting of lists and mappings read. radT's files nest three
+ * levels, strobe's five; libyaml's scanner checks every open flow level at
+ * each token, so that a file nested 100000 deep took it 40 s. */
+#define YAML_MAX_DEPTH 64
 
 enum gkey {
     K_NAME,
@@ -616,33 +620,81 @@ static int read_document(struct yaml_reader *y)
     return 0;
 }
 
-int sweep_read_yaml(struct spec_reader *rd)
+/* libyaml's error at its place: a parser's mark, or for a reader's (a
+ * byte that is not UTF-8, a control character) the byte's offset. */
+static int parser_error(struct spec_reader *rd, const yaml_parser_t *parser, const char *data)
 {
-    FILE *f = fopen(rd->spec->path, "rb");
-    if (!f) {
-        strbuf_reset(rd->err);
-        strbuf_addf(rd->err, "cannot read '%s': %s", rd->spec->path, strerror(errno));
-        return -1;
+    int line = (int)parser->problem_mark.line + 1, col = (int)parser->problem_mark.column + 1;
+    if (parser->error == YAML_READER_ERROR) {
+        const unsigned char *u = (const unsigned char *)data;
+        size_t at = parser->problem_offset, lead = at;
+        while (lead > 0 && (u[lead - 1] & 0xc0) == 0x80)
+            lead--;
+        if (lead > 0 && u[lead - 1] >= 0xc0 && utf8_seq_len(u + lead - 1) == 0)
+            at = lead - 1; /* a broken UTF-8 sequence: its first byte */
+        size_t bom = strncmp(data, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
+        struct src_val whole = {.text = data + bom, .line = 1, .col = 1};
+        sweep_place_in(&whole, at - bom, &line, &col);
     }
-    struct yaml_reader y = {.rd = rd};
+    return sweep_fail_at(rd, line, col, "%s%s%s", parser->problem ? parser->problem : "not YAML",
+                         parser->context ? " " : "", parser->context ? parser->context : "");
+}
+
+/* A first pass over the file's events: its syntax, its depth (before
+ * libyaml's scanner slows down with it) and one document only (the
+ * loader would read the first and leave the rest unsaid). */
+static int check_syntax(struct spec_reader *rd, const char *data, size_t len)
+{
     yaml_parser_t parser;
-    if (!yaml_parser_initialize(&parser)) {
-        fclose(f);
+    if (!yaml_parser_initialize(&parser))
         return sweep_fail_at(rd, 1, 1, "out of memory");
-    }
-    yaml_parser_set_input_file(&parser, f);
-    int rc;
-    if (!yaml_parser_load(&parser, &y.doc)) {
-        rc = sweep_fail_at(rd, (int)parser.problem_mark.line + 1,
-                           (int)parser.problem_mark.column + 1, "%s%s%s",
-                           parser.problem ? parser.problem : "not YAML", parser.context ? " " : "",
-                           parser.context ? parser.context : "");
-    } else {
-        rc = read_document(&y);
-        yaml_document_delete(&y.doc);
+    yaml_parser_set_input_string(&parser, (const unsigned char *)data, len);
+    int depth = 0, documents = 0, rc = 0;
+    for (int end = 0; !end && rc == 0;) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(&parser, &ev)) {
+            rc = parser_error(rd, &parser, data);
+            break;
+        }
+        if (ev.type == YAML_SEQUENCE_START_EVENT || ev.type == YAML_MAPPING_START_EVENT) {
+            if (++depth > YAML_MAX_DEPTH)
+                rc = sweep_fail_at(rd, (int)ev.start_mark.line + 1, (int)ev.start_mark.column + 1,
+                                   "lists and mappings nested deeper than %d", YAML_MAX_DEPTH);
+        } else if (ev.type == YAML_SEQUENCE_END_EVENT || ev.type == YAML_MAPPING_END_EVENT) {
+            depth--;
+        } else if (ev.type == YAML_DOCUMENT_START_EVENT && ++documents > 1) {
+            rc = sweep_fail_at(rd, (int)ev.start_mark.line + 1, (int)ev.start_mark.column + 1,
+                               "a second YAML document: an experiment file holds one");
+        }
+        end = ev.type == YAML_STREAM_END_EVENT;
+        yaml_event_delete(&ev);
     }
     yaml_parser_delete(&parser);
-    fclose(f);
+    return rc;
+}
+
+int sweep_read_yaml(struct spec_reader *rd)
+{
+    char *data = NULL;
+    size_t len = 0;
+    if (sweep_slurp(rd, &data, &len) < 0)
+        return -1;
+    struct yaml_reader y = {.rd = rd};
+    yaml_parser_t parser;
+    int rc = check_syntax(rd, data, len);
+    if (rc == 0 && !yaml_parser_initialize(&parser))
+        rc = sweep_fail_at(rd, 1, 1, "out of memory");
+    if (rc == 0) {
+        yaml_parser_set_input_string(&parser, (const unsigned char *)data, len);
+        if (!yaml_parser_load(&parser, &y.doc)) {
+            rc = parser_error(rd, &parser, data);
+        } else {
+            rc = read_document(&y);
+            yaml_document_delete(&y.doc);
+        }
+        yaml_parser_delete(&parser);
+    }
+    free(data);
     for (size_t i = 0; i < y.npool; i++)
         free(y.pool[i]);
     free(y.pool);
