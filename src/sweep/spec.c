@@ -110,6 +110,61 @@ static uint64_t fnv64(uint64_t h, const char *s)
 
 #define FNV64_INIT 0xcbf29ce484222325ULL
 
+/* ---- workloads by name (spec_internal.h) ---- */
+
+static uint64_t index_hash(const struct sweep_index *x, const char *experiment, const char *name)
+{
+    uint64_t h = fnv64(FNV64_INIT, experiment);
+    return x->by_experiment ? h : fnv64(h, name);
+}
+
+struct sweep_workload *sweep_index_find(const struct sweep_index *x, struct sweep_spec *s,
+                                        const char *experiment, const char *name)
+{
+    for (size_t k = x->cap ? index_hash(x, experiment, name) & (x->cap - 1) : 0;
+         x->cap && x->slot[k]; k = (k + 1) & (x->cap - 1)) {
+        struct sweep_workload *w = &s->w[x->slot[k] - 1];
+        if (strcmp(w->experiment, experiment) == 0 &&
+            (x->by_experiment || strcmp(w->name, name) == 0))
+            return w;
+    }
+    return NULL;
+}
+
+static void index_put(struct sweep_index *x, const struct sweep_spec *s, size_t i)
+{
+    size_t k = index_hash(x, s->w[i].experiment, s->w[i].name) & (x->cap - 1);
+    while (x->slot[k])
+        k = (k + 1) & (x->cap - 1);
+    x->slot[k] = i + 1;
+}
+
+int sweep_index_add(struct sweep_index *x, const struct sweep_spec *s, size_t i)
+{
+    if ((x->n + 1) * 2 > x->cap) {
+        size_t *old = x->slot, old_cap = x->cap;
+        size_t cap = old_cap ? old_cap * 2 : 64;
+        if (!(x->slot = calloc(cap, sizeof(*x->slot)))) {
+            x->slot = old;
+            return -ENOMEM;
+        }
+        x->cap = cap;
+        for (size_t k = 0; k < old_cap; k++)
+            if (old[k])
+                index_put(x, s, old[k] - 1);
+        free(old);
+    }
+    index_put(x, s, i);
+    x->n++;
+    return 0;
+}
+
+void sweep_index_release(struct sweep_index *x)
+{
+    free(x->slot);
+    memset(x, 0, sizeof(*x));
+}
+
 /* ---- values every format shares ---- */
 
 static const char *const run_listeners[] = {"ps",     "smi",  "dcgmi", "top",
@@ -662,14 +717,21 @@ static void finish_spec(struct sweep_spec *s)
 
 static int check_unique_names(struct spec_reader *rd)
 {
-    for (size_t i = 1; i < rd->spec->n; i++)
-        for (size_t k = 0; k < i; k++)
-            if (strcmp(rd->spec->w[i].name, rd->spec->w[k].name) == 0 &&
-                strcmp(rd->spec->w[i].experiment, rd->spec->w[k].experiment) == 0)
-                return sweep_fail_at(rd, rd->spec->w[i].line, rd->spec->w[i].col,
-                                     "workload '%s' is defined twice (first at line %d)",
-                                     rd->spec->w[i].name, rd->spec->w[k].line);
-    return 0;
+    struct sweep_spec *s = rd->spec;
+    struct sweep_index names = {0};
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < s->n; i++) {
+        const struct sweep_workload *w = &s->w[i];
+        const struct sweep_workload *first = sweep_index_find(&names, s, w->experiment, w->name);
+        if (first)
+            rc = sweep_fail_at(rd, w->line, w->col,
+                               "workload '%s' is defined twice (first at line %d)", w->name,
+                               first->line);
+        else if (sweep_index_add(&names, s, i) < 0)
+            rc = sweep_fail_at(rd, w->line, w->col, "out of memory");
+    }
+    sweep_index_release(&names);
+    return rc;
 }
 
 int sweep_spec_load(struct sweep_spec *spec, const char *path, const struct sweep_env *env,

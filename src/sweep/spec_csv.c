@@ -294,41 +294,36 @@ static char *base_stem(const char *path)
 static int set_campaign(struct spec_reader *rd)
 {
     struct sweep_spec *s = rd->spec;
+    struct sweep_index seen = {.by_experiment = 1};
     struct strbuf name;
     strbuf_init(&name);
-    for (size_t i = 0; i < s->n; i++) {
-        size_t k = 0;
-        while (k < i && strcmp(s->w[k].experiment, s->w[i].experiment) != 0)
-            k++;
-        if (k == i)
+    int failed = 0;
+    for (size_t i = 0; i < s->n && !failed; i++)
+        if (!sweep_index_find(&seen, s, s->w[i].experiment, NULL)) {
+            failed = sweep_index_add(&seen, s, i) < 0;
             strbuf_addf(&name, "%s%s", name.len ? "+" : "", s->w[i].experiment);
-    }
-    s->campaign = strbuf_failed(&name) ? NULL : strdup(name.buf ? name.buf : "");
+        }
+    s->campaign = failed || strbuf_failed(&name) ? NULL : strdup(name.buf ? name.buf : "");
     strbuf_release(&name);
+    sweep_index_release(&seen);
     return s->campaign ? 0 : sweep_fail_at(rd, 1, 1, "out of memory");
 }
 
-static struct sweep_workload *find_workload(struct sweep_spec *s, const char *experiment,
-                                            const char *name)
-{
-    for (size_t i = 0; i < s->n; i++)
-        if (strcmp(s->w[i].name, name) == 0 && strcmp(s->w[i].experiment, experiment) == 0)
-            return &s->w[i];
-    return NULL;
-}
-
+/* names: the workloads so far, by experiment and name. */
 static int add_row(struct spec_reader *rd, const struct csv_row *row, const char *stem,
-                   struct csv_row *first_rows, int rowno)
+                   struct csv_row *first_rows, struct sweep_index *names, int rowno)
 {
     const struct src_val *wl = &row->f[COL_WORKLOAD];
     if (!sweep_given(wl))
         return sweep_fail_val(rd, wl, "the row has no Workload");
     const char *experiment =
         sweep_given(&row->f[COL_EXPERIMENT]) ? row->f[COL_EXPERIMENT].text : stem;
-    struct sweep_workload *w = find_workload(rd->spec, experiment, wl->text);
+    struct sweep_workload *w = sweep_index_find(names, rd->spec, experiment, wl->text);
     int fresh = !w;
     if (fresh && !(w = sweep_add_workload(rd, experiment, wl->text, row->line, 1)))
         return -1;
+    if (fresh && sweep_index_add(names, rd->spec, rd->spec->n - 1) < 0)
+        return sweep_fail_at(rd, row->line, 1, "out of memory");
     size_t wi = (size_t)(w - rd->spec->w);
     if (fresh) {
         first_rows[wi] = *row;
@@ -388,6 +383,7 @@ static int read_rows(struct spec_reader *rd, const struct csv_cells *c, const in
 {
     char *stem = base_stem(rd->spec->path);
     struct csv_row *first_rows = calloc(c->rows, sizeof(*first_rows));
+    struct sweep_index names = {0};
     int rc = (!stem || !first_rows) ? sweep_fail_at(rd, 1, 1, "out of memory") : 0;
     for (size_t r = 1; rc == 0 && r < c->rows; r++) {
         size_t from = c->row_start[r], to = c->row_start[r + 1];
@@ -397,8 +393,9 @@ static int read_rows(struct spec_reader *rd, const struct csv_cells *c, const in
         for (size_t i = from; i < to; i++)
             row.f[map[i - from]] = (struct src_val){
                 .text = c->text[i], .line = c->line[i], .col = c->col[i], .quote = c->quote[i]};
-        rc = add_row(rd, &row, stem, first_rows, (int)r);
+        rc = add_row(rd, &row, stem, first_rows, &names, (int)r);
     }
+    sweep_index_release(&names);
     free(first_rows);
     free(stem);
     return rc;

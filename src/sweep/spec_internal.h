@@ -48,6 +48,24 @@ int sweep_slurp(struct spec_reader *rd, char **out, size_t *len);
 /* Whether v holds a non-empty text. */
 int sweep_given(const struct src_val *v);
 
+/* The plan's workloads by experiment and name (by experiment alone when
+ * by_experiment), to find one without a walk over all of them: files of
+ * 100000 workloads took minutes. Zeroed to start; sweep_index_release. */
+struct sweep_index {
+    size_t *slot; /* a workload's index + 1; 0: empty */
+    size_t cap;   /* a power of two, at most half full */
+    size_t n;
+    int by_experiment;
+};
+
+/* The workload of s indexed under experiment and name (NULL when
+ * by_experiment), or NULL. */
+struct sweep_workload *sweep_index_find(const struct sweep_index *x, struct sweep_spec *s,
+                                        const char *experiment, const char *name);
+/* Index s->w[i]; -ENOMEM. */
+int sweep_index_add(struct sweep_index *x, const struct sweep_spec *s, size_t i);
+void sweep_index_release(struct sweep_index *x);
+
 /* A new workload at the end of the plan, defined at line:col, or NULL
  * (err set). */
 struct sweep_workload *sweep_add_workload(struct spec_reader *rd, const char *experiment,

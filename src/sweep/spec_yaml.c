@@ -389,15 +389,27 @@ static int choose(struct yaml_reader *y, const struct yaml_group *g, uint64_t to
             idx[i] = all[i];
         }
         free(all);
-    } else { /* a few draws from a huge space: repeats are rare */
+    } else { /* draws from a huge space, a repeat thrown away: the drawn
+              * are kept (plus one) in a table at most half full */
+        size_t cap = 64;
+        while (cap < want * 2)
+            cap *= 2;
+        uint64_t *drawn = calloc(cap, sizeof(*drawn));
+        if (!drawn) {
+            free(idx);
+            return sweep_fail_at(y->rd, g->line, 1, "out of memory");
+        }
         for (size_t i = 0; i < want;) {
             uint64_t c = draw_below(&state, total);
-            size_t k = 0;
-            while (k < i && idx[k] != c)
-                k++;
-            if (k == i)
+            size_t k = (size_t)((c * 0x9e3779b97f4a7c15ULL) >> 32) & (cap - 1);
+            while (drawn[k] && drawn[k] != c + 1)
+                k = (k + 1) & (cap - 1);
+            if (!drawn[k]) {
+                drawn[k] = c + 1;
                 idx[i++] = c;
+            }
         }
+        free(drawn);
     }
     *out = idx;
     *n = want;
