@@ -57,6 +57,7 @@ enum gkey {
 };
 
 #define K_SCALARS K_PARAMETERS /* the keys before it hold one value */
+_Static_assert(K_COUNT_ <= 32, "read_group keeps the keys seen in 32 bits");
 
 static const char *const key_names[K_COUNT_] = {
     "name",    "experiment",    "workload",  "collocation", "mps_threads",
@@ -211,6 +212,7 @@ static int read_group(struct yaml_reader *y, yaml_node_t *map, struct yaml_group
         return fail_node(y, map, "a mapping of keys (name, file, parameters, ...) is wanted");
     g->line = line_of(map);
     g->col = col_of(map);
+    uint32_t seen = 0; /* bit k: key k was given (libyaml keeps both of a repeated key) */
     for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
          p++) {
         yaml_node_t *key = node_at(y, p->key), *value = node_at(y, p->value);
@@ -225,6 +227,9 @@ static int read_group(struct yaml_reader *y, yaml_node_t *map, struct yaml_group
                              "count, seed, runs, timeout, retries, share_devices, report, "
                              "interval, parameters, env, on_finding%s)",
                              name, top ? ", workloads" : "");
+        if (seen & (UINT32_C(1) << k))
+            return fail_node(y, key, "key '%s' is given twice", name);
+        seen |= UINT32_C(1) << k;
         if (k == K_STATUS || k == K_PARENT)
             continue;
         if (k == K_WORKLOADS) {
