@@ -42,6 +42,23 @@ int sweep_fail_val(struct spec_reader *rd, const struct src_val *v, const char *
     return -1;
 }
 
+void sweep_place_in(const struct src_val *v, size_t offset, int *line, int *col)
+{
+    *line = v->line;
+    *col = v->col;
+    if (v->below)
+        return;
+    *col += v->quote != 0;
+    for (size_t i = 0; i < offset && v->text[i]; i++) {
+        if (v->text[i] == '\n') {
+            ++*line;
+            *col = 1;
+        } else {
+            *col += v->quote && v->text[i] == v->quote ? 2 : 1;
+        }
+    }
+}
+
 int sweep_given(const struct src_val *v)
 {
     return v->text && v->text[0];
@@ -64,6 +81,42 @@ int sweep_check_name(struct spec_reader *rd, const struct src_val *at, const cha
     return rc;
 }
 
+/* The largest experiment file read (a million CSV rows is about 100 MB). */
+#define SPEC_MAX_BYTES (256u << 20)
+
+int sweep_slurp(struct spec_reader *rd, char **out, size_t *len)
+{
+    FILE *f = fopen(rd->spec->path, "rb");
+    if (!f) {
+        strbuf_reset(rd->err);
+        strbuf_addf(rd->err, "cannot read '%s': %s", rd->spec->path, strerror(errno));
+        return -1;
+    }
+    struct strbuf sb;
+    strbuf_init(&sb);
+    char buf[65536];
+    size_t got;
+    while ((got = fread(buf, 1, sizeof(buf), f)) > 0 && sb.len <= SPEC_MAX_BYTES)
+        strbuf_add(&sb, buf, got);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad || strbuf_failed(&sb) || sb.len > SPEC_MAX_BYTES) {
+        strbuf_release(&sb);
+        strbuf_reset(rd->err);
+        strbuf_addf(rd->err, "cannot read '%s': %s", rd->spec->path,
+                    bad ? "read error" : "larger than 256 MiB");
+        return -1;
+    }
+    *len = sb.len;
+    *out = strbuf_detach(&sb); /* an empty file's buffer is static: detach copies it */
+    if (!*out) {
+        strbuf_reset(rd->err);
+        strbuf_addf(rd->err, "cannot read '%s': out of memory", rd->spec->path);
+        return -1;
+    }
+    return 0;
+}
+
 /* ---- hashes: FNV-1a, 64 bits (identity, not security) ---- */
 
 static uint64_t fnv64(uint64_t h, const char *s)
@@ -74,6 +127,61 @@ static uint64_t fnv64(uint64_t h, const char *s)
 }
 
 #define FNV64_INIT 0xcbf29ce484222325ULL
+
+/* ---- workloads by name (spec_internal.h) ---- */
+
+static uint64_t index_hash(const struct sweep_index *x, const char *experiment, const char *name)
+{
+    uint64_t h = fnv64(FNV64_INIT, experiment);
+    return x->by_experiment ? h : fnv64(h, name);
+}
+
+struct sweep_workload *sweep_index_find(const struct sweep_index *x, struct sweep_spec *s,
+                                        const char *experiment, const char *name)
+{
+    for (size_t k = x->cap ? index_hash(x, experiment, name) & (x->cap - 1) : 0;
+         x->cap && x->slot[k]; k = (k + 1) & (x->cap - 1)) {
+        struct sweep_workload *w = &s->w[x->slot[k] - 1];
+        if (strcmp(w->experiment, experiment) == 0 &&
+            (x->by_experiment || strcmp(w->name, name) == 0))
+            return w;
+    }
+    return NULL;
+}
+
+static void index_put(struct sweep_index *x, const struct sweep_spec *s, size_t i)
+{
+    size_t k = index_hash(x, s->w[i].experiment, s->w[i].name) & (x->cap - 1);
+    while (x->slot[k])
+        k = (k + 1) & (x->cap - 1);
+    x->slot[k] = i + 1;
+}
+
+int sweep_index_add(struct sweep_index *x, const struct sweep_spec *s, size_t i)
+{
+    if ((x->n + 1) * 2 > x->cap) {
+        size_t *old = x->slot, old_cap = x->cap;
+        size_t cap = old_cap ? old_cap * 2 : 64;
+        if (!(x->slot = calloc(cap, sizeof(*x->slot)))) {
+            x->slot = old;
+            return -ENOMEM;
+        }
+        x->cap = cap;
+        for (size_t k = 0; k < old_cap; k++)
+            if (old[k])
+                index_put(x, s, old[k] - 1);
+        free(old);
+    }
+    index_put(x, s, i);
+    x->n++;
+    return 0;
+}
+
+void sweep_index_release(struct sweep_index *x)
+{
+    free(x->slot);
+    memset(x, 0, sizeof(*x));
+}
 
 /* ---- values every format shares ---- */
 
@@ -317,9 +425,10 @@ static int command_from_template(struct spec_reader *rd, const struct run_source
         size_t bad_at = 0;
         int e = words_substitute(w.v[i], src->params, src->extras, &word, &why, &bad_at);
         if (e < 0) {
-            struct src_val at = src->command;
-            at.col += (int)w.at[i][bad_at];
-            rc = sweep_fail_val(rd, &at, "command: %s", why.buf);
+            int line, col;
+            sweep_place_in(&src->command, words_source_offset(src->command.text, &w, i, bad_at),
+                           &line, &col);
+            rc = sweep_fail_at(rd, line, col, "command: %s", why.buf);
         } else if (push_word(argv, n, cap, word.buf) < 0) {
             rc = sweep_fail_val(rd, &src->command, "out of memory");
         }
@@ -362,8 +471,8 @@ int sweep_build_run(struct spec_reader *rd, const struct run_source *src, const 
     if (sweep_given(&src->file) && sweep_given(&src->command))
         return sweep_fail_val(rd, &src->command, "give file or command, not both");
     if (!sweep_given(&src->file) && !sweep_given(&src->command))
-        return sweep_fail_at(rd, src->name.line ? src->name.line : 1, 1,
-                             "workload '%s' has no file and no command", workload);
+        return sweep_fail_at(rd, src->line, src->col, "workload '%s' has no file and no command",
+                             workload);
     int rc = sweep_given(&src->file) ? command_from_file(rd, src, run, &argv, &n, &cap)
                                      : command_from_template(rd, src, &argv, &n, &cap);
     if (rc == 0 && !run->cwd &&
@@ -401,9 +510,13 @@ int sweep_set_timeout(struct spec_reader *rd, const struct src_val *v, int64_t *
     const char *t = v->text;
     size_t digits = strspn(t, "0123456789");
     int64_t ns = 0;
-    if (digits && !t[digits] && digits < 10) /* a bare number: seconds, as timeout(1) takes it */
-        ns = strtoll(t, NULL, 10) * NS_PER_S;
-    else if (duration_parse(t, &ns) < 0)
+    if (digits && !t[digits]) { /* a bare number: seconds, as timeout(1) takes it */
+        errno = 0;
+        long long s = strtoll(t, NULL, 10);
+        if (errno || s > INT64_MAX / NS_PER_S)
+            return sweep_fail_val(rd, v, "'%s' is too long a duration", t);
+        ns = s * NS_PER_S;
+    } else if (duration_parse(t, &ns) < 0)
         return sweep_fail_val(rd, v, "'%s' is not a duration such as 90s, 10m or 500ms", t);
     if (ns <= 0)
         return sweep_fail_val(rd, v, "a duration must be more than 0");
@@ -479,7 +592,7 @@ int sweep_add_env(struct spec_reader *rd, struct sweep_workload *w, const struct
 /* ---- workloads ---- */
 
 struct sweep_workload *sweep_add_workload(struct spec_reader *rd, const char *experiment,
-                                          const char *name, int line)
+                                          const char *name, int line, int col)
 {
     struct sweep_spec *s = rd->spec;
     if (s->n >= SWEEP_MAX_WORKLOADS) {
@@ -498,6 +611,7 @@ struct sweep_workload *sweep_add_workload(struct spec_reader *rd, const char *ex
     struct sweep_workload *w = &s->w[s->n++];
     memset(w, 0, sizeof(*w));
     w->line = line;
+    w->col = col;
     w->name = strdup(name);
     w->experiment = strdup(experiment);
     if (!w->name || !w->experiment) {
@@ -634,14 +748,21 @@ static void finish_spec(struct sweep_spec *s)
 
 static int check_unique_names(struct spec_reader *rd)
 {
-    for (size_t i = 1; i < rd->spec->n; i++)
-        for (size_t k = 0; k < i; k++)
-            if (strcmp(rd->spec->w[i].name, rd->spec->w[k].name) == 0 &&
-                strcmp(rd->spec->w[i].experiment, rd->spec->w[k].experiment) == 0)
-                return sweep_fail_at(rd, rd->spec->w[i].line, 1,
-                                     "workload '%s' is defined twice (first at line %d)",
-                                     rd->spec->w[i].name, rd->spec->w[k].line);
-    return 0;
+    struct sweep_spec *s = rd->spec;
+    struct sweep_index names = {0};
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < s->n; i++) {
+        const struct sweep_workload *w = &s->w[i];
+        const struct sweep_workload *first = sweep_index_find(&names, s, w->experiment, w->name);
+        if (first)
+            rc = sweep_fail_at(rd, w->line, w->col,
+                               "workload '%s' is defined twice (first at line %d)", w->name,
+                               first->line);
+        else if (sweep_index_add(&names, s, i) < 0)
+            rc = sweep_fail_at(rd, w->line, w->col, "out of memory");
+    }
+    sweep_index_release(&names);
+    return rc;
 }
 
 int sweep_spec_load(struct sweep_spec *spec, const char *path, const struct sweep_env *env,

@@ -75,7 +75,7 @@ struct sweep_workload {
     int share_devices;        /* may share devices with other campaigns */
     int report;               /* write each run's HTML report */
     int file_finished;        /* every row's Status says FINISHED (a radT write-back) */
-    int line;
+    int line, col;            /* where it is defined: its first row, or its YAML name or group */
 };
 
 enum sweep_format { SWEEP_CSV, SWEEP_YAML };

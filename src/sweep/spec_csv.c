@@ -13,9 +13,6 @@
 #include "sweep/spec_internal.h"
 #include "sweep/writeback.h"
 
-/* The largest experiment file read (a million rows is about 100 MB). */
-#define CSV_MAX_BYTES (256u << 20)
-
 enum csv_col {
     COL_EXPERIMENT,
     COL_WORKLOAD,
@@ -62,25 +59,22 @@ static void advance(struct csv_parser *cp)
     cp->p++;
 }
 
-/* One field into out (where its text starts in *line, *col: after the
- * quote of a quoted one, whose doubled quotes are not counted). 1 when the
- * record goes on (a comma followed), 0 at its end, -1 on an unclosed quote
- * (*col then at the quote). */
-static int read_field(struct csv_parser *cp, struct strbuf *out, int *line, int *col)
+/* One field into out (its start in *line, *col; *quoted when it opens
+ * with a quote). 1 when the record goes on (a comma followed), 0 at its
+ * end, -1 on an unclosed quote. */
+static int read_field(struct csv_parser *cp, struct strbuf *out, int *line, int *col, int *quoted)
 {
     strbuf_reset(out);
     while (cp->p < cp->end && (*cp->p == ' ' || *cp->p == '\t'))
         advance(cp);
     *line = cp->line;
     *col = cp->col;
-    if (cp->p < cp->end && *cp->p == '"') {
+    *quoted = cp->p < cp->end && *cp->p == '"';
+    if (*quoted) { /* *col stays at the quote: sweep_place_in counts past it */
         advance(cp);
-        *col = cp->col;
         for (;;) {
-            if (cp->p >= cp->end) {
-                *col -= 1;
+            if (cp->p >= cp->end)
                 return -1;
-            }
             if (*cp->p == '"' && cp->p + 1 < cp->end && cp->p[1] == '"') {
                 strbuf_addch(out, '"');
                 advance(cp);
@@ -94,12 +88,13 @@ static int read_field(struct csv_parser *cp, struct strbuf *out, int *line, int 
             }
         }
     }
+    size_t kept = out->len; /* blanks inside the quotes are the field's */
     while (cp->p < cp->end && *cp->p != ',' && *cp->p != '\n') {
         if (*cp->p != '\r')
             strbuf_addch(out, *cp->p);
         advance(cp);
     }
-    while (out->len && (out->buf[out->len - 1] == ' ' || out->buf[out->len - 1] == '\t'))
+    while (out->len > kept && (out->buf[out->len - 1] == ' ' || out->buf[out->len - 1] == '\t'))
         strbuf_truncate(out, out->len - 1);
     if (cp->p < cp->end && *cp->p == ',') {
         advance(cp);
@@ -114,25 +109,29 @@ static int read_field(struct csv_parser *cp, struct strbuf *out, int *line, int 
 struct csv_cells {
     char **text;
     int *line, *col;
+    char *quote; /* '"' where the cell is quoted, else 0 */
     size_t n, cap;
     size_t *row_start; /* index of each row's first cell; rows + 1 entries */
     size_t rows, rows_cap;
 };
 
-static int cells_push(struct csv_cells *c, const char *text, int line, int col)
+static int cells_push(struct csv_cells *c, const char *text, int line, int col, int quoted)
 {
     if (c->n == c->cap) {
         size_t cap = c->cap ? c->cap * 2 : 64;
         char **t = realloc(c->text, cap * sizeof(*t));
         int *l = t ? realloc(c->line, cap * sizeof(*l)) : NULL;
         int *k = l ? realloc(c->col, cap * sizeof(*k)) : NULL;
+        char *q = k ? realloc(c->quote, cap * sizeof(*q)) : NULL;
         if (t)
             c->text = t;
         if (l)
             c->line = l;
         if (k)
             c->col = k;
-        if (!t || !l || !k)
+        if (q)
+            c->quote = q;
+        if (!t || !l || !k || !q)
             return -ENOMEM;
         c->cap = cap;
     }
@@ -140,6 +139,7 @@ static int cells_push(struct csv_cells *c, const char *text, int line, int col)
         return -ENOMEM;
     c->line[c->n] = line;
     c->col[c->n] = col;
+    c->quote[c->n] = quoted ? '"' : 0;
     c->n++;
     return 0;
 }
@@ -165,6 +165,7 @@ static void cells_release(struct csv_cells *c)
     free(c->text);
     free(c->line);
     free(c->col);
+    free(c->quote);
     free(c->row_start);
 }
 
@@ -184,13 +185,13 @@ static int split_cells(struct spec_reader *rd, const char *data, size_t len, str
             rc = sweep_fail_at(rd, cp.line, 1, "out of memory");
             break;
         }
-        int more = 1, line, col;
+        int more = 1, line, col, quoted;
         while (more == 1 && rc == 0) {
-            more = read_field(&cp, &field, &line, &col);
+            more = read_field(&cp, &field, &line, &col, &quoted);
             if (more < 0)
                 rc = sweep_fail_at(rd, line, col, "a quoted field is never closed");
             else if (strbuf_failed(&field) ||
-                     cells_push(c, field.buf ? field.buf : "", line, col) < 0)
+                     cells_push(c, field.buf ? field.buf : "", line, col, quoted) < 0)
                 rc = sweep_fail_at(rd, line, col, "out of memory");
         }
         c->rows++;
@@ -293,46 +294,41 @@ static char *base_stem(const char *path)
 static int set_campaign(struct spec_reader *rd)
 {
     struct sweep_spec *s = rd->spec;
+    struct sweep_index seen = {.by_experiment = 1};
     struct strbuf name;
     strbuf_init(&name);
-    for (size_t i = 0; i < s->n; i++) {
-        size_t k = 0;
-        while (k < i && strcmp(s->w[k].experiment, s->w[i].experiment) != 0)
-            k++;
-        if (k == i)
+    int failed = 0;
+    for (size_t i = 0; i < s->n && !failed; i++)
+        if (!sweep_index_find(&seen, s, s->w[i].experiment, NULL)) {
+            failed = sweep_index_add(&seen, s, i) < 0;
             strbuf_addf(&name, "%s%s", name.len ? "+" : "", s->w[i].experiment);
-    }
-    s->campaign = strbuf_failed(&name) ? NULL : strdup(name.buf ? name.buf : "");
+        }
+    s->campaign = failed || strbuf_failed(&name) ? NULL : strdup(name.buf ? name.buf : "");
     strbuf_release(&name);
+    sweep_index_release(&seen);
     return s->campaign ? 0 : sweep_fail_at(rd, 1, 1, "out of memory");
 }
 
-static struct sweep_workload *find_workload(struct sweep_spec *s, const char *experiment,
-                                            const char *name)
-{
-    for (size_t i = 0; i < s->n; i++)
-        if (strcmp(s->w[i].name, name) == 0 && strcmp(s->w[i].experiment, experiment) == 0)
-            return &s->w[i];
-    return NULL;
-}
-
+/* names: the workloads so far, by experiment and name. */
 static int add_row(struct spec_reader *rd, const struct csv_row *row, const char *stem,
-                   struct csv_row *first_rows, int rowno)
+                   struct csv_row *first_rows, struct sweep_index *names, int rowno)
 {
     const struct src_val *wl = &row->f[COL_WORKLOAD];
     if (!sweep_given(wl))
-        return sweep_fail_at(rd, row->line, 1, "the row has no Workload");
+        return sweep_fail_val(rd, wl, "the row has no Workload");
     const char *experiment =
         sweep_given(&row->f[COL_EXPERIMENT]) ? row->f[COL_EXPERIMENT].text : stem;
-    struct sweep_workload *w = find_workload(rd->spec, experiment, wl->text);
+    struct sweep_workload *w = sweep_index_find(names, rd->spec, experiment, wl->text);
     int fresh = !w;
     if (fresh &&
         ((sweep_given(&row->f[COL_EXPERIMENT]) &&
           sweep_check_name(rd, &row->f[COL_EXPERIMENT], "experiment name", experiment) < 0) ||
          sweep_check_name(rd, wl, "workload name", wl->text) < 0))
         return -1;
-    if (fresh && !(w = sweep_add_workload(rd, experiment, wl->text, row->line)))
+    if (fresh && !(w = sweep_add_workload(rd, experiment, wl->text, row->line, wl->col)))
         return -1;
+    if (fresh && sweep_index_add(names, rd->spec, rd->spec->n - 1) < 0)
+        return sweep_fail_at(rd, row->line, 1, "out of memory");
     size_t wi = (size_t)(w - rd->spec->w);
     if (fresh) {
         first_rows[wi] = *row;
@@ -369,83 +365,80 @@ static int add_row(struct spec_reader *rd, const struct csv_row *row, const char
         .args = row->f[COL_PARAMS],
         .extras = &extras,
         .row = rowno,
+        .line = row->line,
+        .col = 1,
     };
     int rc = sweep_build_run(rd, &src, w->name, default_name, run);
     kv_list_release(&extras);
     return rc;
 }
 
+/* Row r has as many fields as the header: else an error at its first
+ * field too many, or at the row when it has too few. */
+static int check_row_shape(struct spec_reader *rd, const struct csv_cells *c, size_t r)
+{
+    size_t ncols = c->row_start[1], from = c->row_start[r], to = c->row_start[r + 1];
+    if (to - from == ncols)
+        return 0;
+    size_t at = to - from > ncols ? from + ncols : from;
+    return sweep_fail_at(rd, c->line[at], to - from > ncols ? c->col[at] : 1,
+                         "the row has %zu fields, the header %zu", to - from, ncols);
+}
+
 static int read_rows(struct spec_reader *rd, const struct csv_cells *c, const int *map)
 {
-    size_t ncols = c->row_start[1];
     char *stem = base_stem(rd->spec->path);
     struct csv_row *first_rows = calloc(c->rows, sizeof(*first_rows));
+    struct sweep_index names = {0};
     int rc = (!stem || !first_rows) ? sweep_fail_at(rd, 1, 1, "out of memory") : 0;
     for (size_t r = 1; rc == 0 && r < c->rows; r++) {
         size_t from = c->row_start[r], to = c->row_start[r + 1];
-        if (to - from != ncols) {
-            rc = sweep_fail_at(rd, c->line[from], 1, "the row has %zu fields, the header %zu",
-                               to - from, ncols);
+        if ((rc = check_row_shape(rd, c, r)) < 0)
             break;
-        }
         struct csv_row row = {.line = c->line[from]};
         for (size_t i = from; i < to; i++)
-            row.f[map[i - from]] =
-                (struct src_val){.text = c->text[i], .line = c->line[i], .col = c->col[i]};
-        rc = add_row(rd, &row, stem, first_rows, (int)r);
+            row.f[map[i - from]] = (struct src_val){
+                .text = c->text[i], .line = c->line[i], .col = c->col[i], .quote = c->quote[i]};
+        rc = add_row(rd, &row, stem, first_rows, &names, (int)r);
     }
+    sweep_index_release(&names);
     free(first_rows);
     free(stem);
     return rc;
 }
 
-static int slurp(struct spec_reader *rd, char **out, size_t *len)
+/* The file's cells, for the reader and the write-back alike: a file with
+ * a NUL byte or no row is refused, a byte order mark skipped. *data (the
+ * caller frees it, also after a failure) holds the text the cells came
+ * from. */
+static int read_cells(struct spec_reader *rd, char **data, struct csv_cells *c)
 {
-    FILE *f = fopen(rd->spec->path, "rb");
-    if (!f) {
-        strbuf_reset(rd->err);
-        strbuf_addf(rd->err, "cannot read '%s': %s", rd->spec->path, strerror(errno));
+    size_t len = 0;
+    if (sweep_slurp(rd, data, &len) < 0)
         return -1;
+    const char *text = *data;
+    if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) { /* a UTF-8 byte order mark */
+        text += 3;
+        len -= 3;
     }
-    struct strbuf sb;
-    strbuf_init(&sb);
-    char buf[65536];
-    size_t got;
-    while ((got = fread(buf, 1, sizeof(buf), f)) > 0 && sb.len <= CSV_MAX_BYTES)
-        strbuf_add(&sb, buf, got);
-    int bad = ferror(f);
-    fclose(f);
-    if (bad || strbuf_failed(&sb) || sb.len > CSV_MAX_BYTES) {
-        strbuf_release(&sb);
-        strbuf_reset(rd->err);
-        strbuf_addf(rd->err, "cannot read '%s': %s", rd->spec->path,
-                    bad ? "read error" : "larger than 256 MiB");
-        return -1;
+    const char *nul = memchr(text, '\0', len);
+    if (nul) {
+        struct src_val whole = {.text = text, .line = 1, .col = 1};
+        int line, col;
+        sweep_place_in(&whole, (size_t)(nul - text), &line, &col);
+        return sweep_fail_at(rd, line, col, "the file holds a NUL byte: not a CSV file");
     }
-    *len = sb.len;
-    *out = sb.buf ? sb.buf : strdup("");
-    return *out ? 0 : -1;
+    int rc = split_cells(rd, text, len, c);
+    if (rc == 0 && c->rows == 0)
+        rc = sweep_fail_at(rd, 1, 1, "the file is empty");
+    return rc;
 }
 
 int sweep_read_csv(struct spec_reader *rd)
 {
     char *data = NULL;
-    size_t len = 0;
-    if (slurp(rd, &data, &len) < 0)
-        return -1;
-    if (memchr(data, '\0', len)) {
-        free(data);
-        return sweep_fail_at(rd, 1, 1, "the file holds a NUL byte: not a CSV file");
-    }
     struct csv_cells c = {0};
-    const char *text = data;
-    if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) { /* a UTF-8 byte order mark */
-        text += 3;
-        len -= 3;
-    }
-    int rc = split_cells(rd, text, len, &c);
-    if (rc == 0 && c.rows == 0)
-        rc = sweep_fail_at(rd, 1, 1, "the file is empty");
+    int rc = read_cells(rd, &data, &c);
     int *map = rc == 0 ? calloc(c.row_start[1] + 1, sizeof(*map)) : NULL;
     int where[COL_COUNT];
     if (rc == 0 && !map)
@@ -515,16 +508,17 @@ int sweep_csv_rewrite(const char *path, const char *const *status, const char *c
     struct sweep_env env = {0};
     struct spec_reader rd = {.spec = &spec, .env = &env, .err = err};
     char *data = NULL;
-    size_t len = 0;
-    if (slurp(&rd, &data, &len) < 0)
-        return -1;
     struct csv_cells c = {0};
-    size_t bom = len >= 3 && memcmp(data, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
-    int rc = split_cells(&rd, data + bom, len - bom, &c);
-    int *map = rc == 0 && c.rows ? calloc(c.row_start[1] + 1, sizeof(*map)) : NULL,
-        where[COL_COUNT];
-    if (rc == 0 && (!map || read_header(&rd, &c, map, where) < 0))
-        rc = -1;
+    int rc = read_cells(&rd, &data, &c);
+    int *map = rc == 0 ? calloc(c.row_start[1] + 1, sizeof(*map)) : NULL, where[COL_COUNT];
+    if (rc == 0 && !map)
+        rc = sweep_fail_at(&rd, 1, 1, "out of memory");
+    if (rc == 0)
+        rc = read_header(&rd, &c, map, where);
+    /* the file may have changed since the plan was read: a row that does
+     * not fit the header would be written from its neighbours' cells */
+    for (size_t r = 1; rc == 0 && r < c.rows; r++)
+        rc = check_row_shape(&rd, &c, r);
     struct strbuf out;
     strbuf_init(&out);
     if (rc == 0) {

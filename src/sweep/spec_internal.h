@@ -11,6 +11,9 @@
 struct src_val {
     const char *text; /* NULL: not given */
     int line, col;
+    char quote; /* the quote at line:col that opens the text ('"' or '\''), in which the
+                 * quote itself is written with two characters; 0: none */
+    int below;  /* the text starts on a later line, indented (a YAML block scalar) */
 };
 
 struct spec_reader {
@@ -27,6 +30,7 @@ struct run_source {
     const struct kv_list *params; /* the combination's parameters (YAML), or NULL */
     const struct kv_list *extras; /* {workload} and {run} for templates */
     int row;
+    int line, col; /* the CSV row or YAML group: the place of what it lacks */
 };
 
 /* Set err to "FILE:LINE:COL: message"; return -1. */
@@ -34,6 +38,14 @@ int sweep_fail_at(struct spec_reader *rd, int line, int col, const char *fmt, ..
     __attribute__((format(printf, 4, 5)));
 int sweep_fail_val(struct spec_reader *rd, const struct src_val *v, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The place (line and column from 1, in bytes) of byte offset in v's
+ * text: past its opening quote and the doubled quotes before it, on a
+ * later line after a line break. A block scalar's text starts below at an
+ * indent not kept: there, v's own place. */
+void sweep_place_in(const struct src_val *v, size_t offset, int *line, int *col);
+/* The experiment file's bytes into *out (the caller frees; NUL-terminated
+ * past len), or -1 with "cannot read 'FILE': why" in err. */
+int sweep_slurp(struct spec_reader *rd, char **out, size_t *len);
 /* Whether v holds a non-empty text. */
 int sweep_given(const struct src_val *v);
 /* Whether strobe run takes name as its what ("run name", "experiment
@@ -42,9 +54,28 @@ int sweep_given(const struct src_val *v);
 int sweep_check_name(struct spec_reader *rd, const struct src_val *at, const char *what,
                      const char *name);
 
-/* A new workload at the end of the plan, or NULL (err set). */
+/* The plan's workloads by experiment and name (by experiment alone when
+ * by_experiment), to find one without a walk over all of them: files of
+ * 100000 workloads took minutes. Zeroed to start; sweep_index_release. */
+struct sweep_index {
+    size_t *slot; /* a workload's index + 1; 0: empty */
+    size_t cap;   /* a power of two, at most half full */
+    size_t n;
+    int by_experiment;
+};
+
+/* The workload of s indexed under experiment and name (NULL when
+ * by_experiment), or NULL. */
+struct sweep_workload *sweep_index_find(const struct sweep_index *x, struct sweep_spec *s,
+                                        const char *experiment, const char *name);
+/* Index s->w[i]; -ENOMEM. */
+int sweep_index_add(struct sweep_index *x, const struct sweep_spec *s, size_t i);
+void sweep_index_release(struct sweep_index *x);
+
+/* A new workload at the end of the plan, defined at line:col, or NULL
+ * (err set). */
 struct sweep_workload *sweep_add_workload(struct spec_reader *rd, const char *experiment,
-                                          const char *name, int line);
+                                          const char *name, int line, int col);
 /* A new, zeroed run at the end of w, or NULL (err set). */
 struct sweep_run *sweep_add_run(struct spec_reader *rd, struct sweep_workload *w, int line);
 /* Fill run from src: its command, devices, collocation, listeners. */

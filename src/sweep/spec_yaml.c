@@ -20,6 +20,10 @@
 /* The largest number of combinations a random draw picks from by shuffling
  * every index; past it, indexes are drawn and repeats thrown away. */
 #define SHUFFLE_MAX 1000000
+/* The deepest nesting of lists and mappings read. radT's files nest three
+ * levels, strobe's five; libyaml's scanner checks every open flow level at
+ * each token, so that a file nested 100000 deep took it 40 s. */
+#define YAML_MAX_DEPTH 64
 
 enum gkey {
     K_NAME,
@@ -56,6 +60,7 @@ enum gkey {
 };
 
 #define K_SCALARS K_PARAMETERS /* the keys before it hold one value */
+_Static_assert(K_COUNT_ <= 32, "read_group keeps the keys seen in 32 bits");
 
 static const char *const key_names[K_COUNT_] = {
     [K_NAME] = "name",
@@ -92,7 +97,7 @@ _Static_assert(sizeof(key_names) / sizeof(key_names[0]) == K_COUNT_, "a name for
 struct yaml_group {
     struct src_val v[K_SCALARS];
     yaml_node_t *parameters, *env, *on_finding, *rule_params;
-    int line;
+    int line, col;
 };
 
 struct yaml_reader {
@@ -150,10 +155,16 @@ static const char *pool_keep(struct yaml_reader *y, char *s)
  * quoted one (its escapes are not counted). */
 static struct src_val scalar_val(const yaml_node_t *n)
 {
-    int quoted = n->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
-                 n->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE;
+    yaml_scalar_style_t style = n->data.scalar.style;
     return (struct src_val){
-        .text = (const char *)n->data.scalar.value, .line = line_of(n), .col = col_of(n) + quoted};
+        .text = (const char *)n->data.scalar.value,
+        .line = line_of(n),
+        .col = col_of(n),
+        .quote = style == YAML_SINGLE_QUOTED_SCALAR_STYLE   ? '\''
+                 : style == YAML_DOUBLE_QUOTED_SCALAR_STYLE ? '"'
+                                                            : 0,
+        .below = style == YAML_LITERAL_SCALAR_STYLE || style == YAML_FOLDED_SCALAR_STYLE,
+    };
 }
 
 /* A value that may be a scalar or a list of scalars ("0+1" or [0, 1]),
@@ -209,7 +220,8 @@ static int set_key(struct yaml_reader *y, struct yaml_group *g, enum gkey k, yam
     case K_ON_FINDING:
     case K_RULE_PARAMS:
         if (value->type == YAML_MAPPING_NODE)
-            return fail_node(y, value, "%s: one value, or a list of them", key_names[k]);
+            return fail_node(y, value, "%s: %s, or a list of them", key_names[k],
+                             k == K_ON_FINDING ? "RULE=ACTION" : "RULE.PARAM=VALUE");
         *(k == K_ON_FINDING ? &g->on_finding : &g->rule_params) = value;
         return 0;
     case K_DEVICES:
@@ -231,6 +243,8 @@ static int read_group(struct yaml_reader *y, yaml_node_t *map, struct yaml_group
     if (map->type != YAML_MAPPING_NODE)
         return fail_node(y, map, "a mapping of keys (name, file, parameters, ...) is wanted");
     g->line = line_of(map);
+    g->col = col_of(map);
+    uint32_t seen = 0; /* bit k: key k was given (libyaml keeps both of a repeated key) */
     for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
          p++) {
         yaml_node_t *key = node_at(y, p->key), *value = node_at(y, p->value);
@@ -246,6 +260,9 @@ static int read_group(struct yaml_reader *y, yaml_node_t *map, struct yaml_group
                              "interval, rules, rule_interval, rule_params, parameters, env, "
                              "on_finding%s)",
                              name, top ? ", workloads" : "");
+        if (seen & (UINT32_C(1) << k))
+            return fail_node(y, key, "key '%s' is given twice", name);
+        seen |= UINT32_C(1) << k;
         if (k == K_PARENT)
             continue;
         if (k == K_STATUS) {
@@ -422,15 +439,27 @@ static int choose(struct yaml_reader *y, const struct yaml_group *g, uint64_t to
             idx[i] = all[i];
         }
         free(all);
-    } else { /* a few draws from a huge space: repeats are rare */
+    } else { /* draws from a huge space, a repeat thrown away: the drawn
+              * are kept (plus one) in a table at most half full */
+        size_t cap = 64;
+        while (cap < want * 2)
+            cap *= 2;
+        uint64_t *drawn = calloc(cap, sizeof(*drawn));
+        if (!drawn) {
+            free(idx);
+            return sweep_fail_at(y->rd, g->line, 1, "out of memory");
+        }
         for (size_t i = 0; i < want;) {
             uint64_t c = draw_below(&state, total);
-            size_t k = 0;
-            while (k < i && idx[k] != c)
-                k++;
-            if (k == i)
+            size_t k = (size_t)((c * 0x9e3779b97f4a7c15ULL) >> 32) & (cap - 1);
+            while (drawn[k] && drawn[k] != c + 1)
+                k = (k + 1) & (cap - 1);
+            if (!drawn[k]) {
+                drawn[k] = c + 1;
                 idx[i++] = c;
+            }
         }
+        free(drawn);
     }
     *out = idx;
     *n = want;
@@ -442,7 +471,8 @@ static int choose(struct yaml_reader *y, const struct yaml_group *g, uint64_t to
 typedef int value_fn(struct yaml_reader *y, struct sweep_workload *w, const struct src_val *v);
 
 /* fn on each value of a scalar or a list of scalars. */
-static int each_value(struct yaml_reader *y, yaml_node_t *n, struct sweep_workload *w, value_fn *fn)
+static int each_value(struct yaml_reader *y, yaml_node_t *n, struct sweep_workload *w, value_fn *fn,
+                      const char *what)
 {
     size_t count = n->type == YAML_SEQUENCE_NODE
                        ? (size_t)(n->data.sequence.items.top - n->data.sequence.items.start)
@@ -451,7 +481,7 @@ static int each_value(struct yaml_reader *y, yaml_node_t *n, struct sweep_worklo
         yaml_node_t *item =
             n->type == YAML_SEQUENCE_NODE ? node_at(y, n->data.sequence.items.start[i]) : n;
         if (!item || item->type != YAML_SCALAR_NODE)
-            return fail_node(y, item ? item : n, "plain values only");
+            return fail_node(y, item ? item : n, "%s values only", what);
         struct src_val at = scalar_val(item);
         if (fn(y, w, &at) < 0)
             return -1;
@@ -517,9 +547,11 @@ static int group_settings(struct yaml_reader *y, const struct yaml_group *g,
                               ri->text);
     if (sweep_given(&g->v[K_RULES]) && !(w->rules = strdup(g->v[K_RULES].text)))
         return sweep_fail_val(rd, &g->v[K_RULES], "out of memory");
-    if (g->rule_params && each_value(y, g->rule_params, w, add_rule_param) < 0)
+    if (g->rule_params &&
+        each_value(y, g->rule_params, w, add_rule_param, "rule_params: RULE.PARAM=VALUE") < 0)
         return -1;
-    if (g->on_finding && each_value(y, g->on_finding, w, add_on_finding) < 0)
+    if (g->on_finding &&
+        each_value(y, g->on_finding, w, add_on_finding, "on_finding: RULE=ACTION") < 0)
         return -1;
     return 0;
 }
@@ -587,12 +619,17 @@ static int add_combination(struct yaml_reader *y, const struct yaml_group *g,
     free(chosen);
     /* the names strobe run will be given, where the file gives them */
     struct src_val wl_at =
-        g->v[K_WORKLOAD].text ? g->v[K_WORKLOAD] : (struct src_val){NULL, g->line, 1};
+        g->v[K_WORKLOAD].text ? g->v[K_WORKLOAD] : (struct src_val){.line = g->line, .col = g->col};
     const struct src_val *exp_at = g->v[K_EXPERIMENT].text ? &g->v[K_EXPERIMENT] : &g->v[K_NAME];
     if (rc == 0 && (sweep_check_name(rd, exp_at, "experiment name", experiment) < 0 ||
                     sweep_check_name(rd, &wl_at, "workload name", name) < 0))
         rc = -1;
-    struct sweep_workload *w = rc == 0 ? sweep_add_workload(rd, experiment, name, g->line) : NULL;
+    /* its place: where its name is written, else its group */
+    const struct src_val *named = &g->v[K_WORKLOAD];
+    struct sweep_workload *w =
+        rc == 0 ? sweep_add_workload(rd, experiment, name, named->text ? named->line : g->line,
+                                     named->text ? named->col : g->col)
+                : NULL;
     if (!w || group_settings(y, g, w) < 0)
         rc = -1;
     if (rc == 0)
@@ -623,6 +660,8 @@ static int add_combination(struct yaml_reader *y, const struct yaml_group *g,
             .python = g->v[K_PYTHON],
             .params = &params,
             .extras = &extras,
+            .line = g->line,
+            .col = g->col,
         };
         rc = sweep_build_run(rd, &src, name, default_name, run);
     }
@@ -715,33 +754,81 @@ static int read_document(struct yaml_reader *y)
     return 0;
 }
 
-int sweep_read_yaml(struct spec_reader *rd)
+/* libyaml's error at its place: a parser's mark, or for a reader's (a
+ * byte that is not UTF-8, a control character) the byte's offset. */
+static int parser_error(struct spec_reader *rd, const yaml_parser_t *parser, const char *data)
 {
-    FILE *f = fopen(rd->spec->path, "rb");
-    if (!f) {
-        strbuf_reset(rd->err);
-        strbuf_addf(rd->err, "cannot read '%s': %s", rd->spec->path, strerror(errno));
-        return -1;
+    int line = (int)parser->problem_mark.line + 1, col = (int)parser->problem_mark.column + 1;
+    if (parser->error == YAML_READER_ERROR) {
+        const unsigned char *u = (const unsigned char *)data;
+        size_t at = parser->problem_offset, lead = at;
+        while (lead > 0 && (u[lead - 1] & 0xc0) == 0x80)
+            lead--;
+        if (lead > 0 && u[lead - 1] >= 0xc0 && utf8_seq_len(u + lead - 1) == 0)
+            at = lead - 1; /* a broken UTF-8 sequence: its first byte */
+        size_t bom = strncmp(data, "\xef\xbb\xbf", 3) == 0 ? 3 : 0;
+        struct src_val whole = {.text = data + bom, .line = 1, .col = 1};
+        sweep_place_in(&whole, at - bom, &line, &col);
     }
-    struct yaml_reader y = {.rd = rd};
+    return sweep_fail_at(rd, line, col, "%s%s%s", parser->problem ? parser->problem : "not YAML",
+                         parser->context ? " " : "", parser->context ? parser->context : "");
+}
+
+/* A first pass over the file's events: its syntax, its depth (before
+ * libyaml's scanner slows down with it) and one document only (the
+ * loader would read the first and leave the rest unsaid). */
+static int check_syntax(struct spec_reader *rd, const char *data, size_t len)
+{
     yaml_parser_t parser;
-    if (!yaml_parser_initialize(&parser)) {
-        fclose(f);
+    if (!yaml_parser_initialize(&parser))
         return sweep_fail_at(rd, 1, 1, "out of memory");
-    }
-    yaml_parser_set_input_file(&parser, f);
-    int rc;
-    if (!yaml_parser_load(&parser, &y.doc)) {
-        rc = sweep_fail_at(rd, (int)parser.problem_mark.line + 1,
-                           (int)parser.problem_mark.column + 1, "%s%s%s",
-                           parser.problem ? parser.problem : "not YAML", parser.context ? " " : "",
-                           parser.context ? parser.context : "");
-    } else {
-        rc = read_document(&y);
-        yaml_document_delete(&y.doc);
+    yaml_parser_set_input_string(&parser, (const unsigned char *)data, len);
+    int depth = 0, documents = 0, rc = 0;
+    for (int end = 0; !end && rc == 0;) {
+        yaml_event_t ev;
+        if (!yaml_parser_parse(&parser, &ev)) {
+            rc = parser_error(rd, &parser, data);
+            break;
+        }
+        if (ev.type == YAML_SEQUENCE_START_EVENT || ev.type == YAML_MAPPING_START_EVENT) {
+            if (++depth > YAML_MAX_DEPTH)
+                rc = sweep_fail_at(rd, (int)ev.start_mark.line + 1, (int)ev.start_mark.column + 1,
+                                   "lists and mappings nested deeper than %d", YAML_MAX_DEPTH);
+        } else if (ev.type == YAML_SEQUENCE_END_EVENT || ev.type == YAML_MAPPING_END_EVENT) {
+            depth--;
+        } else if (ev.type == YAML_DOCUMENT_START_EVENT && ++documents > 1) {
+            rc = sweep_fail_at(rd, (int)ev.start_mark.line + 1, (int)ev.start_mark.column + 1,
+                               "a second YAML document: an experiment file holds one");
+        }
+        end = ev.type == YAML_STREAM_END_EVENT;
+        yaml_event_delete(&ev);
     }
     yaml_parser_delete(&parser);
-    fclose(f);
+    return rc;
+}
+
+int sweep_read_yaml(struct spec_reader *rd)
+{
+    char *data = NULL;
+    size_t len = 0;
+    if (sweep_slurp(rd, &data, &len) < 0)
+        return -1;
+    struct yaml_reader y = {.rd = rd};
+    yaml_parser_t parser;
+    int rc = check_syntax(rd, data, len);
+    if (rc == 0 && !yaml_parser_initialize(&parser))
+        rc = sweep_fail_at(rd, 1, 1, "out of memory");
+    if (rc == 0) {
+        yaml_parser_set_input_string(&parser, (const unsigned char *)data, len);
+        if (!yaml_parser_load(&parser, &y.doc)) {
+            rc = parser_error(rd, &parser, data);
+        } else {
+            rc = read_document(&y);
+            yaml_document_delete(&y.doc);
+        }
+        yaml_parser_delete(&parser);
+    }
+    free(data);
     for (size_t i = 0; i < y.npool; i++)
         free(y.pool[i]);
     free(y.pool);

@@ -26,6 +26,10 @@ struct words {
 int words_split(const char *text, struct words *w, struct strbuf *why);
 void words_release(struct words *w);
 
+/* Where character at of word i of w, split from text, came from: its
+ * offset in text, past the quotes and backslashes that wrote the word. */
+size_t words_source_offset(const char *text, const struct words *w, size_t i, size_t at);
+
 /*
  * word with each {key} replaced by its value in first, else in second
  * (either may be NULL); "{{" and "}}" are literal braces. Into out (reset
