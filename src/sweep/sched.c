@@ -163,7 +163,7 @@ void sweep_settle_lost(struct store *store, struct campaign_state *st)
                     strcmp(rec.status, RUN_RUNNING) != 0;
             if (ended && rec.end_ns > end_ns)
                 end_ns = rec.end_ns;
-            if (ended && strcmp(rec.status, "stopped") == 0)
+            if (ended && strcmp(rec.status, RUN_STOPPED) == 0)
                 stopped = 1;
             else if (ended && strcmp(rec.status, RUN_FINISHED) != 0 && !note[0])
                 snprintf(note, sizeof(note), "run %s: %s", rec.name ? rec.name : *id, rec.status);
@@ -727,15 +727,22 @@ static int start_workload(struct sched *s, size_t index)
     return grown ? 1 : -1;
 }
 
-static int devices_overlap(const struct awl *a, const char **devices, size_t n)
+/* Whether two device lists share a device; two empty lists share the
+ * host, which counts as one. */
+static int lists_overlap(const char *const *a, size_t n, const char *const *b, size_t m)
 {
-    if (a->ndev == 0 && n == 0) /* both on the host alone */
+    if (n == 0 && m == 0)
         return 1;
-    for (size_t i = 0; i < a->ndev; i++)
-        for (size_t k = 0; k < n; k++)
-            if (strcmp(a->devices[i], devices[k]) == 0)
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < m; k++)
+            if (strcmp(a[i], b[k]) == 0)
                 return 1;
     return 0;
+}
+
+static int devices_overlap(const struct awl *a, const char **devices, size_t n)
+{
+    return lists_overlap(a->devices, a->ndev, devices, n);
 }
 
 /* Whether a workload may start its recorders now. */
@@ -1113,10 +1120,7 @@ static int behind_earlier(struct sched *s, size_t i)
         size_t m = 0;
         while (theirs && theirs[m])
             m++;
-        behind = (n == 0 && m == 0); /* both on the host alone */
-        for (size_t a = 0; !behind && a < n; a++)
-            for (size_t b = 0; !behind && b < m; b++)
-                behind = strcmp(mine[a], theirs[b]) == 0;
+        behind = lists_overlap(mine, n, theirs, m);
         free(theirs);
     }
     free(mine);
