@@ -682,8 +682,14 @@ static int start_workload(struct sched *s, size_t index)
     a->w = w;
     a->runs = calloc(w->nruns, sizeof(*a->runs));
     a->devices = sweep_workload_devices(w);
+    for (size_t i = 0; a->runs && i < w->nruns; i++) { /* before anything can free them */
+        a->runs[i].def = &w->runs[i];
+        a->runs[i].rfd = a->runs[i].gfd = -1;
+    }
     if (!a->runs || !a->devices) {
-        awl_free(a);
+        free(a->runs);
+        free(a->devices);
+        free(a);
         return -1;
     }
     while (a->devices[a->ndev])
@@ -694,10 +700,6 @@ static int start_workload(struct sched *s, size_t index)
         return 0;
     }
     a->st = campaign_state_find(s->st, w->experiment, w->name);
-    for (size_t i = 0; i < w->nruns; i++) {
-        a->runs[i].def = &w->runs[i];
-        a->runs[i].rfd = a->runs[i].gfd = -1;
-    }
     if (rc < 0 || share_setup(s, a) < 0) {
         if (!a->note[0])
             snprintf(a->note, sizeof(a->note), "cannot lock its devices");
