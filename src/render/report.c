@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/file.h"
 #include "render/report.h"
 #include "render/report_internal.h"
 
@@ -130,67 +131,19 @@ out:
     return rc;
 }
 
-static int write_stream(FILE *f, const struct strbuf *buf)
-{
-    int rc = strbuf_write(buf, f);
-    if (rc == 0 && fflush(f) != 0)
-        rc = -(errno ? errno : EIO);
-    return rc;
-}
-
-/* Write buf straight into path: a device, a FIFO or the like, which a
- * rename would replace with a file. */
-static int write_in_place(const char *path, const struct strbuf *buf)
-{
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        return -errno;
-    int rc = write_stream(f, buf);
-    if (fclose(f) != 0 && rc == 0)
-        rc = -(errno ? errno : EIO);
-    return rc;
-}
-
-/* Write buf to a regular file at path through a temporary file beside it, so
- * that readers never see half a report and a failure leaves no file. */
-static int write_replacing(const char *path, const struct strbuf *buf)
-{
-    struct strbuf tmp;
-    strbuf_init(&tmp);
-    strbuf_addf(&tmp, "%s.tmp.%ld", path, (long)getpid());
-    int rc = write_in_place(tmp.buf, buf);
-    if (rc == 0 && rename(tmp.buf, path) != 0)
-        rc = -errno;
-    if (rc < 0)
-        unlink(tmp.buf);
-    strbuf_release(&tmp);
-    return rc;
-}
-
 static int write_file(const char *path, const struct strbuf *buf, struct strbuf *err)
 {
     if (strcmp(path, "-") == 0) {
-        if (write_stream(stdout, buf) < 0) {
+        if (file_write_stream(stdout, buf) < 0) {
             strbuf_addf(err, "cannot write the report to stdout: %s", strerror(errno));
             return -EIO;
         }
         return 0;
     }
-    /* a symbolic link is followed (the link stays), and what is not a
-     * regular file (/dev/null, a FIFO) is written into, not replaced */
-    char *real = realpath(path, NULL);
-    const char *target = real ? real : path;
-    struct stat st;
-    int rc;
-    if (lstat(path, &st) == 0 && S_ISLNK(st.st_mode) && !real)
-        rc = write_in_place(path, buf); /* a dangling link: create what it names */
-    else if (stat(target, &st) == 0 && !S_ISREG(st.st_mode))
-        rc = S_ISDIR(st.st_mode) ? -EISDIR : write_in_place(target, buf);
-    else
-        rc = write_replacing(target, buf);
+    /* a link is followed, a device or FIFO written into (common/file.h) */
+    int rc = file_replace(path, buf);
     if (rc < 0)
         strbuf_addf(err, "cannot write report '%s': %s", path, strerror(-rc));
-    free(real);
     return rc;
 }
 

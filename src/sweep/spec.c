@@ -17,6 +17,7 @@
 
 #include "common/clock.h"
 #include "record/runinfo.h"
+#include "import/input.h"
 #include "sweep/spec_internal.h"
 #include "sweep/words.h"
 
@@ -81,40 +82,15 @@ int sweep_check_name(struct spec_reader *rd, const struct src_val *at, const cha
     return rc;
 }
 
-/* The largest experiment file read (a million CSV rows is about 100 MB). */
-#define SPEC_MAX_BYTES (256u << 20)
-
 int sweep_slurp(struct spec_reader *rd, char **out, size_t *len)
 {
-    FILE *f = fopen(rd->spec->path, "rb");
-    if (!f) {
-        strbuf_reset(rd->err);
-        strbuf_addf(rd->err, "cannot read '%s': %s", rd->spec->path, strerror(errno));
-        return -1;
-    }
-    struct strbuf sb;
-    strbuf_init(&sb);
-    char buf[65536];
-    size_t got;
-    while ((got = fread(buf, 1, sizeof(buf), f)) > 0 && sb.len <= SPEC_MAX_BYTES)
-        strbuf_add(&sb, buf, got);
-    int bad = ferror(f);
-    fclose(f);
-    if (bad || strbuf_failed(&sb) || sb.len > SPEC_MAX_BYTES) {
-        strbuf_release(&sb);
+    int rc = input_read_file(rd->spec->path, SWEEP_MAX_FILE_BYTES, 0, out, len);
+    if (rc < 0) {
         strbuf_reset(rd->err);
         strbuf_addf(rd->err, "cannot read '%s': %s", rd->spec->path,
-                    bad ? "read error" : "larger than 256 MiB");
-        return -1;
+                    rc == -EFBIG ? "larger than 256 MiB" : strerror(-rc));
     }
-    *len = sb.len;
-    *out = strbuf_detach(&sb); /* an empty file's buffer is static: detach copies it */
-    if (!*out) {
-        strbuf_reset(rd->err);
-        strbuf_addf(rd->err, "cannot read '%s': out of memory", rd->spec->path);
-        return -1;
-    }
-    return 0;
+    return rc < 0 ? -1 : 0;
 }
 
 /* ---- hashes: FNV-1a, 64 bits (identity, not security) ---- */

@@ -34,6 +34,8 @@
 
 /* The most workloads one file may expand to: a grid past it is a mistake. */
 #define SWEEP_MAX_WORKLOADS 100000
+/* The largest experiment file read (a million CSV rows is about 100 MB). */
+#define SWEEP_MAX_FILE_BYTES (256u << 20)
 /* The most runs one workload may start together. */
 #define SWEEP_MAX_RUNS 64
 

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/file.h"
 #include "sweep/spec_internal.h"
 #include "sweep/writeback.h"
 
@@ -525,21 +526,12 @@ int sweep_csv_rewrite(const char *path, const char *const *status, const char *c
         rewrite_cells(&c, where, status, run, nrows, &out);
         rc = strbuf_failed(&out) ? -1 : 0;
     }
-    char *tmp = NULL;
-    if (rc == 0 && asprintf(&tmp, "%s.strobe-tmp", path) > 0) {
-        FILE *f = fopen(tmp, "wb");
-        rc = f && fwrite(out.buf, 1, out.len, f) == out.len ? 0 : -1;
-        if (f && fclose(f) != 0)
-            rc = -1;
-        if (rc == 0 && rename(tmp, path) < 0)
-            rc = -1;
-        if (rc < 0) {
-            strbuf_reset(err);
-            strbuf_addf(err, "cannot write %s: %s", tmp, strerror(errno));
-            unlink(tmp);
-        }
+    int werr = rc == 0 ? file_replace(path, &out) : 0;
+    if (werr < 0) {
+        strbuf_reset(err);
+        strbuf_addf(err, "cannot write %s: %s", path, strerror(-werr));
+        rc = -1;
     }
-    free(tmp);
     strbuf_release(&out);
     free(map);
     cells_release(&c);

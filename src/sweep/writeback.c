@@ -7,7 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/file.h"
 #include "common/log.h"
+#include "import/input.h"
 
 /* "FINISHED", "FAILED", ...: radT's words for a workload's status. */
 static void upper(const char *status, char *buf, size_t cap)
@@ -121,19 +123,13 @@ static void status_entry(struct strbuf *out, const struct sweep_workload *w,
 
 static int write_back_yaml(const struct sweep_spec *spec, const struct campaign_state *st)
 {
-    FILE *f = fopen(spec->path, "rb");
-    struct strbuf text, out;
-    strbuf_init(&text);
+    char *text = NULL;
+    size_t len = 0;
+    struct strbuf out;
     strbuf_init(&out);
-    char buf[65536];
-    size_t got;
-    while (f && (got = fread(buf, 1, sizeof(buf), f)) > 0)
-        strbuf_add(&text, buf, got);
-    if (f)
-        fclose(f);
-    int rc = f && !strbuf_failed(&text) ? 0 : -1;
+    int rc = input_read_file(spec->path, SWEEP_MAX_FILE_BYTES, INPUT_REGULAR_ONLY, &text, &len);
     if (rc == 0) {
-        drop_status_block(text.buf ? text.buf : "", &out);
+        drop_status_block(text, &out);
         strbuf_adds(&out, "status:\n");
         for (size_t i = 0; i < spec->n; i++) {
             const struct wl_state *ws = campaign_state_find((struct campaign_state *)st,
@@ -141,24 +137,11 @@ static int write_back_yaml(const struct sweep_spec *spec, const struct campaign_
             if (ws && strcmp(ws->status, WL_PENDING) != 0)
                 status_entry(&out, &spec->w[i], ws, st);
         }
-    }
-    char *tmp = NULL;
-    if (rc == 0 && (strbuf_failed(&out) || asprintf(&tmp, "%s.strobe-tmp", spec->path) < 0))
-        rc = -1;
-    if (rc == 0) {
-        FILE *o = fopen(tmp, "wb");
-        rc = o && fwrite(out.buf, 1, out.len, o) == out.len ? 0 : -1;
-        if (o && fclose(o) != 0)
-            rc = -1;
-        if (rc == 0 && rename(tmp, spec->path) < 0)
-            rc = -1;
-        if (rc < 0)
-            unlink(tmp);
+        rc = strbuf_failed(&out) ? -ENOMEM : file_replace(spec->path, &out);
     }
     if (rc < 0)
-        log_warn("--write-back: cannot rewrite %s: %s", spec->path, strerror(errno));
-    free(tmp);
-    strbuf_release(&text);
+        log_warn("--write-back: cannot rewrite %s: %s", spec->path, strerror(-rc));
+    free(text);
     strbuf_release(&out);
     return rc;
 }
