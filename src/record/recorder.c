@@ -1159,29 +1159,17 @@ static void abandon_child(struct recorder *r, int exec_err)
     r->child_done = 1;
 }
 
-/* Tell strobe sweep the job's pid ("pid N"): its timeout signals the job. */
-static void gate_report_pid(struct recorder *r)
+/* One line to strobe sweep on the gate's report fd ("pid N": the job's,
+ * for timeouts; "end STATUS" when it has exited, before the last flush, so
+ * the next workload may start while this run is saved). A sweep that is
+ * gone waits for no news: a failed write is not an error. */
+static void gate_say(struct recorder *r, const char *what, int value)
 {
     char line[32];
-    int n = snprintf(line, sizeof(line), "pid %d\n", (int)r->child);
+    int n = snprintf(line, sizeof(line), "%s %d\n", what, value);
     if (r->gate_fd >= 0 && write(r->gate_fd, line, (size_t)n) != n) {
-        /* the sweep is gone: nothing waits for the news */
+        /* nothing to do */
     }
-}
-
-/* Tell strobe sweep the job has ended ("end" and its wait status), before
- * the last flush: the next workload may start while this run is saved. */
-static void gate_report_end(struct recorder *r)
-{
-    if (r->gate_fd < 0)
-        return;
-    char line[32];
-    int n = snprintf(line, sizeof(line), "end %d\n", r->child_status);
-    if (write(r->gate_fd, line, (size_t)n) != n) {
-        /* the sweep is gone: nothing waits for the news */
-    }
-    close(r->gate_fd);
-    r->gate_fd = -1;
 }
 
 /* The rules across the job's nodes, while it runs, where this node leads. */
@@ -1376,7 +1364,7 @@ int recorder_run(const struct recorder_opts *o)
             *o->job_started_out = 0;
         goto out;
     }
-    gate_report_pid(&r);
+    gate_say(&r, "pid", (int)r.child);
     r.start_mono_ns = clock_monotonic_ns();
     r.start_real_ns = clock_realtime_ns() + r.run.clock_shift_ns;
     r.gpu->clock_shift_ns = r.dcgm->clock_shift_ns = r.run.clock_shift_ns;
@@ -1391,7 +1379,11 @@ int recorder_run(const struct recorder_opts *o)
     sample_frame(&r, 0); /* the baseline every rate starts from */
     arm_timer(&r);
     loop(&r);
-    gate_report_end(&r);
+    gate_say(&r, "end", r.child_status);
+    if (r.gate_fd >= 0) { /* the sweep hears no more from this run */
+        close(r.gate_fd);
+        r.gate_fd = -1;
+    }
     /* the last frame and the end time are the job's exit, not the wait for
      * its output (an orphan may hold the stream open) */
     final_frame(&r);
