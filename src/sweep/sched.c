@@ -146,15 +146,39 @@ void sweep_decide(const struct sweep_spec *spec, struct campaign_state *st, int 
     }
 }
 
+/* A workload's status from its runs': finished when all finished, stopped
+ * when a rule stopped one and none failed, else failed with the first
+ * failed run named in note. */
+struct runs_tally {
+    int stopped, failed;
+    char note[256];
+};
+
+static void tally_run(struct runs_tally *t, const char *name, const char *status, const char *why)
+{
+    if (strcmp(status, RUN_STOPPED) == 0) {
+        t->stopped = 1;
+    } else if (strcmp(status, RUN_FINISHED) != 0) {
+        if (!t->failed)
+            snprintf(t->note, sizeof(t->note), "run %s: %s%s", name, status, why);
+        t->failed = 1;
+    }
+}
+
+static const char *tally_status(const struct runs_tally *t)
+{
+    return t->failed ? WL_FAILED : t->stopped ? WL_STOPPED : WL_FINISHED;
+}
+
 void sweep_settle_lost(struct store *store, struct campaign_state *st)
 {
     for (size_t i = 0; i < st->n; i++) {
         struct wl_state *w = &st->w[i];
         if (strcmp(wl_state_shown(st, w), WL_LOST) != 0 || !w->runs || !w->runs[0])
             continue;
-        int ended = 1, stopped = 0;
+        int ended = 1;
         int64_t end_ns = 0;
-        char note[256] = "";
+        struct runs_tally t = {0};
         for (char **id = w->runs; ended && *id; id++) {
             struct run_record rec;
             run_record_init(&rec);
@@ -163,19 +187,14 @@ void sweep_settle_lost(struct store *store, struct campaign_state *st)
                     strcmp(rec.status, RUN_RUNNING) != 0;
             if (ended && rec.end_ns > end_ns)
                 end_ns = rec.end_ns;
-            if (ended && strcmp(rec.status, RUN_STOPPED) == 0)
-                stopped = 1;
-            else if (ended && strcmp(rec.status, RUN_FINISHED) != 0 && !note[0])
-                snprintf(note, sizeof(note), "run %s: %s", rec.name ? rec.name : *id, rec.status);
+            if (ended)
+                tally_run(&t, rec.name ? rec.name : *id, rec.status, "");
             run_record_release(&rec);
         }
         if (!ended)
             continue;
-        snprintf(w->status, sizeof(w->status), "%s",
-                 note[0]   ? WL_FAILED
-                 : stopped ? WL_STOPPED
-                           : WL_FINISHED);
-        wl_state_set_note(w, note[0] ? note : NULL);
+        snprintf(w->status, sizeof(w->status), "%s", tally_status(&t));
+        wl_state_set_note(w, t.failed ? t.note : NULL);
         w->attempts++;
         w->ended_ns = end_ns;
     }
@@ -921,26 +940,21 @@ static const char *outcome(struct sched *s, struct awl *a)
                              : 128 + WTERMSIG(a->runs[i].exit_status));
         return s->stopping ? WL_INTERRUPTED : WL_FAILED;
     }
-    int stopped = 0, failed = 0;
+    struct runs_tally t = {0};
     for (size_t i = 0; i < a->w->nruns; i++) {
         struct run_record rec;
         run_record_init(&rec);
-        const char *status = "failed";
+        const char *status = RUN_FAILED; /* a run the store never got */
         if (a->runs[i].id[0] && store_resolve_run(s->store, a->runs[i].id, &rec) == 0)
             status = rec.status;
-        if (strcmp(status, RUN_STOPPED) == 0)
-            stopped = 1;
-        else if (strcmp(status, RUN_FINISHED) != 0) {
-            failed = 1;
-            if (!a->note[0])
-                snprintf(a->note, sizeof(a->note), "run %s: %s%s", a->runs[i].def->name, status,
-                         a->timed_out ? " (timed out)" : "");
-        }
+        tally_run(&t, a->runs[i].def->name, status, a->timed_out ? " (timed out)" : "");
         run_record_release(&rec);
     }
-    if (failed && s->stopping)
+    if (t.failed && !a->note[0])
+        snprintf(a->note, sizeof(a->note), "%s", t.note);
+    if (t.failed && s->stopping)
         return WL_INTERRUPTED;
-    return failed ? WL_FAILED : stopped ? WL_STOPPED : WL_FINISHED;
+    return tally_status(&t);
 }
 
 static void remove_active(struct sched *s, struct awl *a)
