@@ -10,10 +10,10 @@
  * writes "pid N" (the job's pid, for timeouts) and, when the job exits,
  * "end STATUS", before it saves the run's last data.
  *
- * Between workloads: the next workload's recorders start while the current
- * one runs (when it needs no MPS or MIG set up), and it goes as soon as the
- * current jobs have all exited 0, not when their recorders have finished
- * saving. That is what keeps the time from one job's end to the next job's
+ * Between workloads: the recorders of up to three workloads ahead start
+ * while the current one runs (those that need no MPS or MIG set up) and
+ * wait at their gates; the next goes as soon as the current jobs have all
+ * exited 0, not when their recorders have finished saving. That is what keeps the time from one job's end to the next job's
  * start short (docs/benchmarks.md). A failed attempt with retries left
  * runs again before anything after it goes.
  *
