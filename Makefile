@@ -39,7 +39,7 @@ CFLAGS   += -std=c11 $(OPT) $(WARN) -MMD -MP -pthread
 LDFLAGS  += $(SANLD) -pthread
 LDLIBS   += -lsqlite3 -lzstd -lz -lm -ldl -lmicrohttpd -lyaml
 
-CORE_SRC := $(filter-out %.bpf.c,$(wildcard src/common/*.c src/codec/*.c src/ring/*.c src/lib/*.c src/sample/*.c src/store/*.c src/record/*.c src/analyze/*.c src/gpu/*.c src/rules/*.c src/import/*.c src/render/*.c src/serve/*.c src/sweep/*.c))
+CORE_SRC := $(filter-out %.bpf.c,$(wildcard src/common/*.c src/codec/*.c src/ring/*.c src/lib/*.c src/sample/*.c src/store/*.c src/record/*.c src/analyze/*.c src/gpu/*.c src/rules/*.c src/import/*.c src/render/*.c src/serve/*.c src/sweep/*.c src/pyprof/*.c))
 CLI_SRC  := $(wildcard src/cli/*.c)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 BENCH_SRC := $(wildcard bench/*.c)

@@ -191,6 +191,18 @@ struct campaign_record {
 };
 typedef int campaign_fn(const struct campaign_record *c, void *arg);
 
+/* One stored block of a run's Python stack samples (pyprof/profile.h): a
+ * dictionary (kind 0) or samples (kind 1), numbered by seq within the run. */
+struct py_block_record {
+    int64_t seq;
+    int kind;
+    int64_t start_ns, end_ns; /* UTC; a dictionary's are those of the samples block after it */
+    int64_t count;            /* samples, or entries defined */
+    const uint8_t *data;      /* valid during the callback */
+    size_t len;
+};
+typedef int py_block_fn(const struct py_block_record *b, void *arg);
+
 struct store;
 
 /* Which runs runs_where lists. */
@@ -307,6 +319,14 @@ struct store_ops {
     int (*campaigns_query)(struct store *s, campaign_fn *fn, void *arg);
     /* 0, or -STROBE_ENOTFOUND. */
     int (*campaign_delete)(struct store *s, const char *name);
+    /* Python stack samples (schema 8). Insert, or replace the block of that
+     * run and seq (a batch sent again after a failed commit). */
+    int (*py_block_put)(struct store *s, const char *run_id, const struct py_block_record *b);
+    /* In seq order: every dictionary block, and the samples blocks that
+     * overlap [from_ns, to_ns] (INT64_MIN, INT64_MAX for all). A store
+     * from before schema 8 that may not be upgraded has none. */
+    int (*py_blocks_query)(struct store *s, const char *run_id, int64_t from_ns, int64_t to_ns,
+                           py_block_fn *fn, void *arg);
 };
 
 struct store {
