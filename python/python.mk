@@ -7,6 +7,7 @@
 #                                 ABI (3.8+) with libstrobe linked in statically and hidden, so
 #                                 PYTHONPATH=$(BUILD)/python is all it needs
 #   $(BUILD)/tests/strobe-ringcat a stand-in recorder for the tests and benchmarks
+#   $(BUILD)/tests/strobe-pystack the Python stacks of a process, as the reader sees them
 
 # What goes into other people's processes (libstrobe.so, the Python
 # extension that strobe run injects into every Python job) is built without
@@ -30,13 +31,14 @@ PY_EXT_OBJ := $(BUILD)/pic/python/strobe/_strobe.o
 PY_EXT     := $(BUILD)/python/strobe/_strobe.abi3.so
 PY_FILES   := $(patsubst python/%,$(BUILD)/python/%,$(wildcard python/strobe/*.py python/strobe/_boot/*.py))
 RINGCAT    := $(BUILD)/tests/strobe-ringcat
+PYSTACK    := $(BUILD)/tests/strobe-pystack
 
 PY_COMPILED := $(BUILD)/python/.compiled
 
 # the package alone, all that strobe run loads into a Python job (make demo)
 .PHONY: python
 python: $(PY_EXT) $(PY_FILES) $(PY_COMPILED)
-all: $(LIBSTROBE_SO) $(LIBSTROBE_A) $(PY_EXT) $(PY_FILES) $(PY_COMPILED) $(RINGCAT)
+all: $(LIBSTROBE_SO) $(LIBSTROBE_A) $(PY_EXT) $(PY_FILES) $(PY_COMPILED) $(RINGCAT) $(PYSTACK)
 
 # Byte-code made at build time: the sitecustomize runs at the start of every
 # Python command under strobe, and compiling it there (where
@@ -82,4 +84,10 @@ $(RINGCAT): $(BUILD)/tests/tools/ringcat.o $(CORE_LIB)
 	@echo "  LD  $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
--include $(LIBSTROBE_PIC:.o=.d) $(PY_EXT_OBJ:.o=.d) $(BUILD)/tests/tools/ringcat.d
+$(PYSTACK): $(BUILD)/tests/tools/pystack.o $(CORE_LIB)
+	@mkdir -p $(@D)
+	@echo "  LD  $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+-include $(LIBSTROBE_PIC:.o=.d) $(PY_EXT_OBJ:.o=.d) $(BUILD)/tests/tools/ringcat.d \
+         $(BUILD)/tests/tools/pystack.d
