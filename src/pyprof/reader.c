@@ -21,9 +21,10 @@
  *   -> .threads.head -> PyThreadState -> .next ...
  *   tstate.cframe -> _PyCFrame.current_frame -> _PyInterpreterFrame
  *   -> .previous ... each frame's f_code is a PyCodeObject.
- * Frames are read one per call (each gives the next address); their code
- * objects' headers then in one process_vm_readv of up to PY_STACK_MAX
- * remote iovecs. A frame that is not complete (3.11's
+ * Frames are read from the start of their page to their end, so that the
+ * calling frames below them on the same page of the thread's data stack
+ * come with them; their code objects' headers then in one
+ * process_vm_readv of up to PY_STACK_MAX remote iovecs. A frame that is not complete (3.11's
  * _PyFrame_IsIncomplete: not owned by a generator and prev_instr before
  * _co_firsttraceable) is skipped, as CPython's own tracebacks skip it; 3.11
  * has no shim frames owned by the C stack. The GIL's holder is
@@ -86,6 +87,7 @@
 #define MAPS_MAX         (64u << 20)
 #define CODE_HDR_MAX     256 /* bytes of a code object's header read */
 #define FRAME_HDR_MAX    128
+#define FRAME_PAGE       4096 /* frames are read a page at a time (frame_bytes) */
 
 /* One code object seen at an address, and what proves it is still there. */
 struct code_slot {
@@ -104,6 +106,12 @@ struct thread_files {
     int stat_fd;
     int syscall_fd;
     uint32_t gen; /* the sample that last saw the thread */
+};
+
+/* The bytes of the process last read while walking frames: [lo, hi). */
+struct frame_window {
+    uint64_t lo, hi;
+    unsigned char buf[FRAME_PAGE + FRAME_HDR_MAX];
 };
 
 /* A frame of the walk before its code object is read. */
@@ -849,16 +857,37 @@ static int32_t frame_line(struct py_reader *r, struct code_slot *s, const struct
 
 /* ---- the stack of one thread ---- */
 
+/* Where the frame at addr (len bytes) is: in the window already read, or
+ * in a new one from the start of its page to its end. 3.11 allocates
+ * frames upwards in the thread's data stack, so the frames it called
+ * from are usually below it on the same page: one read serves many. */
+static const unsigned char *frame_bytes(struct py_reader *r, uint64_t addr, size_t len,
+                                        struct frame_window *w, int *rc)
+{
+    if (addr >= w->lo && addr + len <= w->hi && addr + len > addr)
+        return w->buf + (addr - w->lo);
+    uint64_t lo = addr & ~(uint64_t)(FRAME_PAGE - 1);
+    *rc = mem_read(r->pid, lo, w->buf, (size_t)(addr - lo) + len);
+    if (*rc < 0)
+        return NULL;
+    w->lo = lo;
+    w->hi = addr + len;
+    return w->buf + (addr - lo);
+}
+
 /* The frames from frame outwards into r->frames: their count, or -EFAULT
  * for a loop, -ESRCH. */
 static int walk_frames(struct py_reader *r, uint64_t frame, uint8_t *truncated)
 {
     const struct py_layout *l = r->l;
     size_t len = (size_t)l->frame_owner + 1;
+    struct frame_window w = {0};
     uint64_t tortoise = 0;
     unsigned power = 1, lam = 0;
-    int n = 0;
+    int n = 0, rc = 0;
     *truncated = 0;
+    if (len > FRAME_HDR_MAX)
+        return -EFAULT;
     while (frame) {
         if (n == PY_STACK_MAX) {
             *truncated = 1;
@@ -871,9 +900,8 @@ static int walk_frames(struct py_reader *r, uint64_t frame, uint8_t *truncated)
             power *= 2;
             lam = 0;
         }
-        unsigned char hdr[FRAME_HDR_MAX];
-        int rc = len <= sizeof(hdr) ? mem_read(r->pid, frame, hdr, len) : -EFAULT;
-        if (rc < 0)
+        const unsigned char *hdr = frame_bytes(r, frame, len, &w, &rc);
+        if (!hdr)
             return rc;
         r->frames[n].code = get_u64(hdr, l->frame_code);
         r->frames[n].prev_instr = get_u64(hdr, l->frame_prev_instr);
