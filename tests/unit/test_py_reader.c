@@ -325,6 +325,19 @@ static struct py_reader *open_reader(pid_t pid)
     return r;
 }
 
+/* The threads child, started, and a reader on it. */
+static struct py_reader *start_and_open(struct child *c, struct told_all **a)
+{
+    *a = start_threads_child(c);
+    return open_reader(c->pid);
+}
+
+static void stop_and_close(struct child *c, struct py_reader *r)
+{
+    py_reader_close(r);
+    child_stop(c);
+}
+
 static void sample(struct py_reader *r, struct seen *s)
 {
     memset(s, 0, sizeof(*s));
@@ -377,8 +390,8 @@ static void assert_stack(struct py_reader *r, const struct py_thread_sample *t,
 TEST(stacks_match_pythons_own)
 {
     struct child c;
-    struct told_all *a = start_threads_child(&c);
-    struct py_reader *r = open_reader(c.pid);
+    struct told_all *a;
+    struct py_reader *r = start_and_open(&c, &a);
     ASSERT_EQ_STR(py_reader_version(r), a->version);
     ASSERT_EQ_INT(py_reader_pid(r), c.pid);
     static const char *const names[] = {"sleeper", "locked", "reader", "main"};
@@ -400,15 +413,14 @@ TEST(stacks_match_pythons_own)
     ASSERT_EQ_STR(py_reader_code(r, m->code[0])->name, "<module>");
     ASSERT_EQ_STR(py_reader_code(r, m->code[0])->file, a->script);
     ASSERT_EQ_INT(m->line[0], a->main_line);
-    py_reader_close(r);
-    child_stop(&c);
+    stop_and_close(&c, r);
 }
 
 TEST(states_and_the_gil)
 {
     struct child c;
-    struct told_all *a = start_threads_child(&c);
-    struct py_reader *r = open_reader(c.pid);
+    struct told_all *a;
+    struct py_reader *r = start_and_open(&c, &a);
     static const char *const names[] = {"sleeper", "locked", "reader", "busy", "deep", "main"};
     static const uint8_t states[] = {PY_ST_SLEEP,   PY_ST_LOCK,  PY_ST_IO,
                                      PY_ST_RUNNING, PY_ST_SLEEP, PY_ST_IO};
@@ -435,15 +447,14 @@ TEST(states_and_the_gil)
         }
     }
     ASSERT_EQ_INT(busy_held, 1 + rounds);
-    py_reader_close(r);
-    child_stop(&c);
+    stop_and_close(&c, r);
 }
 
 TEST(deep_stack_keeps_the_innermost)
 {
     struct child c;
-    struct told_all *a = start_threads_child(&c);
-    struct py_reader *r = open_reader(c.pid);
+    struct told_all *a;
+    struct py_reader *r = start_and_open(&c, &a);
     const struct told *deep = told_named(a, "deep");
     ASSERT(deep->depth > PY_STACK_MAX);
     struct seen s;
@@ -458,15 +469,14 @@ TEST(deep_stack_keeps_the_innermost)
     }
     const struct py_thread_sample *m = seen_tid(&s, a->main_tid);
     ASSERT_EQ_INT(m->truncated, 0);
-    py_reader_close(r);
-    child_stop(&c);
+    stop_and_close(&c, r);
 }
 
 TEST(code_ids_are_stable)
 {
     struct child c;
-    struct told_all *a = start_threads_child(&c);
-    struct py_reader *r = open_reader(c.pid);
+    struct told_all *a;
+    struct py_reader *r = start_and_open(&c, &a);
     const struct told *sleeper = told_named(a, "sleeper");
     struct seen s1, s2;
     sample(r, &s1);
@@ -485,8 +495,7 @@ TEST(code_ids_are_stable)
     ASSERT(t1->code[0] != t1->code[1]);
     ASSERT(py_reader_code(r, 1u << 30) == NULL);
     ASSERT_EQ_U64(py_reader_torn(r), 0);
-    py_reader_close(r);
-    child_stop(&c);
+    stop_and_close(&c, r);
 }
 
 /* ---- what must fail ---- */
@@ -531,9 +540,8 @@ TEST(not_python_is_enoent)
 TEST(exited_process)
 {
     struct child c;
-    struct told_all *a = start_threads_child(&c);
-    (void)a;
-    struct py_reader *r = open_reader(c.pid);
+    struct told_all *a;
+    struct py_reader *r = start_and_open(&c, &a);
     struct seen s;
     sample(r, &s);
     pid_t pid = c.pid;
@@ -577,9 +585,12 @@ TEST(unreadable_memory_is_eperm)
 }
 
 /* A fake python: exports _PyRuntime, Py_Version and PyCode_Type. MODE 0
- * fills _PyRuntime with 0x41; MODE 1 makes a pool of random words, many
- * of them pointers into the pool, to PyCode_Type or to the pool's start
- * (the fake interpreter, whose .runtime points back at _PyRuntime). */
+ * fills _PyRuntime with 0x41. MODE 1 builds, with the offsets of the 3.11
+ * row (-DL_field=N), an interpreter, a thread, ten frames, their code
+ * objects, names and line tables in a pool, and keeps breaking it while it
+ * is read: each round restores it, overwrites a few words at random (0, a
+ * pointer into the pool or to PyCode_Type, a small number, a str state,
+ * random bits) and waits 200 us. */
 static const char fake_src[] =
     "#include <stdint.h>\n"
     "#include <string.h>\n"
@@ -587,44 +598,81 @@ static const char fake_src[] =
     "unsigned char _PyRuntime[4096] __attribute__((aligned(64)));\n"
     "const uint32_t Py_Version = VERSION;\n"
     "unsigned char PyCode_Type[512];\n"
-    "static unsigned char pool[1 << 16] __attribute__((aligned(64)));\n"
+    "static unsigned char pool[1 << 15] __attribute__((aligned(64))), good[1 << 15];\n"
     "static uint64_t s = SEED;\n"
     "static uint64_t rnd(void) { s ^= s >> 12; s ^= s << 25; s ^= s >> 27;\n"
     "    return s * 2685821657736338717ull; }\n"
     "static void put(unsigned char *at, uint64_t v) { memcpy(at, &v, 8); }\n"
+    "static uint64_t P(unsigned off) { return (uintptr_t)pool + off; }\n"
+    "static const uint64_t states[] = {0xe4, 0xa4, 0xa8, 0xb0};\n"
     "static uint64_t word(void) {\n"
-    "    uint64_t pick = rnd() % 16;\n"
-    "    if (pick < 6) return (uintptr_t)pool + rnd() % (sizeof(pool) - 1024) / 8 * 8;\n"
-    "    if (pick < 8) return (uintptr_t)PyCode_Type;\n"
-    "    if (pick < 10) return 0;\n"
-    "    if (pick < 12) return (uintptr_t)pool;\n"
-    "    if (pick < 13) return rnd() % 4096;\n"
+    "    uint64_t pick = rnd() % 8;\n"
+    "    if (pick == 0) return 0;\n"
+    "    if (pick == 1) return P(rnd() % (sizeof(pool) - 1024) / 8 * 8);\n"
+    "    if (pick == 2) return (uintptr_t)PyCode_Type;\n"
+    "    if (pick == 3) return rnd() % 64;\n"
+    "    if (pick == 4) return states[rnd() % 4];\n"
+    "    if (pick == 5) return P(4096);\n"
     "    return rnd();\n"
+    "}\n"
+    "static void build(void) {\n"
+    "    memset(pool, 0, sizeof(pool));\n"
+    "    put(pool + L_interp_runtime, (uintptr_t)_PyRuntime);\n"
+    "    put(pool + L_interp_threads_head, P(1024));\n"
+    "    put(pool + 1024 + L_tstate_interp, P(0));\n"
+    "    put(pool + 1024 + L_tstate_native_thread_id, (uint64_t)getpid());\n"
+    "    put(pool + 1024 + L_tstate_cframe, P(3072));\n"
+    "    put(pool + 3072 + L_cframe_current_frame, P(4096));\n"
+    "    for (unsigned i = 0; i < 10; i++) {\n"
+    "        unsigned f = 4096 + i * 128, c = 8192 + i * 512, n = 16384 + i * 256;\n"
+    "        unsigned t = 24576 + i * 64;\n"
+    "        put(pool + f + L_frame_code, P(c));\n"
+    "        put(pool + f + L_frame_previous, i < 9 ? P(f + 128) : 0);\n"
+    "        put(pool + f + L_frame_prev_instr, P(c + L_code_code + 2 * i));\n"
+    "        put(pool + c + L_object_type, (uintptr_t)PyCode_Type);\n"
+    "        put(pool + c + L_code_name, P(n));\n"
+    "        put(pool + c + L_code_qualname, P(n));\n"
+    "        put(pool + c + L_code_filename, P(n));\n"
+    "        put(pool + c + L_code_linetable, P(t));\n"
+    "        put(pool + c + L_code_firstlineno, i + 1);\n"
+    "        put(pool + n + L_unicode_length, 4);\n"
+    "        put(pool + n + L_unicode_state, 0xe4);\n"
+    "        memcpy(pool + n + L_unicode_ascii_data, \"fn_\", 3);\n"
+    "        pool[n + L_unicode_ascii_data + 3] = (unsigned char)('0' + i);\n"
+    "        put(pool + t + L_varobject_size, 8);\n"
+    "        put(pool + t + L_bytes_data, rnd());\n"
+    "    }\n"
+    "    memcpy(good, pool, sizeof(pool));\n"
     "}\n"
     "int main(void) {\n"
     "    if (MODE == 0) memset(_PyRuntime, 0x41, sizeof(_PyRuntime));\n"
-    "    else {\n"
-    "        for (size_t i = 0; i < sizeof(pool); i += 8) put(pool + i, word());\n"
-    "        for (size_t i = 0; i < sizeof(_PyRuntime); i += 8) put(_PyRuntime + i, word());\n"
-    "        put(_PyRuntime + INTERP_HEAD, (uintptr_t)pool);\n"
-    "        put(pool + INTERP_RUNTIME, (uintptr_t)_PyRuntime);\n"
-    "    }\n"
+    "    else { build(); put(_PyRuntime + L_runtime_interp_head, P(0)); }\n"
     "    write(1, \"ready\\n\", 6);\n"
-    "    pause();\n"
+    "    if (MODE == 0) pause();\n"
+    "    for (;;) {\n"
+    "        memcpy(pool, good, sizeof(pool));\n"
+    "        for (unsigned k = rnd() % 6; k > 0; k--)\n"
+    "            put(pool + rnd() % (24576 + 640) / 8 * 8, word());\n"
+    "        put(pool + L_interp_runtime, (uintptr_t)_PyRuntime);\n"
+    "        usleep(200);\n"
+    "    }\n"
     "}\n";
 
 static void start_fake(struct child *c, const char *version, int mode, unsigned seed)
 {
     static char src[600];
-    char bin[700], flags[400], line[64];
+    char bin[700], flags[2048], line[64];
     if (!src[0])
         write_script(src, sizeof(src), "fake.c", fake_src);
     const struct py_layout *l = py_layout_find(3, 11);
     snprintf(bin, sizeof(bin), "%s.%d.%u", src, mode, seed);
-    snprintf(flags, sizeof(flags),
-             "-O0 -rdynamic -DVERSION=%s -DMODE=%d -DSEED=%uu -DINTERP_HEAD=%d "
-             "-DINTERP_RUNTIME=%d",
-             version, mode, seed * 2654435761u + 1, l->runtime_interp_head, l->interp_runtime);
+    int len = snprintf(flags, sizeof(flags), "-O0 -rdynamic -DVERSION=%s -DMODE=%d -DSEED=%uu",
+                       version, mode, seed * 2654435761u + 1);
+#define LAYOUT_FLAG(f, expr)                                                                       \
+    len += snprintf(flags + len, sizeof(flags) - (size_t)len, " -DL_" #f "=%d", (int)l->f);
+    PY_LAYOUT_FIELDS(LAYOUT_FLAG)
+#undef LAYOUT_FLAG
+    ASSERT(len < (int)sizeof(flags));
     compile(src, bin, flags);
     char *argv[] = {bin, NULL};
     child_start(c, argv);
@@ -651,9 +699,13 @@ TEST(garbage_runtime_is_efault)
     child_stop(&c);
 }
 
+static uint64_t garbage_threads, garbage_frames;
+
 static int check_garbage_sample(const struct py_thread_sample *t, void *arg)
 {
     struct py_reader *r = arg;
+    garbage_threads++;
+    garbage_frames += t->depth;
     ASSERT(t->depth <= PY_STACK_MAX);
     ASSERT(t->state < PY_ST_COUNT);
     for (uint32_t i = 0; i < t->depth; i++) {
@@ -676,7 +728,8 @@ static int check_garbage_sample(const struct py_thread_sample *t, void *arg)
 TEST(random_structures_never_crash)
 {
     int opened = 0;
-    for (unsigned seed = 1; seed <= 12; seed++) {
+    uint64_t torn = 0;
+    for (unsigned seed = 1; seed <= 6; seed++) {
         struct child c;
         start_fake(&c, "0x030b02f0", 1, seed);
         struct strbuf why;
@@ -686,14 +739,18 @@ TEST(random_structures_never_crash)
         strbuf_release(&why);
         ASSERT_EQ_INT(rc, 0); /* the fake interpreter points back at _PyRuntime */
         opened++;
-        for (int i = 0; i < 50; i++) {
+        for (int i = 0; i < 300; i++) {
             rc = py_reader_sample(r, i & 1, check_garbage_sample, r);
             ASSERT(rc == 0);
         }
+        torn += py_reader_torn(r);
         py_reader_close(r);
         child_stop(&c);
     }
-    ASSERT_EQ_INT(opened, 12);
+    ASSERT_EQ_INT(opened, 6);
+    fprintf(stderr, "  %" PRIu64 " threads, %" PRIu64 " frames read, %" PRIu64 " torn\n",
+            garbage_threads, garbage_frames, torn);
+    ASSERT(garbage_frames > 0 && torn > 0); /* the walks went as far as code objects */
 }
 
 TEST(state_names)
