@@ -181,6 +181,12 @@ static void reply_and_close(struct control *c, struct control_conn *k, const cha
     /* once, never waiting: a client that does not read loses the rest */
     ssize_t w = send(k->fd, text, len, MSG_NOSIGNAL | MSG_DONTWAIT);
     (void)w;
+    /* what the client sent that was not read: closed on, it would reset the
+     * connection, and the client lose the reply (a bounded drain: a client
+     * that floods keeps the reset) */
+    char sink[4096];
+    for (int i = 0; i < 16 && recv(k->fd, sink, sizeof(sink), MSG_DONTWAIT) > 0; i++)
+        ;
     epoll_ctl(c->epfd, EPOLL_CTL_DEL, k->fd, NULL);
     close(k->fd);
     k->fd = -1;
