@@ -71,6 +71,15 @@ def start(db, *cmd):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
 
 
+def fresh(db_name, *names):
+    """A store and files of the test's: none of them left from before."""
+    paths = [store_path(db_name)] + [os.path.join(TMP, n) for n in names]
+    for f in paths:
+        if os.path.exists(f):
+            os.unlink(f)
+    return paths
+
+
 def wait_answering(db):
     """Until the run's recorder answers a request that changes nothing."""
     return wait_for(lambda: "unknown request" in ctl(db, "bogus").stderr, timeout=30, step=0.1)
@@ -190,11 +199,7 @@ def hostile(db, path):
 
 
 def basics():
-    db = store_path("ctl.db")
-    done_file = os.path.join(TMP, "ctl-done")
-    for f in (db, done_file):
-        if os.path.exists(f):
-            os.unlink(f)
+    db, done_file = fresh("ctl.db", "ctl-done")
     job = start(db, PYTHON, "-c", WAITER, done_file)
     check("the recorder answers strobe ctl", wait_answering(db))
     path = socket_of(db)
@@ -284,13 +289,8 @@ def elsewhere(db):
 
 
 def torch_window():
-    db = store_path("ctl-torch.db")
-    done_file = os.path.join(TMP, "ctl-torch-done")
-    progress = os.path.join(TMP, "ctl-torch-step")
+    db, done_file, progress = fresh("ctl-torch.db", "ctl-torch-done", "ctl-torch-step")
     script = os.path.join(TMP, "ctl_train.py")
-    for f in (db, done_file, progress):
-        if os.path.exists(f):
-            os.unlink(f)
     with open(script, "w") as f:
         f.write(TRAIN)
     job = start(db, PYTHON, script, done_file, progress)
@@ -333,11 +333,7 @@ def torch_window():
 
 def sampler_requests():
     """stacks, py-profile, py-sample: need the recorder's Python sampler."""
-    db = store_path("ctl-stacks.db")
-    done_file = os.path.join(TMP, "ctl-stacks-done")
-    for f in (db, done_file):
-        if os.path.exists(f):
-            os.unlink(f)
+    db, done_file = fresh("ctl-stacks.db", "ctl-stacks-done")
     job = start(db, PYTHON, "-c", WAITER, done_file)
     wait_answering(db)
     p = ctl(db, "stacks")
