@@ -1294,7 +1294,8 @@ static void open_control(struct recorder *r)
     if (r->events.on) {
         c->shm = r->events.seg.hdr;
         c->events = &r->events;
-        c->torch_dir = r->torch_profile.dir[0] ? r->torch_profile.dir : NULL;
+        /* --no-framework: no capture in the job to open the window */
+        c->torch_dir = r->torch_profile.dir[0] && !r->o->no_framework ? r->torch_profile.dir : NULL;
     }
     c->set_interval = set_interval;
     c->arg = r;
