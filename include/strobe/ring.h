@@ -107,7 +107,11 @@ struct strobe_shm_header {
     uint64_t segment_bytes;   /* the whole mapping */
     uint64_t created_ns;      /* CLOCK_MONOTONIC when the recorder made it */
     _Atomic uint64_t no_ring; /* events dropped because no ring was free */
-    uint8_t pad[8];
+    /* bumped by the recorder after it wrote a request for the job (strobe
+     * ctl torch-profile: record/control.h); writers read it, never write
+     * it. It came later in ABI 1, in what was padding: writers that ignore
+     * it lose nothing but the request. */
+    _Atomic uint64_t control_seq;
 };
 
 _Static_assert(sizeof(struct strobe_record) == 32, "record size is ABI");
@@ -121,6 +125,7 @@ _Static_assert(offsetof(struct strobe_ring_ctl, owner_program) == 40, "ring cont
 _Static_assert(offsetof(struct strobe_ring_ctl, tail) == 128, "tail has its own cache line");
 _Static_assert(sizeof(struct strobe_shm_header) == 64, "header size is ABI");
 _Static_assert(offsetof(struct strobe_shm_header, no_ring) == 48, "header layout is ABI");
+_Static_assert(offsetof(struct strobe_shm_header, control_seq) == 56, "header layout is ABI");
 
 /* The check word of a record: a mix of its other fields, so that a record
  * that was never written completely, or garbage, is caught by the drain. */

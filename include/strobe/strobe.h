@@ -68,6 +68,10 @@ STROBE_API void strobe_counter(const char *name, double value);
 STROBE_API void strobe_counter_at_step(const char *name, double value, uint32_t step);
 /* 1 when a recorder is listening, else 0. */
 STROBE_API int strobe_enabled(void);
+/* The recorder's request counter (strobe ctl): 0 when no recorder listens
+ * or none was made; a change means a new request waits in the directory
+ * the recorder named. One atomic load. */
+STROBE_API uint64_t strobe_control_seq(void);
 
 #ifdef __cplusplus
 }

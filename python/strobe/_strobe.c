@@ -308,6 +308,13 @@ static PyObject *mod_enabled(PyObject *mod, PyObject *unused)
     return PyBool_FromLong(strobe_enabled());
 }
 
+static PyObject *mod_control_seq(PyObject *mod, PyObject *unused)
+{
+    (void)mod;
+    (void)unused;
+    return PyLong_FromUnsignedLongLong(strobe_control_seq());
+}
+
 static PyObject *mod_set_decorator(PyObject *mod, PyObject *fn)
 {
     (void)mod;
@@ -332,6 +339,8 @@ static PyMethodDef mod_methods[] = {
      "log(name, value, step=None): a value the script measured."},
     {"step", mod_step, METH_O, "step(n): step n begins (the package's strobe.step wraps it)."},
     {"enabled", mod_enabled, METH_NOARGS, "enabled() -> bool: whether a recorder listens."},
+    {"control_seq", mod_control_seq, METH_NOARGS,
+     "control_seq() -> int: the recorder's request counter (strobe ctl); 0 when none."},
     {"_set_decorator", mod_set_decorator, METH_O, "Set the (span, fn) -> wrapper factory."},
     {NULL, NULL, 0, NULL},
 };

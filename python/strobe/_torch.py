@@ -604,7 +604,7 @@ def install():
             _note(f"PyTorch capture of {what} is off: {type(e).__name__}: {e}")
     _announce_rank()
     _steps.watch_multiprocessing()
-    if os.environ.get("STROBE_TORCH_PROFILE"):
+    if os.environ.get("STROBE_TORCH_PROFILE_DIR"):  # --torch-profile, or strobe ctl's windows
         try:
             from strobe import _torch_profile
 

@@ -19,10 +19,20 @@ allocates a tensor, which would show up as an operator before step A's label.
 The trace is written at exit rather than when the profiler stops, so step
 B+1 does not pay for the export.
 
+`strobe ctl RUN torch-profile N` opens such a window while the job runs.
+The recorder writes DIR/control.json ({"seq": S, "torch_profile": {"steps":
+N}}) and then sets a word of the shared-memory segment to S. At each step
+begin the Controller reads that word (_strobe.control_seq(), one atomic
+load: no thread, no file read unless it moved); when it moved, it reads the
+request and opens a Window over the N steps from the one beginning. That
+window writes DIR/torch-<pid>-<S>.json as soon as it closes, and the
+recorder imports it at the run's end. One window at a time per process.
+
 Nothing here may break the job: any failure stops the profiling with one
 line on stderr and the training goes on.
 """
 import atexit
+import json
 import os
 import sys
 
@@ -37,10 +47,11 @@ def _warn(msg):
 
 
 class Window:
-    def __init__(self, torch, first, last, directory):
+    def __init__(self, torch, first, last, directory, name=None, write_at_stop=False):
         self.torch = torch
         self.first, self.last = first, last
-        self.path = os.path.join(directory, f"torch-{os.getpid()}.json")
+        self.path = os.path.join(directory, name or f"torch-{os.getpid()}.json")
+        self.write_at_stop = write_at_stop  # strobe ctl's: the trace as soon as it closes
         self.pid = os.getpid()
         self.prof = None
         self.labels = {}  # step -> record_function made ahead
@@ -76,6 +87,8 @@ class Window:
             if n > self.last or n < self.first:
                 if self.prof is not None and n > self.last:
                     self.stop()
+                    if self.write_at_stop:
+                        self.at_exit()
                 elif n > self.last:
                     self.done = True
                 return
@@ -129,14 +142,65 @@ def _parse(spec):
     return first, last
 
 
+class Controller:
+    """strobe ctl torch-profile: a window opened at the step after a request."""
+
+    def __init__(self, torch, directory, control_seq):
+        self.torch = torch
+        self.directory = directory
+        self.control_seq = control_seq
+        self.seen = control_seq()  # requests made before this process began are not its
+        self.window = None
+
+    def _request(self, seq):
+        with open(os.path.join(self.directory, "control.json")) as f:
+            req = json.load(f)
+        if req.get("seq") != seq:
+            return None  # a newer one is on its way: the next step reads it
+        steps = int(req["torch_profile"]["steps"])
+        return steps if steps >= 1 else None
+
+    def on_step(self, n):
+        w = self.window
+        if w is not None:
+            w.on_step(n)
+            if w.done:
+                self.window = None
+        seq = self.control_seq()
+        if seq == self.seen:
+            return
+        self.seen = seq
+        try:
+            steps = self._request(seq)
+        except Exception as e:
+            _warn(f"strobe ctl: cannot read the request: {type(e).__name__}: {e}")
+            return
+        if steps is None:
+            return
+        if self.window is not None:
+            _warn(f"strobe ctl: a window is open until step {self.window.last}: request ignored")
+            return
+        name = f"torch-{os.getpid()}-{seq}.json"
+        self.window = Window(self.torch, n, n + steps - 1, self.directory, name, True)
+        self.window.on_step(n)
+
+
 def install(torch, add_step_hook):
-    """Watch the steps for the window in $STROBE_TORCH_PROFILE; add_step_hook
-    registers a function called with each new step number."""
+    """Watch the steps for the window in $STROBE_TORCH_PROFILE, and for
+    strobe ctl's requests; add_step_hook registers a function called with
+    each new step number. Returns the fixed window, or None."""
     spec = os.environ.get("STROBE_TORCH_PROFILE")
     directory = os.environ.get("STROBE_TORCH_PROFILE_DIR")
-    if not spec or not directory:
+    if not directory:
         return None
-    first, last = _parse(spec)
-    w = Window(torch, first, last, directory)
-    add_step_hook(w.on_step)
+    w = None
+    if spec:
+        first, last = _parse(spec)
+        w = Window(torch, first, last, directory)
+        add_step_hook(w.on_step)
+    from strobe import _strobe
+
+    control_seq = getattr(_strobe, "control_seq", None)
+    if control_seq is not None and _strobe.enabled():
+        add_step_hook(Controller(torch, directory, control_seq).on_step)
     return w

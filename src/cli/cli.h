@@ -63,6 +63,7 @@ int cmd_import(struct cli_ctx *c, int argc, char **argv);
 int cmd_sweep(struct cli_ctx *c, int argc, char **argv);
 int cmd_rules(struct cli_ctx *c, int argc, char **argv);
 int cmd_logs(struct cli_ctx *c, int argc, char **argv);
+int cmd_ctl(struct cli_ctx *c, int argc, char **argv);
 int cmd_report(struct cli_ctx *c, int argc, char **argv);
 int cmd_compare(struct cli_ctx *c, int argc, char **argv);
 

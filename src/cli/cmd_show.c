@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/strbuf.h"
+#include "record/control.h"
 #include "store/points.h"
 
 static const struct cli_usage show_usage = {
@@ -48,8 +49,58 @@ struct show_ctx {
     /* each node's mean cpu.util and gpu.util (analyze/nodes.h), from the
      * statistics below: a row per node, one column */
     struct node_heat cpu, gpu;
-    int multi; /* the series carry node=NAME: a run of several nodes */
+    int multi;           /* the series carry node=NAME: a run of several nodes */
+    struct strbuf notes; /* strobe ctl note's "ISO-time TEXT" lines (record/control.h) */
 };
+
+/* The run's notes text, when it has one. */
+static int take_notes(const struct run_text_record *t, void *arg)
+{
+    struct show_ctx *c = arg;
+    if (strcmp(t->kind, CONTROL_NOTES_KIND) == 0)
+        strbuf_add(&c->notes, t->data, t->len);
+    return 0;
+}
+
+/* Each note: fn(time, text) with the line cut at its first space. */
+typedef void note_fn(const char *when, const char *text, void *arg);
+static void each_note(const struct show_ctx *c, note_fn *fn, void *arg)
+{
+    struct strbuf line;
+    strbuf_init(&line);
+    const char *p = c->notes.buf, *end = p + c->notes.len;
+    while (p && p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        strbuf_reset(&line);
+        strbuf_add(&line, p, len);
+        char *sp = strchr(line.buf, ' ');
+        if (sp) {
+            *sp = '\0';
+            fn(line.buf, sp + 1, arg);
+        } else if (len) {
+            fn("", line.buf, arg);
+        }
+        p = nl ? nl + 1 : end;
+    }
+    strbuf_release(&line);
+}
+
+static void note_json(const char *when, const char *text, void *arg)
+{
+    struct json_writer *jw = arg;
+    jw_object_begin(jw);
+    jw_kv_str(jw, "time", when);
+    jw_kv_str(jw, "text", text);
+    jw_end(jw);
+}
+
+static void note_text(const char *when, const char *text, void *arg)
+{
+    struct strbuf *v = arg;
+    printf("note      %s  ", cli_visible(v, when));
+    printf("%s\n", cli_visible(v, text));
+}
 
 /* Where the recorder read the process tree (proc.cpu's meta); NULL for runs
  * recorded before it said, or without the proc collector. */
@@ -211,6 +262,10 @@ static void show_json(struct strbuf *o, const struct run_record *r, const struct
     jw_key(&jw, "findings");
     findings_json(&jw, c->findings.f, c->findings.n);
     run_actions_json(&jw, &c->actions);
+    jw_key(&jw, "notes");
+    jw_array_begin(&jw);
+    each_note(c, note_json, &jw);
+    jw_end(&jw);
     json_gpus(&jw, c);
     json_app(&jw, c);
     json_metrics(&jw, c);
@@ -579,6 +634,7 @@ static void show_text(const struct run_record *r, const struct show_ctx *c)
     for (size_t i = 0; i < r->tags.n; i++)
         printf("tag       %s=%s\n", cli_visible(&v1, r->tags.items[i].key),
                cli_visible(&v2, r->tags.items[i].value));
+    each_note(c, note_text, &v1);
     if (run_record_is_job(r))
         print_nodes(r, c);
     show_steps_text(r, &c->ev, &c->steps);
@@ -630,12 +686,14 @@ static int load_findings(struct store *s, const char *run_id, struct stored_find
 static int show_load(struct store *s, const struct run_record *r, struct show_ctx *c)
 {
     *c = (struct show_ctx){.s = s, .interval_ns = r->interval_ns};
+    strbuf_init(&c->notes);
     node_heat_init(&c->cpu, METRIC_CPU_UTIL, 0, 1, 1);
     node_heat_init(&c->gpu, METRIC_GPU_UTIL, 0, 1, 1);
     if (s->ops->series_query(s, r->id, collect_series, c) < 0 || c->failed ||
         run_events_load(s, r->id, &c->ev) < 0 || step_analysis_run(&c->ev, &c->steps) < 0 ||
         load_findings(s, r->id, &c->findings) < 0 || run_actions_load(s, r->id, &c->actions) < 0 ||
-        (run_record_is_job(r) && store_job_nodes(s, r->id, &c->nodes) < 0))
+        (run_record_is_job(r) && store_job_nodes(s, r->id, &c->nodes) < 0) ||
+        s->ops->run_texts_query(s, r->id, take_notes, c) < 0)
         return -1;
     for (size_t i = 0; i < c->n; i++) {
         const struct metric_row *m = &c->rows[i];
@@ -659,6 +717,7 @@ static void show_release(struct show_ctx *c)
     node_heat_release(&c->gpu);
     step_analysis_release(&c->steps);
     run_events_release(&c->ev);
+    strbuf_release(&c->notes);
 }
 
 int cmd_show(struct cli_ctx *cli, int argc, char **argv)

@@ -32,6 +32,7 @@ static const struct command {
     {"compare", cmd_compare, CLI_STORE_READ, "several runs side by side, differences marked"},
     {"rules", cmd_rules, READ_RUN, "evaluate the bottleneck rules over a run"},
     {"logs", cmd_logs, READ_RUN, "print what a run's job printed, or its package list, lscpu"},
+    {"ctl", cmd_ctl, READ_RUN, "ask a running run's recorder: stacks, a profiling window, a tag"},
     {"report", cmd_report, READ_RUN, "write a run's profiler report (one HTML file)"},
     {"trace", cmd_trace, READ_RUN, "write a run as one timeline (Chrome JSON or Perfetto)"},
     {"sweep", cmd_sweep, CLI_STORE_URI,

@@ -374,3 +374,16 @@ int strobe_enabled(void)
 {
     return thread_state() != NULL;
 }
+
+uint64_t strobe_control_seq(void)
+{
+    int state = atomic_load_explicit(&lib_state, memory_order_acquire);
+    if (state == LIB_UNKNOWN) {
+        pthread_once(&lib_once, lib_init);
+        state = atomic_load(&lib_state);
+    }
+    if (state != LIB_ON)
+        return 0;
+    /* acquire: the request file the recorder wrote before the bump is whole */
+    return atomic_load_explicit(&lib_seg.hdr->control_seq, memory_order_acquire);
+}

@@ -286,6 +286,8 @@ static void on_record(int ring, pid_t pid, pid_t tid, const struct strobe_record
         return;
     }
     struct event ev = {to_utc(k, r->ts_ns), (int64_t)r->value, id, r->step, r->kind};
+    if (r->step > k->last_step)
+        k->last_step = r->step;
     switch (r->kind) {
     case STROBE_EV_SPAN_BEGIN:
         if (s->depth < EVENT_OPEN_MAX && !s->too_deep) {

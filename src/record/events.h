@@ -137,6 +137,7 @@ struct event_sink {
     uint64_t events;       /* events kept (stored or waiting) */
     uint64_t steps;        /* `step` spans seen, all processes (the live line) */
     uint32_t step_name;    /* the run-wide id of "step", 0 until seen */
+    uint32_t last_step;    /* the highest step any event belonged to (strobe ctl) */
     uint64_t lost;         /* events dropped here: memory cap, name table full */
     struct drain_stats st; /* the segment's counters, as of the last drain */
 };

@@ -28,6 +28,7 @@
 #include "gpu/gpu.h"
 #include "store/job.h"
 #include "record/cluster.h"
+#include "record/control.h"
 #include "record/events.h"
 #include "record/live_rules.h"
 #include "record/runinfo.h"
@@ -75,6 +76,7 @@ struct recorder {
     struct live_rules rules;
     struct on_finding actions;          /* --on-finding */
     struct torch_profile torch_profile; /* --torch-profile's trace directory */
+    struct control ctl;                 /* strobe ctl's socket (record/control.h) */
     struct log_tee logs[2];             /* the job's stdout and stderr, kept */
     char **child_env;                   /* the job's environment, built before fork */
     int in_flight;
@@ -98,7 +100,9 @@ struct recorder {
     int child_status;
     int child_done;
     int64_t start_mono_ns, start_real_ns;
-    int64_t deadline_index; /* frames are due at start + index * interval */
+    int64_t interval_ns;    /* the metrics interval now (strobe ctl interval changes it) */
+    int64_t grid_base_ns;   /* where the deadlines' grid starts: 0, or when it changed */
+    int64_t deadline_index; /* frames are due at start + grid_base + index * interval */
     int64_t last_flush_ns, last_live_ns, last_drain_ns;
     int64_t prev_self_cpu_ns, prev_self_mono_ns;
     uint32_t s_self_cpu;
@@ -298,6 +302,16 @@ static int choose_proc_source(struct proc_tree *t, int source)
     return -1;
 }
 
+static int add_drain_timer(struct recorder *r)
+{
+    r->drainfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+    if (r->drainfd < 0)
+        return -errno;
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = r->drainfd};
+    epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->drainfd, &ev);
+    return 0;
+}
+
 static int setup_timer(struct recorder *r)
 {
     r->timerfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -311,30 +325,61 @@ static int setup_timer(struct recorder *r)
     /* slow sampling still drains the rings and takes the GPU threads' values
      * often, so that neither the rings nor the GPU queues overflow (8 GPUs
      * at --gpu-interval 10ms fill the NVML queue in 6 s) */
-    if (r->o->interval_ns > DRAIN_INTERVAL_NS) {
-        r->drainfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-        if (r->drainfd < 0)
-            return -errno;
-        ev.data.fd = r->drainfd;
-        epoll_ctl(r->epfd, EPOLL_CTL_ADD, r->drainfd, &ev);
-    }
-    return 0;
+    return r->o->interval_ns > DRAIN_INTERVAL_NS ? add_drain_timer(r) : 0;
+}
+
+static void arm_grid(struct recorder *r)
+{
+    /* absolute and periodic: the kernel keeps the grid, so the period does
+     * not drift with the time each sample takes */
+    int64_t first = r->start_mono_ns + r->grid_base_ns + r->interval_ns;
+    struct itimerspec its = {
+        .it_interval = {(time_t)(r->interval_ns / NS_PER_S), r->interval_ns % NS_PER_S},
+        .it_value = {(time_t)(first / NS_PER_S), first % NS_PER_S},
+    };
+    timerfd_settime(r->timerfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+static void arm_drain(struct recorder *r)
+{
+    struct itimerspec d = {{0, DRAIN_INTERVAL_NS}, {0, DRAIN_INTERVAL_NS}};
+    if (r->drainfd >= 0)
+        timerfd_settime(r->drainfd, 0, &d, NULL);
 }
 
 static void arm_timer(struct recorder *r)
 {
-    /* absolute and periodic: the kernel keeps the grid, so the period does
-     * not drift with the time each sample takes */
-    int64_t first = r->start_mono_ns + r->o->interval_ns;
-    struct itimerspec its = {
-        .it_interval = {(time_t)(r->o->interval_ns / NS_PER_S), r->o->interval_ns % NS_PER_S},
-        .it_value = {(time_t)(first / NS_PER_S), first % NS_PER_S},
-    };
-    timerfd_settime(r->timerfd, TFD_TIMER_ABSTIME, &its, NULL);
-    if (r->drainfd >= 0) {
-        struct itimerspec d = {{0, DRAIN_INTERVAL_NS}, {0, DRAIN_INTERVAL_NS}};
-        timerfd_settime(r->drainfd, 0, &d, NULL);
+    r->interval_ns = r->o->interval_ns;
+    arm_grid(r);
+    arm_drain(r);
+}
+
+/*
+ * strobe ctl interval: the grid starts again at the last frame, so the next
+ * frame is one new interval after it; when that time is past already (a
+ * long interval shortened), one new interval from now. Either way no burst
+ * of missed deadlines. The run's interval_ns stays the one it started with:
+ * a rate's first point covers it (strobe show); the change is a line in
+ * the run's notes.
+ */
+static int set_interval(void *arg, int64_t interval_ns, struct strbuf *why)
+{
+    struct recorder *r = arg;
+    if (interval_ns > DRAIN_INTERVAL_NS && r->drainfd < 0) {
+        int rc = add_drain_timer(r);
+        if (rc < 0) {
+            strbuf_addf(why, "cannot make the drain timer: %s", strerror(-rc));
+            return rc;
+        }
+        arm_drain(r);
     }
+    int64_t last = r->grid_base_ns + r->deadline_index * r->interval_ns;
+    int64_t now = clock_monotonic_ns() - r->start_mono_ns;
+    r->grid_base_ns = last + interval_ns > now ? last : now;
+    r->deadline_index = 0;
+    r->interval_ns = interval_ns;
+    arm_grid(r);
+    return 0;
 }
 
 /* ---- the job's environment ------------------------------------------------ */
@@ -408,11 +453,10 @@ static int build_child_env(struct recorder *r)
         rc = env_push(&env, &n, &cap, env_entry(STROBE_SHM_ENV, shm));
     if (rc == 0 && shm && r->o->no_framework)
         rc = env_push(&env, &n, &cap, env_entry("STROBE_FRAMEWORK", "0"));
-    if (rc == 0 && shm && r->torch_profile.dir[0]) {
+    if (rc == 0 && shm && r->torch_profile.spec[0])
         rc = env_push(&env, &n, &cap, env_entry(TORCH_PROFILE_ENV, r->torch_profile.spec));
-        if (rc == 0)
-            rc = env_push(&env, &n, &cap, env_entry(TORCH_PROFILE_DIR_ENV, r->torch_profile.dir));
-    }
+    if (rc == 0 && shm && r->torch_profile.dir[0])
+        rc = env_push(&env, &n, &cap, env_entry(TORCH_PROFILE_DIR_ENV, r->torch_profile.dir));
     if (rc == 0 && py) {
         struct strbuf b;
         strbuf_init(&b);
@@ -742,6 +786,8 @@ static void settle(struct recorder *r)
     }
     if (rc == 0)
         r->committed_ns = r->batch.run.last_ns;
+    if (rc == 0 && r->batch.ctl_gen)
+        control_stored(&r->ctl, r->batch.ctl_gen);
     for (int i = 0; rc == 0 && i < 2; i++)
         if (r->batch.texts[i].put)
             r->logs_stored[i] = r->batch.texts[i].bytes;
@@ -782,6 +828,7 @@ static void flush(struct recorder *r)
         return;
     }
     fill_counters(r, &r->batch.run);
+    r->batch.ctl_gen = control_collect(&r->ctl, &r->batch.ctl_tags, &r->batch.ctl_notes);
     /* the run's last sample is one the store has: between batches of open
      * blocks, that of the last one */
     if (r->batch.has_open)
@@ -821,7 +868,7 @@ static void on_timer(struct recorder *r)
     /* a late wake-up covers several deadlines: sample once, count the rest */
     r->missed += (int64_t)expirations - 1;
     r->deadline_index += (int64_t)expirations;
-    sample_frame(r, r->deadline_index * r->o->interval_ns);
+    sample_frame(r, r->grid_base_ns + r->deadline_index * r->interval_ns);
     gpu_collector_merge(r->gpu, &r->series, &r->tree);
     dcgm_collector_merge(r->dcgm, &r->series);
     int64_t now = clock_monotonic_ns();
@@ -835,6 +882,7 @@ static void on_timer(struct recorder *r)
     /* windows close on the samples' clock: the run's UTC start plus monotonic time */
     live_rules_tick(&r->rules, r->start_real_ns + (now - r->start_mono_ns));
     on_finding_tick(&r->actions, now);
+    control_tick(&r->ctl, now);
     if (now - r->last_flush_ns >= FLUSH_INTERVAL_NS) {
         flush(r);
         r->last_flush_ns = now;
@@ -855,6 +903,7 @@ static void on_drain_timer(struct recorder *r)
     int64_t now = clock_monotonic_ns();
     event_sink_drain(&r->events, now);
     on_finding_tick(&r->actions, now); /* a stop's SIGKILL within 100 ms of its time */
+    control_tick(&r->ctl, now);
 }
 
 static void on_signal(struct recorder *r)
@@ -869,18 +918,30 @@ static void on_signal(struct recorder *r)
     reap_children(r); /* SIGCHLDs coalesce: check once more */
 }
 
+/* A strobe ctl client: the steps it may ask about are the freshest the
+ * rings hold. */
+static void on_control(struct recorder *r, int fd)
+{
+    int64_t now = clock_monotonic_ns();
+    event_sink_drain(&r->events, now);
+    control_on_fd(&r->ctl, fd, now);
+}
+
 static void loop(struct recorder *r)
 {
     while (!r->child_done) {
-        struct epoll_event ev[4];
-        int n = epoll_wait(r->epfd, ev, 4, -1);
+        struct epoll_event ev[16];
+        int n = epoll_wait(r->epfd, ev, 16, -1);
         if (n < 0 && errno != EINTR)
             break;
         for (int i = 0; i < n; i++) {
-            if (ev[i].data.fd == r->timerfd)
+            int fd = ev[i].data.fd;
+            if (fd == r->timerfd)
                 on_timer(r);
-            else if (ev[i].data.fd == r->drainfd)
+            else if (fd == r->drainfd)
                 on_drain_timer(r);
+            else if (control_owns(&r->ctl, fd))
+                on_control(r, fd);
             else
                 on_signal(r);
         }
@@ -900,8 +961,8 @@ static void loop(struct recorder *r)
  */
 static void final_frame(struct recorder *r)
 {
-    int64_t interval = r->o->interval_ns;
-    int64_t last = r->deadline_index * interval;
+    int64_t interval = r->interval_ns;
+    int64_t last = r->grid_base_ns + r->deadline_index * interval;
     int64_t due = interval <= NS_PER_S ? last + interval : last + NS_PER_S;
     int64_t now = clock_monotonic_ns() - r->start_mono_ns;
     if (due < now) {
@@ -1226,6 +1287,22 @@ static void close_job(struct recorder *r)
     strbuf_release(&err);
 }
 
+/* strobe ctl's socket, and what its requests act on. */
+static void open_control(struct recorder *r)
+{
+    struct control *c = &r->ctl;
+    if (r->events.on) {
+        c->shm = r->events.seg.hdr;
+        c->events = &r->events;
+        /* --no-framework: no capture in the job to open the window */
+        c->torch_dir = r->torch_profile.dir[0] && !r->o->no_framework ? r->torch_profile.dir : NULL;
+    }
+    c->set_interval = set_interval;
+    c->arg = r;
+    c->interval_ns = r->interval_ns;
+    control_open(c, r->run.id, r->epfd);
+}
+
 static void cleanup(struct recorder *r)
 {
     kv_list_release(&r->texts);
@@ -1254,6 +1331,7 @@ static void cleanup(struct recorder *r)
     live_rules_close(&r->rules);
     on_finding_release(&r->actions);
     torch_profile_close(&r->torch_profile);
+    control_close(&r->ctl);
     for (size_t i = 0; i < 2; i++)
         log_tee_close(&r->logs[i]);
     log_set_writer(NULL);    /* the threads that log have stopped */
@@ -1273,6 +1351,8 @@ int recorder_run(const struct recorder_opts *o)
     memset(&r, 0, sizeof(r));
     r.o = o;
     r.sigfd = r.timerfd = r.drainfd = r.epfd = r.env.proc_fd = r.env.sys_fd = r.gate_fd = -1;
+    r.ctl.listen_fd = -1;
+    strbuf_init(&r.ctl.notes);
     r.logs[0].job_fd = r.logs[1].job_fd = -1;
     batch_init(&r.batch);
     run_record_init(&r.run);
@@ -1300,7 +1380,7 @@ int recorder_run(const struct recorder_opts *o)
     r.actions.child_setup = restore_for_child;
     r.actions.child_arg = &r;
     r.rules.actions = &r.actions;
-    if (o->torch_profile && erc == 0)
+    if (erc == 0 && (o->torch_profile || r.run.python_version))
         torch_profile_open(&r.torch_profile, o->torch_profile); /* warns; the run goes on */
     if (build_child_env(&r) < 0) {
         log_error("out of memory");
@@ -1378,7 +1458,9 @@ int recorder_run(const struct recorder_opts *o)
         log_warn("cannot start the DCGM sampling thread: no SM-level GPU metrics");
     sample_frame(&r, 0); /* the baseline every rate starts from */
     arm_timer(&r);
+    open_control(&r);
     loop(&r);
+    control_stop(&r.ctl); /* the run records no more: ctl refuses it */
     gate_say(&r, "end", r.child_status);
     if (r.gate_fd >= 0) { /* the sweep hears no more from this run */
         close(r.gate_fd);

@@ -44,27 +44,39 @@ int torch_profile_open(struct torch_profile *tp, const char *arg)
 {
     uint32_t a, b;
     memset(tp, 0, sizeof(*tp));
-    if (torch_profile_parse(arg, &a, &b) < 0)
+    if (arg && torch_profile_parse(arg, &a, &b) < 0)
         return -EINVAL; /* cmd_run checked it already */
-    snprintf(tp->spec, sizeof(tp->spec), "%u-%u", a, b);
+    if (arg)
+        snprintf(tp->spec, sizeof(tp->spec), "%u-%u", a, b);
     const char *tmp = getenv("TMPDIR");
     snprintf(tp->dir, sizeof(tp->dir), "%s/strobe-torch-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(tp->dir)) {
         int err = errno;
-        log_warn("--torch-profile is off: cannot make a directory in %s: %s",
-                 tmp && *tmp ? tmp : "/tmp", strerror(err));
+        log_warn("%s is off: cannot make a directory in %s: %s",
+                 arg ? "--torch-profile" : "strobe ctl torch-profile", tmp && *tmp ? tmp : "/tmp",
+                 strerror(err));
         tp->dir[0] = '\0';
         return -err;
     }
     return 0;
 }
 
-/* The pid in "torch-<pid>.json", or -1 when the name is not one of ours. */
+/* The pid in "torch-<pid>.json" or "torch-<pid>-<seq>.json" (a window
+ * strobe ctl opened), or -1 when the name is not one of ours. */
 static int64_t trace_pid(const char *name)
 {
     const char *p = name + 6, *dot = strstr(name, ".json");
     if (strncmp(name, "torch-", 6) != 0 || !dot || dot[5] != '\0' || dot == p)
         return -1;
+    const char *dash = memchr(p, '-', (size_t)(dot - p));
+    if (dash) { /* the window's number: digits, checked as the pid's are */
+        for (const char *q = dash + 1; q < dot; q++)
+            if (*q < '0' || *q > '9')
+                return -1;
+        if (dash + 1 == dot || dash == p)
+            return -1;
+        dot = dash;
+    }
     int64_t pid = 0;
     for (; p < dot; p++) {
         if (*p < '0' || *p > '9' || pid > INT32_MAX)
@@ -121,7 +133,7 @@ void torch_profile_import(struct torch_profile *tp, struct store *s, struct run_
         import_one(tp, s, r, de->d_name, pid, quiet);
     }
     closedir(d);
-    if (!found)
+    if (!found && tp->spec[0])
         log_warn("--torch-profile %s: the job wrote no trace (it ran fewer steps, or does not "
                  "use PyTorch)",
                  tp->spec);

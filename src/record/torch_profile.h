@@ -17,15 +17,17 @@
 #define TORCH_PROFILE_DIR_ENV "STROBE_TORCH_PROFILE_DIR" /* where the job writes */
 
 struct torch_profile {
-    char spec[32];  /* "A-B", normalized */
+    char spec[32];  /* "A-B", normalized; "" without --torch-profile */
     char dir[4096]; /* the directory made for this run; "" when off */
 };
 
 /* Parse "A-B" or "A" (steps from 1, B >= A): 0, or -EINVAL. */
 int torch_profile_parse(const char *arg, uint32_t *first, uint32_t *last);
 
-/* Make the directory for the run's traces. 0, or negative (a warning is
- * printed and the run goes on without the profile; tp stays off). */
+/* Make the directory for the run's traces: arg is --torch-profile's A-B,
+ * or NULL for a Python job without it (strobe ctl torch-profile's windows
+ * write there, record/control.h). 0, or negative (a warning is printed and
+ * the run goes on without the profile; tp stays off). */
 int torch_profile_open(struct torch_profile *tp, const char *arg);
 
 /* Import every trace the job wrote into run r (r->events grows) and say

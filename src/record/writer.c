@@ -8,6 +8,7 @@
 #include "common/clock.h"
 #include "common/err.h"
 #include "record/cluster.h"
+#include "record/control.h"
 #include "record/spool.h"
 
 void batch_init(struct batch *b)
@@ -16,6 +17,7 @@ void batch_init(struct batch *b)
     run_record_init(&b->run);
     for (int i = 0; i < 2; i++)
         strbuf_init(&b->texts[i].text);
+    strbuf_init(&b->ctl_notes);
 }
 
 void batch_reset(struct batch *b)
@@ -26,6 +28,7 @@ void batch_reset(struct batch *b)
     b->nblocks = 0;
     b->snap_len = 0;
     b->result = 0;
+    b->ctl_gen = 0;
     for (int i = 0; i < 2; i++) {
         b->texts[i].take = 0;
         b->texts[i].put = 0;
@@ -41,6 +44,8 @@ void batch_release(struct batch *b)
     free(b->snap);
     for (int i = 0; i < 2; i++)
         strbuf_release(&b->texts[i].text);
+    kv_list_release(&b->ctl_tags);
+    strbuf_release(&b->ctl_notes);
     event_batch_release(&b->events);
     memset(b, 0, sizeof(*b));
 }
@@ -287,6 +292,8 @@ int writer_commit(struct writer *w, struct writer_target *t, struct batch *b)
             struct run_text_record tr = {bt->kind, bt->text.buf, bt->text.len, bt->bytes};
             rc = s->ops->run_text_put(s, b->run.id, &tr);
         }
+    if (rc == 0 && b->ctl_gen)
+        rc = control_put(s, b->run.id, &b->ctl_tags, &b->ctl_notes);
     if (rc == 0)
         rc = s->ops->run_update(s, &b->run);
     if (rc == 0)

@@ -79,8 +79,13 @@ struct batch {
     struct run_record run;      /* id and counters; status/end on the last batch */
     struct batch_text texts[2]; /* the job's stdout and stderr at a checkpoint */
     int result;                 /* the writer's: 0 or negative */
-    int has_open;               /* it carries every open block that grew */
-    uint32_t series_count;      /* table size when collected */
+    /* strobe ctl's tags and notes (record/control.h): copies, put when
+     * ctl_gen is not 0 */
+    struct kv_list ctl_tags;
+    struct strbuf ctl_notes;
+    uint64_t ctl_gen;
+    int has_open;          /* it carries every open block that grew */
+    uint32_t series_count; /* table size when collected */
 };
 
 /* A store batches go to, and what it holds of the run. */

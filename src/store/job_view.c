@@ -101,6 +101,9 @@ PASS(rule_results_query, (struct store * base, const char *run_id, rule_result_f
      (v->inner, run_id, fn, arg))
 PASS(run_text_put, (struct store * base, const char *run_id, const struct run_text_record *t),
      (v->inner, run_id, t))
+PASS(run_attrs_put,
+     (struct store * base, const char *run_id, const char *kind, const struct kv_list *l),
+     (v->inner, run_id, kind, l))
 PASS(blocks_range_query,
      (struct store * base, int64_t id, int64_t from, int64_t to, block_want_fn *want, block_fn *fn,
       void *arg),
@@ -482,6 +485,7 @@ static const struct store_ops view_ops = {
     .rule_results_query = view_rule_results_query,
     .findings_query = view_findings_query,
     .run_text_put = view_run_text_put,
+    .run_attrs_put = view_run_attrs_put,
     .run_texts_query = view_run_texts_query,
     .blocks_range_query = view_blocks_range_query,
     .series_find = view_series_find,

@@ -1021,6 +1021,12 @@ static int put_attrs(struct pg_store *s, const char *run_id, const char *kind,
     return 0;
 }
 
+static int pg_run_attrs_put(struct store *base, const char *run_id, const char *kind,
+                            const struct kv_list *l)
+{
+    return put_attrs((struct pg_store *)base, run_id, kind, l);
+}
+
 /* The recorder's identity (boot id, pid and time namespaces, start
  * ticks); NULL where unknown. */
 static void param_recorder(struct pg_params *p, const struct procid *id)
@@ -2140,6 +2146,7 @@ static const struct store_ops pg_ops = {
     .rule_results_query = pg_rule_results_query,
     .findings_query = pg_findings_query,
     .run_text_put = pg_run_text_put,
+    .run_attrs_put = pg_run_attrs_put,
     .run_texts_query = pg_run_texts_query,
     .blocks_range_query = pg_blocks_range_query,
     .series_find = pg_series_find,

@@ -341,6 +341,12 @@ static int insert_attrs(struct sqlite_store *s, const char *run_id, const char *
     return 0;
 }
 
+static int sqlite_run_attrs_put(struct store *base, const char *run_id, const char *kind,
+                                const struct kv_list *l)
+{
+    return insert_attrs((struct sqlite_store *)base, run_id, kind, l);
+}
+
 static void bind_int_or_null(sqlite3_stmt *q, int i, int64_t v, int is_null)
 {
     if (is_null)
@@ -1266,6 +1272,7 @@ static const struct store_ops sqlite_ops = {
     .rule_results_query = sqlite_rule_results_query,
     .findings_query = sqlite_findings_query,
     .run_text_put = sqlite_run_text_put,
+    .run_attrs_put = sqlite_run_attrs_put,
     .run_texts_query = sqlite_run_texts_query,
     .blocks_range_query = sqlite_blocks_range_query,
     .series_find = sqlite_series_find,

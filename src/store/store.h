@@ -278,6 +278,10 @@ struct store_ops {
     /* Texts: one per kind and run, replaced when put again. */
     int (*run_text_put)(struct store *s, const char *run_id, const struct run_text_record *t);
     int (*run_texts_query)(struct store *s, const char *run_id, run_text_fn *fn, void *arg);
+    /* Insert or replace each attribute of l, of kind "tag" or "param", of
+     * a run already in the store (strobe ctl tag on a running run). */
+    int (*run_attrs_put)(struct store *s, const char *run_id, const char *kind,
+                         const struct kv_list *l);
     /* Blocks of a series overlapping [from_ns, to_ns] in time order, their
      * data read only where want() asks for it: downsampled views read the
      * summaries of most blocks and decode only those at bucket edges.

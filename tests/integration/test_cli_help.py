@@ -24,6 +24,7 @@ OPTIONS = {
     "import torch-trace": ("store pid", "h"),
     "rules": ("store json rules rule-param rule-interval save list", "jh"),
     "logs": ("store stderr kind list follow", "fh"),
+    "ctl": ("store", "h"),
     "report": ("store output", "oh"),
     "trace": ("store output format steps mode", "ofh"),
     "serve": ("store listen token threads rate burst", "h"),
@@ -93,7 +94,7 @@ for args, rc, want in (
 # operands that do not fit: the help on stderr, exit 2
 for args in (["show"], ["show", "a", "b"], ["logs"], ["report"], ["trace"], ["export", "-f",
              "csv"], ["rules"], ["rm"], ["serve", "x"], ["import", "torch-trace", "last"],
-             ["import", "sagemaker"]):
+             ["import", "sagemaker"], ["ctl"], ["ctl", "last"]):
     p = strobe(*args, store=db, timeout=10)
     check(f"{' '.join(args)}: the usage on stderr, exit 2",
           p.returncode == 2 and p.stderr.startswith("usage: strobe ") and not p.stdout,

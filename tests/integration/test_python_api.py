@@ -20,7 +20,8 @@ PKG = os.path.join(BUILD, "python")
 EXT = os.path.join(PKG, "strobe", "_strobe.abi3.so")
 LIBSO = os.path.join(BUILD, "lib", "libstrobe.so")
 API = {"strobe_span_begin", "strobe_span_end", "strobe_span_complete", "strobe_instant",
-       "strobe_step", "strobe_counter", "strobe_counter_at_step", "strobe_enabled"}
+       "strobe_step", "strobe_counter", "strobe_counter_at_step", "strobe_enabled",
+       "strobe_control_seq"}
 
 
 def sanitizer_env():
