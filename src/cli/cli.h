@@ -71,6 +71,9 @@ int cmd_compare(struct cli_ctx *c, int argc, char **argv);
  * one warning line when it cannot be written. */
 void cli_run_report(const char *store_uri, const char *run_id, const char *path);
 int cmd_trace(struct cli_ctx *c, int argc, char **argv);
+int cmd_flame(struct cli_ctx *c, int argc, char **argv);
+/* --steps "A-B" or "A" (steps counted from 1, A <= B): 0, or -1. */
+int cli_parse_steps(const char *arg, uint32_t *from, uint32_t *to);
 int cmd_serve(struct cli_ctx *c, int argc, char **argv);
 int cmd_metrics(struct cli_ctx *c, int argc, char **argv);
 /* strobe show --json of r, appended to out (cmd_show.c; strobe serve's run

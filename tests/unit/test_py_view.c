@@ -7,6 +7,7 @@
 #include "pyprof/view.h"
 #include "import/json.h"
 #include "pyprof/reader.h"
+#include "render/flame_svg.h"
 #include "strobe/ring.h"
 #include "test.h"
 
@@ -472,5 +473,38 @@ TEST(garbled_ids_do_not_crash)
     run_events_release(&e);
 }
 
+/* Occurrences of needle in hay. */
+static int count_of(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p++)
+        n++;
+    return n;
+}
+
+TEST(svg_escapes_and_widths)
+{
+    struct strbuf svg;
+    strbuf_init(&svg);
+    /* A;B 3 and A;C<&> 1: A spans all 4, B three quarters of the width */
+    ASSERT_EQ_INT(flame_svg_write("a;b 3\na;c<&>'\"\x01 1\nbroken line\n", "t<&>", &svg), 0);
+    ASSERT(!strstr(svg.buf, "<&>"));
+    ASSERT_EQ_INT(count_of(svg.buf, "c&lt;&amp;&gt;&apos;&quot;?"), 2); /* title and text */
+    ASSERT_EQ_INT(count_of(svg.buf, "t&lt;&amp;&gt;</text>"), 1);
+    ASSERT_EQ_INT(count_of(svg.buf, "<rect x="), 5); /* background, all, a, b, c */
+    /* width 1200 less 2 x 10 of padding: 1180 for 4 samples; height 36 above,
+     * 34 below, 16 a row (all, a, b): b at 118 - 34 - 3 x 16 = 36 */
+    ASSERT(strstr(svg.buf, "<title>all (4 samples, 100.00%)</title>"));
+    ASSERT(strstr(svg.buf, "<title>b (3 samples, 75.00%)</title><rect x=\"10.0\" y=\"36.0\" "
+                           "width=\"885.0\""));
+    ASSERT(strstr(svg.buf, "<title>a (4 samples, 100.00%)</title><rect x=\"10.0\" y=\"52.0\" "
+                           "width=\"1180.0\""));
+    strbuf_reset(&svg);
+    ASSERT_EQ_INT(flame_svg_write("", "empty", &svg), 0);
+    ASSERT(strstr(svg.buf, "no samples"));
+    strbuf_release(&svg);
+}
+
 TEST_MAIN(attribution_rules, roles_of_ranks_and_root, filters, collapsed_lines_exact,
-          top_functions_exact, flame_json_schema, sources_of_a_job_merge, garbled_ids_do_not_crash)
+          top_functions_exact, flame_json_schema, sources_of_a_job_merge, garbled_ids_do_not_crash,
+          svg_escapes_and_widths)
