@@ -94,6 +94,17 @@ void show_steps_text(const struct run_record *r, const struct run_events *e,
 void show_steps_json(struct json_writer *jw, const struct run_record *r, const struct run_events *e,
                      const struct step_analysis *a);
 
+/* strobe show's Python hotspots (show_python.c), from r's samples and its
+ * events ev (loaded already). load: 0, or -1 with s->err set; *out is
+ * then NULL or to be released too. Nothing printed, "python": null, when
+ * the run has no samples. */
+struct show_python;
+int show_python_load(struct store *s, const struct run_record *r, const struct run_events *ev,
+                     struct show_python **out);
+void show_python_release(struct show_python *p);
+void show_python_text(const struct show_python *p);
+void show_python_json(struct json_writer *jw, const struct show_python *p);
+
 /* Findings (findings.c): most severe first in text; JSON as stored order. */
 struct stored_findings { /* a run's stored findings, strings owned */
     struct finding_record *f;

@@ -103,7 +103,7 @@ static int flame(struct store *s, const struct run_record *r, const struct flame
     struct py_view v;
     memset(&v, 0, sizeof(v));
     int status = CLI_EXIT_ERROR;
-    if (py_run_load(s, r, &pr, &err) < 0) {
+    if (py_run_load(s, r, 1, &pr, &err) < 0) {
         log_error("%s", err.buf);
         goto out;
     }
