@@ -169,6 +169,17 @@ static char *put_head(char *p, const char *ph, uint8_t cat, const char *name, in
     return put_i64(p, tid);
 }
 
+/* A complete event ("X") up to its args: head, start and duration. */
+static char *put_complete(char *p, const struct trace *t, uint8_t cat, const char *name,
+                          int64_t pid, int64_t tid, int64_t start_ns, int64_t end_ns)
+{
+    p = put_head(p, "X", cat, name, pid, tid);
+    p = put(p, ",\"ts\":");
+    p = put_us(p, start_ns - t->origin_ns);
+    p = put(p, ",\"dur\":");
+    return put_us(p, end_ns - start_ns);
+}
+
 static int write_thread(struct chrome *c, const struct trace_thread *th)
 {
     const struct trace *t = c->t;
@@ -178,11 +189,7 @@ static int write_thread(struct chrome *c, const struct trace_thread *th)
         char *p = reserve(c, EVENT_ROOM + strlen(name));
         if (!p)
             return -ENOMEM;
-        p = put_head(p, "X", s->cat, name, th->pid, th->tid);
-        p = put(p, ",\"ts\":");
-        p = put_us(p, s->start_ns - t->origin_ns);
-        p = put(p, ",\"dur\":");
-        p = put_us(p, s->end_ns - s->start_ns);
+        p = put_complete(p, t, s->cat, name, th->pid, th->tid, s->start_ns, s->end_ns);
         p = put(p, ",\"args\":{\"step\":");
         p = put_u64(p, s->step);
         p = put(p, s->open ? ",\"unfinished\":true}}" : "}}");
@@ -219,11 +226,8 @@ static int write_py_track(struct chrome *c, const struct trace_py_track *k)
         char *p = reserve(c, EVENT_ROOM + strlen(name));
         if (!p)
             return -ENOMEM;
-        p = put_head(p, "X", TRACE_CAT_PYTHON, name, k->pid, TRACE_PY_TID_BASE + k->tid);
-        p = put(p, ",\"ts\":");
-        p = put_us(p, s->start_ns - t->origin_ns);
-        p = put(p, ",\"dur\":");
-        p = put_us(p, s->end_ns - s->start_ns);
+        p = put_complete(p, t, TRACE_CAT_PYTHON, name, k->pid, TRACE_PY_TID_BASE + k->tid,
+                         s->start_ns, s->end_ns);
         p = put(p, ",\"args\":{\"depth\":");
         p = put_u64(p, s->depth);
         p = put(p, "}}");

@@ -161,4 +161,10 @@ static inline void fixture(struct py_profile *p, struct run_events *e)
     ev_proc(e, 101, 100, "dataloader", -1, 0);
 }
 
+static inline void fixture_release(struct py_profile *p, struct run_events *e)
+{
+    prof_free(p);
+    run_events_release(e);
+}
+
 #endif

@@ -71,8 +71,7 @@ TEST(attribution_rules)
      * give gaps 600 200 300 350 1200 2350 350 350 50; the median is 350 */
     ASSERT_EQ_INT(v.interval_ns, 350);
     py_view_release(&v);
-    prof_free(&p);
-    run_events_release(&e);
+    fixture_release(&p, &e);
 }
 
 TEST(roles_of_ranks_and_root)
@@ -121,8 +120,7 @@ TEST(roles_of_ranks_and_root)
     build(&v, &p, &e, &f);
     ASSERT_EQ_U64(v.selected, 0);
     py_view_release(&v);
-    prof_free(&p);
-    run_events_release(&e);
+    fixture_release(&p, &e);
 }
 
 static uint64_t selected_with(struct py_view_filter f)
@@ -134,8 +132,7 @@ static uint64_t selected_with(struct py_view_filter f)
     build(&v, &p, &e, &f);
     uint64_t n = v.selected;
     py_view_release(&v);
-    prof_free(&p);
-    run_events_release(&e);
+    fixture_release(&p, &e);
     return n;
 }
 
@@ -198,8 +195,7 @@ TEST(collapsed_lines_exact)
                            "main (train.py:1);x,y?<&>\" (f<&>.py:7) 1\n");
     strbuf_release(&out);
     py_view_release(&v);
-    prof_free(&p);
-    run_events_release(&e);
+    fixture_release(&p, &e);
 }
 
 TEST(top_functions_exact)
@@ -230,8 +226,7 @@ TEST(top_functions_exact)
     ASSERT_EQ_STR(v.frames[t[1].frame].func, "forward");
     free(t);
     py_view_release(&v);
-    prof_free(&p);
-    run_events_release(&e);
+    fixture_release(&p, &e);
 }
 
 TEST(flame_json_schema)
@@ -270,8 +265,7 @@ TEST(flame_json_schema)
     json_doc_release(&d);
     strbuf_release(&out);
     py_view_release(&v);
-    prof_free(&p);
-    run_events_release(&e);
+    fixture_release(&p, &e);
 }
 
 TEST(sources_of_a_job_merge)
@@ -325,8 +319,7 @@ TEST(garbled_ids_do_not_crash)
     ASSERT_EQ_INT(v.samples[1].stack, 0);
     ASSERT_EQ_INT(v.samples[1].state, PY_ST_WAIT);
     py_view_release(&v);
-    prof_free(&p);
-    run_events_release(&e);
+    fixture_release(&p, &e);
 }
 
 /* Occurrences of needle in hay. */
