@@ -13,7 +13,7 @@ state (A main, B forward, C loader, D a hostile name), and what each is:
    5100 101 C sleep worker 0 data 2  5500 100 A lock main other 2
    5850 100 AD run main optimizer 2  5900 100 (no frame) run main other 2
 
-Every expected figure below is counted from that table."""
+Times are in µs. Every expected figure below is counted from that table."""
 import json
 import os
 import subprocess
@@ -86,7 +86,8 @@ check("json keys", sorted(doc) == sorted(["run", "samples", "interval_ns", "filt
                                           "stacks", "roles", "phases", "states", "counts"]),
       sorted(doc))
 check("json samples: the on-CPU ones", doc["samples"] == 10, doc["samples"])
-check("json interval: the median gap of a thread", doc["interval_ns"] == 350, doc["interval_ns"])
+check("json interval: the median gap of a thread", doc["interval_ns"] == 350000,
+      doc["interval_ns"])
 check("json filters when none given", doc["filters"] == {"role": None, "phase": None,
                                                           "steps": None, "idle": False},
       doc["filters"])
@@ -165,7 +166,7 @@ check("trace counts them", (doc["otherData"]["python_samples"],
                             doc["otherData"]["python_slices"]) == (10, 9), doc["otherData"])
 longest = max(slices, key=lambda s: s["dur"])
 check("consecutive samples merge into one slice", longest["name"] == A and
-      abs(longest["dur"] - 1.8) < 1e-9, longest)  # 500 to 1950 + 350 ns, in µs
+      abs(longest["dur"] - 1800) < 1e-6, longest)  # 500 to 1950 + 350, in µs
 p, doc, names, slices = python_tracks("--steps", "1-1")
 # step 1 is [1000, 2000]: 1100, the three at 1300, 1600, 1950
 check("trace --steps 1-1", (doc["otherData"]["python_samples"], len(slices)) == (6, 5),

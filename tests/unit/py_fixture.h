@@ -12,6 +12,9 @@
 #include "strobe/ring.h"
 #include "test.h"
 
+/* The fixture's times are in µs, the resolution a stored profile keeps. */
+#define FIX_US 1000
+
 enum { N_STEP = 1, N_FORWARD, N_BACKWARD, N_DATA, N_EVAL, N_OPTIMIZER, N_NAMES = N_OPTIMIZER };
 static const char *const names[N_NAMES + 1] = {
     [N_STEP] = "step", [N_FORWARD] = "forward", [N_BACKWARD] = "backward",
@@ -50,7 +53,7 @@ static inline void prof_sample(struct py_profile *p, int64_t t, int32_t pid, uin
 {
     p->samples = realloc(p->samples, (p->nsamples + 1) * sizeof(*p->samples));
     ASSERT(p->samples);
-    p->samples[p->nsamples++] = (struct py_sample){t, pid, pid, stack, (uint8_t)state, 1};
+    p->samples[p->nsamples++] = (struct py_sample){t * FIX_US, pid, pid, stack, (uint8_t)state, 1};
 }
 
 static inline void prof_free(struct py_profile *p)
@@ -89,8 +92,8 @@ static inline void ev_thread(struct run_events *e, int64_t pid, const struct spa
     t->pid = t->tid = pid;
     ASSERT((t->ev = calloc(n, sizeof(*t->ev))));
     for (uint32_t i = 0; i < n; i++)
-        t->ev[i] = (struct event){.ts_ns = d[i].start,
-                                  .value = d[i].end - d[i].start,
+        t->ev[i] = (struct event){.ts_ns = d[i].start * FIX_US,
+                                  .value = (d[i].end - d[i].start) * FIX_US,
                                   .name = d[i].name,
                                   .step = d[i].step,
                                   .kind = STROBE_EV_COMPLETE};

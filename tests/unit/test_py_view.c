@@ -29,7 +29,7 @@ static void build(struct py_view *v, const struct py_profile *p, const struct ru
 static const struct py_view_sample *sample_at(const struct py_view *v, int64_t t, int64_t pid)
 {
     for (uint32_t i = 0; i < v->nsamples; i++)
-        if (v->samples[i].t_ns == t && v->samples[i].pid == pid)
+        if (v->samples[i].t_ns == t * FIX_US && v->samples[i].pid == pid)
             return &v->samples[i];
     TEST_FAIL("no sample at %lld of %lld", (long long)t, (long long)pid);
     return NULL;
@@ -69,7 +69,7 @@ TEST(attribution_rules)
     expect(&v, 5900, 100, "main", PHASE_OTHER, 2);
     /* threads sampled 100 apart at best: 500, 1100, 1300, ... of pid 100
      * give gaps 600 200 300 350 1200 2350 350 350 50; the median is 350 */
-    ASSERT_EQ_INT(v.interval_ns, 350);
+    ASSERT_EQ_INT(v.interval_ns, 350 * FIX_US);
     py_view_release(&v);
     fixture_release(&p, &e);
 }
