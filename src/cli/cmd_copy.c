@@ -43,9 +43,9 @@ struct copy_cli {
 static void say_size(const struct store_copy_tally *t)
 {
     char bytes[32];
-    fmt_bytes((double)(t->block_bytes + t->event_bytes), bytes, sizeof(bytes));
+    fmt_bytes((double)(t->block_bytes + t->event_bytes + t->py_bytes), bytes, sizeof(bytes));
     printf(" (%lld series, %lld blocks, %s)", (long long)t->series,
-           (long long)(t->blocks + t->event_blocks), bytes);
+           (long long)(t->blocks + t->event_blocks + t->py_blocks), bytes);
 }
 
 /* One line for what was done (or, in a dry run, would be). */

@@ -75,6 +75,14 @@ static int tally_event_block(const struct event_block_record *b, void *arg)
     return 0;
 }
 
+static int tally_py_block(const struct py_block_record *b, void *arg)
+{
+    struct store_copy_tally *t = arg;
+    t->py_blocks++;
+    t->py_bytes += (int64_t)b->len;
+    return 0;
+}
+
 static int tally_rule_config(const struct rule_config_record *rc, void *arg)
 {
     struct store_copy_tally *t = arg;
@@ -127,6 +135,8 @@ int store_copy_tally(struct store *s, const struct run_record *r, struct store_c
     if (rc == 0)
         rc = o->event_blocks_query(s, id, INT64_MIN, INT64_MAX, tally_event_block, out);
     if (rc == 0)
+        rc = o->py_blocks_query(s, id, INT64_MIN, INT64_MAX, tally_py_block, out);
+    if (rc == 0)
         rc = o->rule_config_query(s, id, tally_rule_config, out);
     if (rc == 0)
         rc = o->rule_results_query(s, id, tally_rule_result, out);
@@ -143,10 +153,10 @@ int store_copy_tally(struct store *s, const struct run_record *r, struct store_c
 /* clang-format off */
 #define TALLY_PROGRESS(X)                                                                          \
     X(end_ns) X(last_ns) X(samples) X(points) X(events) X(blocks) X(block_count) X(event_blocks)   \
-    X(text_bytes) X(rules_evaluated_ns)
+    X(py_blocks) X(text_bytes) X(rules_evaluated_ns)
 #define TALLY_OTHER(X)                                                                             \
-    X(series) X(block_bytes) X(event_names) X(processes) X(event_bytes) X(rule_configs)            \
-    X(rule_results) X(findings) X(texts)
+    X(series) X(block_bytes) X(event_names) X(processes) X(event_bytes) X(py_bytes)                \
+    X(rule_configs) X(rule_results) X(findings) X(texts)
 /* clang-format on */
 
 static enum store_copy_verdict judge(const struct store_copy_tally *from,
@@ -295,6 +305,17 @@ static int copy_event_blocks(struct copy_ctx *c)
                                             copy_event_block, c);
 }
 
+static int copy_py_block(const struct py_block_record *b, void *arg)
+{
+    struct copy_ctx *c = arg;
+    return wrote(c, c->to->ops->py_block_put(c->to, c->r->id, b));
+}
+
+static int copy_py_blocks(struct copy_ctx *c)
+{
+    return c->from->ops->py_blocks_query(c->from, c->r->id, INT64_MIN, INT64_MAX, copy_py_block, c);
+}
+
 static int copy_rule_config(const struct rule_config_record *rc, void *arg)
 {
     struct copy_ctx *c = arg;
@@ -342,8 +363,8 @@ static int copy_texts(struct copy_ctx *c)
 
 typedef int copy_step_fn(struct copy_ctx *c);
 static copy_step_fn *const copy_steps[] = {
-    copy_record,       copy_series,       copy_event_names, copy_processes, copy_event_blocks,
-    copy_rule_configs, copy_rule_results, copy_findings,    copy_texts,
+    copy_record,    copy_series,       copy_event_names,  copy_processes, copy_event_blocks,
+    copy_py_blocks, copy_rule_configs, copy_rule_results, copy_findings,  copy_texts,
 };
 
 /* The steps in one transaction of c->to; replace removes the old copy
@@ -690,6 +711,34 @@ static int merge_event_blocks(struct copy_ctx *c)
                                              merge_event_block, m);
 }
 
+static int hold_py_block(const struct py_block_record *b, void *arg)
+{
+    struct held_row row = {{b->seq, 0, 0}, NULL, (int64_t)b->len, NULL};
+    return held_add(arg, &row, NULL, NULL);
+}
+
+/* A Python block the destination lacks. A run's seq names one block for
+ * good (the recorder never numbers two alike), so one there is the same. */
+static int merge_py_block(const struct py_block_record *b, void *arg)
+{
+    struct merge_ctx *m = arg;
+    if (held_find(&m->held, b->seq, 0, 0, NULL))
+        return 0;
+    m->t->py_blocks++;
+    return copy_py_block(b, &m->c);
+}
+
+static int merge_py_blocks(struct copy_ctx *c)
+{
+    struct merge_ctx *m = (struct merge_ctx *)c;
+    held_reset(&m->held);
+    int rc = hold(m, c->to->ops->py_blocks_query(c->to, c->r->id, INT64_MIN, INT64_MAX,
+                                                 hold_py_block, &m->held));
+    return rc < 0 ? rc
+                  : c->from->ops->py_blocks_query(c->from, c->r->id, INT64_MIN, INT64_MAX,
+                                                  merge_py_block, m);
+}
+
 static int evaluated_at(const struct rule_config_record *rc, void *arg)
 {
     *(int64_t *)arg = rc->evaluated_ns;
@@ -742,8 +791,8 @@ static int merge_texts(struct copy_ctx *c)
 }
 
 static copy_step_fn *const merge_steps[] = {
-    merge_record,       merge_series, merge_event_names, merge_processes,
-    merge_event_blocks, merge_rules,  merge_texts,
+    merge_record,       merge_series,    merge_event_names, merge_processes,
+    merge_event_blocks, merge_py_blocks, merge_rules,       merge_texts,
 };
 
 int store_copy_merge(struct store *from, struct store *to, const struct run_record *r,
@@ -761,5 +810,5 @@ int store_copy_merge(struct store *from, struct store *to, const struct run_reco
 int store_merge_changed(const struct store_merge_tally *t)
 {
     return t->run || t->series || t->blocks || t->event_names || t->processes || t->event_blocks ||
-           t->texts || t->rules;
+           t->py_blocks || t->texts || t->rules;
 }

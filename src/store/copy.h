@@ -64,6 +64,7 @@ struct store_copy_tally {
     int64_t block_bytes; /* their encoded bytes */
     int64_t event_names, processes;
     int64_t event_blocks, event_bytes;
+    int64_t py_blocks, py_bytes; /* Python stack samples (pyprof/profile.h) */
     int64_t rule_configs, rule_results, findings;
     int64_t rules_evaluated_ns; /* 0 when never evaluated */
     int64_t texts;
@@ -101,7 +102,8 @@ int store_copy_decide(struct store *from, struct store *to, const struct run_rec
  * store_copy_decide(), then, for NEW and REPLACE, the copy: the run record
  * and attributes, each series with its meta and every block as stored
  * (series ids are the destination's own), event names, processes, event
- * blocks, rule settings, rule results, findings in order, texts. All in
+ * blocks, Python sample blocks, rule settings, rule results, findings in
+ * order, texts. All in
  * one transaction on to, the old copy's removal included: a failure
  * leaves to as it was. 0, or negative with a line in err naming the
  * store that failed. from is only read; a run still recording there is
@@ -114,7 +116,8 @@ int store_copy_run(struct store *from, struct store *to, const struct run_record
 struct store_merge_tally {
     int run; /* the run row was inserted or updated */
     int64_t series, blocks, event_names, processes, event_blocks, texts;
-    int rules; /* the source's evaluation replaced the destination's */
+    int64_t py_blocks; /* Python sample blocks the destination lacked */
+    int rules;         /* the source's evaluation replaced the destination's */
 };
 
 /*

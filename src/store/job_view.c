@@ -118,6 +118,14 @@ PASS(campaign_get, (struct store * base, const char *name, campaign_fn *fn, void
      (v->inner, name, fn, arg))
 PASS(campaigns_query, (struct store * base, campaign_fn *fn, void *arg), (v->inner, fn, arg))
 PASS(campaign_delete, (struct store * base, const char *name), (v->inner, name))
+/* Python samples: a job's run has none of its own, and each node's blocks
+ * number their frames apart, so a caller reads them node by node. */
+PASS(py_block_put, (struct store * base, const char *run_id, const struct py_block_record *b),
+     (v->inner, run_id, b))
+PASS(py_blocks_query,
+     (struct store * base, const char *run_id, int64_t from_ns, int64_t to_ns, py_block_fn *fn,
+      void *arg),
+     (v->inner, run_id, from_ns, to_ns, fn, arg))
 
 /* ---- series: each node's, node=NAME among the labels ---------------------- */
 
@@ -497,6 +505,8 @@ static const struct store_ops view_ops = {
     .campaign_get = view_campaign_get,
     .campaigns_query = view_campaigns_query,
     .campaign_delete = view_campaign_delete,
+    .py_block_put = view_py_block_put,
+    .py_blocks_query = view_py_blocks_query,
 };
 
 /* "n1,n2,...": the host of a run of several nodes, as an import's */

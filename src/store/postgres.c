@@ -245,6 +245,9 @@ enum {
     ST_CAMPAIGN_GET,
     ST_CAMPAIGNS_ALL,
     ST_CAMPAIGN_DELETE,
+    ST_PY_BLOCK_PUT,
+    ST_PY_BLOCKS_OF_RUN,
+    ST_PY_BLOCKS_CLEAR,
     ST_COUNT
 };
 
@@ -401,6 +404,17 @@ static const char *const statements[ST_COUNT] = {
                          " ORDER BY updated_ns DESC, name COLLATE \"C\"",
     /* a row back for each one removed: libpq's PQcmdTuples is not loaded */
     [ST_CAMPAIGN_DELETE] = "DELETE FROM campaigns WHERE name=$1 RETURNING 1",
+    [ST_PY_BLOCK_PUT] =
+        "INSERT INTO py_blocks(run_id, seq, kind, start_ns, end_ns, count, data)"
+        " VALUES($1,$2,$3,$4,$5,$6,$7) ON CONFLICT(run_id, seq) DO UPDATE SET kind=excluded.kind,"
+        " start_ns=excluded.start_ns, end_ns=excluded.end_ns, count=excluded.count,"
+        " data=excluded.data",
+    /* a page of blocks after seq $4: see PAGE_ROWS */
+    [ST_PY_BLOCKS_OF_RUN] =
+        "SELECT seq, kind, start_ns, end_ns, count, data FROM py_blocks"
+        " WHERE run_id=$1 AND seq > $4 AND (kind=0 OR (end_ns >= $2 AND start_ns <= $3))"
+        " ORDER BY seq LIMIT " PAGE_ROWS_SQL,
+    [ST_PY_BLOCKS_CLEAR] = "DELETE FROM py_blocks WHERE run_id=$1",
 };
 
 _Static_assert(ST_COUNT <= 64, "prepared is a 64-bit mask");
@@ -1303,8 +1317,8 @@ static int pg_run_delete(struct store *base, const char *run_id)
 {
     static const int clear[] = {
         ST_FINDINGS_CLEAR,     ST_RULE_RESULTS_CLEAR, ST_RULE_CONFIG_CLEAR, ST_RUN_TEXTS_CLEAR,
-        ST_EVENT_BLOCKS_CLEAR, ST_EVENT_NAMES_CLEAR,  ST_PROCESSES_CLEAR,   ST_BLOCKS_CLEAR,
-        ST_SERIES_CLEAR,       ST_ATTRS_CLEAR,        ST_RUN_DELETE,
+        ST_EVENT_BLOCKS_CLEAR, ST_EVENT_NAMES_CLEAR,  ST_PROCESSES_CLEAR,   ST_PY_BLOCKS_CLEAR,
+        ST_BLOCKS_CLEAR,       ST_SERIES_CLEAR,       ST_ATTRS_CLEAR,       ST_RUN_DELETE,
     };
     struct pg_store *s = (struct pg_store *)base;
     /* in the caller's transaction when one is open: strobe copy removes
@@ -2111,6 +2125,60 @@ static int pg_campaign_delete(struct store *base, const char *name)
     return rc;
 }
 
+/* ---- Python stack samples ------------------------------------------------ */
+
+static int pg_py_block_put(struct store *base, const char *run_id, const struct py_block_record *b)
+{
+    struct pg_params p = {0};
+    param_text(&p, run_id);
+    param_int(&p, b->seq);
+    param_int(&p, b->kind);
+    param_int(&p, b->start_ns);
+    param_int(&p, b->end_ns);
+    param_int(&p, b->count);
+    param_bytes(&p, b->data, b->len);
+    return exec_done((struct pg_store *)base, ST_PY_BLOCK_PUT, &p, "cannot write Python samples");
+}
+
+/* A page at a time, as the event blocks: a run's samples may be large. */
+static int pg_py_blocks_query(struct store *base, const char *run_id, int64_t from_ns,
+                              int64_t to_ns, py_block_fn *fn, void *arg)
+{
+    struct pg_store *s = (struct pg_store *)base;
+    if (s->version < SCHEMA_PY_BLOCKS_VERSION)
+        return 0;
+    int64_t after_seq = INT64_MIN;
+    int rows = PAGE_ROWS, stop = 0;
+    while (!stop && rows == PAGE_ROWS) {
+        struct pg_params p = {0};
+        param_text(&p, run_id);
+        param_int(&p, from_ns);
+        param_int(&p, to_ns);
+        param_int(&p, after_seq);
+        PGresult *res;
+        int rc = exec_stmt(s, ST_PY_BLOCKS_OF_RUN, &p, "cannot read Python samples", &res);
+        if (rc < 0)
+            return rc;
+        rows = PQntuples(res);
+        for (int i = 0; !stop && i < rows; i++) {
+            struct py_block_record b = {
+                .seq = col_int(res, i, 0),
+                .kind = (int)col_int(res, i, 1),
+                .start_ns = col_int(res, i, 2),
+                .end_ns = col_int(res, i, 3),
+                .count = col_int(res, i, 4),
+                .data = (const uint8_t *)PQgetvalue(res, i, 5),
+                .len = (size_t)PQgetlength(res, i, 5),
+            };
+            stop = fn(&b, arg);
+        }
+        if (rows > 0)
+            after_seq = col_int(res, rows - 1, 0);
+        PQclear(res);
+    }
+    return stop < 0 ? stop : 0;
+}
+
 static void pg_set_timeout(struct store *base, int ms)
 {
     ((struct pg_store *)base)->wait_ms = ms > 0 ? ms : 0;
@@ -2159,6 +2227,8 @@ static const struct store_ops pg_ops = {
     .campaign_get = pg_campaign_get,
     .campaigns_query = pg_campaigns_query,
     .campaign_delete = pg_campaign_delete,
+    .py_block_put = pg_py_block_put,
+    .py_blocks_query = pg_py_blocks_query,
 };
 
 /* ---- schema --------------------------------------------------------------- */
@@ -2249,7 +2319,8 @@ static int write_refused(const struct pg_store *s)
  * read the version (a database without a store is "not found"). A reader
  * of an older store upgrades it, as sqlite.c's does: every query expects
  * the current schema. One that may not write reads a store of version 6
- * as it is: it lacks only the campaigns, and finds none (s->version). */
+ * or 7 as it is: it lacks only the campaigns (6) and the Python samples,
+ * and finds none (s->version). */
 static int migrate(struct pg_store *s, int readonly)
 {
     int64_t version = 0;
@@ -2270,7 +2341,7 @@ static int migrate(struct pg_store *s, int readonly)
         return 0;
     }
     pg_rollback(&s->base);
-    if (readonly && version == 6 && write_refused(s)) { /* runs as now: no campaigns */
+    if (readonly && (version == 6 || version == 7) && write_refused(s)) { /* runs as now */
         strbuf_reset(&s->base.err);
         return 0;
     }

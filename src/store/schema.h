@@ -6,10 +6,12 @@
 #ifndef STROBE_STORE_SCHEMA_H
 #define STROBE_STORE_SCHEMA_H
 
-#define SCHEMA_VERSION 7
+#define SCHEMA_VERSION 8
 /* The first version with campaigns: a reader of an older store it may not
  * upgrade finds none. */
 #define SCHEMA_CAMPAIGNS_VERSION 7
+/* The first with Python stack samples: the same for those. */
+#define SCHEMA_PY_BLOCKS_VERSION 8
 
 /* clang-format off */
 /* one SQL clause per line reads better than reflowed */
@@ -133,6 +135,19 @@ static const char *const schema_migrations[SCHEMA_VERSION] = {
     " updated_ns INTEGER NOT NULL,"   /* the last put */
     " state TEXT NOT NULL);"          /* JSON, the sweep's own: may be MBs, so a rowid table */
     "CREATE INDEX campaigns_by_update ON campaigns(updated_ns);", /* lists without sorting states */
+    /* 8: Python stack samples, blocks of pyprof/profile.h */
+    "CREATE TABLE py_blocks("
+    " run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    " seq INTEGER NOT NULL,"          /* the block's number in the run, from 0 */
+    " kind INTEGER NOT NULL,"         /* 0 dictionary, 1 samples */
+    " start_ns INTEGER NOT NULL,"     /* the first sample's time (a dictionary: of the */
+    " end_ns INTEGER NOT NULL,"       /* samples block after it); the last one's */
+    " count INTEGER NOT NULL,"        /* samples, or entries defined */
+    " data BLOB NOT NULL,"            /* last: a scan of the others leaves it unread */
+    " PRIMARY KEY(run_id, seq));"
+    /* the time-range query walks a run's blocks in seq order and tests
+     * kind and times from the index alone, reading only the rows it keeps */
+    "CREATE INDEX py_blocks_by_time ON py_blocks(run_id, seq, kind, start_ns, end_ns);",
 };
 /* clang-format on */
 

@@ -16,7 +16,7 @@
 #include "store/schema.h"
 
 /* The version of the last of pg_migrations[]. */
-#define PG_SCHEMA_VERSION 7
+#define PG_SCHEMA_VERSION 8
 
 struct pg_migration {
     int version;     /* the version it brings the database to */
@@ -139,6 +139,17 @@ static const struct pg_migration pg_migrations[] = {
     " updated_ns BIGINT NOT NULL,"   /* the last put */
     " state TEXT NOT NULL);"         /* JSON, the sweep's own; TOASTed when large */
     "CREATE INDEX campaigns_by_update ON campaigns(updated_ns);"},
+    /* 8: Python stack samples, as SQLite's 8 */
+    {8,
+    "CREATE TABLE py_blocks("
+    " run_id TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,"
+    " seq BIGINT NOT NULL,"          /* the block's number in the run, from 0 */
+    " kind BIGINT NOT NULL,"         /* 0 dictionary, 1 samples */
+    " start_ns BIGINT NOT NULL, end_ns BIGINT NOT NULL,"
+    " count BIGINT NOT NULL,"        /* samples, or entries defined */
+    " data BYTEA NOT NULL,"          /* pyprof/profile.h block */
+    " PRIMARY KEY(run_id, seq));"
+    "CREATE INDEX py_blocks_by_time ON py_blocks(run_id, seq, kind, start_ns, end_ns);"},
 };
 /* clang-format on */
 

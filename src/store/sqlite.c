@@ -58,6 +58,8 @@ enum {
     ST_CAMPAIGN_GET,
     ST_CAMPAIGNS_ALL,
     ST_CAMPAIGN_DELETE,
+    ST_PY_BLOCK_PUT,
+    ST_PY_BLOCKS_OF_RUN,
     ST_COUNT
 };
 
@@ -169,6 +171,12 @@ static const char *const statements[ST_COUNT] = {
     [ST_CAMPAIGNS_ALL] =
         "SELECT " CAMPAIGN_COLUMNS " FROM campaigns ORDER BY updated_ns DESC, name",
     [ST_CAMPAIGN_DELETE] = "DELETE FROM campaigns WHERE name=?1",
+    [ST_PY_BLOCK_PUT] = "INSERT OR REPLACE INTO py_blocks(run_id, seq, kind, start_ns, end_ns,"
+                        " count, data) VALUES(?1,?2,?3,?4,?5,?6,?7)",
+    /* walks py_blocks_by_time: (run_id, seq) and the columns tested */
+    [ST_PY_BLOCKS_OF_RUN] =
+        "SELECT seq, kind, start_ns, end_ns, count, data FROM py_blocks"
+        " WHERE run_id=?1 AND (kind=0 OR (end_ns >= ?2 AND start_ns <= ?3)) ORDER BY seq",
 };
 
 struct sqlite_store {
@@ -1132,6 +1140,7 @@ static int sqlite_run_delete(struct store *base, const char *run_id)
         "DELETE FROM event_blocks WHERE run_id=?1",
         "DELETE FROM event_names WHERE run_id=?1",
         "DELETE FROM processes WHERE run_id=?1",
+        "DELETE FROM py_blocks WHERE run_id=?1",
         "DELETE FROM blocks WHERE series_id IN (SELECT id FROM series WHERE run_id=?1)",
         "DELETE FROM series WHERE run_id=?1",
         "DELETE FROM run_attrs WHERE run_id=?1",
@@ -1237,6 +1246,52 @@ static int sqlite_campaign_delete(struct store *base, const char *name)
     return rc == 0 && sqlite3_changes(s->db) == 0 ? -STROBE_ENOTFOUND : rc;
 }
 
+/* ---- Python stack samples ------------------------------------------------ */
+
+static int sqlite_py_block_put(struct store *base, const char *run_id,
+                               const struct py_block_record *b)
+{
+    struct sqlite_store *s = (struct sqlite_store *)base;
+    sqlite3_stmt *q = stmt(s, ST_PY_BLOCK_PUT);
+    if (q) {
+        bind_text(q, 1, run_id);
+        sqlite3_bind_int64(q, 2, b->seq);
+        sqlite3_bind_int64(q, 3, b->kind);
+        sqlite3_bind_int64(q, 4, b->start_ns);
+        sqlite3_bind_int64(q, 5, b->end_ns);
+        sqlite3_bind_int64(q, 6, b->count);
+        sqlite3_bind_blob(q, 7, b->len ? b->data : (const void *)"", (int)b->len, SQLITE_STATIC);
+    }
+    return step_done(s, q, "cannot write Python samples");
+}
+
+static int sqlite_py_blocks_query(struct store *base, const char *run_id, int64_t from_ns,
+                                  int64_t to_ns, py_block_fn *fn, void *arg)
+{
+    struct sqlite_store *s = (struct sqlite_store *)base;
+    if (s->version < SCHEMA_PY_BLOCKS_VERSION)
+        return 0;
+    sqlite3_stmt *q = run_query(s, ST_PY_BLOCKS_OF_RUN, run_id);
+    if (!q)
+        return map_rc(s, sqlite3_errcode(s->db), "cannot read Python samples");
+    sqlite3_bind_int64(q, 2, from_ns);
+    sqlite3_bind_int64(q, 3, to_ns);
+    int rc, stop = 0;
+    while (!stop && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        struct py_block_record b = {
+            .seq = sqlite3_column_int64(q, 0),
+            .kind = (int)sqlite3_column_int64(q, 1),
+            .start_ns = sqlite3_column_int64(q, 2),
+            .end_ns = sqlite3_column_int64(q, 3),
+            .count = sqlite3_column_int64(q, 4),
+            .data = sqlite3_column_blob(q, 5),
+            .len = (size_t)sqlite3_column_bytes(q, 5),
+        };
+        stop = fn(&b, arg);
+    }
+    return finish_query(s, q, rc, stop, "cannot read Python samples");
+}
+
 static void sqlite_set_timeout(struct store *base, int ms)
 {
     sqlite3_busy_timeout(((struct sqlite_store *)base)->db, ms > 0 ? ms : BUSY_TIMEOUT_MS);
@@ -1285,6 +1340,8 @@ static const struct store_ops sqlite_ops = {
     .campaign_get = sqlite_campaign_get,
     .campaigns_query = sqlite_campaigns_query,
     .campaign_delete = sqlite_campaign_delete,
+    .py_block_put = sqlite_py_block_put,
+    .py_blocks_query = sqlite_py_blocks_query,
 };
 
 static int query_int(struct sqlite_store *s, const char *sql, int64_t *out)
@@ -1333,11 +1390,13 @@ static int check_version(struct sqlite_store *s, int64_t *version)
  */
 /* An older store this connection may not upgrade (another user's, a
  * read-only mount), from version 4 on, differs from the current one only by
- * columns added to runs, and by the campaigns of version 7. Before version
+ * columns added to runs, and by the campaigns of version 7 and the Python
+ * samples of version 8. Before version
  * 6, a temporary view, which shadows main.runs for this connection and
  * writes nothing to the file, gives those columns as unknown (the
  * pid-and-host rule of older runs; no cluster). Campaigns are not read at
- * all below SCHEMA_CAMPAIGNS_VERSION (s->version): there are none. */
+ * all below SCHEMA_CAMPAIGNS_VERSION (s->version), nor Python samples below
+ * SCHEMA_PY_BLOCKS_VERSION: there are none. */
 static int read_old_as_current(struct sqlite_store *s, int64_t version)
 {
     strbuf_reset(&s->base.err);

@@ -328,7 +328,9 @@ struct store_ops {
     int (*py_block_put)(struct store *s, const char *run_id, const struct py_block_record *b);
     /* In seq order: every dictionary block, and the samples blocks that
      * overlap [from_ns, to_ns] (INT64_MIN, INT64_MAX for all). A store
-     * from before schema 8 that may not be upgraded has none. */
+     * from before schema 8 that may not be upgraded has none. A job's run
+     * in cluster mode has none of its own: its node runs (parent_id the
+     * job's) hold them, so a caller iterates those. */
     int (*py_blocks_query)(struct store *s, const char *run_id, int64_t from_ns, int64_t to_ns,
                            py_block_fn *fn, void *arg);
 };

@@ -5,6 +5,8 @@
  * second SQLite file; every query's answer is then written out as text
  * (dump_run), and the three texts must be equal.
  *
+ * Python sample blocks travel too, byte for byte.
+ *
  * Merging (store_copy_merge): a store holding the run's first part while
  * it recorded, and one holding its last part and its end, as a recorder's
  * database and its spool do, make the whole run; a second merge writes
@@ -175,6 +177,15 @@ static void populate_part(struct store *s, const struct part *part)
                                        k + 1,       5 + k,   data,  sizeof(data)};
         ASSERT_EQ_INT(s->ops->event_block_insert(s, RUN_ID, &b), 0);
     }
+    /* Python samples: a dictionary and a samples block for each second */
+    for (int k = 2 * part->from; k < 2 * part->to; k++) {
+        uint8_t data[48];
+        memset(data, 0x50 + k, sizeof(data));
+        int64_t start = T0 + (k / 2) * SEC;
+        struct py_block_record b = {
+            k, k % 2, start, start + SEC - 1000, 10 + k, data, sizeof(data) - (size_t)k};
+        ASSERT_EQ_INT(s->ops->py_block_put(s, RUN_ID, &b), 0);
+    }
     struct rule_config_record rc = {10 * SEC, "all", "StepOutlier.stddev=5", "live",
                                     T0 + (part->finished ? 61 : 21) * SEC};
     ASSERT_EQ_INT(s->ops->rule_config_put(s, RUN_ID, &rc), 0);
@@ -342,6 +353,14 @@ static int dump_event_block(const struct event_block_record *b, void *arg)
     return 0;
 }
 
+static int dump_py_block(const struct py_block_record *b, void *arg)
+{
+    strbuf_addf(arg, "py block %lld kind=%d %lld-%lld n=%lld", (long long)b->seq, b->kind,
+                (long long)b->start_ns, (long long)b->end_ns, (long long)b->count);
+    dump_bytes(arg, b->data, b->len);
+    return 0;
+}
+
 static int dump_rule_config(const struct rule_config_record *c, void *arg)
 {
     strbuf_addf(arg, "rules %lld %s %s %s %lld\n", (long long)c->interval_ns, c->rules, c->params,
@@ -389,6 +408,9 @@ static void dump_run(struct store *s, struct strbuf *o)
     strbuf_adds(o, "event range:\n");
     ASSERT_EQ_INT(ops->event_blocks_query(s, RUN_ID, T0 + SEC, T0 + SEC + 1, dump_event_block, o),
                   0);
+    ASSERT_EQ_INT(ops->py_blocks_query(s, RUN_ID, INT64_MIN, INT64_MAX, dump_py_block, o), 0);
+    strbuf_adds(o, "py range:\n");
+    ASSERT_EQ_INT(ops->py_blocks_query(s, RUN_ID, T0 + SEC, T0 + SEC + 1, dump_py_block, o), 0);
     ASSERT_EQ_INT(ops->rule_config_query(s, RUN_ID, dump_rule_config, o), 0);
     ASSERT_EQ_INT(ops->rule_results_query(s, RUN_ID, dump_rule_result, o), 0);
     ASSERT_EQ_INT(ops->findings_query(s, RUN_ID, dump_finding, o), 0);
@@ -495,6 +517,8 @@ TEST(copy_keeps_every_row)
     ASSERT_EQ_INT(n.series, 3);
     ASSERT_EQ_INT(n.blocks, 12);
     ASSERT_EQ_INT(n.event_blocks, 7);
+    ASSERT_EQ_INT(n.py_blocks, 8);
+    ASSERT_EQ_INT(n.py_bytes, 8 * 48 - (0 + 1 + 2 + 3 + 4 + 5 + 6 + 7));
     ASSERT_EQ_INT(n.findings, 3);
     ASSERT_EQ_INT(n.texts, 2);
     trio_close(&t);
@@ -604,11 +628,13 @@ TEST(merge_adds_the_missing_part)
     ASSERT_EQ_INT(m.series, 1);  /* the late one */
     ASSERT_EQ_INT(m.blocks, 11); /* 3 series: the snapshot 2 replaced, 3, 4; the late one: 3, 4 */
     ASSERT_EQ_INT(m.event_blocks, 2); /* 6, 7: 2-5 were there */
+    ASSERT_EQ_INT(m.py_blocks, 4);    /* seqs 6-9: 0-5 were there */
     ASSERT_EQ_INT(m.event_names + m.processes, 0);
     ASSERT_EQ_INT(m.texts, 1); /* stdout: more bytes */
     ASSERT_EQ_INT(m.rules, 1); /* evaluated later */
     ASSERT_EQ_INT(count_runs_rows(&t.rig, "blocks"), 17);
     ASSERT_EQ_INT(count_runs_rows(&t.rig, "event_blocks"), 8);
+    ASSERT_EQ_INT(count_runs_rows(&t.rig, "py_blocks"), 10);
     trio_close(&t);
 }
 
@@ -629,6 +655,7 @@ TEST(merge_twice_writes_nothing)
     ASSERT_EQ_INT(count_runs_rows(&t.rig, "series"), 4);
     ASSERT_EQ_INT(count_runs_rows(&t.rig, "blocks"), 17);
     ASSERT_EQ_INT(count_runs_rows(&t.rig, "event_blocks"), 8);
+    ASSERT_EQ_INT(count_runs_rows(&t.rig, "py_blocks"), 10);
     ASSERT_EQ_INT(count_runs_rows(&t.rig, "findings"), 3);
     trio_close(&t);
 }
@@ -697,9 +724,9 @@ TEST(failed_copy_leaves_nothing)
     fail_after(t.b, 7);
     copy_fails(t.a, t.b);
     t.b->ops = real_ops;
-    static const char *const tables[] = {"runs",         "run_attrs",    "series",
-                                         "blocks",       "event_names",  "processes",
-                                         "event_blocks", "rule_results", "findings"};
+    static const char *const tables[] = {"runs",        "run_attrs", "series",       "blocks",
+                                         "event_names", "processes", "event_blocks", "rule_results",
+                                         "findings",    "py_blocks"};
     for (size_t i = 0; i < ARRAY_SIZE(tables); i++)
         if (count_runs_rows(&t.rig, tables[i]) != 0)
             TEST_FAIL("rows left in %s", tables[i]);
