@@ -392,7 +392,8 @@ var strobeFlame = (function () {
     }
 
     var resizeTimer = null;
-    window.addEventListener('resize', function () { clearTimeout(resizeTimer); resizeTimer = setTimeout(draw, 100); });
+    function onResize() { clearTimeout(resizeTimer); resizeTimer = setTimeout(draw, 100); }
+    window.addEventListener('resize', onResize);
     if (opts.data) setData(opts.data);
 
     var widget = {
@@ -404,7 +405,14 @@ var strobeFlame = (function () {
           return {func: r.agg ? null : r.node.frame.func, x: r.x, w: r.w, depth: r.depth, agg: r.agg, total: r.agg ? r.samples : r.node.total};
         });
       },
-      total: function () { return root ? root.total : 0; }
+      total: function () { return root ? root.total : 0; },
+      /* a page that leaves the graph (the dashboard's next view) */
+      destroy: function () {
+        window.removeEventListener('resize', onResize);
+        clearTimeout(resizeTimer);
+        var all = window.strobeFlameGraphs, i = all.indexOf(widget);
+        if (i >= 0) all.splice(i, 1);
+      }
     };
     /* every graph of the page, for the browser tests (flame_browser.js) */
     (window.strobeFlameGraphs = window.strobeFlameGraphs || []).push(widget);
