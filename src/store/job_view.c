@@ -395,6 +395,27 @@ static int view_event_blocks_query(struct store *base, const char *run_id, int64
     return rc;
 }
 
+/* Python samples: a node's run is asked by its own id (a node's dictionary
+ * ids are its own, so the job has no merged stream; pyprof/view.c reads
+ * node by node). */
+static int view_py_block_put(struct store *base, const char *run_id,
+                             const struct py_block_record *b)
+{
+    struct job_view *v = view_of(base);
+    if (!v->inner->ops->py_block_put)
+        return -ENOTSUP;
+    return synced(v, v->inner->ops->py_block_put(v->inner, run_id, b));
+}
+
+static int view_py_blocks_query(struct store *base, const char *run_id, int64_t from_ns,
+                                int64_t to_ns, py_block_fn *fn, void *arg)
+{
+    struct job_view *v = view_of(base);
+    if (!v->inner->ops->py_blocks_query)
+        return 0;
+    return synced(v, v->inner->ops->py_blocks_query(v->inner, run_id, from_ns, to_ns, fn, arg));
+}
+
 static int node_text(const struct run_text_record *t, void *arg)
 {
     struct node_pass *n = arg;
@@ -493,6 +514,8 @@ static const struct store_ops view_ops = {
     .campaign_get = view_campaign_get,
     .campaigns_query = view_campaigns_query,
     .campaign_delete = view_campaign_delete,
+    .py_block_put = view_py_block_put,
+    .py_blocks_query = view_py_blocks_query,
 };
 
 /* "n1,n2,...": the host of a run of several nodes, as an import's */
