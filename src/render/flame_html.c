@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/file.h"
+#include "common/log.h"
 #include "render/flame_html.h"
 #include "render/report_internal.h"
 
@@ -65,8 +66,13 @@ int flame_html_write(const struct strbuf *flame_json, FILE *out)
     struct strbuf html;
     strbuf_init(&html);
     int rc = build_page(flame_json, &html);
-    if (rc == 0 && file_write_stream(out, &html) < 0)
+    if (rc < 0)
+        log_error("cannot build the flame graph page: %s",
+                  rc == -ENOMEM ? "out of memory" : "an embedded asset is broken");
+    else if (file_write_stream(out, &html) < 0) {
+        log_error("cannot write the flame graph page: %s", strerror(errno));
         rc = -EIO;
+    }
     strbuf_release(&html);
     return rc;
 }

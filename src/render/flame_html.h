@@ -12,11 +12,12 @@
 #include "common/strbuf.h"
 
 /*
- * Write the page of flame_json (one JSON object, as the views build it) to
- * out. The JSON is embedded escaped (no '<', '>' or '&' in it), so no
- * function name can end its script element. Returns 0, -ENOMEM, -EIO when
- * out cannot be written (errno says why), or -EINVAL when an embedded asset
- * would end its element early (a fault of the build, not of the data).
+ * Write the page of flame_json (one JSON object, as py_view_json builds it)
+ * to out. The JSON is embedded escaped (no '<', '>' or '&' in it), so no
+ * function name can end its script element. 0, or negative after saying
+ * why in one line (log_error): -ENOMEM, -EIO when out cannot be written, or
+ * -EINVAL when an embedded asset would end its element early (a fault of
+ * the build, not of the data).
  */
 int flame_html_write(const struct strbuf *flame_json, FILE *out);
 
