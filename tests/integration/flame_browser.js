@@ -6,7 +6,9 @@
 // (.flame), "pick": [[role|null, phase|null, idle], ...] selections to read,
 // "hover": [[role, phase, idle, func], ...] frames to hover,
 // "zoom": func, "search": text, "scroll": selector to bring into view,
-// "shot": a screenshot's path, taken after the hovers}
+// "shot": a screenshot's path, taken after the hovers, "refresh": flame
+// data given to setData after role "main" is picked and main zoomed into,
+// as the dashboard does while a run records}
 // Every selection reads the graph's total (data-total), the drawn frames of
 // depth 1 (name, width, samples) and the canvas width; every hover reads the
 // tooltip's text. Requests off the page's origin (file: for a file) are
@@ -108,6 +110,24 @@ drive((u) => u.startsWith(origin) || u.startsWith('data:'), async (page, out) =>
       samples: Number(box.dataset.searchSamples), text: box.querySelector('.flame-found').textContent,
       total: Number(box.dataset.total) }));
     await page.fill(F + ' input.flame-search', '');
+  }
+  if (spec.refresh) {
+    await choose('main', null, false);
+    await page.$eval(F, (box) => {
+      const g = window.__flameOf(box);
+      const hit = g.rects().filter((x) => x.func === 'main' && x.depth === 1)[0];
+      const b = box.querySelector('canvas').getBoundingClientRect();
+      box.querySelector('canvas').dispatchEvent(new MouseEvent('click', {
+        clientX: b.left + hit.x + hit.w / 2, clientY: b.top + 18 + 9, bubbles: true }));
+    });
+    const before = await read();
+    await page.$eval(F, (box, d) => window.__flameOf(box).setData(d), spec.refresh);
+    const after = await read();
+    out.refresh = {
+      before: before.total, after: after.total,
+      role: await page.$eval(F + ' select[aria-label=role]', (s) => s.value),
+      zoom: await page.$eval(F, (box) => box.dataset.zoom),
+    };
   }
   out.injected = await page.evaluate(() => document.querySelectorAll('body img, body iframe, b.pwn').length);
 });

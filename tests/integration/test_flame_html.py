@@ -53,6 +53,13 @@ def total(d, role, phase, idle):
                and (idle or d["states"][c[3]] == "running"))
 
 
+def later(d):
+    """The same run a refresh later: 100 more samples in heavy."""
+    d = json.loads(json.dumps(d))
+    d["counts"].append([0, 0, 1, 0, 100])
+    return d
+
+
 def wide_fixture(n):
     """n distinct one-frame stacks, one sample each but the first (heavy):
     most are far narrower than a pixel."""
@@ -106,7 +113,8 @@ def main():
         "hover": [["main", "forward", False, "main"], ["main", "forward", False, "heavy"],
                   ["main", "forward", False, "light"], [None, None, True, "read_batch"],
                   ["worker 0", None, False, HOSTILE]],
-        "zoom": "main", "search": "light", "shot": os.path.join(ARTIFACTS, "flame.png")})
+        "zoom": "main", "search": "light", "refresh": later(d),
+        "shot": os.path.join(ARTIFACTS, "flame.png")})
     check("no console error", not out["errors"], out["errors"])
     check("no request leaves the page", not out["foreign"], out["foreign"])
     check("no dialog fires (hostile names are text)", not out["dialogs"], out["dialogs"])
@@ -169,6 +177,11 @@ def main():
     srch = out.get("search") or {}
     check("a search for 'light' matches its 300 samples", srch.get("samples") == 300, srch)
     check("... and gives its share of the total", f"{100 * 300 / 1210:.1f} % of the total" in srch.get("text", ""), srch)
+
+    rf = out.get("refresh") or {}
+    check("new data (a refresh) keeps the role and the zoom",
+          rf.get("role") == "main" and rf.get("zoom") == "main", rf)
+    check("... and counts the new samples", rf.get("after", 0) - rf.get("before", 0) == 100, rf)
 
     # 50,000 nodes: tiny frames are drawn as one block, and every sample is
     # still under the root
