@@ -71,6 +71,9 @@ int cmd_compare(struct cli_ctx *c, int argc, char **argv);
  * one warning line when it cannot be written. */
 void cli_run_report(const char *store_uri, const char *run_id, const char *path);
 int cmd_trace(struct cli_ctx *c, int argc, char **argv);
+int cmd_flame(struct cli_ctx *c, int argc, char **argv);
+/* --steps "A-B" or "A" (steps counted from 1, A <= B): 0, or -1. */
+int cli_parse_steps(const char *arg, uint32_t *from, uint32_t *to);
 int cmd_serve(struct cli_ctx *c, int argc, char **argv);
 int cmd_metrics(struct cli_ctx *c, int argc, char **argv);
 /* strobe show --json of r, appended to out (cmd_show.c; strobe serve's run
@@ -90,6 +93,17 @@ void show_steps_text(const struct run_record *r, const struct run_events *e,
                      const struct step_analysis *a);
 void show_steps_json(struct json_writer *jw, const struct run_record *r, const struct run_events *e,
                      const struct step_analysis *a);
+
+/* strobe show's Python hotspots (show_python.c), from r's samples and its
+ * events ev (loaded already). load: 0, or -1 with s->err set; *out is
+ * then NULL or to be released too. Nothing printed, "python": null, when
+ * the run has no samples. */
+struct show_python;
+int show_python_load(struct store *s, const struct run_record *r, const struct run_events *ev,
+                     struct show_python **out);
+void show_python_release(struct show_python *p);
+void show_python_text(const struct show_python *p);
+void show_python_json(struct json_writer *jw, const struct show_python *p);
 
 /* Findings (findings.c): most severe first in text; JSON as stored order. */
 struct stored_findings { /* a run's stored findings, strings owned */

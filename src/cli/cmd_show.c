@@ -44,6 +44,7 @@ struct show_ctx {
     struct step_analysis steps;
     struct stored_findings findings;
     struct run_actions actions; /* what run --on-finding did */
+    struct show_python *python; /* the Python hotspots, or NULL */
     struct run_list nodes;      /* a job's (store/job.h); none otherwise */
     /* each node's mean cpu.util and gpu.util (analyze/nodes.h), from the
      * statistics below: a row per node, one column */
@@ -208,6 +209,7 @@ static void show_json(struct strbuf *o, const struct run_record *r, const struct
     if (run_record_is_job(r))
         job_nodes_json(&jw, r->join_key, &c->nodes, &c->cpu, &c->gpu);
     show_steps_json(&jw, r, &c->ev, &c->steps);
+    show_python_json(&jw, c->python);
     jw_key(&jw, "findings");
     findings_json(&jw, c->findings.f, c->findings.n);
     run_actions_json(&jw, &c->actions);
@@ -582,6 +584,7 @@ static void show_text(const struct run_record *r, const struct show_ctx *c)
     if (run_record_is_job(r))
         print_nodes(r, c);
     show_steps_text(r, &c->ev, &c->steps);
+    show_python_text(c->python);
     if (c->findings.n) {
         printf("findings  %u (strobe rules %.8s for every rule's verdict)\n", c->findings.n, r->id);
         findings_print_text(stdout, c->findings.f, c->findings.n, r->start_ns);
@@ -634,6 +637,7 @@ static int show_load(struct store *s, const struct run_record *r, struct show_ct
     node_heat_init(&c->gpu, METRIC_GPU_UTIL, 0, 1, 1);
     if (s->ops->series_query(s, r->id, collect_series, c) < 0 || c->failed ||
         run_events_load(s, r->id, &c->ev) < 0 || step_analysis_run(&c->ev, &c->steps) < 0 ||
+        show_python_load(s, r, &c->ev, &c->python) < 0 ||
         load_findings(s, r->id, &c->findings) < 0 || run_actions_load(s, r->id, &c->actions) < 0 ||
         (run_record_is_job(r) && store_job_nodes(s, r->id, &c->nodes) < 0))
         return -1;
@@ -654,6 +658,7 @@ static void show_release(struct show_ctx *c)
     rows_release(c);
     stored_findings_release(&c->findings);
     run_actions_release(&c->actions);
+    show_python_release(c->python);
     run_list_release(&c->nodes);
     node_heat_release(&c->cpu);
     node_heat_release(&c->gpu);

@@ -24,27 +24,6 @@ static const struct cli_usage trace_usage = {
     0,
 };
 
-/* "A-B" or "A" into the options; 0 when it parses. */
-static int parse_steps(const char *arg, struct trace_options *o)
-{
-    char *end;
-    errno = 0;
-    unsigned long a = strtoul(arg, &end, 10), b = a;
-    if (end == arg || errno)
-        return -1;
-    if (*end == '-') {
-        const char *s = end + 1;
-        b = strtoul(s, &end, 10);
-        if (end == s || errno)
-            return -1;
-    }
-    if (*end || a == 0 || b < a || b > UINT32_MAX)
-        return -1;
-    o->step_from = (uint32_t)a;
-    o->step_to = (uint32_t)b;
-    return 0;
-}
-
 /* <name>.<ext> with what a file name cannot hold (/, control bytes, a
  * leading dot) replaced by '_'; the id when the run has no name. */
 static char *default_path(const struct run_record *r, const char *ext)
@@ -127,7 +106,8 @@ out_trace:
 
 static int steps_option(const struct cli_option *opt, const char *arg)
 {
-    if (parse_steps(arg, opt->value) < 0) {
+    struct trace_options *o = opt->value;
+    if (cli_parse_steps(arg, &o->step_from, &o->step_to) < 0) {
         log_error("bad --steps '%s': give A-B, steps counted from 1", arg);
         return -1;
     }

@@ -183,3 +183,23 @@ int cli_kv_option(const struct cli_option *opt, const char *arg)
     char flag[64];
     return cli_add_kv(opt->value, cli_option_name(opt, flag, sizeof(flag)), arg);
 }
+
+int cli_parse_steps(const char *arg, uint32_t *from, uint32_t *to)
+{
+    char *end;
+    errno = 0;
+    unsigned long a = strtoul(arg, &end, 10), b = a;
+    if (end == arg || errno || *arg == '-')
+        return -1;
+    if (*end == '-') {
+        const char *s = end + 1;
+        b = strtoul(s, &end, 10);
+        if (end == s || errno || *s == '-')
+            return -1;
+    }
+    if (*end || a == 0 || b < a || b > UINT32_MAX)
+        return -1;
+    *from = (uint32_t)a;
+    *to = (uint32_t)b;
+    return 0;
+}

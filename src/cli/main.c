@@ -34,6 +34,7 @@ static const struct command {
     {"logs", cmd_logs, READ_RUN, "print what a run's job printed, or its package list, lscpu"},
     {"report", cmd_report, READ_RUN, "write a run's profiler report (one HTML file)"},
     {"trace", cmd_trace, READ_RUN, "write a run as one timeline (Chrome JSON or Perfetto)"},
+    {"flame", cmd_flame, READ_RUN, "a run's Python hotspots: collapsed stacks, SVG, JSON, HTML"},
     {"sweep", cmd_sweep, CLI_STORE_URI,
      "run a campaign from an experiment file (radT's CSV or YAML)"},
     {"serve", cmd_serve, CLI_STORE_URI, "serve the store's runs as a JSON API and dashboard"},

@@ -975,7 +975,8 @@ static int load_profile(struct store *s, const char *run_id, struct py_run *pr, 
     return rc;
 }
 
-int py_run_load(struct store *s, const struct run_record *r, struct py_run *out, struct strbuf *err)
+int py_run_load(struct store *s, const struct run_record *r, int events, struct py_run *out,
+                struct strbuf *err)
 {
     memset(out, 0, sizeof(*out));
     struct run_list nodes = {0};
@@ -996,7 +997,7 @@ int py_run_load(struct store *s, const struct run_record *r, struct py_run *out,
                     rc == -ENOMEM ? "out of memory" : s->err.buf);
         return rc;
     }
-    if ((rc = run_events_load(s, r->id, &out->ev)) < 0)
+    if (events && (rc = run_events_load(s, r->id, &out->ev)) < 0)
         strbuf_addf(err, "cannot read the events of run %s: %s", r->id,
                     rc == -ENOMEM ? "out of memory" : s->err.buf);
     return rc;

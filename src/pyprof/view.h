@@ -150,11 +150,12 @@ struct py_run {
 };
 
 /*
- * Load r's profile(s) and events from s (a job's run through its view: each
- * node run's blocks, pids as the view numbers them). 0, or negative with a
- * one-line reason in err. py_run_release after, even then.
+ * Load r's profile(s) from s (a job's run through its view: each node run's
+ * blocks, pids as the view numbers them), and its events when events is
+ * set (a caller that has them loaded already passes 0). 0, or negative with
+ * a one-line reason in err. py_run_release after, even then.
  */
-int py_run_load(struct store *s, const struct run_record *r, struct py_run *out,
+int py_run_load(struct store *s, const struct run_record *r, int events, struct py_run *out,
                 struct strbuf *err);
 void py_run_release(struct py_run *pr);
 /* Samples in the run. */

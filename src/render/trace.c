@@ -15,8 +15,8 @@
 #include "common/array.h"
 #include "common/strlist.h"
 
-const char *const trace_cat_names[TRACE_CAT_COUNT] = {"step",       "phase", "comm",    "operator",
-                                                      "dataloader", "span",  "instant", "finding"};
+const char *const trace_cat_names[TRACE_CAT_COUNT] = {
+    "step", "phase", "comm", "operator", "dataloader", "span", "instant", "finding", "python"};
 
 /* Made-up pids of the metrics processes: far above any real pid (Linux's
  * limit is 2^22) and above the pids an import moves up by 10^9. */
@@ -183,7 +183,7 @@ static int proc_add(struct trace *t, int64_t pid, const char *name, uint32_t nod
 
 /* "rank 1 (python3)", "dataloader worker 0 (pt_data_worker)", with the node
  * first when there are several; and where it sorts inside its node. */
-static int proc_for_pid(struct trace *t, int64_t pid, uint32_t *out)
+int trace_proc_for_pid(struct trace *t, int64_t pid, uint32_t *out)
 {
     for (uint32_t i = 0; i < t->nprocs; i++)
         if (!t->procs[i].metrics && t->procs[i].pid == pid) {
@@ -428,7 +428,7 @@ static int build_threads(struct trace *t)
             snprintf(th->name, sizeof(th->name), "main thread");
         else
             snprintf(th->name, sizeof(th->name), "thread %lld", (long long)src->tid);
-        int rc = proc_for_pid(t, src->pid, &th->proc);
+        int rc = trace_proc_for_pid(t, src->pid, &th->proc);
         for (uint32_t j = 0; j < src->n && rc == 0; j++)
             rc = add_event(t, th, &src->ev[j]);
         if (rc < 0)
@@ -571,7 +571,8 @@ int trace_build(struct store *s, const struct run_record *r, const struct trace_
     if ((rc = s->ops->series_query(s, r->id, collect_node, t)) < 0 ||
         (rc = host_nodes(t, r->host)) < 0 ||
         (t->nnodes == 0 && (rc = node_add(t, r->host && *r->host ? r->host : "local")) < 0) ||
-        (rc = add_metrics_procs(t)) < 0 || (rc = build_threads(t)) < 0) {
+        (rc = add_metrics_procs(t)) < 0 || (rc = trace_build_python(t, err)) < 0 ||
+        (rc = build_threads(t)) < 0) {
         if (!err->len)
             strbuf_addf(err, "cannot lay out run %s: %s", r->id,
                         rc == -ENOMEM ? "out of memory" : s->err.buf);
@@ -609,6 +610,12 @@ void trace_release(struct trace *t)
         free(t->counters[i].name);
     free(t->counters);
     free(t->finding_idx);
+    for (uint32_t i = 0; i < t->npy_frames; i++)
+        free(t->py_frames[i]);
+    free(t->py_frames);
+    for (uint32_t i = 0; i < t->npy_tracks; i++)
+        free(t->py_tracks[i].slices);
+    free(t->py_tracks);
     memset(t, 0, sizeof(*t));
 }
 

@@ -39,6 +39,7 @@ enum trace_cat {
     TRACE_CAT_SPAN,       /* anything else: the script's own spans */
     TRACE_CAT_INSTANT,    /* instants; span ends whose begin was lost */
     TRACE_CAT_FINDING,    /* a rule's finding */
+    TRACE_CAT_PYTHON,     /* a Python function, from the stack samples */
     TRACE_CAT_COUNT
 };
 
@@ -80,6 +81,28 @@ struct trace_thread {
     uint8_t lanes; /* lanes used, 1 or more when there are slices */
 };
 
+/* A Python function on a sampled thread's own track (trace_python.c):
+ * consecutive samples that hold the same frame at the same depth, under the
+ * same frames, are one slice. Slices of a track are in the order they
+ * open (by start, the outer first) and nest properly. */
+struct trace_py_slice {
+    int64_t start_ns, end_ns;
+    uint32_t frame; /* index into trace.py_frames */
+    uint32_t depth; /* 0: the root frame */
+};
+
+struct trace_py_track {
+    int64_t pid, tid; /* the sampled thread */
+    uint32_t proc;    /* index into procs */
+    char name[64];    /* "python TID (thread name)" */
+    struct trace_py_slice *slices;
+    uint32_t nslices, slices_cap;
+};
+
+/* Chrome JSON names a track by (pid, tid): a Python track's tid is the
+ * thread's moved up by this, so it never is a real thread's. */
+#define TRACE_PY_TID_BASE INT64_C(2000000000)
+
 struct trace_proc {
     int64_t pid; /* the store's pid; a made-up one for a metrics process */
     char *name;  /* owned */
@@ -120,11 +143,16 @@ struct trace {
     uint32_t nthreads;
     struct trace_counter *counters;
     uint32_t ncounters, counters_cap;
+    char **py_frames; /* "func (file:line)", valid UTF-8, owned */
+    uint32_t npy_frames;
+    struct trace_py_track *py_tracks;
+    uint32_t npy_tracks;
     const struct finding_record *findings; /* the caller's, inside the window */
     uint32_t *finding_idx;
     uint32_t nfindings;
     /* counts of what is in the trace, for the summary line and the tests */
     uint64_t slices, instants, points; /* points: counted as the writer reads them */
+    uint64_t py_samples, py_slices;    /* on-CPU Python samples in the window, their slices */
     uint64_t corrupt_blocks;           /* blocks that did not decode: skipped */
     uint64_t crowded;  /* slices on the last lane that do not nest there (drawn out of place) */
     uint64_t too_deep; /* slices nested deeper than TRACE_DEPTH_MAX on a lane (ended early) */
@@ -148,6 +176,14 @@ void trace_release(struct trace *t);
  * failure, or the store's (t->read_failed set, t->store->err says why).
  */
 int trace_counter_points(struct trace *t, uint32_t ci, points_fn *fn, void *arg);
+
+/* The Python tracks of t's window from the run's samples (trace_python.c),
+ * before the events are laid out (it reads their phases). 0, or negative
+ * with a reason in err. */
+int trace_build_python(struct trace *t, struct strbuf *err);
+
+/* The process of pid in t->procs, added when new (named by its role). */
+int trace_proc_for_pid(struct trace *t, int64_t pid, uint32_t *out);
 
 /* The name of id, valid UTF-8 (bad bytes replaced) once built. */
 const char *trace_name(const struct trace *t, uint32_t id);

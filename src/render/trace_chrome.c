@@ -22,6 +22,7 @@ struct chrome {
     struct trace *t; /* counts the counter points it reads */
     struct trace_sink *k;
     char **name_json;      /* name id -> the name as a JSON string, quotes included */
+    char **py_json;        /* Python frame -> its text as a JSON string */
     struct json_writer jw; /* the document, on the sink's buffer; flushes keep its state */
 };
 
@@ -142,6 +143,14 @@ static int write_metadata(struct chrome *c)
             rc = meta(c, "thread_sort_index", th->pid, th->tid, "sort_index", NULL,
                       th->tid == th->pid ? 0 : th->tid);
     }
+    for (uint32_t i = 0; i < t->npy_tracks && rc == 0; i++) {
+        const struct trace_py_track *k = &t->py_tracks[i];
+        int64_t tid = TRACE_PY_TID_BASE + k->tid;
+        rc = meta(c, "thread_name", k->pid, tid, "name", k->name, 0);
+        if (rc == 0) /* right after its thread */
+            rc = meta(c, "thread_sort_index", k->pid, tid, "sort_index", NULL,
+                      (k->tid == k->pid ? 0 : k->tid) + 1);
+    }
     return rc;
 }
 
@@ -193,6 +202,31 @@ static int write_thread(struct chrome *c, const struct trace_thread *th)
         p = put(p, ",\"args\":{\"step\":");
         p = put_u64(p, in->step);
         p = put(p, in->orphan_end ? ",\"span_end\":true}}" : "}}");
+        int rc = commit(c, p);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* A Python track's slices; names are frame texts, each a JSON string. */
+static int write_py_track(struct chrome *c, const struct trace_py_track *k)
+{
+    const struct trace *t = c->t;
+    for (uint32_t i = 0; i < k->nslices; i++) {
+        const struct trace_py_slice *s = &k->slices[i];
+        const char *name = c->py_json[s->frame];
+        char *p = reserve(c, EVENT_ROOM + strlen(name));
+        if (!p)
+            return -ENOMEM;
+        p = put_head(p, "X", TRACE_CAT_PYTHON, name, k->pid, TRACE_PY_TID_BASE + k->tid);
+        p = put(p, ",\"ts\":");
+        p = put_us(p, s->start_ns - t->origin_ns);
+        p = put(p, ",\"dur\":");
+        p = put_us(p, s->end_ns - s->start_ns);
+        p = put(p, ",\"args\":{\"depth\":");
+        p = put_u64(p, s->depth);
+        p = put(p, "}}");
         int rc = commit(c, p);
         if (rc < 0)
             return rc;
@@ -318,6 +352,8 @@ static int write_other_data(struct chrome *c)
     jw_kv_uint(jw, "instants", t->instants);
     jw_kv_uint(jw, "counter_points", t->points);
     jw_kv_uint(jw, "findings", t->nfindings);
+    jw_kv_uint(jw, "python_samples", t->py_samples);
+    jw_kv_uint(jw, "python_slices", t->py_slices);
     jw_end(jw);
     jw_end(jw);
     jw_space(jw, "\n");
@@ -325,9 +361,26 @@ static int write_other_data(struct chrome *c)
     return rc ? rc : trace_sink_flush(c->k, 0);
 }
 
+/* Each string of names[0..n) as a JSON string into *out. */
+static int json_strings(char *const *names, uint32_t n, char ***out)
+{
+    if (!(*out = calloc(n + 1, sizeof(**out))))
+        return -ENOMEM;
+    for (uint32_t i = 0; i < n; i++) {
+        struct strbuf b;
+        strbuf_init(&b);
+        if (strbuf_add_json_str(&b, names[i]) < 0)
+            return -ENOMEM;
+        (*out)[i] = strbuf_detach(&b);
+    }
+    return 0;
+}
+
 static int make_names(struct chrome *c)
 {
     const struct trace *t = c->t;
+    if (json_strings(t->py_frames, t->npy_frames, &c->py_json) < 0)
+        return -ENOMEM;
     c->name_json = calloc(t->ev.nnames + 1, sizeof(*c->name_json));
     if (!c->name_json)
         return -ENOMEM;
@@ -356,12 +409,18 @@ int trace_write_chrome(struct trace *t, struct trace_sink *k)
         rc = write_metadata(&c);
     for (uint32_t i = 0; i < t->nthreads && rc == 0; i++)
         rc = write_thread(&c, &t->threads[i]);
+    for (uint32_t i = 0; i < t->npy_tracks && rc == 0; i++)
+        rc = write_py_track(&c, &t->py_tracks[i]);
     for (uint32_t i = 0; i < t->ncounters && rc == 0; i++)
         rc = write_counter(&c, i);
     if (rc == 0)
         rc = write_findings(&c);
     if (rc == 0)
         rc = write_other_data(&c);
+    if (c.py_json)
+        for (uint32_t i = 0; i < t->npy_frames; i++)
+            free(c.py_json[i]);
+    free(c.py_json);
     if (c.name_json)
         for (uint32_t id = 0; id <= t->ev.nnames; id++)
             free(c.name_json[id]);

@@ -74,7 +74,8 @@
 #define F_IN_IID              1
 #define F_IN_NAME             2
 
-#define SEQ_ID 1 /* the one sequence this writer emits */
+#define SEQ_ID         1   /* the one sequence this writer emits */
+#define PY_TRACE_DEPTH 256 /* Python frames nested on a track that are written (PY_STACK_MAX) */
 
 /* A message being built; failed sticks once memory ran out. */
 struct pb {
@@ -168,7 +169,7 @@ struct perfetto {
     struct trace_sink *k;
     struct pb pkt, te, sub, sub2; /* scratch messages, reused for every packet */
     uint8_t *named;               /* name id -> already interned on the sequence */
-    uint64_t lane_base, counter_base, findings_uuid;
+    uint64_t lane_base, counter_base, findings_uuid, py_base;
 };
 
 /* Append the packet built in w->pkt to the trace as Trace.packet. */
@@ -265,6 +266,13 @@ static int describe_tracks(struct perfetto *w)
         rc = describe_thread(w, i);
     for (uint32_t i = 0; i < t->ncounters && rc == 0; i++)
         rc = describe_counter(w, i);
+    for (uint32_t i = 0; i < t->npy_tracks && rc == 0; i++) { /* a named track in its process */
+        pb_reset(&w->te);
+        pb_u64(&w->te, F_TD_UUID, w->py_base + i);
+        pb_u64(&w->te, F_TD_PARENT_UUID, proc_uuid(t->py_tracks[i].proc));
+        pb_str(&w->te, F_TD_NAME, t->py_tracks[i].name);
+        rc = track_packet(w, &w->te);
+    }
     if (rc == 0 && t->nfindings) {
         pb_reset(&w->te);
         pb_u64(&w->te, F_TD_UUID, w->findings_uuid);
@@ -394,6 +402,34 @@ static int write_instants(struct perfetto *w, uint32_t ti)
     return rc;
 }
 
+/* A Python track's slices as begin/end pairs, names inline (frames are
+ * many, each used on few tracks). They nest properly by construction. */
+static int write_py_track(struct perfetto *w, uint32_t ti)
+{
+    const struct trace_py_track *k = &w->t->py_tracks[ti];
+    uint64_t track = w->py_base + ti;
+    int64_t open[PY_TRACE_DEPTH];
+    uint32_t depth = 0;
+    int rc = 0;
+    for (uint32_t i = 0; i < k->nslices && rc == 0; i++) {
+        const struct trace_py_slice *s = &k->slices[i];
+        while (rc == 0 && depth > s->depth)
+            rc = slice_end(w, track, open[--depth]);
+        if (rc < 0 || s->depth >= PY_TRACE_DEPTH)
+            continue;
+        pb_reset(&w->te);
+        pb_u64(&w->te, F_TE_TYPE, TYPE_SLICE_BEGIN);
+        pb_u64(&w->te, F_TE_TRACK_UUID, track);
+        pb_u64(&w->te, F_TE_CATEGORY_IIDS, (uint64_t)TRACE_CAT_PYTHON + 1);
+        pb_str(&w->te, F_TE_NAME, w->t->py_frames[s->frame]);
+        rc = event_packet(w, s->start_ns, 0);
+        open[depth++] = s->end_ns;
+    }
+    while (rc == 0 && depth)
+        rc = slice_end(w, track, open[--depth]);
+    return rc;
+}
+
 struct counter_out {
     struct perfetto *w;
     uint64_t track_uuid;
@@ -458,6 +494,7 @@ int trace_write_perfetto(struct trace *t, struct trace_sink *k)
     w.lane_base = proc_uuid(t->nprocs);
     w.counter_base = w.lane_base + (uint64_t)t->nthreads * TRACE_LANES_MAX;
     w.findings_uuid = w.counter_base + t->ncounters;
+    w.py_base = w.findings_uuid + 1;
     int rc = (w.named = calloc(t->ev.nnames + 1, 1)) ? 0 : -ENOMEM;
     if (rc == 0)
         rc = start_sequence(&w);
@@ -468,6 +505,8 @@ int trace_write_perfetto(struct trace *t, struct trace_sink *k)
         if (rc == 0)
             rc = write_instants(&w, i);
     }
+    for (uint32_t i = 0; i < t->npy_tracks && rc == 0; i++)
+        rc = write_py_track(&w, i);
     for (uint32_t i = 0; i < t->ncounters && rc == 0; i++)
         rc = write_counter(&w, i);
     if (rc == 0)

@@ -26,6 +26,7 @@ OPTIONS = {
     "logs": ("store stderr kind list follow", "fh"),
     "report": ("store output", "oh"),
     "trace": ("store output format steps mode", "ofh"),
+    "flame": ("store role phase steps idle pid format output", "foh"),
     "serve": ("store listen token threads rate burst", "h"),
     "metrics": ("json markdown", "h"),
     "sweep": ("store dry-run rerun parallel write-back python quiet", "nqh"),
@@ -77,6 +78,9 @@ for args, rc, want in (
         (["rules", "--rule-interval", "1ms", "last"], 2,
          "strobe: --rule-interval wants a duration of 100ms or more (got '1ms')"),
         (["trace", "--steps", "x", "last"], 2, "strobe: bad --steps 'x'"),
+        (["flame", "--steps", "2-1", "last"], 2, "strobe: bad --steps '2-1'"),
+        (["flame", "--phase", "lunch", "last"], 2, "strobe: bad --phase 'lunch'"),
+        (["flame", "--format", "png", "last"], 2, "strobe: unknown flame format 'png'"),
         (["import", "torch-trace", "--pid", "x", "last", "f"], 2,
          "strobe: --pid wants a process id, got 'x'"),
         (["run", "--interval", "0", "--", "true"], 125,
@@ -91,7 +95,7 @@ for args, rc, want in (
           and not p.stdout, f"{p.returncode} {p.stderr!r}")
 
 # operands that do not fit: the help on stderr, exit 2
-for args in (["show"], ["show", "a", "b"], ["logs"], ["report"], ["trace"], ["export", "-f",
+for args in (["show"], ["show", "a", "b"], ["logs"], ["report"], ["trace"], ["flame"], ["export", "-f",
              "csv"], ["rules"], ["rm"], ["serve", "x"], ["import", "torch-trace", "last"],
              ["import", "sagemaker"]):
     p = strobe(*args, store=db, timeout=10)

@@ -286,7 +286,8 @@ if decoded:
           begin_names == collections.Counter(x["name"] for x in slices),
           (begin_names, collections.Counter(x["name"] for x in slices)))
     check("categories are interned", sorted(cats.values()) == sorted(
-        ["step", "phase", "comm", "operator", "dataloader", "span", "instant", "finding"]), cats)
+        ["step", "phase", "comm", "operator", "dataloader", "span", "instant", "finding",
+         "python"]), cats)
     check("slice begins are at the JSON's times (UTC ns)", sorted(begin_ts) == sorted(
         start_ns + round(x["ts"] * 1000) for x in slices), begin_ts[:3])
     check("the hostile span name is interned intact", SPAN in names.values(), names)
