@@ -625,42 +625,33 @@ struct events_job {
 
 /* The run's flame data (pyprof/view.h) as the member "flame": every role,
  * phase and state, for the page to pick among; nothing when the run has
- * no Python samples. 0 or -ENOMEM. */
-static int add_flame(struct json_writer *jw, const struct run_record *r, const struct py_run *pr)
+ * no Python samples, or samples that cannot be read (the report keeps the
+ * rest). 0 or -ENOMEM. */
+static int add_flame(struct json_writer *jw, struct store *s, const struct run_record *r,
+                     const struct run_events *ev)
 {
-    if (py_run_samples(pr) == 0)
-        return 0;
-    struct py_view_filter all = {.phase = -1};
+    struct py_run pr;
     struct py_view v;
+    struct py_view_filter all = {.phase = -1};
     struct strbuf json;
     strbuf_init(&json);
-    int rc = py_view_build(&v, pr->src, pr->nprofs, &pr->ev, &all);
+    memset(&v, 0, sizeof(v));
+    int rc = py_run_load(s, r, 0, &pr, &json); /* the events are loaded already */
+    if (rc < 0 || py_run_samples(&pr) == 0) {
+        rc = rc == -ENOMEM ? rc : 0;
+        goto out;
+    }
+    strbuf_reset(&json);
+    rc = py_view_build(&v, pr.src, pr.nprofs, ev, &all);
     if (rc == 0)
         rc = py_view_json(&v, r->id, &all, &json);
     if (rc == 0)
         jw_kv_raw(jw, "flame", json.buf);
+out:
     py_view_release(&v);
+    py_run_release(&pr);
     strbuf_release(&json);
     return rc;
-}
-
-/* The run's events, with its Python samples when they can be read (one
- * load: py_run_load reads the events too); samples that cannot be read
- * leave the report without its flame graph, not without its steps. */
-static int load_events(struct store *s, const struct run_record *r, struct py_run *pr,
-                       struct run_events *ev, const struct run_events **out)
-{
-    struct strbuf why;
-    strbuf_init(&why);
-    int rc = py_run_load(s, r, pr, &why);
-    strbuf_release(&why);
-    if (rc == 0) {
-        *out = &pr->ev;
-        return 0;
-    }
-    py_run_release(pr);
-    *out = ev;
-    return run_events_load(s, r->id, ev);
 }
 
 static void *events_thread(void *arg)
@@ -669,11 +660,8 @@ static void *events_thread(void *arg)
     struct store *s = NULL;
     struct run_events ev;
     struct step_analysis sa;
-    struct py_run pr;
-    const struct run_events *evp = &ev;
     memset(&ev, 0, sizeof(ev));
     memset(&sa, 0, sizeof(sa));
-    memset(&pr, 0, sizeof(pr));
     struct run_record job;
     run_record_init(&job);
     j->rc = store_open(j->uri, 1, &s, &j->err);
@@ -683,16 +671,16 @@ static void *events_thread(void *arg)
         if (j->rc == 0 && (j->rc = store_job_view(s, 1, &job, &view)) == 0)
             s = view;
     }
-    if (j->rc == 0 && (j->rc = load_events(s, j->r, &pr, &ev, &evp)) == 0)
-        j->rc = step_analysis_run(evp, &sa);
+    if (j->rc == 0 && (j->rc = run_events_load(s, j->r->id, &ev)) == 0)
+        j->rc = step_analysis_run(&ev, &sa);
     if (j->rc < 0 && s)
         strbuf_addf(&j->err, "cannot read the events of run %s: %s", j->r->id, s->err.buf);
     if (j->rc == 0) {
         struct json_writer jw; /* members for the data object, spliced in by the caller */
         jw_init_members(&jw, &j->out);
-        j->rc = report_add_events(&jw, j->r, evp, &sa);
+        j->rc = report_add_events(&jw, j->r, &ev, &sa);
         if (j->rc == 0)
-            j->rc = add_flame(&jw, j->r, &pr);
+            j->rc = add_flame(&jw, s, j->r, &ev);
         if (j->rc == 0)
             j->rc = jw_failed(&jw);
         if (j->rc < 0)
@@ -700,7 +688,6 @@ static void *events_thread(void *arg)
     }
     step_analysis_release(&sa);
     run_events_release(&ev);
-    py_run_release(&pr);
     store_close(s);
     run_record_release(&job);
     return NULL;

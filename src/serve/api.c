@@ -1308,7 +1308,7 @@ static int api_flame(const struct api_ctx *c, const struct run_record *r, const 
     strbuf_init(&err);
     memset(&v, 0, sizeof(v));
     int status = 200;
-    if (py_run_load(c->s, r, &pr, &err) < 0)
+    if (py_run_load(c->s, r, 1, &pr, &err) < 0)
         status = fail(o, 500, err.buf);
     else if (py_view_build(&v, pr.src, pr.nprofs, &pr.ev, &f) < 0 ||
              py_view_json(&v, r->id, &f, o) < 0)
