@@ -88,6 +88,7 @@ $(BUILD)/%.o: %.c
 REPORT_ASSETS := uplot_js:node_modules/uplot/dist/uPlot.iife.min.js \
                  uplot_css:node_modules/uplot/dist/uPlot.min.css \
                  format_js:web/common/format.js metrics_js:$(BUILD)/gen/metrics.js \
+                 flame_js:web/common/flame.js flame_css:web/common/flame.css \
                  report_js:web/report/report.js \
                  report_css:web/report/report.css
 REPORT_ASSET_FILES := $(foreach a,$(REPORT_ASSETS),$(word 2,$(subst :, ,$(a))))
@@ -126,6 +127,7 @@ $(BUILD)/gen/metrics.js: src/common/metrics.def Makefile
 # leading dot.
 SERVE_ASSETS := $(foreach f,$(sort $(wildcard web/dashboard/*)),$(notdir $(f)):$(f)) \
                 format.js:web/common/format.js metrics.js:$(BUILD)/gen/metrics.js \
+                flame.js:web/common/flame.js flame.css:web/common/flame.css \
                 uPlot.iife.min.js:node_modules/uplot/dist/uPlot.iife.min.js \
                 uPlot.min.css:node_modules/uplot/dist/uPlot.min.css
 SERVE_ASSET_FILES := $(foreach a,$(SERVE_ASSETS),$(word 2,$(subst :, ,$(a))))
@@ -183,6 +185,16 @@ $(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(CORE_LIB)
 	@mkdir -p $(@D)
 	@echo "  LD  $@"
 	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# The page of `strobe flame --format html` from flame data on stdin, for
+# the browser tests of the flame graph (tests/integration/test_flame_html.py).
+FLAMEHTML := $(BUILD)/tests/strobe-flamehtml
+all: $(FLAMEHTML)
+$(FLAMEHTML): $(BUILD)/tests/tools/flamehtml.o $(CORE_LIB)
+	@mkdir -p $(@D)
+	@echo "  LD  $@"
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+-include $(BUILD)/tests/tools/flamehtml.d
 
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(CORE_LIB)
 	@mkdir -p $(@D)

@@ -27,6 +27,8 @@ extern const unsigned char report_asset_report_css[], report_asset_metrics_js[];
 extern const size_t report_asset_uplot_js_len, report_asset_uplot_css_len;
 extern const size_t report_asset_format_js_len, report_asset_report_js_len;
 extern const size_t report_asset_report_css_len, report_asset_metrics_js_len;
+extern const unsigned char report_asset_flame_js[], report_asset_flame_css[];
+extern const size_t report_asset_flame_js_len, report_asset_flame_css_len;
 
 const char *report_file_name(const struct run_record *r, const char *suffix, char *buf, size_t cap)
 {
@@ -47,7 +49,7 @@ const char *report_file_name(const struct run_record *r, const char *suffix, cha
  * start markup written as a JSON escape. They can only occur inside strings
  * (JSON's structure is made of none of them), where the escape means the
  * same character. */
-static int add_json_for_script(struct strbuf *o, const char *json, size_t len)
+int report_add_json_for_script(struct strbuf *o, const char *json, size_t len)
 {
     if (strbuf_grow(o, len + len / 8) < 0)
         return -ENOMEM;
@@ -71,7 +73,7 @@ static int add_json_for_script(struct strbuf *o, const char *json, size_t len)
 
 /* An embedded script or style, refused if it could close its element early
  * (it is ours or uPlot's, so this is a check on the build, not on input). */
-static int add_asset(struct strbuf *o, const char *open, const unsigned char *a, size_t len,
+int report_add_asset(struct strbuf *o, const char *open, const unsigned char *a, size_t len,
                      const char *close, struct strbuf *err)
 {
     if (strstr((const char *)a, "</script") || strstr((const char *)a, "</style") ||
@@ -98,33 +100,39 @@ static int build_html(struct store *s, const struct run_record *r, struct strbuf
                       "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src "
                       "'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src "
                       "data:\">\n<title>strobe report</title>\n");
-    rc = add_asset(html, "<style>\n", report_asset_uplot_css, report_asset_uplot_css_len,
-                   "\n</style>\n", err);
+    rc = report_add_asset(html, "<style>\n", report_asset_uplot_css, report_asset_uplot_css_len,
+                          "\n</style>\n", err);
     if (rc == 0)
-        rc = add_asset(html, "<style>\n", report_asset_report_css, report_asset_report_css_len,
-                       "\n</style>\n", err);
+        rc = report_add_asset(html, "<style>\n", report_asset_flame_css, report_asset_flame_css_len,
+                              "\n</style>\n", err);
+    if (rc == 0)
+        rc = report_add_asset(html, "<style>\n", report_asset_report_css,
+                              report_asset_report_css_len, "\n</style>\n", err);
     if (rc < 0)
         goto out;
     strbuf_adds(html, "</head>\n<body>\n<noscript>This report draws its charts with "
                       "JavaScript.</noscript>\n<div id=\"app\"></div>\n"
                       "<script type=\"application/json\" id=\"strobe-data\">");
-    rc = add_json_for_script(html, data.buf, data.len);
+    rc = report_add_json_for_script(html, data.buf, data.len);
     if (rc < 0) {
         strbuf_adds(err, "out of memory");
         goto out;
     }
     strbuf_adds(html, "</script>\n");
-    rc = add_asset(html, "<script>\n", report_asset_uplot_js, report_asset_uplot_js_len,
-                   "\n</script>\n", err);
+    rc = report_add_asset(html, "<script>\n", report_asset_uplot_js, report_asset_uplot_js_len,
+                          "\n</script>\n", err);
     if (rc == 0) /* the figures' formatting, shared with the dashboard */
-        rc = add_asset(html, "<script>\n", report_asset_format_js, report_asset_format_js_len,
-                       "\n</script>\n", err);
+        rc = report_add_asset(html, "<script>\n", report_asset_format_js,
+                              report_asset_format_js_len, "\n</script>\n", err);
     if (rc == 0) /* the catalog of metrics (common/metrics.def), which names them */
-        rc = add_asset(html, "<script>\n", report_asset_metrics_js, report_asset_metrics_js_len,
-                       "\n</script>\n", err);
+        rc = report_add_asset(html, "<script>\n", report_asset_metrics_js,
+                              report_asset_metrics_js_len, "\n</script>\n", err);
+    if (rc == 0) /* the flame graph of the Python hotspots, shared with the dashboard */
+        rc = report_add_asset(html, "<script>\n", report_asset_flame_js, report_asset_flame_js_len,
+                              "\n</script>\n", err);
     if (rc == 0)
-        rc = add_asset(html, "<script>\n", report_asset_report_js, report_asset_report_js_len,
-                       "\n</script>\n", err);
+        rc = report_add_asset(html, "<script>\n", report_asset_report_js,
+                              report_asset_report_js_len, "\n</script>\n", err);
     strbuf_adds(html, "</body>\n</html>\n");
 out:
     strbuf_release(&data);

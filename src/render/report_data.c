@@ -25,6 +25,7 @@
 #include "common/label.h"
 #include "common/metrics.h"
 #include "import/json.h"
+#include "pyprof/view.h"
 #include "render/report.h"
 #include "render/report_internal.h"
 #include "rules/rules.h"
@@ -622,6 +623,37 @@ struct events_job {
     int rc;
 };
 
+/* The run's flame data (pyprof/view.h) as the member "flame": every role,
+ * phase and state, for the page to pick among; nothing when the run has
+ * no Python samples, or samples that cannot be read (the report keeps the
+ * rest). 0 or -ENOMEM. */
+static int add_flame(struct json_writer *jw, struct store *s, const struct run_record *r,
+                     const struct run_events *ev)
+{
+    struct py_run pr;
+    struct py_view v;
+    struct py_view_filter all = {.phase = -1};
+    struct strbuf json;
+    strbuf_init(&json);
+    memset(&v, 0, sizeof(v));
+    int rc = py_run_load(s, r, 0, &pr, &json); /* the events are loaded already */
+    if (rc < 0 || py_run_samples(&pr) == 0) {
+        rc = rc == -ENOMEM ? rc : 0;
+        goto out;
+    }
+    strbuf_reset(&json);
+    rc = py_view_build(&v, pr.src, pr.nprofs, ev, &all);
+    if (rc == 0)
+        rc = py_view_json(&v, r->id, &all, &json);
+    if (rc == 0)
+        jw_kv_raw(jw, "flame", json.buf);
+out:
+    py_view_release(&v);
+    py_run_release(&pr);
+    strbuf_release(&json);
+    return rc;
+}
+
 static void *events_thread(void *arg)
 {
     struct events_job *j = arg;
@@ -647,6 +679,8 @@ static void *events_thread(void *arg)
         struct json_writer jw; /* members for the data object, spliced in by the caller */
         jw_init_members(&jw, &j->out);
         j->rc = report_add_events(&jw, j->r, &ev, &sa);
+        if (j->rc == 0)
+            j->rc = add_flame(&jw, s, j->r, &ev);
         if (j->rc == 0)
             j->rc = jw_failed(&jw);
         if (j->rc < 0)

@@ -36,4 +36,14 @@ struct json_writer;
 int report_add_events(struct json_writer *jw, const struct run_record *r,
                       const struct run_events *e, const struct step_analysis *a);
 
+/* Append JSON (len bytes) for a <script type="application/json"> element:
+ * '<', '>', '&', U+2028 and U+2029 written as \u escapes, so no run or
+ * function name can end the element or start markup (report.c). 0 or
+ * -ENOMEM. */
+int report_add_json_for_script(struct strbuf *o, const char *json, size_t len);
+/* Append open, the embedded asset a (len bytes) and close; -EINVAL with a
+ * reason in *err if the asset could end its element early. */
+int report_add_asset(struct strbuf *o, const char *open, const unsigned char *a, size_t len,
+                     const char *close, struct strbuf *err);
+
 #endif

@@ -12,6 +12,7 @@
 #include "common/json_writer.h"
 #include "common/metrics.h"
 #include "common/strlist.h"
+#include "pyprof/view.h"
 #include "serve/api.h"
 #include "serve/downsample.h"
 #include "serve/steps_view.h"
@@ -1263,6 +1264,63 @@ static int api_campaign(const struct api_ctx *c, const char *name, struct strbuf
     return status;
 }
 
+/* ---- /api/runs/ID/flame ---------------------------------------------------------------- */
+
+/* steps=A-B: the training steps A to B, 1 <= A <= B. */
+static int parse_steps(const char *v, uint32_t *from, uint32_t *to)
+{
+    const char *dash = strchr(v, '-');
+    char a[16];
+    long lo, hi;
+    if (!dash || (size_t)(dash - v) >= sizeof(a))
+        return -EINVAL;
+    memcpy(a, v, (size_t)(dash - v));
+    a[dash - v] = '\0';
+    if (parse_long(a, 1, UINT32_MAX, &lo) < 0 || parse_long(dash + 1, lo, UINT32_MAX, &hi) < 0)
+        return -EINVAL;
+    *from = (uint32_t)lo;
+    *to = (uint32_t)hi;
+    return 0;
+}
+
+/* The flame data of the run's Python samples (pyprof/view.h), filtered by
+ * role=, phase=, steps=A-B and idle=1 as strobe flame is; the counts hold
+ * every state, so the page filters them itself. A running run's samples
+ * are those committed so far. */
+static int api_flame(const struct api_ctx *c, const struct run_record *r, const struct api_query *q,
+                     struct strbuf *o)
+{
+    struct py_view_filter f = {.role = arg(q, "role"), .phase = -1};
+    const char *phase = arg(q, "phase"), *steps = arg(q, "steps"), *idle = arg(q, "idle");
+    if (f.role && !*f.role)
+        f.role = NULL;
+    if (phase && *phase && (f.phase = py_phase_parse(phase)) < 0)
+        return fail(o, 400,
+                    "phase: one of data, forward, backward, optimizer, comm, other, none, eval");
+    if (steps && *steps && parse_steps(steps, &f.step_from, &f.step_to) < 0)
+        return fail(o, 400, "steps: A-B, training steps 1 <= A <= B");
+    if (idle && strcmp(idle, "0") != 0 && strcmp(idle, "1") != 0)
+        return fail(o, 400, "idle: 0 or 1");
+    f.idle = idle && strcmp(idle, "1") == 0;
+    struct py_run pr;
+    struct py_view v;
+    struct strbuf err;
+    strbuf_init(&err);
+    memset(&v, 0, sizeof(v));
+    int status = 200;
+    if (py_run_load(c->s, r, 1, &pr, &err) < 0)
+        status = fail(o, 500, err.buf);
+    else if (py_view_build(&v, pr.src, pr.nprofs, &pr.ev, &f) < 0 ||
+             py_view_json(&v, r->id, &f, o) < 0)
+        status = fail(o, 500, "out of memory");
+    else
+        strbuf_addch(o, '\n');
+    py_view_release(&v);
+    py_run_release(&pr);
+    strbuf_release(&err);
+    return status;
+}
+
 /* ---- routing ------------------------------------------------------------------------ */
 
 static const struct {
@@ -1273,6 +1331,7 @@ static const struct {
     {"series", api_series},
     {"steps", api_steps},
     {"heatmap", api_heatmap},
+    {"flame", api_flame},
 };
 
 static int run_endpoint(const struct api_ctx *c, const char *rest, const struct api_query *q,

@@ -63,8 +63,8 @@ out = os.path.join(TMP, "r.html")
 p = strobe("report", "last", "-o", out, store=db)
 check("strobe report -o FILE exits 0", p.returncode == 0 and os.path.isfile(out), p.stderr)
 html = open(out, encoding="utf-8").read()
-check("only our five scripts close in the file (data, uPlot, format.js, metrics.js, report.js)",
-      html.count("</script") == 5, html.count("</script"))
+check("only our six scripts close in the file (data, uPlot, format.js, metrics.js, flame.js, report.js)",
+      html.count("</script") == 6, html.count("</script"))
 check("no raw U+2028 nor '<!--' in the file", "\u2028" not in html and "<!--" not in html)
 check("no URL to fetch in the file", "http://" not in html.split("<script>")[0]
       and "src=\"http" not in html and "href=\"http" not in html)
@@ -154,7 +154,7 @@ check("the hostile name is the page's text", t.get("name") == NAME and t.get("ti
 check("the hostile command argument is text, control bytes and all", ARG in t.get("command", ""),
       repr(t.get("command")))
 check("the hostile tag is text", TAG.split("=", 1)[1] in t.get("tags", ""), repr(t.get("tags")))
-check("nothing hostile became an element", t.get("injected") == 0 and t.get("scripts") == 5, t)
+check("nothing hostile became an element", t.get("injected") == 0 and t.get("scripts") == 6, t)
 check("the sections are all there",
       all(s in t.get("sections", []) for s in ("Job summary", "Findings", "Time series",
           "Step analysis", "Phase breakdown", "Data loader", "System usage statistics",

@@ -350,6 +350,16 @@ def main():
     check("steps points=10: min/max of each group from the steps",
           min(g["dur_min_ms"]) == min(d["dur_min_ms"]) and
           max(g["dur_max_ms"]) == max(d["dur_max_ms"]))
+    # a run recorded without --py-sample: flame data with nothing counted
+    st, fl, _ = s.json(f"/api/runs/{hid}/flame" + q(role="main", phase="data", steps="1-3"))
+    check("flame: a run with no samples has empty flame data",
+          st == 200 and fl["run"] == hid and fl["samples"] == 0 and fl["counts"] == [] and
+          fl["filters"] == {"role": "main", "phase": "data", "steps": [1, 3], "idle": False}, fl)
+    check("flame: its phases and states named", "data" in fl.get("phases", []) and
+          fl.get("states", [None])[0] == "running", fl)
+    for bad in (q(phase="lunch"), q(steps="3-1"), q(steps="x"), q(idle="2")):
+        st, e, _ = s.json(f"/api/runs/{hid}/flame" + bad)
+        check(f"flame{bad}: 400 with its reason", st == 400 and e.get("error"), (st, e))
     st, f, _ = s.json(f"/api/runs/{hid}/findings")
     keys = ("rule", "severity", "scope", "start_ns", "end_ns", "evidence")
     check("findings: as show's", [{k: x[k] for k in keys} for x in f["findings"]] ==

@@ -381,7 +381,14 @@
       'on the charts\' time axis. Click a node, in the table or a heatmap, to chart its metrics alone.');
     add(ns, [nodeBox, heatBox]);
     ns.hidden = true;
-    add(app, [headBox, ns, ms, ss, fs, ls, es]);
+    /* Python hotspots: shown once the run has stack samples (--py-sample,
+     * --py-profile), fetched again with the rest while the run records */
+    var pys = section('Python hotspots', 'Python stacks sampled from outside the job\'s processes: each frame is as wide as ' +
+      'the samples it was on the stack in. Pick a role or a phase, tick idle to see waiting threads too, click a frame to zoom.');
+    pys.id = 'python';
+    pys.hidden = true;
+    var flame = null;
+    add(app, [headBox, ns, ms, ss, pys, fs, ls, es]);
 
     /* The charts chosen are in the URL as one m= per series key (a key may
      * hold commas: gpu.mem_used_bytes{gpu=0,pid=42}, or an app metric's own
@@ -853,6 +860,19 @@
         }));
       });
     }
+    /* The flame data of every role, phase and state: the graph filters it
+     * in the page, and setData keeps the user's choice and zoom. */
+    function loadFlame() {
+      return api(runPath(id) + '/flame').then(function (d) {
+        if (!alive(token)) return;
+        var has = Array.isArray(d.counts) && d.counts.length > 0;
+        pys.hidden = !has;
+        if (!has) return;
+        if (!flame) { flame = strobeFlame.create(pys); onCleanup(flame.destroy); }
+        flame.setData(d);
+        pys.dataset.samples = String(d.samples);
+      }, function () { /* a store from before the samples: no section */ });
+    }
     function loadFindings() {
       return api(runPath(id) + '/findings').then(function (d) {
         var t0 = d.t0_ns || run.start_ns;
@@ -911,7 +931,7 @@
               syncing = true;
               try { charts.forEach(function (c) { c.u.setScale('x', {min: 0, max: end}); }); } finally { syncing = false; }
             }
-            return Promise.all([refetchAll(), refreshLogs()]);
+            return Promise.all([refetchAll(), refreshLogs(), loadFlame()]);
           });
         }).catch(function () { /* next time */ }).then(function () {
           if (!alive(token)) return;
@@ -944,7 +964,7 @@
         stepCharts();
         drawMetrics();
         /* the heatmaps fetch once they are drawn, after the others' fetch */
-        return Promise.all([refetchAll(), drawHeat()]);
+        return Promise.all([refetchAll(), drawHeat(), loadFlame()]);
       });
     }).then(function () {
       if (!alive(token)) return;

@@ -417,6 +417,16 @@
       }), [0, 1, 1, 1, 1]));
   })();
 
+  /* ---- Python hotspots ------------------------------------------------- */
+  /* D.flame: the run's flame data (docs/api.md), every role, phase and
+   * state; the graph picks among them (web/common/flame.js). */
+  if (D.flame && (D.flame.counts || []).length) (function () {
+    var s = section('python', 'Python hotspots', 'Python stacks sampled from outside the job\'s ' +
+      'processes: each frame is as wide as the samples it was on the stack in. Pick a role or a ' +
+      'phase, tick idle to see waiting threads too, click a frame to zoom, search to sum a function\'s share.');
+    strobeFlame.create(s, {data: D.flame});
+  })();
+
   /* ---- operators ------------------------------------------------------- */
   if (D.ops.length) (function () {
     var s = section('operators', 'Top operators', 'Operators recorded by torch.profiler, by total time.');
