@@ -36,9 +36,19 @@ void batch_reset(struct batch *b)
     }
 }
 
+static void py_blocks_free(struct batch *b)
+{
+    for (uint32_t i = 0; i < b->npy; i++)
+        free(b->py[i].data);
+    b->npy = 0;
+    b->py_bytes = 0;
+}
+
 void batch_release(struct batch *b)
 {
     batch_reset(b);
+    py_blocks_free(b);
+    free(b->py);
     free(b->defs);
     free(b->blocks);
     free(b->snap);
@@ -115,6 +125,8 @@ int batch_collect(struct batch *b, struct series_table *t)
 void batch_settle(struct batch *b, struct series_table *t)
 {
     t->frozen = 0;
+    if (b->result == 0)
+        py_blocks_free(b); /* stored: none was added while in flight */
     if (b->result < 0) {
         for (uint32_t i = 0; i < t->count; i++)
             t->items[i].snap_count = 0; /* resend every open block, next batch */
@@ -138,6 +150,64 @@ void batch_settle(struct batch *b, struct series_table *t)
         if (last_sealed)
             series_release_sealed(t, blk->series, blk->sealed);
     }
+}
+
+/* ---- Python blocks ---------------------------------------------------------- */
+
+static void drop_py_block(struct batch *b, const struct py_block_out *o)
+{
+    b->py_dropped_blocks++;
+    b->py_dropped_samples += o->kind == PY_BLOCK_SAMPLES ? (uint64_t)o->count : 0;
+    free(o->data);
+}
+
+/* Drop the oldest samples blocks until b is within its cap. */
+static void py_blocks_trim(struct batch *b)
+{
+    size_t cap = b->py_cap_bytes ? b->py_cap_bytes : PY_BATCH_CAP_BYTES;
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < b->npy; i++) {
+        struct py_block_out *o = &b->py[i];
+        /* the newest block always stays: a cap below one block keeps one */
+        if (b->py_bytes > cap && o->kind == PY_BLOCK_SAMPLES && i + 1 < b->npy) {
+            b->py_bytes -= o->len;
+            drop_py_block(b, o);
+            continue;
+        }
+        b->py[kept++] = *o;
+    }
+    b->npy = kept;
+}
+
+int batch_add_py_blocks(struct batch *b, struct py_block_out *blocks, int n)
+{
+    int rc = 0;
+    if (n > 0 &&
+        array_grow((void **)&b->py, &b->py_cap, b->npy + (uint32_t)n, sizeof(*b->py), 16) < 0) {
+        for (int i = 0; i < n; i++)
+            drop_py_block(b, &blocks[i]);
+        rc = -ENOMEM;
+        n = 0;
+    }
+    for (int i = 0; i < n; i++) {
+        b->py[b->npy++] = blocks[i];
+        b->py_bytes += blocks[i].len;
+        blocks[i].data = NULL; /* the batch's now */
+    }
+    py_blocks_trim(b);
+    return rc;
+}
+
+static int put_py_blocks(struct store *s, const struct batch *b)
+{
+    int rc = 0;
+    for (uint32_t i = 0; rc == 0 && i < b->npy; i++) {
+        const struct py_block_out *o = &b->py[i];
+        struct py_block_record rec = {o->seq,   o->kind, o->start_ns, o->end_ns,
+                                      o->count, o->data, o->len};
+        rc = s->ops->py_block_put(s, b->run.id, &rec);
+    }
+    return rc;
 }
 
 /* ---- the writer's memory -------------------------------------------------- */
@@ -286,6 +356,8 @@ int writer_commit(struct writer *w, struct writer_target *t, struct batch *b)
         rc = put_series(w, t, b);
     if (rc == 0)
         rc = event_batch_store(&b->events, s, b->run.id);
+    if (rc == 0)
+        rc = put_py_blocks(s, b);
     for (int i = 0; rc == 0 && i < 2; i++)
         if (b->texts[i].put) {
             const struct batch_text *bt = &b->texts[i];

@@ -10,6 +10,10 @@
  * releases sealed blocks only after a successful commit, so a failed commit
  * (full disk, locked store) loses nothing while memory allows.
  *
+ * Python stack sample blocks ride the same way: the recorder moves them
+ * into the batch (batch_add_py_blocks), which keeps them until a commit
+ * stores them, up to a cap.
+ *
  * A batch goes to one of two targets: the store, or the spool (a SQLite
  * file of the run's own, record/spool.h) when a PostgreSQL store does not
  * answer. The sampler does not know which: "defined" and "persisted" mean
@@ -27,6 +31,7 @@
 
 #include "common/clock.h"
 #include "common/strbuf.h"
+#include "pyprof/profile.h"
 #include "record/events.h"
 #include "record/logtee.h"
 #include "sample/series.h"
@@ -68,6 +73,11 @@ struct batch_text {
     int put;       /* 1: this batch carried it (the copy was whole) */
 };
 
+/* Bytes of Python blocks a batch holds at most by default: a store that
+ * does not answer for minutes keeps the dictionaries and the latest
+ * samples (batch_add_py_blocks). */
+#define PY_BATCH_CAP_BYTES (32u << 20)
+
 struct batch {
     struct batch_def *defs;
     uint32_t ndefs, defs_cap;
@@ -78,7 +88,16 @@ struct batch {
     struct event_batch events;  /* framework events not yet stored */
     struct run_record run;      /* id and counters; status/end on the last batch */
     struct batch_text texts[2]; /* the job's stdout and stderr at a checkpoint */
-    int result;                 /* the writer's: 0 or negative */
+    /* Python stack samples (pyprof/profile.h): owned, in seq order. They
+     * outlive batch_collect and a failed commit, as sealed blocks do, and
+     * are freed by the batch_settle of the commit that stored them. */
+    struct py_block_out *py;
+    uint32_t npy, py_cap;
+    size_t py_bytes;            /* their data */
+    size_t py_cap_bytes;        /* 0: PY_BATCH_CAP_BYTES */
+    uint64_t py_dropped_blocks; /* samples blocks dropped for the cap, ever */
+    uint64_t py_dropped_samples;
+    int result; /* the writer's: 0 or negative */
     /* strobe ctl's tags and notes (record/control.h): copies, put when
      * ctl_gen is not 0 */
     struct kv_list ctl_tags;
@@ -172,5 +191,16 @@ int batch_collect(struct batch *b, struct series_table *t);
 /* After the writer finished b: on success release what it persisted and
  * mark definitions done; on failure arrange for everything to be resent. */
 void batch_settle(struct batch *b, struct series_table *t);
+
+/*
+ * Move n Python blocks (py_profile_take's, in seq order) into b, which
+ * takes their data whatever the result. Only while b is not handed over
+ * (before writer_submit, or after batch_settle). Past b's cap the oldest
+ * samples blocks are dropped and counted (py_dropped_*); dictionaries
+ * never are, as later samples refer to them. 0, or -ENOMEM when b could
+ * not grow: the blocks not kept are dropped and counted the same way
+ * (a dictionary among them is lost too, and its samples will not load).
+ */
+int batch_add_py_blocks(struct batch *b, struct py_block_out *blocks, int n);
 
 #endif

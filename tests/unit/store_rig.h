@@ -32,6 +32,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "store/schema.h"
+#include "store/schema_pg.h"
 #include "store/store.h"
 
 #include "fixture.h"
@@ -187,6 +189,120 @@ static inline int64_t store_rig_int(const struct store_rig *r, const char *sql)
     if (store_rig_psql(r->db, sql, out, sizeof(out)) != 0)
         TEST_FAIL("psql: %s", sql);
     return strtoll(out, NULL, 10);
+}
+
+/* SQL on the rig's store directly: sqlite3 or psql (a schema of an older
+ * version, a row written behind strobe's back). */
+static inline void store_rig_exec(const struct store_rig *r, const char *sql)
+{
+    if (r->pg) {
+        if (store_rig_psql(r->db, sql, NULL, 0) != 0)
+            TEST_FAIL("psql: %.200s", sql);
+        return;
+    }
+    sqlite3 *db;
+    if (sqlite3_open(r->db, &db) != SQLITE_OK)
+        TEST_FAIL("sqlite3_open(%s) failed", r->db);
+    char *msg = NULL;
+    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+        TEST_FAIL("%.200s: %s", sql, msg);
+    sqlite3_close(db);
+}
+
+/* The schema version as stored, on either backend. */
+static inline int64_t store_rig_version(const struct store_rig *r)
+{
+    return store_rig_int(r,
+                         r->pg ? "SELECT max(version) FROM strobe_schema" : "PRAGMA user_version");
+}
+
+/* A reader that may not write the store. SQLite: from store_rig_readonly_on()
+ * to _off(), every main file opens read-only whatever was asked, as one this
+ * process may not write (another user's, a read-only mount): root, which
+ * runs CI, may write any file. PostgreSQL: the URI of a session refused
+ * every write, as on a hot standby (into uri). */
+static sqlite3_vfs *store_rig_real_vfs;
+
+static inline int store_rig_readonly_open(sqlite3_vfs *vfs, sqlite3_filename name, sqlite3_file *f,
+                                          int flags, int *out_flags)
+{
+    (void)vfs;
+    if (flags & SQLITE_OPEN_MAIN_DB)
+        flags = (flags & ~(SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)) | SQLITE_OPEN_READONLY;
+    return store_rig_real_vfs->xOpen(store_rig_real_vfs, name, f, flags, out_flags);
+}
+
+static inline void store_rig_readonly_on(const struct store_rig *r, char *uri, size_t cap)
+{
+    static sqlite3_vfs ro;
+    int n = r->pg ? snprintf(uri, cap, "%s%coptions=-c%%20default_transaction_read_only%%3Don",
+                             r->db, strchr(r->db, '?') ? '&' : '?')
+                  : snprintf(uri, cap, "%s", r->db);
+    if (n < 0 || (size_t)n >= cap)
+        TEST_FAIL("the read-only URI does not fit");
+    if (r->pg)
+        return;
+    store_rig_real_vfs = sqlite3_vfs_find(NULL);
+    ro = *store_rig_real_vfs;
+    ro.zName = "readonly";
+    ro.xOpen = store_rig_readonly_open;
+    if (sqlite3_vfs_register(&ro, 1) != SQLITE_OK)
+        TEST_FAIL("cannot register the read-only VFS");
+}
+
+static inline void store_rig_readonly_off(const struct store_rig *r)
+{
+    if (!r->pg)
+        sqlite3_vfs_unregister(sqlite3_vfs_find("readonly"));
+}
+
+/* store_open(uri, readonly), which must succeed. */
+static inline struct store *store_rig_open(const char *uri, int readonly)
+{
+    struct store *s = NULL;
+    struct strbuf err;
+    strbuf_init(&err);
+    int rc = store_open(uri, readonly, &s, &err);
+    if (rc < 0)
+        TEST_FAIL("store_open('%s', readonly=%d) = %d: %s", uri, readonly, rc, err.buf);
+    strbuf_release(&err);
+    return s;
+}
+
+/* 1 when the rig's store has a table of that name (a plain word), else 0. */
+static inline int64_t store_rig_has_table(const struct store_rig *r, const char *table)
+{
+    char sql[160];
+    snprintf(sql, sizeof(sql),
+             r->pg ? "SELECT count(*) FROM pg_tables WHERE tablename='%s'"
+                   : "SELECT count(*) FROM sqlite_schema WHERE type='table' AND name='%s'",
+             table);
+    return store_rig_int(r, sql);
+}
+
+/* A fresh rig holding a store as strobe left it at schema version (5 or
+ * later on PostgreSQL), from its own migrations; SQLite's in WAL mode, as
+ * strobe makes it. */
+static inline void store_rig_make_old(struct store_rig *r, int version)
+{
+    store_rig_init(r);
+    char bump[96];
+    if (r->pg) {
+        snprintf(bump, sizeof(bump),
+                 "CREATE TABLE strobe_schema(version BIGINT NOT NULL);"
+                 " INSERT INTO strobe_schema VALUES(%d)",
+                 version);
+        store_rig_exec(r, bump);
+        for (size_t i = 0; i < sizeof(pg_migrations) / sizeof(pg_migrations[0]); i++)
+            if (pg_migrations[i].version <= version)
+                store_rig_exec(r, pg_migrations[i].sql);
+    } else {
+        store_rig_exec(r, "PRAGMA journal_mode=WAL");
+        for (int i = 0; i < version; i++)
+            store_rig_exec(r, schema_migrations[i]);
+        snprintf(bump, sizeof(bump), "PRAGMA user_version = %d", version);
+        store_rig_exec(r, bump);
+    }
 }
 
 /* Whether store_open() takes PostgreSQL URIs in this build: a build without

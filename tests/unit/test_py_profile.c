@@ -253,28 +253,27 @@ TEST(unknown_stack_refused)
     py_profile_release(&p);
 }
 
+/* Frame i and the stack (1, i + 1): they have id i + 1. */
+static void intern_twice(struct py_profile *p, uint32_t i)
+{
+    char name[32];
+    uint32_t id, ids[2] = {1, i + 1};
+    snprintf(name, sizeof(name), "fn%u", i);
+    ASSERT_EQ_INT(py_profile_frame(p, name, "a.py", i, &id), 0);
+    ASSERT_EQ_INT(id, i + 1);
+    ASSERT_EQ_INT(py_profile_stack(p, ids, 2, &id), 0);
+    ASSERT_EQ_INT(id, i + 1);
+}
+
 TEST(many_entries_interned)
 {
     struct py_profile p;
     py_profile_init(&p);
     size_t before = py_profile_bytes(&p);
-    char name[32];
-    for (uint32_t i = 0; i < 20000; i++) {
-        uint32_t id, ids[2] = {1, i + 1};
-        snprintf(name, sizeof(name), "fn%u", i);
-        ASSERT_EQ_INT(py_profile_frame(&p, name, "a.py", i, &id), 0);
-        ASSERT_EQ_INT(id, i + 1);
-        ASSERT_EQ_INT(py_profile_stack(&p, ids, 2, &id), 0);
-        ASSERT_EQ_INT(id, i + 1);
-    }
-    for (uint32_t i = 0; i < 20000; i += 997) {
-        uint32_t id, ids[2] = {1, i + 1};
-        snprintf(name, sizeof(name), "fn%u", i);
-        ASSERT_EQ_INT(py_profile_frame(&p, name, "a.py", i, &id), 0);
-        ASSERT_EQ_INT(id, i + 1);
-        ASSERT_EQ_INT(py_profile_stack(&p, ids, 2, &id), 0);
-        ASSERT_EQ_INT(id, i + 1);
-    }
+    for (uint32_t i = 0; i < 20000; i++)
+        intern_twice(&p, i);
+    for (uint32_t i = 0; i < 20000; i += 997) /* again: the same ids */
+        intern_twice(&p, i);
     ASSERT_EQ_INT(p.nframes, 20000);
     /* at least the frames' structs, names and stacks' ids are counted */
     ASSERT(py_profile_bytes(&p) - before >=

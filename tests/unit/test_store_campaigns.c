@@ -64,22 +64,10 @@ static void got_release(struct got *g)
     memset(g, 0, sizeof(*g));
 }
 
-static struct store *open_as(const char *uri, int readonly)
-{
-    struct store *s = NULL;
-    struct strbuf err;
-    strbuf_init(&err);
-    int rc = store_open(uri, readonly, &s, &err);
-    if (rc < 0)
-        TEST_FAIL("store_open('%s', readonly=%d) = %d: %s", uri, readonly, rc, err.buf);
-    strbuf_release(&err);
-    return s;
-}
-
 static struct store *open_rig(struct store_rig *r)
 {
     store_rig_init(r);
-    return open_as(r->db, 0);
+    return store_rig_open(r->db, 0);
 }
 
 static struct campaign_record campaign(const char *name, int64_t created_ns, int64_t updated_ns,
@@ -156,7 +144,7 @@ TEST(campaign_put_get_roundtrip)
     expect_stored(s, &nofile);
     store_close(s);
     /* and another connection reads it: it was committed */
-    s = open_as(r.db, 1);
+    s = store_rig_open(r.db, 1);
     expect_stored(s, &c);
     store_close(s);
     ASSERT_EQ_INT(campaign_rows(&r), 2);
@@ -418,57 +406,15 @@ TEST(campaign_hostile_names_and_states)
 
 #define V6_RUN "00000000000000b6"
 
-/* SQL on the rig's store directly: sqlite3 or psql. */
-static void rig_exec(const struct store_rig *r, const char *sql)
-{
-    if (r->pg) {
-        if (store_rig_psql(r->db, sql, NULL, 0) != 0)
-            TEST_FAIL("psql: %.200s", sql);
-        return;
-    }
-    sqlite3 *db;
-    ASSERT_EQ_INT(sqlite3_open(r->db, &db), SQLITE_OK);
-    char *msg = NULL;
-    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
-        TEST_FAIL("%.200s: %s", sql, msg);
-    sqlite3_close(db);
-}
-
-/* The schema version as stored, on either backend. */
-static int64_t rig_version(const struct store_rig *r)
-{
-    return store_rig_int(r,
-                         r->pg ? "SELECT max(version) FROM strobe_schema" : "PRAGMA user_version");
-}
-
-static int64_t has_campaigns_table(const struct store_rig *r)
-{
-    return store_rig_int(r, r->pg ? "SELECT count(*) FROM pg_tables WHERE tablename='campaigns'"
-                                  : "SELECT count(*) FROM sqlite_schema WHERE name='campaigns'");
-}
-
-/* A store as strobe left it at schema 6, from its own migrations, with a
- * finished run. SQLite's in WAL mode, as strobe makes it. */
+/* A store as strobe left it at schema 6, with a finished run. */
 static void make_v6_store(struct store_rig *r)
 {
-    store_rig_init(r);
-    if (r->pg) {
-        rig_exec(r, "CREATE TABLE strobe_schema(version BIGINT NOT NULL);"
-                    " INSERT INTO strobe_schema VALUES(6)");
-        for (size_t i = 0; i < ARRAY_SIZE(pg_migrations); i++)
-            if (pg_migrations[i].version <= 6)
-                rig_exec(r, pg_migrations[i].sql);
-    } else {
-        rig_exec(r, "PRAGMA journal_mode=WAL");
-        for (int i = 0; i < 6; i++)
-            rig_exec(r, schema_migrations[i]);
-        rig_exec(r, "PRAGMA user_version = 6");
-    }
-    rig_exec(r, "INSERT INTO runs(id, name, command, start_ns, end_ns, exit_code, status)"
-                " VALUES('" V6_RUN "', 'v6 run', '[\"true\"]', 1717000000000000000,"
-                " 1717000001000000000, 0, 'finished')");
-    ASSERT_EQ_INT(rig_version(r), 6);
-    ASSERT_EQ_INT(has_campaigns_table(r), 0);
+    store_rig_make_old(r, 6);
+    store_rig_exec(r, "INSERT INTO runs(id, name, command, start_ns, end_ns, exit_code, status)"
+                      " VALUES('" V6_RUN "', 'v6 run', '[\"true\"]', 1717000000000000000,"
+                      " 1717000001000000000, 0, 'finished')");
+    ASSERT_EQ_INT(store_rig_version(r), 6);
+    ASSERT_EQ_INT(store_rig_has_table(r, "campaigns"), 0);
 }
 
 static void expect_v6_run(struct store *s)
@@ -485,9 +431,9 @@ TEST(version_6_store_is_migrated)
 {
     struct store_rig r;
     make_v6_store(&r);
-    struct store *s = open_as(r.db, 0);
-    ASSERT_EQ_INT(rig_version(&r), SCHEMA_VERSION);
-    ASSERT_EQ_INT(has_campaigns_table(&r), 1);
+    struct store *s = store_rig_open(r.db, 0);
+    ASSERT_EQ_INT(store_rig_version(&r), SCHEMA_VERSION);
+    ASSERT_EQ_INT(store_rig_has_table(&r, "campaigns"), 1);
     expect_v6_run(s);
     struct got g = {0};
     ASSERT_EQ_INT(s->ops->campaigns_query(s, collect, &g), 0);
@@ -500,43 +446,10 @@ TEST(version_6_store_is_migrated)
     store_rig_release(&r);
 }
 
-/* SQLite: the main file opened read-only whatever was asked, as for a file
- * this process may not write (another user's, a read-only mount): root,
- * which runs CI, may write any file. */
-static sqlite3_vfs *real_vfs;
-
-static int readonly_open(sqlite3_vfs *vfs, sqlite3_filename name, sqlite3_file *f, int flags,
-                         int *out_flags)
-{
-    (void)vfs;
-    if (flags & SQLITE_OPEN_MAIN_DB)
-        flags = (flags & ~(SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)) | SQLITE_OPEN_READONLY;
-    return real_vfs->xOpen(real_vfs, name, f, flags, out_flags);
-}
-
-static void files_readonly(void)
-{
-    static sqlite3_vfs ro;
-    real_vfs = sqlite3_vfs_find(NULL);
-    ro = *real_vfs;
-    ro.zName = "readonly";
-    ro.xOpen = readonly_open;
-    ASSERT_EQ_INT(sqlite3_vfs_register(&ro, 1), SQLITE_OK);
-}
-
-/* The URI of a session that may not write: PostgreSQL refuses every write
- * of a read-only transaction, as on a hot standby. */
-static void readonly_uri(const struct store_rig *r, char *out, size_t cap)
-{
-    int n = snprintf(out, cap, "%s%coptions=-c%%20default_transaction_read_only%%3Don", r->db,
-                     strchr(r->db, '?') ? '&' : '?');
-    ASSERT(n > 0 && (size_t)n < cap);
-}
-
 /* A reader of an old store it may not upgrade: its runs, and no campaigns. */
 static void expect_read_as_old(const char *uri)
 {
-    struct store *s = open_as(uri, 1);
+    struct store *s = store_rig_open(uri, 1);
     expect_v6_run(s);
     struct got g = {0};
     ASSERT_EQ_INT(s->ops->campaign_get(s, "any", collect, &g), -STROBE_ENOTFOUND);
@@ -553,26 +466,19 @@ TEST(version_6_store_read_only_finds_no_campaigns)
     struct store_rig r;
     make_v6_store(&r);
     char uri[1200];
-    if (r.pg) {
-        readonly_uri(&r, uri, sizeof(uri));
-        /* the session cannot write: the open does not fail for that */
-    } else {
-        snprintf(uri, sizeof(uri), "%s", r.db);
-        files_readonly();
-    }
+    store_rig_readonly_on(&r, uri, sizeof(uri)); /* the open does not fail for that */
     expect_read_as_old(uri);
-    if (!r.pg)
-        sqlite3_vfs_unregister(sqlite3_vfs_find("readonly"));
+    store_rig_readonly_off(&r);
     /* left as it was */
-    ASSERT_EQ_INT(rig_version(&r), 6);
-    ASSERT_EQ_INT(has_campaigns_table(&r), 0);
+    ASSERT_EQ_INT(store_rig_version(&r), 6);
+    ASSERT_EQ_INT(store_rig_has_table(&r, "campaigns"), 0);
     /* a reader that may write upgrades it, as any reader of an old store */
-    struct store *s = open_as(r.db, 1);
+    struct store *s = store_rig_open(r.db, 1);
     struct got g = {0};
     ASSERT_EQ_INT(s->ops->campaign_get(s, "any", collect, &g), -STROBE_ENOTFOUND);
     store_close(s);
-    ASSERT_EQ_INT(rig_version(&r), SCHEMA_VERSION);
-    ASSERT_EQ_INT(has_campaigns_table(&r), 1);
+    ASSERT_EQ_INT(store_rig_version(&r), SCHEMA_VERSION);
+    ASSERT_EQ_INT(store_rig_has_table(&r, "campaigns"), 1);
     store_rig_release(&r);
 }
 
@@ -581,17 +487,14 @@ TEST(version_6_store_read_only_finds_no_campaigns)
 TEST(version_5_sqlite_store_read_only_finds_no_campaigns)
 {
     struct store_rig r;
-    store_rig_init(&r);
-    rig_exec(&r, "PRAGMA journal_mode=WAL");
-    for (int i = 0; i < 5; i++)
-        rig_exec(&r, schema_migrations[i]);
-    rig_exec(&r, "PRAGMA user_version = 5");
-    rig_exec(&r, "INSERT INTO runs(id, name, command, start_ns, end_ns, exit_code, status)"
-                 " VALUES('" V6_RUN "', 'v6 run', '[\"true\"]', 1717000000000000000,"
-                 " 1717000001000000000, 0, 'finished')");
-    files_readonly();
-    expect_read_as_old(r.db);
-    ASSERT_EQ_INT(rig_version(&r), 5);
+    store_rig_make_old(&r, 5);
+    store_rig_exec(&r, "INSERT INTO runs(id, name, command, start_ns, end_ns, exit_code, status)"
+                       " VALUES('" V6_RUN "', 'v6 run', '[\"true\"]', 1717000000000000000,"
+                       " 1717000001000000000, 0, 'finished')");
+    char uri[1200];
+    store_rig_readonly_on(&r, uri, sizeof(uri));
+    expect_read_as_old(uri);
+    ASSERT_EQ_INT(store_rig_version(&r), 5);
     store_rig_release(&r);
 }
 

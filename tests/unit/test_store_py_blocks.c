@@ -53,18 +53,6 @@ static void got_release(struct got *g)
     memset(g, 0, sizeof(*g));
 }
 
-static struct store *open_as(const char *uri, int readonly)
-{
-    struct store *s = NULL;
-    struct strbuf err;
-    strbuf_init(&err);
-    int rc = store_open(uri, readonly, &s, &err);
-    if (rc < 0)
-        TEST_FAIL("store_open('%s', readonly=%d) = %d: %s", uri, readonly, rc, err.buf);
-    strbuf_release(&err);
-    return s;
-}
-
 static void insert_run(struct store *s, const char *id)
 {
     struct run_record r;
@@ -148,7 +136,7 @@ TEST(py_blocks_put_and_query_all)
 {
     struct store_rig r;
     store_rig_init(&r);
-    struct store *s = open_as(r.db, 0);
+    struct store *s = store_rig_open(r.db, 0);
     insert_run(s, RUN_A);
     put_blocks(s, RUN_A, 10, 100);
     struct got g = {0};
@@ -167,7 +155,7 @@ TEST(py_blocks_come_in_seq_order)
 {
     struct store_rig r;
     store_rig_init(&r);
-    struct store *s = open_as(r.db, 0);
+    struct store *s = store_rig_open(r.db, 0);
     insert_run(s, RUN_A);
     uint8_t buf[4096];
     static const int order[] = {5, 0, 3, 1, 4, 2};
@@ -189,7 +177,7 @@ TEST(py_block_put_replaces)
 {
     struct store_rig r;
     store_rig_init(&r);
-    struct store *s = open_as(r.db, 0);
+    struct store *s = store_rig_open(r.db, 0);
     insert_run(s, RUN_A);
     put_blocks(s, RUN_A, 4, 50);
     uint8_t buf[4096];
@@ -213,7 +201,7 @@ TEST(py_blocks_query_a_time_range)
 {
     struct store_rig r;
     store_rig_init(&r);
-    struct store *s = open_as(r.db, 0);
+    struct store *s = store_rig_open(r.db, 0);
     insert_run(s, RUN_A);
     put_blocks(s, RUN_A, 20, 20);
     struct got g = {0};
@@ -241,7 +229,7 @@ TEST(py_blocks_of_runs_apart_and_deleted)
 {
     struct store_rig r;
     store_rig_init(&r);
-    struct store *s = open_as(r.db, 0);
+    struct store *s = store_rig_open(r.db, 0);
     insert_run(s, RUN_A);
     insert_run(s, RUN_B);
     put_blocks(s, RUN_A, 6, 30);
@@ -272,7 +260,7 @@ TEST(py_blocks_callback_stops)
 {
     struct store_rig r;
     store_rig_init(&r);
-    struct store *s = open_as(r.db, 0);
+    struct store *s = store_rig_open(r.db, 0);
     insert_run(s, RUN_A);
     put_blocks(s, RUN_A, 1100, 1); /* more than a PostgreSQL page */
     struct got g = {.stop_after = 700};
@@ -291,7 +279,7 @@ TEST(py_block_of_no_run_refused)
 {
     struct store_rig r;
     store_rig_init(&r);
-    struct store *s = open_as(r.db, 0);
+    struct store *s = store_rig_open(r.db, 0);
     uint8_t buf[16];
     struct py_block_record b = block(0, 1, buf, sizeof(buf));
     ASSERT(s->ops->py_block_put(s, RUN_A, &b) < 0);
@@ -305,62 +293,24 @@ TEST(py_block_of_no_run_refused)
 
 #define V7_RUN "00000000000000c7"
 
-static void rig_exec(const struct store_rig *r, const char *sql)
-{
-    if (r->pg) {
-        if (store_rig_psql(r->db, sql, NULL, 0) != 0)
-            TEST_FAIL("psql: %.200s", sql);
-        return;
-    }
-    sqlite3 *db;
-    ASSERT_EQ_INT(sqlite3_open(r->db, &db), SQLITE_OK);
-    char *msg = NULL;
-    if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
-        TEST_FAIL("%.200s: %s", sql, msg);
-    sqlite3_close(db);
-}
-
-static int64_t rig_version(const struct store_rig *r)
-{
-    return store_rig_int(r,
-                         r->pg ? "SELECT max(version) FROM strobe_schema" : "PRAGMA user_version");
-}
-
-static int64_t has_py_table(const struct store_rig *r)
-{
-    return store_rig_int(r, r->pg ? "SELECT count(*) FROM pg_tables WHERE tablename='py_blocks'"
-                                  : "SELECT count(*) FROM sqlite_schema WHERE name='py_blocks'");
-}
-
-/* A store as strobe left it at schema 7, from its own migrations. */
+/* A store as strobe left it at schema 7, with a run. */
 static void make_v7_store(struct store_rig *r)
 {
-    store_rig_init(r);
-    if (r->pg) {
-        rig_exec(r, "CREATE TABLE strobe_schema(version BIGINT NOT NULL);"
-                    " INSERT INTO strobe_schema VALUES(7)");
-        for (size_t i = 0; i < ARRAY_SIZE(pg_migrations); i++)
-            if (pg_migrations[i].version <= 7)
-                rig_exec(r, pg_migrations[i].sql);
-    } else {
-        rig_exec(r, "PRAGMA journal_mode=WAL");
-        for (int i = 0; i < 7; i++)
-            rig_exec(r, schema_migrations[i]);
-        rig_exec(r, "PRAGMA user_version = 7");
-    }
-    rig_exec(r, "INSERT INTO runs(id, name, command, start_ns, status)"
-                " VALUES('" V7_RUN "', 'v7 run', '[\"true\"]', 1717000000000000000, 'finished')");
-    ASSERT_EQ_INT(rig_version(r), 7);
-    ASSERT_EQ_INT(has_py_table(r), 0);
+    store_rig_make_old(r, 7);
+    store_rig_exec(r, "INSERT INTO runs(id, name, command, start_ns, status)"
+                      " VALUES('" V7_RUN
+                      "', 'v7 run', '[\"true\"]', 1717000000000000000, 'finished')");
+    ASSERT_EQ_INT(store_rig_version(r), 7);
+    ASSERT_EQ_INT(store_rig_has_table(r, "py_blocks"), 0);
 }
 
 TEST(version_7_store_is_migrated)
 {
     struct store_rig r;
     make_v7_store(&r);
-    struct store *s = open_as(r.db, 0);
-    ASSERT_EQ_INT(rig_version(&r), SCHEMA_VERSION);
-    ASSERT_EQ_INT(has_py_table(&r), 1);
+    struct store *s = store_rig_open(r.db, 0);
+    ASSERT_EQ_INT(store_rig_version(&r), SCHEMA_VERSION);
+    ASSERT_EQ_INT(store_rig_has_table(&r, "py_blocks"), 1);
     struct got g = {0};
     query_ok(s, V7_RUN, INT64_MIN, INT64_MAX, &g);
     ASSERT_EQ_INT(g.n, 0);
@@ -372,34 +322,11 @@ TEST(version_7_store_is_migrated)
     store_rig_release(&r);
 }
 
-/* SQLite: the main file opened read-only whatever was asked (root, which
- * runs CI, may write any file); PostgreSQL: a read-only session. */
-static sqlite3_vfs *real_vfs;
-
-static int readonly_open(sqlite3_vfs *vfs, sqlite3_filename name, sqlite3_file *f, int flags,
-                         int *out_flags)
-{
-    (void)vfs;
-    if (flags & SQLITE_OPEN_MAIN_DB)
-        flags = (flags & ~(SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)) | SQLITE_OPEN_READONLY;
-    return real_vfs->xOpen(real_vfs, name, f, flags, out_flags);
-}
-
-static void files_readonly(void)
-{
-    static sqlite3_vfs ro;
-    real_vfs = sqlite3_vfs_find(NULL);
-    ro = *real_vfs;
-    ro.zName = "readonly";
-    ro.xOpen = readonly_open;
-    ASSERT_EQ_INT(sqlite3_vfs_register(&ro, 1), SQLITE_OK);
-}
-
 /* A reader of an old store it may not upgrade: its run, no Python blocks,
  * and a put that fails. */
 static void expect_read_as_old(const char *uri)
 {
-    struct store *s = open_as(uri, 1);
+    struct store *s = store_rig_open(uri, 1);
     struct run_record out;
     ASSERT_EQ_INT(store_resolve_run(s, "v7 run", &out), 0);
     ASSERT_EQ_STR(out.id, V7_RUN);
@@ -418,19 +345,11 @@ TEST(version_7_store_read_only_finds_no_py_blocks)
     struct store_rig r;
     make_v7_store(&r);
     char uri[1200];
-    if (r.pg) {
-        int n = snprintf(uri, sizeof(uri), "%s%coptions=-c%%20default_transaction_read_only%%3Don",
-                         r.db, strchr(r.db, '?') ? '&' : '?');
-        ASSERT(n > 0 && (size_t)n < sizeof(uri));
-    } else {
-        snprintf(uri, sizeof(uri), "%s", r.db);
-        files_readonly();
-    }
+    store_rig_readonly_on(&r, uri, sizeof(uri));
     expect_read_as_old(uri);
-    if (!r.pg)
-        sqlite3_vfs_unregister(sqlite3_vfs_find("readonly"));
-    ASSERT_EQ_INT(rig_version(&r), 7);
-    ASSERT_EQ_INT(has_py_table(&r), 0);
+    store_rig_readonly_off(&r);
+    ASSERT_EQ_INT(store_rig_version(&r), 7);
+    ASSERT_EQ_INT(store_rig_has_table(&r, "py_blocks"), 0);
     store_rig_release(&r);
 }
 
@@ -439,16 +358,14 @@ TEST(version_7_store_read_only_finds_no_py_blocks)
 TEST(version_5_sqlite_store_read_only_finds_no_py_blocks)
 {
     struct store_rig r;
-    store_rig_init(&r);
-    rig_exec(&r, "PRAGMA journal_mode=WAL");
-    for (int i = 0; i < 5; i++)
-        rig_exec(&r, schema_migrations[i]);
-    rig_exec(&r, "PRAGMA user_version = 5");
-    rig_exec(&r, "INSERT INTO runs(id, name, command, start_ns, status)"
-                 " VALUES('" V7_RUN "', 'v7 run', '[\"true\"]', 1717000000000000000, 'finished')");
-    files_readonly();
-    expect_read_as_old(r.db);
-    ASSERT_EQ_INT(rig_version(&r), 5);
+    store_rig_make_old(&r, 5);
+    store_rig_exec(&r, "INSERT INTO runs(id, name, command, start_ns, status)"
+                       " VALUES('" V7_RUN
+                       "', 'v7 run', '[\"true\"]', 1717000000000000000, 'finished')");
+    char uri[1200];
+    store_rig_readonly_on(&r, uri, sizeof(uri));
+    expect_read_as_old(uri);
+    ASSERT_EQ_INT(store_rig_version(&r), 5);
     store_rig_release(&r);
 }
 
