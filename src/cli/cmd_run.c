@@ -11,6 +11,7 @@
 #include "record/recorder.h"
 #include "sample/proctree.h"
 #include "record/runinfo.h"
+#include "pyprof/sampler.h"
 #include "record/torch_profile.h"
 #include "rules/rules.h"
 #include "sample/collector.h"
@@ -25,6 +26,7 @@ static const char run_synopsis[] =
     "                  [--rules LIST|none] [--rule-param RULE.P=V]... [--rule-interval DUR]\n"
     "                  [--on-finding RULE=ACTION]... [--stop-grace DUR]\n"
     "                  [--no-report | --report PATH] [--torch-profile STEPS] [--no-logs]\n"
+    "                  [--py-sample RATE] [--py-profile STEPS]\n"
     "                  [--spool DIR] [--start-gate R,G]\n"
     "                  -- CMD [ARG...]\n";
 
@@ -102,6 +104,30 @@ static int torch_profile_option(const struct cli_option *opt, const char *arg)
     if (torch_profile_parse(arg, &first, &last) < 0) {
         log_error("--torch-profile wants steps A-B (from 1, B >= A) or one step A, such "
                   "as 5-7 (got '%s')",
+                  arg);
+        return -1;
+    }
+    return 0;
+}
+
+static int py_sample_option(const struct cli_option *opt, const char *arg)
+{
+    if (py_rate_parse(arg, opt->value) < 0) {
+        log_error("--py-sample wants a rate from 1 to %.0f Hz (100, 100hz), a period (10ms) "
+                  "or off (got '%s')",
+                  PY_RATE_MAX_HZ, arg);
+        return -1;
+    }
+    return 0;
+}
+
+static int py_profile_option(const struct cli_option *opt, const char *arg)
+{
+    uint32_t first, last;
+    *(const char **)opt->value = arg;
+    if (torch_profile_parse(arg, &first, &last) < 0) {
+        log_error("--py-profile wants steps A-B (from 1, B >= A) or one step A, such as 5-7 "
+                  "(got '%s')",
                   arg);
         return -1;
     }
@@ -260,6 +286,15 @@ int cmd_run(struct cli_ctx *cli, int argc, char **argv)
                          "torch.profiler over steps A to B (or one step A), its\n"
                          "operators imported into the run",
                          torch_profile_option),
+        CLI_OPT_CALLBACK(0, "py-sample", &o->py_sample_hz, "RATE",
+                         "sample the Python stacks of the job's processes from outside,\n"
+                         "RATE times a second (1 to 1000, or a period: 10ms); off by\n"
+                         "default (strobe flame RUN shows them)",
+                         py_sample_option),
+        CLI_OPT_CALLBACK(0, "py-profile", &o->py_profile, "A-B",
+                         "sample the Python stacks at 100 Hz over steps A to B (or\n"
+                         "one step A)",
+                         py_profile_option),
         CLI_OPT_FLAG('q', "quiet", &o->quiet,
                      "no live status line, no findings as they fire, no closing\n"
                      "summary"),

@@ -29,6 +29,10 @@
 
 enum py_block_kind { PY_BLOCK_DICT = 0, PY_BLOCK_SAMPLES = 1 };
 
+/* The run text where the recorder keeps the sampler's notes (processes it
+ * could not read), one a line. */
+#define PY_NOTES_TEXT "py-notes"
+
 struct py_frame {
     const char *func, *file; /* owned by the profile */
     uint32_t line;           /* the function's first line */

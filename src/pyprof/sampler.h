@@ -17,16 +17,22 @@
 #include "common/strbuf.h"
 #include "pyprof/profile.h"
 
-#define PY_WINDOW_HZ 100.0 /* --py-profile and ctl py-profile sample at least this often */
+#define PY_WINDOW_HZ   100.0  /* --py-profile and ctl py-profile sample at least this often */
+#define PY_RATE_MAX_HZ 1000.0 /* --py-sample's highest rate */
 
 struct py_sampler_opts {
-    double rate_hz;              /* --py-sample: 0 off (windows only) */
-    uint32_t window_first;       /* --py-profile A-B: 0 none */
+    double rate_hz;        /* --py-sample: 0 off (windows only) */
+    uint32_t window_first; /* --py-profile A-B: 0 none */
     uint32_t window_last;
-    size_t mem_cap;              /* bytes the profile may hold before samples are dropped */
+    size_t mem_cap; /* bytes the profile may hold before samples are dropped */
 };
 
 struct py_sampler;
+
+/* A rate as --py-sample and ctl py-sample take it: Hz ("100", "100hz"), a
+ * period ("10ms"), or "off" (0). 0, or -EINVAL for anything else or a rate
+ * above PY_RATE_MAX_HZ or below 1 Hz. */
+int py_rate_parse(const char *text, double *hz);
 
 /* NULL opts rate 0 and no window: the sampler still answers ctl. */
 int py_sampler_new(const struct py_sampler_opts *o, struct py_sampler **out);
@@ -34,9 +40,11 @@ void py_sampler_free(struct py_sampler *s);
 /* A timerfd the loop polls; when readable, call py_sampler_tick. -1 never. */
 int py_sampler_fd(const struct py_sampler *s);
 void py_sampler_tick(struct py_sampler *s);
-/* The job's tree changed: pid is one of its processes (again), or gone. */
+/* The job's tree, once a frame: py_sampler_track each of its processes,
+ * then py_sampler_prune forgets those not tracked since the last prune. A
+ * process whose comm changed (an exec) is looked at again. */
 void py_sampler_track(struct py_sampler *s, pid_t pid, pid_t ppid, const char *comm);
-void py_sampler_untrack(struct py_sampler *s, pid_t pid);
+void py_sampler_prune(struct py_sampler *s);
 /* The latest step the job's events have begun: windows open and close on it. */
 void py_sampler_step(struct py_sampler *s, uint32_t step);
 
@@ -50,7 +58,7 @@ int py_sampler_stacks(struct py_sampler *s, struct strbuf *out);
 
 /* For the writer: the blocks due (py_profile_take); notes so far, one a line. */
 int py_sampler_take(struct py_sampler *s, struct py_block_out out[2], int *n);
-const char *py_sampler_notes(const struct py_sampler *s);
+const char *py_sampler_notes(struct py_sampler *s);
 /* Counters for the run: samples taken, dropped (memory cap, torn stacks). */
 uint64_t py_sampler_samples(const struct py_sampler *s);
 uint64_t py_sampler_dropped(const struct py_sampler *s);

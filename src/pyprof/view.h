@@ -49,9 +49,6 @@ int py_phase_parse(const char *s);
 #define PY_STATES 6 /* enum py_thread_state's PY_ST_COUNT */
 extern const char *const py_state_names[PY_STATES];
 
-/* The run text where the recorder keeps the sampler's notes, one a line. */
-#define PY_NOTES_TEXT "py-notes"
-
 struct py_view_filter {
     const char *role;            /* a label, or a prefix of labels ("worker"); NULL: all */
     int phase;                   /* PY_PHASE_*; -1: all */

@@ -71,12 +71,6 @@
 #include "record/runinfo.h"
 #include "strobe/ring.h"
 
-/* The Python sampler is linked in where it is built (pyprof/sampler.c);
- * until then c->py stays NULL and these are never called. */
-#pragma weak py_sampler_stacks
-#pragma weak py_sampler_window
-#pragma weak py_sampler_set_rate
-
 #define NOTE_TEXT_MAX 1000   /* bytes of one note */
 #define WINDOW_MAX    100000 /* steps of a profiling window */
 
@@ -415,27 +409,14 @@ static void do_py_profile(struct control *c, const char *arg, struct strbuf *out
                     first, first + n - 1);
 }
 
-/* "off", Hz ("100", "100Hz"), or a period ("10ms"): Hz, 0 for off; <0 bad. */
-static double parse_rate(const char *arg)
-{
-    if (strcmp(arg, "off") == 0)
-        return 0;
-    char *end;
-    double hz = strtod(arg, &end);
-    if (end != arg && (!*end || strcmp(end, "Hz") == 0 || strcmp(end, "hz") == 0))
-        return isfinite(hz) && hz > 0 ? hz : -1;
-    int64_t ns;
-    if (duration_parse(arg, &ns) < 0 || ns <= 0)
-        return -1;
-    return 1e9 / (double)ns;
-}
-
 static void do_py_sample(struct control *c, const char *arg, struct strbuf *out)
 {
-    double hz = parse_rate(arg);
-    if (hz < 0 || hz > 1000)
-        strbuf_adds(out, "error: py-sample wants a rate up to 1000 Hz (100, 100Hz), a period "
-                         "(10ms) or off\n");
+    double hz;
+    if (py_rate_parse(arg, &hz) < 0)
+        strbuf_addf(out,
+                    "error: py-sample wants a rate from 1 to %.0f Hz (100, 100Hz), a period "
+                    "(10ms) or off\n",
+                    PY_RATE_MAX_HZ);
     else if (py_sampler_set_rate(c->py, hz) < 0)
         strbuf_adds(out, "error: cannot change the Python sampling rate\n");
     else if (hz == 0)

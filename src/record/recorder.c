@@ -35,6 +35,7 @@
 #include "record/logtee.h"
 #include "record/on_finding.h"
 #include "record/pydir.h"
+#include "pyprof/sampler.h"
 #include "record/spool.h"
 #include "record/torch_profile.h"
 #include "rules/replay.h"
@@ -77,6 +78,7 @@ struct recorder {
     struct on_finding actions;          /* --on-finding */
     struct torch_profile torch_profile; /* --torch-profile's trace directory */
     struct control ctl;                 /* strobe ctl's socket (record/control.h) */
+    struct py_sampler *py;              /* Python stacks (--py-sample, --py-profile, ctl) */
     struct log_tee logs[2];             /* the job's stdout and stderr, kept */
     char **child_env;                   /* the job's environment, built before fork */
     int in_flight;
@@ -592,6 +594,11 @@ static void store_logs(struct recorder *r)
         struct run_text_record t = {ON_FINDING_TEXT_KIND, text.buf, text.len, (int64_t)text.len};
         rc = s->ops->run_text_put(s, r->run.id, &t);
     }
+    const char *notes = r->py ? py_sampler_notes(r->py) : NULL;
+    if (rc == 0 && notes) { /* processes whose Python stacks could not be read */
+        struct run_text_record t = {PY_NOTES_TEXT, notes, strlen(notes), (int64_t)strlen(notes)};
+        rc = s->ops->run_text_put(s, r->run.id, &t);
+    }
     if (rc == 0)
         rc = s->ops->commit(s);
     if (rc < 0) {
@@ -817,6 +824,17 @@ static void checkpoint_logs(struct recorder *r, int64_t now)
     }
 }
 
+/* The Python samples so far, into the batch (its writer stores them with
+ * the rest, or keeps them for the next one). */
+static void take_py_blocks(struct recorder *r)
+{
+    struct py_block_out out[2];
+    int n = 0;
+    if (!r->py || py_sampler_take(r->py, out, &n) < 0 || !n)
+        return;
+    batch_add_py_blocks(&r->batch, out, n);
+}
+
 static void flush(struct recorder *r)
 {
     settle(r);
@@ -827,6 +845,7 @@ static void flush(struct recorder *r)
         r->series.frozen = 0;
         return;
     }
+    take_py_blocks(r);
     fill_counters(r, &r->batch.run);
     r->batch.ctl_gen = control_collect(&r->ctl, &r->batch.ctl_tags, &r->batch.ctl_notes);
     /* the run's last sample is one the store has: between batches of open
@@ -860,6 +879,18 @@ static void live_line(struct recorder *r, int64_t now)
         log_line_status(r->line, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
 }
 
+/* The Python sampler follows the tree the frame just read. */
+static void track_py(struct recorder *r)
+{
+    if (!r->py)
+        return;
+    for (uint32_t i = 0; i < r->tree.n; i++) {
+        const struct proc_entry *e = &r->tree.e[i];
+        py_sampler_track(r->py, e->pid, e->ppid, e->comm);
+    }
+    py_sampler_prune(r->py);
+}
+
 static void on_timer(struct recorder *r)
 {
     uint64_t expirations = 0;
@@ -869,6 +900,7 @@ static void on_timer(struct recorder *r)
     r->missed += (int64_t)expirations - 1;
     r->deadline_index += (int64_t)expirations;
     sample_frame(r, r->grid_base_ns + r->deadline_index * r->interval_ns);
+    track_py(r);
     gpu_collector_merge(r->gpu, &r->series, &r->tree);
     dcgm_collector_merge(r->dcgm, &r->series);
     int64_t now = clock_monotonic_ns();
@@ -879,6 +911,8 @@ static void on_timer(struct recorder *r)
         event_sink_drain(&r->events, now);
         r->last_drain_ns = now;
     }
+    if (r->py) /* windows open and close on the step the events just drained reached */
+        py_sampler_step(r->py, r->events.last_step);
     /* windows close on the samples' clock: the run's UTC start plus monotonic time */
     live_rules_tick(&r->rules, r->start_real_ns + (now - r->start_mono_ns));
     on_finding_tick(&r->actions, now);
@@ -902,6 +936,8 @@ static void on_drain_timer(struct recorder *r)
     dcgm_collector_merge(r->dcgm, &r->series);
     int64_t now = clock_monotonic_ns();
     event_sink_drain(&r->events, now);
+    if (r->py)
+        py_sampler_step(r->py, r->events.last_step);
     on_finding_tick(&r->actions, now); /* a stop's SIGKILL within 100 ms of its time */
     control_tick(&r->ctl, now);
 }
@@ -942,10 +978,30 @@ static void loop(struct recorder *r)
                 on_drain_timer(r);
             else if (control_owns(&r->ctl, fd))
                 on_control(r, fd);
+            else if (r->py && fd == py_sampler_fd(r->py))
+                py_sampler_tick(r->py);
             else
                 on_signal(r);
         }
     }
+}
+
+/* The Python sampler: always there for strobe ctl (stacks, a window), and
+ * sampling from the start with --py-sample, over steps with --py-profile. */
+static int open_py_sampler(struct recorder *r)
+{
+    struct py_sampler_opts po = {.rate_hz = r->o->py_sample_hz};
+    if (r->o->py_profile)
+        torch_profile_parse(r->o->py_profile, &po.window_first, &po.window_last);
+    int rc = py_sampler_new(&po, &r->py);
+    if (rc == -ENOMEM)
+        return rc;
+    if (rc < 0) /* no timer: the run goes on without stacks */
+        log_warn("Python stacks are off: %s", strerror(-rc));
+    else
+        epoll_ctl(r->epfd, EPOLL_CTL_ADD, py_sampler_fd(r->py),
+                  &(struct epoll_event){.events = EPOLLIN, .data.fd = py_sampler_fd(r->py)});
+    return 0;
 }
 
 /* ---- the end -------------------------------------------------------------- */
@@ -1032,7 +1088,8 @@ static int final_flush(struct recorder *r)
         flush(r);
         writer_wait(&r->writer);
         settle(r);
-        if (r->batch.result == 0 && r->series.pending_bytes == 0 && !r->events.sealed_head)
+        if (r->batch.result == 0 && r->series.pending_bytes == 0 && !r->events.sealed_head &&
+            !r->batch.npy)
             return 0;
         usleep(FINAL_RETRY_SLEEP_US);
     }
@@ -1055,6 +1112,12 @@ static void finish_rules(struct recorder *r)
 /* What was lost and counted: warnings, so they print under --quiet too. */
 static void warn_losses(struct recorder *r)
 {
+    uint64_t py_lost = (r->py ? py_sampler_dropped(r->py) : 0) + r->batch.py_dropped_samples;
+    if (py_lost)
+        log_warn("%llu of %llu Python stack samples were dropped (memory cap, torn stacks, or "
+                 "the store behind)",
+                 (unsigned long long)py_lost,
+                 (unsigned long long)(py_lost + (r->py ? py_sampler_samples(r->py) : 0)));
     if (event_sink_dropped(&r->events))
         log_warn("%llu of %llu framework events were dropped (rings full or the store behind)",
                  (unsigned long long)event_sink_dropped(&r->events),
@@ -1297,6 +1360,7 @@ static void open_control(struct recorder *r)
         /* --no-framework: no capture in the job to open the window */
         c->torch_dir = r->torch_profile.dir[0] && !r->o->no_framework ? r->torch_profile.dir : NULL;
     }
+    c->py = r->py;
     c->set_interval = set_interval;
     c->arg = r;
     c->interval_ns = r->interval_ns;
@@ -1332,6 +1396,7 @@ static void cleanup(struct recorder *r)
     on_finding_release(&r->actions);
     torch_profile_close(&r->torch_profile);
     control_close(&r->ctl);
+    py_sampler_free(r->py);
     for (size_t i = 0; i < 2; i++)
         log_tee_close(&r->logs[i]);
     log_set_writer(NULL);    /* the threads that log have stopped */
@@ -1388,6 +1453,10 @@ int recorder_run(const struct recorder_opts *o)
     }
     if (setup_signals(&r) < 0 || setup_timer(&r) < 0) {
         log_error("cannot set up signals and timers: %s", strerror(errno));
+        goto out;
+    }
+    if (open_py_sampler(&r) < 0) {
+        log_error("out of memory");
         goto out;
     }
     r.gpu = calloc(1, sizeof(*r.gpu));

@@ -75,6 +75,8 @@ struct recorder_opts {
                                        be NULL (record/on_finding.h) */
     int64_t stop_grace_ns;          /* --stop-grace: SIGTERM to SIGKILL of a stop action */
     const char *torch_profile;      /* --torch-profile "A-B", or NULL */
+    double py_sample_hz;            /* --py-sample: Python stacks this often; 0 off */
+    const char *py_profile;         /* --py-profile "A-B": stacks at 100 Hz over those steps */
     const char *join_key;           /* --join: the job's key (record/cluster.h), or NULL */
     const char *node;               /* --node: this node's name in the job, or NULL */
     int no_join;                    /* --no-join: no job, whatever the launcher says */

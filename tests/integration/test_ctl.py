@@ -337,6 +337,10 @@ def sampler_requests():
     job = start(db, PYTHON, "-c", WAITER, done_file)
     wait_answering(db)
     p = ctl(db, "stacks")
+    deadline = time.monotonic() + 10  # the job may still be starting: ask again, as a user would
+    while p.returncode == 0 and "wait_here" not in p.stdout and time.monotonic() < deadline:
+        time.sleep(0.2)
+        p = ctl(db, "stacks")
     if p.returncode == 1 and "no Python sampler" in p.stderr:
         for name in ("stacks", "py-profile", "py-sample"):
             skip(f"{name} answers", "this build's recorder has no Python sampler")
