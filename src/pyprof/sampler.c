@@ -558,9 +558,14 @@ uint64_t py_sampler_samples(const struct py_sampler *s)
 
 uint64_t py_sampler_dropped(const struct py_sampler *s)
 {
+    return s->dropped;
+}
+
+uint64_t py_sampler_torn(const struct py_sampler *s)
+{
     uint64_t torn = s->torn_seen;
     for (uint32_t i = 0; i < s->nprocs; i++)
         if (s->procs[i].reader)
             torn += py_reader_torn(s->procs[i].reader);
-    return s->dropped + torn;
+    return torn;
 }

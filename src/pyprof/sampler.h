@@ -59,8 +59,10 @@ int py_sampler_stacks(struct py_sampler *s, struct strbuf *out);
 /* For the writer: the blocks due (py_profile_take); notes so far, one a line. */
 int py_sampler_take(struct py_sampler *s, struct py_block_out out[2], int *n);
 const char *py_sampler_notes(struct py_sampler *s);
-/* Counters for the run: samples taken, dropped (memory cap, torn stacks). */
+/* Counters for the run: samples taken, dropped (the memory cap), and
+ * stacks skipped because they changed while read (torn). */
 uint64_t py_sampler_samples(const struct py_sampler *s);
 uint64_t py_sampler_dropped(const struct py_sampler *s);
+uint64_t py_sampler_torn(const struct py_sampler *s);
 
 #endif

@@ -1112,12 +1112,17 @@ static void finish_rules(struct recorder *r)
 /* What was lost and counted: warnings, so they print under --quiet too. */
 static void warn_losses(struct recorder *r)
 {
-    uint64_t py_lost = (r->py ? py_sampler_dropped(r->py) : 0) + r->batch.py_dropped_samples;
+    /* a stack torn while read (it changed under the reader) is routine, and
+     * worth a word only when it is more than 1 % of them */
+    uint64_t py_taken = r->py ? py_sampler_samples(r->py) : 0;
+    uint64_t py_torn = r->py ? py_sampler_torn(r->py) : 0;
+    uint64_t py_lost = (r->py ? py_sampler_dropped(r->py) : 0) + r->batch.py_dropped_samples +
+                       (py_torn * 100 > py_taken ? py_torn : 0);
     if (py_lost)
         log_warn("%llu of %llu Python stack samples were dropped (memory cap, torn stacks, or "
                  "the store behind)",
                  (unsigned long long)py_lost,
-                 (unsigned long long)(py_lost + (r->py ? py_sampler_samples(r->py) : 0)));
+                 (unsigned long long)(py_lost + py_taken));
     if (event_sink_dropped(&r->events))
         log_warn("%llu of %llu framework events were dropped (rings full or the store behind)",
                  (unsigned long long)event_sink_dropped(&r->events),
@@ -1184,6 +1189,11 @@ static void summary(struct recorder *r, int final_rc)
              fmt_duration((double)(r->run.end_ns - r->run.start_ns) / 1e9, dur, sizeof(dur)), how,
              code, (long long)r->frames, r->store_shown.buf, r->run.id);
     warn_losses(r);
+    if (r->py && py_sampler_samples(r->py))
+        log_note("%llu Python stack samples (%llu stacks torn while read, skipped); see 'strobe "
+                 "flame %.8s'",
+                 (unsigned long long)py_sampler_samples(r->py),
+                 (unsigned long long)py_sampler_torn(r->py), r->run.id);
     if (r->missed)
         log_note("%lld sampling deadlines were missed (the machine was too busy)",
                  (long long)r->missed);
