@@ -57,6 +57,13 @@
  * on (an ioctl on a /dev/nvidia* fd is the GPU). Both files are kept open
  * per thread and re-read with pread at offset 0; a thread gone from the
  * interpreter has its files closed at the end of the sample.
+ *
+ * Idle threads cost little: a thread that has not run since its last
+ * sample (its CPU time in /proc/.../schedstat unchanged, not running now,
+ * its current frame where it was) cannot have changed its stack, so that
+ * sample's stack and state are given again without walking its frames. A
+ * training process has many such threads (autograd, gloo, pin-memory, the
+ * data loader's feeders). Samples with lines always walk.
  */
 #include "pyprof/reader.h"
 
@@ -100,12 +107,20 @@ struct code_slot {
     unsigned char *linetable;
 };
 
-/* A thread's /proc files, kept open across samples. */
+/* A thread's /proc files, kept open across samples, and its last sample
+ * while it waited (reused while it does not run). */
 struct thread_files {
     pid_t tid;
     int stat_fd;
     int syscall_fd;
-    uint32_t gen; /* the sample that last saw the thread */
+    int schedstat_fd;
+    uint32_t gen;        /* the sample that last saw the thread */
+    uint64_t run_ns;     /* schedstat's time on a CPU at the last sample */
+    uint64_t frame;      /* its current frame then */
+    uint32_t *kept;      /* that sample's code ids when it waited, else NULL */
+    uint32_t kept_depth; /* ... and its depth, */
+    uint8_t kept_state;  /* state */
+    uint8_t kept_trunc;  /* and truncation */
 };
 
 /* The bytes of the process last read while walking frames: [lo, hi). */
@@ -574,6 +589,9 @@ static void files_close(struct thread_files *t)
         close(t->stat_fd);
     if (t->syscall_fd >= 0)
         close(t->syscall_fd);
+    if (t->schedstat_fd >= 0)
+        close(t->schedstat_fd);
+    free(t->kept);
 }
 
 void py_reader_close(struct py_reader *r)
@@ -1017,7 +1035,8 @@ static struct thread_files *thread_files(struct py_reader *r, pid_t tid)
     if (fd < 0)
         return NULL;
     struct thread_files *t = &r->files[r->nfiles++];
-    *t = (struct thread_files){.tid = tid, .stat_fd = fd, .syscall_fd = -1, .gen = r->gen};
+    *t = (struct thread_files){
+        .tid = tid, .stat_fd = fd, .syscall_fd = -1, .schedstat_fd = -1, .gen = r->gen};
     return t;
 }
 
@@ -1067,9 +1086,63 @@ static uint8_t syscall_state(struct py_reader *r, struct thread_files *t)
     return PY_ST_WAIT;
 }
 
-static uint8_t thread_state(struct py_reader *r, pid_t tid)
+static uint8_t thread_state(struct py_reader *r, struct thread_files *t);
+
+/* proc(5) /proc/PID/task/TID/schedstat: time spent on a CPU, ns; 0 when
+ * unknown (then no sample is reused). */
+static uint64_t run_time_ns(struct py_reader *r, struct thread_files *t)
 {
-    struct thread_files *t = thread_files(r, tid);
+    if (t->schedstat_fd < 0) {
+        char name[64];
+        snprintf(name, sizeof(name), "%d/schedstat", (int)t->tid);
+        t->schedstat_fd = openat(r->task_fd, name, O_RDONLY | O_CLOEXEC);
+        if (t->schedstat_fd < 0)
+            return 0;
+    }
+    char buf[128];
+    if (pread_text(t->schedstat_fd, buf, sizeof(buf)) <= 0)
+        return 0;
+    return strtoull(buf, NULL, 10);
+}
+
+/* Give t's last sample again when the thread has not run since and waits
+ * on, its current frame unchanged: 1 if given. */
+static int reuse_idle(struct py_reader *r, struct thread_files *f, uint64_t frame,
+                      struct py_thread_sample *t)
+{
+    uint64_t run_ns = run_time_ns(r, f);
+    int same = f->kept && run_ns && run_ns == f->run_ns && frame == f->frame;
+    f->run_ns = run_ns;
+    f->frame = frame;
+    if (!same || thread_state(r, f) != f->kept_state)
+        return 0;
+    memcpy(t->code, f->kept, f->kept_depth * sizeof(*t->code));
+    for (uint32_t i = 0; i < f->kept_depth; i++)
+        t->line[i] = -1;
+    t->depth = f->kept_depth;
+    t->truncated = f->kept_trunc;
+    t->state = f->kept_state;
+    return 1;
+}
+
+/* Keep t's sample for reuse_idle while its thread waits. */
+static void keep_idle(struct thread_files *f, const struct py_thread_sample *t)
+{
+    free(f->kept);
+    f->kept = NULL;
+    if (t->state == PY_ST_RUNNING || !f->run_ns)
+        return;
+    f->kept = malloc((t->depth ? t->depth : 1) * sizeof(*f->kept));
+    if (!f->kept)
+        return;
+    memcpy(f->kept, t->code, t->depth * sizeof(*t->code));
+    f->kept_depth = t->depth;
+    f->kept_state = t->state;
+    f->kept_trunc = t->truncated;
+}
+
+static uint8_t thread_state(struct py_reader *r, struct thread_files *t)
+{
     char buf[512];
     if (!t || pread_text(t->stat_fd, buf, sizeof(buf)) <= 0)
         return PY_ST_WAIT;
@@ -1150,9 +1223,14 @@ static int sample_thread(struct py_reader *r, uint64_t interp, uint64_t tstate, 
     uint64_t cframe = get_u64(ts, l->tstate_cframe), frame = 0;
     if (cframe && (rc = mem_u64(r->pid, cframe + l->cframe_current_frame, &frame)) < 0)
         return rc;
+    struct thread_files *f = thread_files(r, t->tid);
+    if (f && !with_lines && reuse_idle(r, f, frame, t))
+        return fn(t, arg);
     if ((rc = read_stack(r, frame, with_lines, t)) < 0)
         return rc;
-    t->state = thread_state(r, t->tid);
+    t->state = f ? thread_state(r, f) : PY_ST_WAIT;
+    if (f)
+        keep_idle(f, t);
     return fn(t, arg);
 }
 

@@ -10,18 +10,26 @@ the jobs measure themselves:
   printed it) names it; the main process's on-CPU samples do not; with no
   workers, the data phase names it and the forward phase does not;
 - a thread blocked on an Event is sampled as waiting (lock), shown only
-  with --idle;
+  with --idle; one that moves from one wait to another shows in both;
 - --py-profile A-B samples steps A to B only;
-- a running run's flame graph is read while it records;
+- a running run's flame graph is read while it records, by strobe flame and
+  by the dashboard's API, whose data at the end is strobe flame --format json's;
 - a process of an unknown CPython version, and one whose memory cannot be
   read, each give one note; the job runs and everything else is recorded."""
 import json
 import os
+import re
 import subprocess
 import sys
 import time
+import urllib.request
 
 from strobetest import PYTHON, TMP, check, done, near, show, skip, store_path, strobe
+
+
+def api_json(url):
+    with urllib.request.urlopen(url, timeout=30) as r:
+        return json.loads(r.read())
 
 
 def flame(store, *args, ref="last"):
@@ -174,11 +182,19 @@ import threading, time, sys
 ev = threading.Event()
 def wait_here():
     ev.wait()
+def first_wait():
+    threading.Event().wait(0.8)
+def second_wait():
+    threading.Event().wait()
+def waits_twice():
+    first_wait()
+    second_wait()
 def burn():
     t = time.monotonic() + float(sys.argv[1])
     while time.monotonic() < t:
         pass
 threading.Thread(target=wait_here, daemon=True).start()
+threading.Thread(target=waits_twice, daemon=True).start()
 burn()
 """
 
@@ -194,6 +210,12 @@ def test_idle():
     check("idle: a blocked thread is not on-CPU", h == 0, h)
     h, t = share(idle, "wait_here")
     check("idle: --idle shows it waiting in wait_here", h >= 100, f"{h} of {t}")
+    # a waiting thread's stack is reused while it does not run: once it
+    # runs and waits elsewhere, the new stack must show
+    first, _ = share(idle, "first_wait")
+    second, _ = share(idle, "second_wait")
+    check("idle: a thread that moves from one wait to another shows both",
+          first >= 40 and second >= 60, f"first_wait {first}, second_wait {second}")
     j = strobe("flame", "last", "--idle", "--format", "json", store=store)
     data = json.loads(j.stdout) if j.returncode == 0 else {}
     states = data.get("states", [])
@@ -253,7 +275,31 @@ def test_live():
     state = show(store).get("status") if os.path.exists(store) else None
     check("live: strobe flame reads a running run", seen > 0 and proc.poll() is None,
           f"{seen} samples, status {state}")
-    proc.communicate(timeout=60)
+    srv = subprocess.Popen([os.environ.get("STROBE", "build/strobe"), "serve", "--store", store,
+                            "--listen", "127.0.0.1:0", "--rate", "0"], stderr=subprocess.PIPE,
+                           text=True)
+    try:
+        m = re.search(r"http://(127\.0\.0\.1:\d+)/", srv.stderr.readline())
+        run_id = show(store)["id"]
+        url = f"http://{m.group(1)}/api/runs/{run_id}/flame" if m else None
+        first = api_json(url)
+        time.sleep(1.5)
+        second = api_json(url)
+        check("live: the dashboard's flame data grows while the run records",
+              proc.poll() is None and 0 < first.get("samples", 0) < second.get("samples", 0),
+              (first.get("samples"), second.get("samples"), proc.poll()))
+        proc.communicate(timeout=60)
+        final = api_json(url + "?idle=1")
+        cli = strobe("flame", run_id, "--idle", "--format", "json", store=store)
+        want = json.loads(cli.stdout) if cli.returncode == 0 else None
+        check("live: at the end, the API's flame data is strobe flame --format json's",
+              want is not None and final == want,
+              (final.get("samples"), want and want.get("samples")))
+    finally:
+        srv.terminate()
+        srv.wait(timeout=10)
+        if proc.poll() is None:
+            proc.kill()
 
 
 FAKE = r"""

@@ -69,8 +69,8 @@ int main(int argc, char **argv)
     }
     double start = cpu_s();
     c.quiet = 1;
-    for (long i = 0; i < n - 1 && rc == 0; i++)
-        rc = py_reader_sample(c.r, 1, print_thread, &c);
+    for (long i = 0; i < n - 1 && rc == 0; i++) /* as the recorder samples: no lines */
+        rc = py_reader_sample(c.r, 0, print_thread, &c);
     double spent = cpu_s() - start;
     unsigned long timed = c.threads;
     c.quiet = 0;
