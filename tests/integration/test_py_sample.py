@@ -103,6 +103,22 @@ def test_shares():
     nested = [s for s in counts if s.endswith(";heavy (%s:9);spin (%s:3)" % (job, job))]
     check("shares: stacks are root first, with file and first line", nested,
           list(counts)[:5])
+    # the timeline: heavy's and light's slices on the main thread's Python track
+    out = os.path.join(TMP, "shares-trace.json")
+    t = strobe("trace", "last", "-o", out, store=store)
+    events = json.load(open(out))["traceEvents"] if t.returncode == 0 else []
+    tracks = {e["tid"]: e["args"]["name"] for e in events
+              if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    slices = [e for e in events if e.get("cat") == "python" and e.get("ph") == "X"]
+    named = {e["name"].split(" (")[0] for e in slices}
+    check("trace: the samples are slices on a 'python TID' track",
+          slices and all(tracks.get(e["tid"], "").startswith("python ") for e in slices),
+          sorted(set(tracks.values()))[:5])
+    check("trace: heavy and light are on the timeline", {"heavy", "light"} <= named, named)
+    hs = sum(e["dur"] for e in slices if e["name"].startswith("heavy ("))
+    ls = sum(e["dur"] for e in slices if e["name"].startswith("light ("))
+    near("trace: heavy's share of the time on the track is the job's own (5 points)",
+         100 * hs / (hs + ls) if hs + ls else None, want, 5.0)
 
 
 LOADER = r"""
@@ -163,6 +179,11 @@ def test_workers():
     h, t = share(data, "decode_sample")
     check("workers: the data phase names decode_sample (the workers' samples)",
           t and h / t >= 0.5, f"{h} of {t}")
+    html = os.path.join(TMP, "workers.html")
+    r = strobe("report", "last", "-o", html, store=store)
+    text = open(html).read() if r.returncode == 0 else ""
+    check("workers: the report has the Python hotspots, decode_sample among them",
+          "Python hotspots" in text and "decode_sample" in text, r.stderr)
 
     store = store_path("inline.db")
     p = strobe("run", "--quiet", "--py-sample", "100", "--", PYTHON, job, "0", "4", store=store,
