@@ -17,8 +17,10 @@
  * connection closes. A line too long, a NUL byte, or junk is an error
  * reply; a client that never writes is closed after CONTROL_WAIT_NS (the
  * loop's ticks check, at least every 100 ms); past CONTROL_CONNS_MAX
- * clients the next is told to retry. A reply is written once, without
- * waiting: the socket's buffer holds it.
+ * clients the next is told to retry. A reply goes out without waiting:
+ * what the socket's buffer does not take (a job's stacks can be megabytes)
+ * is kept and sent as the socket becomes writable, for CONTROL_SEND_NS at
+ * most.
  *
  * Replies start "ok" or "error: " (strobe ctl's exit status follows).
  *
@@ -169,12 +171,8 @@ int control_owns(const struct control *c, int fd)
     return 0;
 }
 
-static void reply_and_close(struct control *c, struct control_conn *k, const char *text)
+static void close_conn(struct control *c, struct control_conn *k)
 {
-    size_t len = strlen(text);
-    /* once, never waiting: a client that does not read loses the rest */
-    ssize_t w = send(k->fd, text, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-    (void)w;
     /* what the client sent that was not read: closed on, it would reset the
      * connection, and the client lose the reply (a bounded drain: a client
      * that floods keeps the reset) */
@@ -183,8 +181,47 @@ static void reply_and_close(struct control *c, struct control_conn *k, const cha
         ;
     epoll_ctl(c->epfd, EPOLL_CTL_DEL, k->fd, NULL);
     close(k->fd);
-    k->fd = -1;
-    k->len = 0;
+    free(k->out);
+    *k = (struct control_conn){.fd = -1};
+}
+
+/* Send what the socket takes of k's pending reply; close when all is sent
+ * or the client is gone. */
+static void send_pending(struct control *c, struct control_conn *k)
+{
+    while (k->out_off < k->out_len) {
+        ssize_t w =
+            send(k->fd, k->out + k->out_off, k->out_len - k->out_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return; /* the loop calls again when it is writable */
+        if (w <= 0)
+            break;
+        k->out_off += (size_t)w;
+    }
+    close_conn(c, k);
+}
+
+static void reply_and_close(struct control *c, struct control_conn *k, const char *text)
+{
+    size_t len = strlen(text);
+    ssize_t w = send(k->fd, text, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    size_t sent = w > 0 ? (size_t)w : 0;
+    int more = sent < len && (w >= 0 || errno == EAGAIN || errno == EWOULDBLOCK);
+    char *rest = more && k != NULL && k->fd >= 0 ? malloc(len - sent) : NULL;
+    if (!rest || !control_owns(c, k->fd)) { /* all sent, the client gone, or no memory */
+        free(rest);
+        close_conn(c, k);
+        return;
+    }
+    memcpy(rest, text + sent, len - sent);
+    k->out = rest;
+    k->out_len = len - sent;
+    k->out_off = 0;
+    k->deadline_ns = clock_monotonic_ns() + CONTROL_SEND_NS;
+    struct epoll_event ev = {.events = EPOLLOUT, .data.fd = k->fd};
+    epoll_ctl(c->epfd, EPOLL_CTL_MOD, k->fd, &ev);
 }
 
 static int peer_is_us(int fd)
@@ -507,6 +544,10 @@ void control_on_fd(struct control *c, int fd, int64_t now_ns)
             k = &c->conns[i];
     if (!k)
         return;
+    if (k->out) { /* writable again: more of a long reply */
+        send_pending(c, k);
+        return;
+    }
     ssize_t n = recv(fd, k->buf + k->len, sizeof(k->buf) - k->len, MSG_DONTWAIT);
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
         return;
@@ -521,17 +562,30 @@ void control_on_fd(struct control *c, int fd, int64_t now_ns)
 void control_tick(struct control *c, int64_t now_ns)
 {
     for (size_t i = 0; i < CONTROL_CONNS_MAX; i++)
-        if (c->conns[i].fd >= 0 && now_ns > c->conns[i].deadline_ns)
-            reply_and_close(c, &c->conns[i], "error: no request within a second\n");
+        if (c->conns[i].fd >= 0 && now_ns > c->conns[i].deadline_ns) {
+            if (c->conns[i].out) /* a client that does not read its reply */
+                close_conn(c, &c->conns[i]);
+            else
+                reply_and_close(c, &c->conns[i], "error: no request within a second\n");
+        }
 }
 
 void control_stop(struct control *c)
 {
     if (c->listen_fd < 0)
         return;
-    for (size_t i = 0; i < CONTROL_CONNS_MAX; i++)
-        if (c->conns[i].fd >= 0)
-            reply_and_close(c, &c->conns[i], "error: the run has ended\n");
+    for (size_t i = 0; i < CONTROL_CONNS_MAX; i++) {
+        struct control_conn *k = &c->conns[i];
+        if (k->fd >= 0 && k->out) { /* the rest of a long reply, as far as it goes now */
+            send_pending(c, k);
+            if (k->fd >= 0)
+                close_conn(c, k);
+        } else if (k->fd >= 0) {
+            reply_and_close(c, k, "error: the run has ended\n");
+            if (k->fd >= 0) /* the loop that would send the rest is over */
+                close_conn(c, k);
+        }
+    }
     epoll_ctl(c->epfd, EPOLL_CTL_DEL, c->listen_fd, NULL);
     close(c->listen_fd);
     unlink(c->path);

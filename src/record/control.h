@@ -15,6 +15,7 @@
 #define CONTROL_LINE_MAX   4096                   /* bytes of a request, its newline included */
 #define CONTROL_CONNS_MAX  8                      /* clients at once; more are told to retry */
 #define CONTROL_WAIT_NS    (1000 * 1000 * 1000LL) /* a client has this long to ask */
+#define CONTROL_SEND_NS    (5 * CONTROL_WAIT_NS)  /* ... and to read a long reply */
 #define CONTROL_NOTES_MAX  (64 * 1024)            /* bytes of the run's notes text */
 #define CONTROL_TAGS_MAX   256                    /* tags set through ctl */
 #define CONTROL_NOTES_KIND "notes"                /* the run text of notes, "ISO-time TEXT" lines */
@@ -25,6 +26,8 @@ struct control_conn {
     int64_t deadline_ns; /* monotonic: closed unanswered after it */
     size_t len;
     char buf[CONTROL_LINE_MAX];
+    char *out; /* a reply longer than the socket's buffer: the rest to send */
+    size_t out_len, out_off;
 };
 
 struct strobe_shm_header;

@@ -362,10 +362,52 @@ def sampler_requests():
     job.communicate(timeout=60)
 
 
+# 300 threads, each 200 calls deep: its stacks are megabytes, more than a
+# socket's buffer takes at once
+CROWD = r'''
+import os, sys, threading
+done = sys.argv[1]
+ready = threading.Barrier(301)
+def descend(n, i):
+    if n:
+        return descend(n - 1, i)
+    ready.wait()
+    while not os.path.exists(done):
+        threading.Event().wait(0.05)
+for i in range(300):
+    threading.Thread(target=descend, args=(200, i), daemon=True).start()
+ready.wait()
+print("READY", flush=True)
+while not os.path.exists(done):
+    threading.Event().wait(0.05)
+'''
+
+
+def long_reply():
+    """stacks of 300 threads 200 deep: the whole reply arrives."""
+    db, done_file = fresh("ctl-crowd.db", "ctl-crowd-done")
+    job = start(db, PYTHON, "-c", CROWD, done_file)
+    job.stdout.readline()  # READY: every thread is at its depth
+    wait_answering(db)
+    p = ctl(db, "stacks")
+    threads = p.stdout.count("  thread ")
+    deep = p.stdout.count("    descend (")
+    check("stacks of 300 threads 200 deep: every thread, every frame",
+          p.returncode == 0 and threads == 301 and deep == 300 * 201 and
+          p.stdout.rstrip().endswith(")"),
+          (len(p.stdout), threads, deep, p.stderr[-300:]))
+    check("... more than a socket's buffer takes at once", len(p.stdout) > 1 << 20,
+          len(p.stdout))
+    with open(done_file, "w"):
+        pass
+    job.communicate(timeout=60)
+
+
 try:
     basics()
     torch_window()
     sampler_requests()
+    long_reply()
 finally:
     shutil.rmtree(XDG, ignore_errors=True)
 done()
