@@ -443,6 +443,9 @@ int py_sampler_stacks(struct py_sampler *s, struct strbuf *out)
         struct tracked *t = &s->procs[i];
         if (t->state == PROC_RETRY)
             t->next_try_ns = 0; /* asked now: try now */
+        if (t->state ==
+            PROC_NOT_PY) /* looked at before its exec, maybe: a person asks, look again */
+            t->state = PROC_NEW;
         if (!ready(s, t, mono)) {
             if (t->state == PROC_RETRY) { /* say so, rather than "no Python process" */
                 strbuf_addf(out, "process %d (", (int)t->pid);

@@ -1121,8 +1121,7 @@ static void warn_losses(struct recorder *r)
     if (py_lost)
         log_warn("%llu of %llu Python stack samples were dropped (memory cap, torn stacks, or "
                  "the store behind)",
-                 (unsigned long long)py_lost,
-                 (unsigned long long)(py_lost + py_taken));
+                 (unsigned long long)py_lost, (unsigned long long)(py_lost + py_taken));
     if (event_sink_dropped(&r->events))
         log_warn("%llu of %llu framework events were dropped (rings full or the store behind)",
                  (unsigned long long)event_sink_dropped(&r->events),
@@ -1536,6 +1535,7 @@ int recorder_run(const struct recorder_opts *o)
     if (dcgm_collector_start(r.dcgm) < 0)
         log_warn("cannot start the DCGM sampling thread: no SM-level GPU metrics");
     sample_frame(&r, 0); /* the baseline every rate starts from */
+    track_py(&r);        /* a job asked for its stacks before the first tick has one */
     arm_timer(&r);
     open_control(&r);
     loop(&r);
