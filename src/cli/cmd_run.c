@@ -97,14 +97,14 @@ static int collectors_option(const struct cli_option *opt, const char *arg)
     return rc < 0 ? -1 : 0;
 }
 
-static int torch_profile_option(const struct cli_option *opt, const char *arg)
+/* --torch-profile and --py-profile: steps A-B, or one step A */
+static int steps_option(const struct cli_option *opt, const char *arg)
 {
     uint32_t first, last;
     *(const char **)opt->value = arg;
     if (torch_profile_parse(arg, &first, &last) < 0) {
-        log_error("--torch-profile wants steps A-B (from 1, B >= A) or one step A, such "
-                  "as 5-7 (got '%s')",
-                  arg);
+        log_error("--%s wants steps A-B (from 1, B >= A) or one step A, such as 5-7 (got '%s')",
+                  opt->long_name, arg);
         return -1;
     }
     return 0;
@@ -116,19 +116,6 @@ static int py_sample_option(const struct cli_option *opt, const char *arg)
         log_error("--py-sample wants a rate from 1 to %.0f Hz (100, 100hz), a period (10ms) "
                   "or off (got '%s')",
                   PY_RATE_MAX_HZ, arg);
-        return -1;
-    }
-    return 0;
-}
-
-static int py_profile_option(const struct cli_option *opt, const char *arg)
-{
-    uint32_t first, last;
-    *(const char **)opt->value = arg;
-    if (torch_profile_parse(arg, &first, &last) < 0) {
-        log_error("--py-profile wants steps A-B (from 1, B >= A) or one step A, such as 5-7 "
-                  "(got '%s')",
-                  arg);
         return -1;
     }
     return 0;
@@ -285,7 +272,7 @@ int cmd_run(struct cli_ctx *cli, int argc, char **argv)
         CLI_OPT_CALLBACK(0, "torch-profile", &o->torch_profile, "A-B",
                          "torch.profiler over steps A to B (or one step A), its\n"
                          "operators imported into the run",
-                         torch_profile_option),
+                         steps_option),
         CLI_OPT_CALLBACK(0, "py-sample", &o->py_sample_hz, "RATE",
                          "sample the Python stacks of the job's processes from outside,\n"
                          "RATE times a second (1 to 1000, or a period: 10ms); off by\n"
@@ -294,7 +281,7 @@ int cmd_run(struct cli_ctx *cli, int argc, char **argv)
         CLI_OPT_CALLBACK(0, "py-profile", &o->py_profile, "A-B",
                          "sample the Python stacks at 100 Hz over steps A to B (or\n"
                          "one step A)",
-                         py_profile_option),
+                         steps_option),
         CLI_OPT_FLAG('q', "quiet", &o->quiet,
                      "no live status line, no findings as they fire, no closing\n"
                      "summary"),
