@@ -218,7 +218,8 @@ static int grow_zeroed(void **items, uint32_t *cap, uint32_t need, size_t size, 
     uint32_t old = *cap;
     if (array_grow(items, cap, need, size, first) < 0)
         return -ENOMEM;
-    memset((char *)*items + (size_t)old * size, 0, (size_t)(*cap - old) * size);
+    if (*cap > old) /* nothing asked of an empty table leaves it NULL */
+        memset((char *)*items + (size_t)old * size, 0, (size_t)(*cap - old) * size);
     return 0;
 }
 
