@@ -353,6 +353,12 @@ static void sample_all(struct py_sampler *s)
         if (rc == -ESRCH) { /* it exited: the prune will forget it */
             close_reader(s, t);
             t->state = PROC_NOT_PY;
+        } else if (rc < 0 && rc != -EFAULT) { /* it became unreadable (made itself non-dumpable) */
+            close_reader(s, t);
+            t->state = PROC_FAILED;
+            char why[128];
+            snprintf(why, sizeof(why), "its memory cannot be read any more (%s)", strerror(-rc));
+            note_unread(s, t->comm, t->pid, why);
         }
     }
     s->cur = NULL;
