@@ -136,7 +136,8 @@ class Items(Dataset):
     def __getitem__(self, i):
         return decode_sample(i)
 def init(worker_id):
-    print("WORKER", worker_id, os.getpid(), flush=True)
+    # one write(2): two workers' lines must not interleave
+    os.write(1, f"WORKER {worker_id} {os.getpid()}\n".encode())
 workers = int(sys.argv[1])
 model = torch.nn.Linear(16, 1)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
