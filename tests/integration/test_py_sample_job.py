@@ -47,7 +47,7 @@ def train(local, node):
     os.environ.update(RANK=str(rank), LOCAL_RANK=str(local))
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method="env://")
-    print("RANK", rank, os.getpid(), flush=True)
+    os.write(1, f"RANK {rank} {os.getpid()}\n".encode())  # one write: ranks do not interleave
     model = nn.parallel.DistributedDataParallel(nn.Linear(32, 4))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     work = node0_work if node == 0 else node1_work
