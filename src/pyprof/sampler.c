@@ -13,7 +13,10 @@
  * recorded.
  *
  * Rate. The timer runs at the --py-sample rate, or at PY_WINDOW_HZ while a
- * window is open (whichever is faster), and is disarmed otherwise. Windows
+ * window is open (whichever is faster), and is disarmed otherwise. Ticks
+ * are jittered: each gap is drawn uniformly from 0.5 to 1.5 periods, so a
+ * loop whose period is a multiple of the sampling period is not aliased
+ * (a loop of 7 ms and 3 ms at 200 Hz, exactly periodic, read 75/25). Windows
  * are step ranges: --py-profile A-B, and each ctl py-profile N adds the
  * next N steps. The step comes from the job's drained events, which reach
  * the recorder up to a drain (100 ms) late; so a window opens when step
@@ -79,7 +82,9 @@ struct window {
 struct py_sampler {
     struct py_sampler_opts o;
     int tfd;
-    int64_t armed_ns; /* the timer's period, 0 disarmed */
+    int64_t armed_ns; /* the mean period of the ticks, 0 disarmed */
+    int64_t due_ns;   /* the next tick, CLOCK_MONOTONIC */
+    uint64_t rng;     /* xorshift state of the ticks' jitter */
     double rate_hz;   /* the base rate (ctl may change it) */
     struct window windows[WINDOWS_MAX];
     uint32_t nwindows;
@@ -147,6 +152,32 @@ static double effective_hz(const struct py_sampler *s)
     return hz;
 }
 
+/* A uniform draw from [0, 1): xorshift64*. */
+static double draw(struct py_sampler *s)
+{
+    uint64_t x = s->rng;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    s->rng = x;
+    return (double)((x * UINT64_C(0x2545F4914F6CDD1D)) >> 11) / 9007199254740992.0;
+}
+
+/* The next tick, 0.5 to 1.5 mean periods after the last one's due time
+ * (after now, when the loop was late: no burst to catch up). */
+static void arm_next(struct py_sampler *s, int from_now)
+{
+    struct itimerspec its = {0};
+    if (s->armed_ns) {
+        int64_t now = clock_monotonic_ns();
+        int64_t gap = (int64_t)((double)s->armed_ns * (0.5 + draw(s)));
+        s->due_ns = from_now || s->due_ns + gap <= now ? now + gap : s->due_ns + gap;
+        its.it_value.tv_sec = s->due_ns / NS_PER_S;
+        its.it_value.tv_nsec = s->due_ns % NS_PER_S;
+    }
+    timerfd_settime(s->tfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
 /* (Re)arm the timer for the rate now due; nothing when it is already so. */
 static void rearm(struct py_sampler *s)
 {
@@ -154,14 +185,8 @@ static void rearm(struct py_sampler *s)
     int64_t period = hz > 0 ? (int64_t)(1e9 / hz) : 0;
     if (period == s->armed_ns || s->tfd < 0)
         return;
-    struct itimerspec its = {0};
-    if (period) {
-        its.it_interval.tv_sec = period / NS_PER_S;
-        its.it_interval.tv_nsec = period % NS_PER_S;
-        its.it_value = its.it_interval;
-    }
-    if (timerfd_settime(s->tfd, 0, &its, NULL) == 0)
-        s->armed_ns = period;
+    s->armed_ns = period;
+    arm_next(s, 1);
 }
 
 /* ---- processes ------------------------------------------------------------ */
@@ -370,6 +395,7 @@ void py_sampler_tick(struct py_sampler *s)
     if (s->tfd >= 0 && read(s->tfd, &expirations, sizeof(expirations)) != sizeof(expirations))
         return;
     sample_all(s);
+    arm_next(s, 0);
 }
 
 /* ---- windows and rate ----------------------------------------------------- */
@@ -511,6 +537,7 @@ int py_sampler_new(const struct py_sampler_opts *o, struct py_sampler **out)
     if (!s->o.mem_cap)
         s->o.mem_cap = MEM_CAP_DEFAULT;
     s->rate_hz = s->o.rate_hz;
+    s->rng = (uint64_t)clock_monotonic_ns() | 1; /* xorshift's state is never 0 */
     py_profile_init(&s->prof);
     strbuf_init(&s->notes);
     s->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);

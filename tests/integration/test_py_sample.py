@@ -80,7 +80,7 @@ print("USED", used["heavy"], used["light"], time.monotonic() - t0, flush=True)
 def test_shares():
     store = store_path("shares.db")
     job = write("shares.py", SHARES)
-    p = strobe("run", "--quiet", "--py-sample", "200", "--", PYTHON, job, "4", store=store)
+    p = strobe("run", "--quiet", "--py-sample", "200", "--", PYTHON, job, "6", store=store)
     check("shares: the job ran", p.returncode == 0, p.stderr)
     used = [line.split() for line in p.stdout.splitlines() if line.startswith("USED")]
     if not check("shares: the job logged its CPU", used, p.stdout):
