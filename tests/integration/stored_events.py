@@ -2,7 +2,7 @@
 blocks straight from SQLite, decoded here after docs/store-format.md
 ("Event blocks") with libzstd through ctypes, not with strobe's reader.
 Shared by the tests of torch.profiler windows (test_torch_profile.py,
-test_ctl.py)."""
+test_ctl.py); test_trace.py reads Perfetto's varints with it."""
 import ctypes
 import sqlite3
 
@@ -13,7 +13,9 @@ _z.ZSTD_isError.restype = ctypes.c_uint
 _z.ZSTD_isError.argtypes = [ctypes.c_size_t]
 
 
-def _varint(b, i):
+def varint(b, i):
+    """A base-128 varint at b[i]: (its value, the index after it); the store's
+    blocks and Perfetto's protobuf write them alike."""
     v = s = 0
     while True:
         c = b[i]
@@ -31,8 +33,8 @@ def _unzigzag(u):
 def decode_block(blob):
     """The events of one block: kinds, names, steps, values, ts columns."""
     assert blob[0] == 0xEB and blob[1] == 1, "not an event block"
-    n, i = _varint(blob, 3)
-    raw, i = _varint(blob, i)
+    n, i = varint(blob, 3)
+    raw, i = varint(blob, i)
     body = bytes(blob[i:])
     if blob[2] & 1:
         out = ctypes.create_string_buffer(raw)
@@ -43,11 +45,11 @@ def decode_block(blob):
     i = n
     names, steps, values, ts = [], [], [], []
     for _ in range(n):
-        v, i = _varint(body, i)
+        v, i = varint(body, i)
         names.append(v)
     prev = 0
     for _ in range(n):
-        v, i = _varint(body, i)
+        v, i = varint(body, i)
         prev = (prev + _unzigzag(v)) & 0xFFFFFFFF
         steps.append(prev)
     for k in kinds:
@@ -55,11 +57,11 @@ def decode_block(blob):
             values.append(int.from_bytes(body[i:i + 8], "little", signed=True))
             i += 8
         else:
-            v, i = _varint(body, i)
+            v, i = varint(body, i)
             values.append(_unzigzag(v))
     end = 0
     for k, val in zip(kinds, values):
-        v, i = _varint(body, i)
+        v, i = varint(body, i)
         t = end + _unzigzag(v)
         ts.append(t)
         end = t + val if k == 4 else t

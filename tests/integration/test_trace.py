@@ -14,6 +14,7 @@ import shutil
 import sqlite3
 import subprocess
 
+from stored_events import varint
 from strobetest import PYTHON, STROBE, TMP, check, done, skip, store_path, strobe
 
 HOSTILE = 'bad "run" </script> \\ ünï'  # run names refuse control bytes; spans take them
@@ -181,17 +182,6 @@ check("-o - writes the trace to stdout", so.returncode == 0 and so.stdout.encode
       so.stderr)
 
 # ---- Perfetto ----------------------------------------------------------------------
-
-
-def varint(b, i):
-    v = shift = 0
-    while True:
-        c = b[i]
-        i += 1
-        v |= (c & 0x7F) << shift
-        shift += 7
-        if c < 0x80:
-            return v, i
 
 
 def fields(b):
