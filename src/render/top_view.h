@@ -21,7 +21,7 @@
 
 /* Bounds on what one snapshot may add: a hostile or huge snapshot costs
  * no more memory than this; what is past them is dropped and counted. */
-#define TOP_MAX_PROCS    4096
+#define TOP_MAX_PROCS    1024
 #define TOP_MAX_GPUS     256
 #define TOP_MAX_RANKS    4096
 #define TOP_MAX_FINDINGS 1024
