@@ -345,6 +345,7 @@ static int run_live(struct store *s)
     if (v.frame_fd >= 0)
         close(v.frame_fd);
     runs_release(&v.runs);
+    top_term_die();
     return CLI_EXIT_OK;
 }
 

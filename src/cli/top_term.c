@@ -71,8 +71,7 @@ static int make_raw(void)
 
 static void on_quit(int sig)
 {
-    (void)sig;
-    quit_asked = 1;
+    quit_asked = sig;
 }
 
 static void on_winch(int sig)
@@ -131,6 +130,15 @@ int top_term_quit(void)
     return quit_asked;
 }
 
+void top_term_die(void)
+{
+    int sig = quit_asked;
+    if (!sig)
+        return;
+    set_handler(sig, SIG_DFL);
+    raise(sig);
+}
+
 int top_term_resized(void)
 {
     int r = resized;
@@ -162,7 +170,7 @@ static int fill(int timeout_ms)
     if (got < 0)
         return errno == EINTR ? -EINTR : 0;
     if (got == 0 && (p.revents & (POLLHUP | POLLERR)))
-        quit_asked = 1; /* the terminal is gone */
+        quit_asked = SIGHUP; /* the terminal is gone */
     npending += (size_t)(got > 0 ? got : 0);
     return 0;
 }

@@ -29,8 +29,12 @@ enum top_key {
 int top_term_enter(void);
 /* Give the terminal back as it was; again does nothing. Also at exit. */
 void top_term_leave(void);
-/* Whether a signal asked to quit, or the size changed (cleared by asking). */
+/* The signal that asked to quit (0: none), or whether the size changed
+ * (cleared by asking). */
 int top_term_quit(void);
+/* After top_term_leave(): die of the signal that asked to quit, if one
+ * did, as a shell expects of a program it sent SIGINT or SIGTERM. */
+void top_term_die(void);
 int top_term_resized(void);
 /* The screen's size (80 x 24 when unknown). */
 void top_term_size(int *cols, int *rows);
