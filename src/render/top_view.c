@@ -9,7 +9,7 @@
  *   strobe_gpu_util_ratio, strobe_gpu_mem_used_bytes, strobe_gpu_mem_total_bytes,
  *   strobe_gpu_power_watts, strobe_gpu_temp_celsius       per gpu label
  *   strobe_step_duration_seconds{quantile}, strobe_steps_per_second  per rank
- *   strobe_finding_last_timestamp_seconds, strobe_finding_windows_total
+ *   strobe_finding_last_timestamp_seconds, strobe_finding_windows (_total)
  *
  * A job of several ranks has one row: its median step is the slowest
  * rank's (the others wait for it in synchronous training), and its rate is
@@ -344,7 +344,7 @@ static void take_all(struct top_run *t, const struct expo_set *set)
     each(t, set, "strobe_steps_per_second", "", take_rank, FIELD(struct top_rank, steps_per_s));
     each(t, set, "strobe_finding_last_timestamp_seconds", "", take_finding,
          FIELD(struct top_finding, last_s));
-    each(t, set, "strobe_finding_windows_total", "_total", take_finding,
+    each(t, set, "strobe_finding_windows", "_total", take_finding,
          FIELD(struct top_finding, windows));
     take_run_info(t, set);
     summarise(t);

@@ -14,7 +14,7 @@
 static void snapshot(struct strbuf *sb, int64_t ts_ns, const char *body)
 {
     strbuf_reset(sb);
-    strbuf_addf(sb, "strobe-snapshot 1\t%lld\n%s", (long long)ts_ns, body);
+    strbuf_addf(sb, "strobe-snapshot 1 %lld\n%s", (long long)ts_ns, body);
 }
 
 static void add_family(struct strbuf *sb, const char *name, const char *type, const char *unit)
@@ -58,7 +58,7 @@ static void job_body(struct strbuf *b)
     add_family(b, "strobe_finding_last_timestamp_seconds", "gauge", "seconds");
     add_sample(b, "-", "rule=\"CPUBottleneck\",severity=\"info\",scope=\"\"", 1799999990);
     add_sample(b, "-", "rule=\"Straggler\",severity=\"warning\",scope=\"rank 1\"", 1799999998);
-    add_family(b, "strobe_finding_windows_total", "counter", "-");
+    add_family(b, "strobe_finding_windows", "counter", "-");
     add_sample(b, "_total", "rule=\"Straggler\",severity=\"warning\",scope=\"rank 1\"", 3);
 }
 
@@ -140,8 +140,8 @@ TEST(a_garbled_snapshot_is_said_not_read)
     static const char *bad[] = {
         "",
         "strobe-snapshot 9\t1\n",
-        "strobe-snapshot 1\t1\nX\tjunk\n",
-        "strobe-snapshot 1\t1\nF\tonly\n",
+        "strobe-snapshot 1 1\nX\tjunk\n",
+        "strobe-snapshot 1 1\nF\tonly\n",
         "\x1b[2J\n\n\n",
     };
     for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
