@@ -57,10 +57,8 @@ struct snapshot_ctx {
 static int take_snapshot(const struct run_text_record *tr, void *arg)
 {
     struct snapshot_ctx *c = arg;
-    if (strcmp(tr->kind, EXPO_TEXT_KIND) != 0)
-        return 0;
     c->rc = top_run_load(c->t, tr->data, tr->len, c->now_ns);
-    return 1;
+    return 0;
 }
 
 struct read_ctx {
@@ -75,7 +73,7 @@ struct read_ctx {
 static int read_run(const struct run_record *r, void *arg)
 {
     struct read_ctx *c = arg;
-    if (strcmp(r->status, RUN_RUNNING) != 0 || run_record_is_job(r))
+    if (run_record_is_job(r))
         return 0;
     struct top_runs *runs = c->runs;
     if (runs->n == runs->cap) {
@@ -90,7 +88,7 @@ static int read_run(const struct run_record *r, void *arg)
     if (top_run_init(t, r->id, r->name, r->node ? r->node : r->host, r->start_ns) < 0)
         return c->rc = -ENOMEM;
     struct snapshot_ctx sc = {t, c->now_ns, 0};
-    int rc = c->s->ops->run_texts_query(c->s, r->id, take_snapshot, &sc);
+    int rc = c->s->ops->run_text_get(c->s, r->id, EXPO_TEXT_KIND, take_snapshot, &sc);
     if (rc < 0 || sc.rc < 0)
         return c->rc = rc < 0 ? rc : sc.rc;
     return 0;
@@ -116,7 +114,7 @@ static int runs_read(struct store *s, struct top_runs *runs, int64_t now_ns)
     runs_clear(runs);
     strbuf_reset(&runs->err);
     struct read_ctx c = {s, runs, now_ns, 0};
-    int rc = s->ops->runs_query(s, NULL, read_run, &c);
+    int rc = s->ops->runs_where(s, RUNS_OF_STATUS, RUN_RUNNING, read_run, &c);
     if (rc >= 0 && c.rc < 0)
         rc = c.rc;
     if (rc < 0)

@@ -37,6 +37,7 @@
 #include "common/fmt.h"
 #include "common/json_writer.h"
 #include "serve/expo.h"
+#include "serve/serve.h" /* EXPO_STALE_NS: stale as /metrics says */
 
 #define LABEL_CAP 256 /* a label value top keeps; longer ones are cut */
 
@@ -364,7 +365,7 @@ int top_run_load(struct top_run *t, const char *text, size_t len, int64_t now_ns
     }
     t->snapshot_ns = rc < 0 ? 0 : ts;
     t->garbled = rc < 0;
-    t->stale = rc == 0 && now_ns - ts > TOP_STALE_NS;
+    t->stale = rc == 0 && now_ns - ts > EXPO_STALE_NS;
     if (rc == 0)
         take_all(t, &set);
     if (t->stale) {

@@ -16,9 +16,6 @@
 
 #include "common/strbuf.h"
 
-/* A snapshot older than this is "stale": its recorder stopped writing. */
-#define TOP_STALE_NS (60LL * 1000 * 1000 * 1000)
-
 /* Bounds on what one snapshot may add: a hostile or huge snapshot costs
  * no more memory than this; what is past them is dropped and counted. */
 #define TOP_MAX_PROCS    1024
@@ -56,7 +53,7 @@ struct top_run {
     char *id, *name, *node;
     int64_t start_ns;    /* 0: unknown */
     int64_t snapshot_ns; /* when its snapshot was taken; 0: it has none */
-    int stale;           /* snapshot older than TOP_STALE_NS (numbers NaN) */
+    int stale;           /* snapshot older than EXPO_STALE_NS (serve.h) (numbers NaN) */
     int garbled;         /* its stored snapshot could not be read */
     /* the row */
     struct top_proc tree;           /* the whole tree's cpu_ratio, rss_bytes, threads */

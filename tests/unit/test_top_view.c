@@ -5,6 +5,7 @@
 #include "common/strbuf.h"
 #include "import/json.h"
 #include "render/top_view.h"
+#include "serve/serve.h"
 #include "test.h"
 
 #define NOW_NS (1800000000LL * 1000000000LL)
@@ -121,7 +122,7 @@ TEST(detail_per_process_gpu_and_rank)
 TEST(a_stale_snapshot_shows_no_numbers)
 {
     struct top_run t;
-    load_job(&t, NOW_NS - TOP_STALE_NS - 1);
+    load_job(&t, NOW_NS - EXPO_STALE_NS - 1);
     ASSERT(t.stale);
     ASSERT(isnan(t.tree.cpu_ratio));
     ASSERT_EQ_INT(t.nprocs, 0);
