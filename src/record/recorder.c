@@ -187,7 +187,7 @@ static int start_listening(struct recorder *r)
     int st = serve_start(&r->http_cfg, &r->http);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (st != SERVE_EXIT_OK)
-        return st == SERVE_EXIT_USAGE ? -EINVAL : -EIO; /* said */
+        return -EINVAL; /* said */
     char addr[96];
     serve_address(r->http, addr, sizeof(addr));
     log_note("metrics at %s/metrics%s", addr, o->listen_token ? " (token required)" : "");
@@ -1527,11 +1527,8 @@ int recorder_run(const struct recorder_opts *o)
     raise_fd_limit(&r); /* before the tree sets its fd budget */
     proc_tree_init(&r.tree, &r.env);
     live_metrics_init(&r.metrics, o->listen != NULL);
-    int lrc = start_listening(&r);
-    if (lrc < 0) {
-        exit_status = lrc == -EINVAL ? RECORDER_EXIT_USAGE : RECORDER_EXIT_SELF;
+    if (start_listening(&r) < 0) /* exit 125, as strobe run's other refusals */
         goto out;
-    }
     if (series_table_init(&r.series) < 0 || open_roots(&r) < 0 ||
         choose_proc_source(&r.tree, o->proc_source) < 0 || open_store_and_prepare(&r) < 0 ||
         (!o->start_gate && insert_run(&r) < 0))

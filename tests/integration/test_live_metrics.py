@@ -295,10 +295,10 @@ def check_serve_edges(db):
 def check_refusals():
     db = store_path("live-refused.db")
     r = strobe("run", "--listen", "0.0.0.0:0", "--", "true", store=db)
-    check("--listen off loopback without --token: exit 2, one line",
-          r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "--token" in r.stderr, r.stderr)
+    check("--listen off loopback without --token: exit 125, one line",
+          r.returncode == 125 and r.stderr.strip().count("\n") == 0 and "--token" in r.stderr, r.stderr)
     r = strobe("run", "--listen", "nonsense", "--", "true", store=db)
-    check("--listen without a port: exit 2", r.returncode == 2 and "HOST:PORT" in r.stderr, r.stderr)
+    check("--listen without a port: exit 125", r.returncode == 125 and "HOST:PORT" in r.stderr, r.stderr)
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
@@ -310,7 +310,7 @@ def check_refusals():
     check("no run was stored for a refused --listen", r.returncode != 0 or r.stdout.strip() in ("", "[]"),
           r.stdout)
     r = strobe("run", "--listen", "127.0.0.1:0", "--token", "a b", "--", "true", store=db)
-    check("a token with a space: exit 2", r.returncode == 2 and "--token" in r.stderr, r.stderr)
+    check("a token with a space: exit 125", r.returncode == 125 and "--token" in r.stderr, r.stderr)
 
 
 def check_token(out):
