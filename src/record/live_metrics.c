@@ -214,7 +214,9 @@ int live_metrics_open(struct live_metrics *lm, struct series_table *series, stru
     lm->series = series;
     lm->sink = sink;
     lm->tree = tree;
-    expo_label_add(&lm->run_labels, "run_id", run->id);
+    /* a node of a job is the job's run: strobe show JOB, the dashboard's
+     * run page; the node label tells the nodes apart */
+    expo_label_add(&lm->run_labels, "run_id", run->parent_id ? run->parent_id : run->id);
     expo_label_add(&lm->run_labels, "run_name", run->name ? run->name : "");
     expo_label_add(&lm->run_labels, "experiment", run->experiment ? run->experiment : "");
     expo_label_add(&lm->run_labels, "node", node ? node : "");
