@@ -915,6 +915,7 @@ static void take_snapshot(struct recorder *r)
         return;
     int64_t mono = clock_monotonic_ns();
     int64_t now = r->start_real_ns + (mono - r->start_mono_ns);
+    r->metrics.interval_ns = r->interval_ns; /* strobe ctl interval may change it */
     if (live_metrics_snapshot(&r->metrics, &r->batch.run, r->run.start_ns, now) < 0)
         return;
     if (mono - r->snap_stored_ns < r->snap_store_every_ns && r->batch.run.end_ns == 0)
