@@ -11,7 +11,8 @@ Debian's prometheus-node-exporter, scraped the same way in the same session.
 
 Per target and format:
 - latency: one GET on a fresh connection, no compression asked, to the
-  last byte of the body; median and p90 of every scrape;
+  last byte of the body; median and p90 of every scrape (the scrapes come
+  from 32 loopback addresses in turn: --listen allows 20 a second to one);
 - CPU per scrape: the server process's CPU clock (clock_gettime on its pid:
   every thread, the exited ones too, in ns; /proc/PID/stat's utime+stime
   is the same sum in 10 ms ticks, kept in the JSON as a check) over a
@@ -44,6 +45,7 @@ PGSERVER = os.path.join(ROOT, "tests", "tools", "pgserver")
 PEER = "prometheus-node-exporter"
 OPENMETRICS = "application/openmetrics-text; version=1.0.0"
 GPUS, PROCS = 8, 10
+SOURCES = 32
 TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -65,10 +67,16 @@ def stat_ticks(pid):
 
 
 def scrape(port, openmetrics):
-    """One scrape as Prometheus makes it, less compression: ms, body, content type."""
+    """One scrape as Prometheus makes it, less compression: ms, body, content type.
+    `strobe run --listen` allows a client 20 requests a second (a burst of
+    40): the scrapes come from SOURCES loopback addresses in turn, each
+    well inside its burst, so none is refused and every server is asked
+    alike."""
     headers = {"Accept": OPENMETRICS if openmetrics else "text/plain;version=0.0.4"}
+    scrape.n = getattr(scrape, "n", 0) + 1
+    source = (f"127.0.1.{1 + scrape.n % SOURCES}", 0)
     t0 = time.perf_counter()
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30, source_address=source)
     c.request("GET", "/metrics", headers=headers)
     r = c.getresponse()
     body = r.read()
