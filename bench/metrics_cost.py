@@ -37,6 +37,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -225,6 +226,9 @@ class Server:
             if not m:
                 raise SystemExit(f"metrics_cost: {argv[0]}: no address in {line!r}")
             self.port = int(m.group(1))
+        # a server that logs as it serves (node exporter, a collector's
+        # error every scrape) would block once the pipe is full
+        threading.Thread(target=self.proc.stderr.read, daemon=True).start()
 
     def stop(self):
         self.proc.terminate()
