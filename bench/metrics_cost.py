@@ -250,16 +250,18 @@ def start_peer():
     return s
 
 
-def strobe_sqlite(rows, peer, a, tmp):
-    store = os.path.join(tmp, "live.db")
-    rec = Recording(a.strobe, store, os.path.join(tmp, "sqlite"))
+def scrape_store(rows, peer, a, store, d, kind, listen):
+    """Record the job into store; scrape its recorder (when listen) and
+    strobe serve over store, each beside the peer."""
+    rec = Recording(a.strobe, store, d)
     try:
-        wait_ready(rec.port, "strobe run --listen", True, rec.proc)
-        rows += side_by_side(("run --listen", rec.proc.pid, rec.port), peer, a)
+        wait_ready(rec.port, f"strobe run --listen ({kind})", True, rec.proc)
+        if listen:
+            rows += side_by_side(("run --listen", rec.proc.pid, rec.port), peer, a)
         srv = serve(a.strobe, store)
         try:
-            wait_ready(srv.port, "strobe serve", True, srv.proc)
-            rows += side_by_side(("serve, SQLite", srv.proc.pid, srv.port), peer, a)
+            wait_ready(srv.port, f"strobe serve ({kind})", True, srv.proc)
+            rows += side_by_side((f"serve, {kind}", srv.proc.pid, srv.port), peer, a)
         finally:
             srv.stop()
     finally:
@@ -277,17 +279,7 @@ def strobe_pg(rows, peer, a, tmp):
         return f"not run: pgserver: {(p.stderr.strip().splitlines() or ['failed'])[-1]}"
     uri = p.stdout.strip().splitlines()[-1]
     try:
-        rec = Recording(a.strobe, uri, os.path.join(tmp, "pgjob"))
-        try:
-            wait_ready(rec.port, "strobe run --listen (PostgreSQL)", True, rec.proc)
-            srv = serve(a.strobe, uri)
-            try:
-                wait_ready(srv.port, "strobe serve (PostgreSQL)", True, srv.proc)
-                rows += side_by_side(("serve, PostgreSQL", srv.proc.pid, srv.port), peer, a)
-            finally:
-                srv.stop()
-        finally:
-            rec.stop()
+        scrape_store(rows, peer, a, uri, os.path.join(tmp, "pgjob"), "PostgreSQL", False)
     finally:
         subprocess.run([PGSERVER, "stop", d], capture_output=True)
     return None
@@ -355,7 +347,8 @@ def main():
         srv = start_peer()
         try:
             peer = (srv.proc.pid, srv.port)
-            strobe_sqlite(rows, peer, a, tmp)
+            scrape_store(rows, peer, a, os.path.join(tmp, "live.db"),
+                         os.path.join(tmp, "sqlite"), "SQLite", True)
             pg_note = strobe_pg(rows, peer, a, tmp)
         finally:
             srv.stop()
