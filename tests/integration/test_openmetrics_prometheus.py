@@ -1,0 +1,123 @@
+#!/usr/bin/python3
+"""A real Prometheus (Debian's) scrapes a recording job: `strobe run --listen
+0.0.0.0:P --token T` (Prometheus sends the token as its credentials) and
+`strobe serve` on the same store, each second.
+
+The job burns exactly one core: one process in a busy loop. PromQL reads
+it as one core (1.0 ± 0.15) through the gauge (`strobe_proc_cpu_ratio`)
+and through the counter (`rate(strobe_proc_cpu_seconds_total[10s])`), from
+the recorder and from serve. Its RSS is checked against /proc of its pid,
+its step count against the script's own."""
+import os
+import subprocess
+
+from strobetest import (PYTHON, STROBE, TMP, Prometheus, check, done, free_port, near, scrape,
+                        wait_for)
+
+tmp = os.path.join(TMP, f"strobe-prom-{os.getpid()}")
+os.makedirs(tmp, exist_ok=True)
+db = os.path.join(tmp, "prom.db")
+TOKEN = "prom-secret"
+release = os.path.join(tmp, "release")
+steps_file = os.path.join(tmp, "steps")
+stop_file = os.path.join(tmp, "stop")
+pidfile = os.path.join(tmp, "pid")
+
+# one busy process, a step every 2**16 iterations, until the stop file
+# appears; then it writes its step count and holds until the release file
+BURN = f"""
+import os, strobe, time
+with open({pidfile!r}, "w") as f:
+    f.write(str(os.getpid()))
+n = 0
+while not os.path.exists({stop_file!r}):
+    for _ in range(1 << 16):
+        pass
+    strobe.step()
+    n += 1
+with open({steps_file!r} + ".tmp", "w") as f:
+    f.write(str(n))
+os.rename({steps_file!r} + ".tmp", {steps_file!r})
+while not os.path.exists({release!r}):
+    time.sleep(0.05)
+"""
+
+rport, sport = free_port(), free_port()
+job = subprocess.Popen([STROBE, "run", "--quiet", "--no-report", "--store", db, "--name", "burn",
+                        "--listen", f"0.0.0.0:{rport}", "--token", TOKEN, "--", PYTHON, "-c", BURN],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+srv = subprocess.Popen([STROBE, "serve", "--store", db, "--listen", f"127.0.0.1:{sport}"],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def stop(p):
+    if p.poll() is None:
+        p.terminate()
+    try:
+        p.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+    return p.returncode
+
+
+def value(rows):
+    return rows[0][1] if len(rows) == 1 else None
+
+
+wait_for(lambda: scrape(f"http://127.0.0.1:{rport}", token=TOKEN)[0] == 200 or job.poll() is not None,
+         timeout=60, step=0.2)
+if job.poll() is not None:
+    check("the job serves /metrics on --listen", False, job.stderr.read()[-1000:])
+    stop(srv)
+    done()
+try:
+    with Prometheus(jobs={"run": ([f"127.0.0.1:{rport}"], TOKEN),
+                          "serve": ([f"127.0.0.1:{sport}"], None)}) as prom:
+        check("Prometheus scrapes the recorder (with its token) and serve: both targets up",
+              prom.wait_up(timeout=90), prom.targets())
+        # ten seconds of samples in both: rate() and avg_over_time() see a full window
+        full = prom.wait_query('count_over_time(strobe_proc_cpu_ratio{pid=""}[10s]) >= 9',
+                               lambda r: len(r) == 2, timeout=90)
+        check("ten seconds of scrapes from both", len(full) == 2, full)
+        ids = {}
+        for src in ("run", "serve"):
+            info = prom.query(f'strobe_run_info{{job="{src}"}}')
+            check(f"{src}: strobe_run_info of the burn run", len(info) == 1 and info[0][1] == 1 and
+                  info[0][0].get("run_name") == "burn", info)
+            ids[src] = info[0][0].get("run_id") if info else None
+            gauge = value(prom.query(f'avg_over_time(strobe_proc_cpu_ratio{{job="{src}",pid=""}}[10s])'))
+            near(f"{src}: the tree's CPU gauge reads the busy loop as one core", gauge, 1.0, 0.15)
+            rate = value(prom.query(f'rate(strobe_proc_cpu_seconds_total{{job="{src}",pid=""}}[10s])'))
+            near(f"{src}: rate() of the CPU counter reads one core", rate, 1.0, 0.15)
+        check("serve shows the same run as the recorder", ids["run"] and ids["run"] == ids["serve"], ids)
+
+        with open(pidfile) as f:
+            pid = f.read().strip()
+        rss = value(prom.query(f'strobe_proc_rss_bytes{{job="run",pid="{pid}"}}'))
+        with open(f"/proc/{pid}/status") as f:
+            vmrss = next(int(x.split()[1]) * 1024 for x in f if x.startswith("VmRSS:"))
+        near("the busy process' RSS is /proc's VmRSS (± 10 %)", rss, vmrss, 0.1 * vmrss)
+
+        # the script stops stepping and says its count; Prometheus comes to the same
+        open(stop_file, "w").close()
+        wait_for(lambda: os.path.exists(steps_file) or job.poll() is not None, timeout=60)
+        with open(steps_file) as f:
+            logged = int(f.read())
+        for src in ("run", "serve"):
+            last = prom.wait_query(f'strobe_last_step{{job="{src}"}}',
+                                   lambda r: len(r) == 1 and r[0][1] == logged, timeout=30)
+            check(f"{src}: strobe_last_step comes to the script's own count", value(last) == logged,
+                  (last, logged))
+        open(release, "w").close()
+        wait_for(lambda: job.poll() is not None, timeout=60)
+        check("the job ends with status 0", job.returncode == 0, job.stderr.read()[-1000:])
+        down = prom.wait_query('up{job="run"} == 0', lambda r: len(r) == 1, timeout=30)
+        check("the recorder's target goes down when the run ends", len(down) == 1, down)
+    check("Prometheus stops cleanly", prom.rc == 0, prom.rc)
+finally:
+    if job.poll() is None:
+        open(release, "w").close()
+        stop(job)
+    stop(srv)
+done()
