@@ -55,8 +55,8 @@ CORE_LIB := $(BUILD)/libstrobe-core.a
 # strobe reads the tree through procfs only. BPF=0 forces that.
 BPF ?= $(shell test -r /sys/kernel/btf/vmlinux && test -r /usr/include/bpf/libbpf.h && \
          command -v clang >/dev/null && command -v bpftool >/dev/null && echo 1 || echo 0)
-FUZZ_GEN := $(BUILD)/gen/report_assets.c
-FUZZ_LIBS := -lsqlite3 -lzstd -lz -lm -ldl -lyaml -pthread
+FUZZ_GEN := $(BUILD)/gen/report_assets.c $(BUILD)/gen/serve_assets.c
+FUZZ_LIBS := -lsqlite3 -lzstd -lz -lm -ldl -lyaml -lmicrohttpd -pthread
 ifeq ($(BPF),1)
 CPPFLAGS += -DSTROBE_BPF=1
 LDLIBS   += -lbpf
@@ -235,9 +235,8 @@ include python/python.mk
 -include tests/nvml/nvml.mk
 
 FUZZ_SRC := $(wildcard tests/fuzz/fuzz_*.c)
-# the core without strobe serve's HTTP side (no libmicrohttpd): the run
-# summaries stay, strobe sweep's figures read them (src/sweep/results.c)
-FUZZ_CORE := $(filter-out $(filter-out src/serve/summary.c,$(filter src/serve/%,$(CORE_SRC))),$(CORE_SRC))
+# the whole core: the recorder serves --listen through src/serve/
+FUZZ_CORE := $(CORE_SRC)
 fuzz: $(FUZZ_GEN)
 	@mkdir -p $(BUILD)/fuzz
 	@for f in $(FUZZ_SRC); do \

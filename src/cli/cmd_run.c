@@ -27,7 +27,7 @@ static const char run_synopsis[] =
     "                  [--on-finding RULE=ACTION]... [--stop-grace DUR]\n"
     "                  [--no-report | --report PATH] [--torch-profile STEPS] [--no-logs]\n"
     "                  [--py-sample RATE] [--py-profile STEPS]\n"
-    "                  [--spool DIR] [--start-gate R,G]\n"
+    "                  [--listen HOST:PORT [--token T]] [--spool DIR] [--start-gate R,G]\n"
     "                  -- CMD [ARG...]\n";
 
 /* The names of a table's rows as an indented comma list, into sb. */
@@ -247,6 +247,12 @@ int cmd_run(struct cli_ctx *cli, int argc, char **argv)
                        "this node's name in the job (default: the host name)"),
         CLI_OPT_FLAG(0, "no-join", &o->no_join,
                      "a run of its own, whatever the launcher's environment says"),
+        CLI_OPT_STRING(0, "listen", &o->listen, "HOST:PORT",
+                       "serve the run's live metrics at http://HOST:PORT/metrics\n"
+                       "(OpenMetrics, for Prometheus; docs/openmetrics.md); loopback\n"
+                       "only unless --token"),
+        CLI_OPT_STRING(0, "token", &o->listen_token, "T",
+                       "a scrape of --listen must send Authorization: Bearer T"),
         CLI_OPT_TAG(&o->tags),
         CLI_OPT_CALLBACK('p', "param", &o->params, "K=V",
                          "a parameter of the run; a Python script's own --key value\n"

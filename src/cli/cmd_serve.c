@@ -77,13 +77,6 @@ int cmd_serve(struct cli_ctx *cli, int argc, char **argv)
         return status;
     if (bad || cli->nargs)
         return cli_usage_error(cli, &serve_usage, opts);
-    if (c.token &&
-        (!*c.token || strspn(c.token, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-                                      "0123456789-._~") != strlen(c.token))) {
-        /* it travels in a URL and a cookie as it is */
-        fprintf(stderr, "strobe: --token must be letters, digits and - . _ ~ only\n");
-        return CLI_EXIT_USAGE;
-    }
     c.threads = (unsigned)threads;
     c.store_uri = store_default_uri(cli->store_flag);
     return serve_run(&c);

@@ -57,4 +57,21 @@ size_t metric_family_prefix_len(enum metric_id id);
 /* Whether name is a member of family id ("app.loss" of METRIC_APP). */
 int metric_in_family(const char *name, enum metric_id id);
 
+/* How a metric appears in OpenMetrics (serve/expo.h, docs/openmetrics.md):
+ * "strobe_" and the name with '.' as '_', its unit word moved to a base-unit
+ * suffix, the value scaled to that unit. */
+struct metric_prom {
+    char name[96];       /* the gauge (or counter) family: "strobe_cpu_util_ratio" */
+    const char *unit;    /* its OpenMetrics unit: "ratio", "bytes", ..., "" none */
+    double scale;        /* stored value times scale is the exposed value */
+    int counter;         /* a running total: samples end in _total */
+    char total_name[96]; /* a rate's integral as a counter family, "" when none */
+    const char *total_unit;
+    double total_scale; /* the integral of value times dt (seconds) times this */
+};
+
+/* The OpenMetrics form of id; a family ("app.*") gives "strobe_app", whose
+ * members are told apart by a name label. */
+void metric_prom(enum metric_id id, struct metric_prom *out);
+
 #endif

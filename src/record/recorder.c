@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <math.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,7 @@
 #include "record/cluster.h"
 #include "record/control.h"
 #include "record/events.h"
+#include "record/live_metrics.h"
 #include "record/live_rules.h"
 #include "record/runinfo.h"
 #include "record/logtee.h"
@@ -42,9 +44,14 @@
 #include "record/writer.h"
 #include "sample/collector.h"
 #include "sample/proctree.h"
+#include "serve/serve.h"
 
-#define FLUSH_INTERVAL_NS    NS_PER_S
-#define LIVE_INTERVAL_NS     NS_PER_S
+#define FLUSH_INTERVAL_NS NS_PER_S
+#define LIVE_INTERVAL_NS  NS_PER_S
+/* how often the live metrics' snapshot goes into the store (record/
+ * live_metrics.h): a PostgreSQL server takes every node's, so less often */
+#define SNAP_STORE_NS        NS_PER_S
+#define SNAP_STORE_PG_NS     (5 * NS_PER_S)
 #define FINAL_RETRIES        10
 #define CLOCK_EVERY_NS       (60 * NS_PER_S) /* a node's clock against the store's */
 #define FINAL_RETRY_SLEEP_US 300000
@@ -75,6 +82,11 @@ struct recorder {
     struct dcgm_collector *dcgm;
     int gpu_left_running, dcgm_left_running;
     struct live_rules rules;
+    struct live_metrics metrics; /* snapshots for --listen, serve and top */
+    int metrics_open;
+    struct serve_config http_cfg; /* --listen */
+    struct serve_handle *http;    /* its server, or NULL */
+    int64_t snap_store_every_ns, snap_stored_ns;
     struct on_finding actions;          /* --on-finding */
     struct torch_profile torch_profile; /* --torch-profile's trace directory */
     struct control ctl;                 /* strobe ctl's socket (record/control.h) */
@@ -122,6 +134,65 @@ struct recorder {
 };
 
 /* ---- setup ---------------------------------------------------------------- */
+
+/* --listen's /metrics: the last snapshot (any of the server's threads). */
+static int own_metrics(void *arg, struct expo_set *set)
+{
+    struct recorder *r = arg;
+    struct strbuf snap;
+    strbuf_init(&snap);
+    int rc = live_metrics_published(&r->metrics, &snap);
+    if (rc == 0)
+        rc = strbuf_failed(&snap) ? -ENOMEM : expo_set_add_snapshot(set, snap.buf, snap.len, NULL);
+    strbuf_release(&snap);
+    return rc;
+}
+
+/* The live metrics, once the run, its series, events and rules are. */
+static int open_metrics(struct recorder *r)
+{
+    const char *node = r->run.node ? r->run.node : r->run.host;
+    if (live_metrics_open(&r->metrics, &r->series, &r->events, &r->tree, &r->run, node) < 0) {
+        log_error("out of memory");
+        return -ENOMEM;
+    }
+    r->metrics_open = 1;
+    live_metrics_set_rules(&r->metrics, r->rules.e);
+    r->snap_store_every_ns =
+        store_uri_is_postgres(r->o->store_uri) ? SNAP_STORE_PG_NS : SNAP_STORE_NS;
+    return 0;
+}
+
+/* --listen's server, first of all: a bad or busy address fails the run
+ * before anything is stored or started. It answers 503 until the first
+ * snapshot. */
+static int start_listening(struct recorder *r)
+{
+    const struct recorder_opts *o = r->o;
+    if (!o->listen)
+        return 0;
+    r->http_cfg = (struct serve_config){
+        .listen = o->listen,
+        .token = o->listen_token,
+        .threads = 1,
+        .rate_per_s = 20,
+        .burst = 40,
+        .metrics = own_metrics,
+        .metrics_arg = r,
+    };
+    /* its threads take no signal: they belong to the signalfd, set up later */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &old);
+    int st = serve_start(&r->http_cfg, &r->http);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (st != SERVE_EXIT_OK)
+        return st == SERVE_EXIT_USAGE ? -EINVAL : -EIO; /* said */
+    char addr[96];
+    serve_address(r->http, addr, sizeof(addr));
+    log_note("metrics at %s/metrics%s", addr, o->listen_token ? " (token required)" : "");
+    return 0;
+}
 
 static int open_roots(struct recorder *r)
 {
@@ -835,6 +906,23 @@ static void take_py_blocks(struct recorder *r)
     batch_add_py_blocks(&r->batch, out, n);
 }
 
+/* The live metrics as of now: served at once, stored every
+ * snap_store_every_ns (with the batch under way). */
+static void take_snapshot(struct recorder *r)
+{
+    strbuf_reset(&r->batch.live_snap);
+    if (!r->metrics_open)
+        return;
+    int64_t mono = clock_monotonic_ns();
+    int64_t now = r->start_real_ns + (mono - r->start_mono_ns);
+    if (live_metrics_snapshot(&r->metrics, &r->batch.run, r->run.start_ns, now) < 0)
+        return;
+    if (mono - r->snap_stored_ns < r->snap_store_every_ns && r->batch.run.end_ns == 0)
+        return;
+    r->snap_stored_ns = mono;
+    strbuf_add(&r->batch.live_snap, r->metrics.snap.buf, r->metrics.snap.len);
+}
+
 static void flush(struct recorder *r)
 {
     settle(r);
@@ -847,6 +935,7 @@ static void flush(struct recorder *r)
     }
     take_py_blocks(r);
     fill_counters(r, &r->batch.run);
+    take_snapshot(r);
     r->batch.ctl_gen = control_collect(&r->ctl, &r->batch.ctl_tags, &r->batch.ctl_notes);
     /* the run's last sample is one the store has: between batches of open
      * blocks, that of the last one */
@@ -1378,6 +1467,8 @@ static void open_control(struct recorder *r)
 
 static void cleanup(struct recorder *r)
 {
+    serve_stop(r->http); /* its threads read the metrics' last snapshot */
+    live_metrics_close(&r->metrics);
     kv_list_release(&r->texts);
     if (r->gate_fd >= 0)
         close(r->gate_fd);
@@ -1435,6 +1526,12 @@ int recorder_run(const struct recorder_opts *o)
     int exit_status = RECORDER_EXIT_SELF;
     raise_fd_limit(&r); /* before the tree sets its fd budget */
     proc_tree_init(&r.tree, &r.env);
+    live_metrics_init(&r.metrics, o->listen != NULL);
+    int lrc = start_listening(&r);
+    if (lrc < 0) {
+        exit_status = lrc == -EINVAL ? RECORDER_EXIT_USAGE : RECORDER_EXIT_SELF;
+        goto out;
+    }
     if (series_table_init(&r.series) < 0 || open_roots(&r) < 0 ||
         choose_proc_source(&r.tree, o->proc_source) < 0 || open_store_and_prepare(&r) < 0 ||
         (!o->start_gate && insert_run(&r) < 0))
@@ -1494,6 +1591,10 @@ int recorder_run(const struct recorder_opts *o)
     if (gpu_collector_open(r.gpu, gpu_interval) == 0)
         dcgm_collector_open(r.dcgm, gpu_interval); /* only worth a note where there are GPUs */
     r.live = !o->quiet && isatty(STDERR_FILENO);
+    if (open_metrics(&r) < 0) {
+        log_release_notes(0);
+        goto out;
+    }
     if (o->start_gate && wait_start_gate(&r) < 0) {
         log_release_notes(0); /* never started, never stored */
         if (o->job_started_out)

@@ -46,6 +46,7 @@
 
 /* strobe's own failure (bad usage, store unusable): the job never started. */
 #define RECORDER_EXIT_SELF   125
+#define RECORDER_EXIT_USAGE  2 /* --listen refused: a bad address, or off loopback with no token */
 #define RECORDER_EXIT_NOEXEC 127
 
 struct recorder_opts {
@@ -79,6 +80,8 @@ struct recorder_opts {
     const char *py_profile;         /* --py-profile "A-B": stacks at 100 Hz over those steps */
     const char *join_key;           /* --join: the job's key (record/cluster.h), or NULL */
     const char *node;               /* --node: this node's name in the job, or NULL */
+    const char *listen;             /* --listen HOST:PORT: serve /metrics, or NULL */
+    const char *listen_token;       /* --token: required of a scrape; needed off loopback */
     int no_join;                    /* --no-join: no job, whatever the launcher says */
     const char *start_gate;         /* --start-gate "R,G" (strobe sweep's barrier): once ready,
                                        write the run id and a newline to fd R; when fd G gives

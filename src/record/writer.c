@@ -10,6 +10,7 @@
 #include "record/cluster.h"
 #include "record/control.h"
 #include "record/spool.h"
+#include "serve/expo.h"
 
 void batch_init(struct batch *b)
 {
@@ -18,6 +19,7 @@ void batch_init(struct batch *b)
     for (int i = 0; i < 2; i++)
         strbuf_init(&b->texts[i].text);
     strbuf_init(&b->ctl_notes);
+    strbuf_init(&b->live_snap);
 }
 
 void batch_reset(struct batch *b)
@@ -56,6 +58,7 @@ void batch_release(struct batch *b)
         strbuf_release(&b->texts[i].text);
     kv_list_release(&b->ctl_tags);
     strbuf_release(&b->ctl_notes);
+    strbuf_release(&b->live_snap);
     event_batch_release(&b->events);
     memset(b, 0, sizeof(*b));
 }
@@ -367,6 +370,11 @@ int writer_commit(struct writer *w, struct writer_target *t, struct batch *b)
         }
     if (rc == 0 && b->ctl_gen)
         rc = control_put(s, b->run.id, &b->ctl_tags, &b->ctl_notes);
+    if (rc == 0 && b->live_snap.len) {
+        struct run_text_record tr = {EXPO_TEXT_KIND, b->live_snap.buf, b->live_snap.len,
+                                     (int64_t)b->live_snap.len};
+        rc = s->ops->run_text_put(s, b->run.id, &tr);
+    }
     if (rc == 0)
         rc = s->ops->run_update(s, &b->run);
     if (rc == 0)

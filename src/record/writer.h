@@ -103,6 +103,9 @@ struct batch {
     struct kv_list ctl_tags;
     struct strbuf ctl_notes;
     uint64_t ctl_gen;
+    /* the live metrics' snapshot (record/live_metrics.h), put as run text
+     * EXPO_TEXT_KIND when not empty */
+    struct strbuf live_snap;
     int has_open;          /* it carries every open block that grew */
     uint32_t series_count; /* table size when collected */
 };

@@ -36,8 +36,8 @@
 
 #include "common/strbuf.h"
 
-#define EXPO_TEXT_KIND       "metrics" /* the run text a recorder keeps its snapshot in */
-#define EXPO_SNAPSHOT_MAGIC  "strobe-snapshot 1"
+#define EXPO_TEXT_KIND           "metrics" /* the run text a recorder keeps its snapshot in */
+#define EXPO_SNAPSHOT_MAGIC      "strobe-snapshot 1"
 #define EXPO_CONTENT_OPENMETRICS "application/openmetrics-text; version=1.0.0; charset=utf-8"
 #define EXPO_CONTENT_TEXT        "text/plain; version=0.0.4; charset=utf-8"
 

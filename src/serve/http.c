@@ -43,6 +43,7 @@ static const char csp_html[] = "default-src 'self'; img-src 'self' data:; object
 
 struct server {
     const struct serve_config *cfg;
+    struct MHD_Daemon *d;
     struct ratelimit rl;
     struct summary_cache *cache;
     pthread_key_t store_key; /* each worker thread's read-only store */
@@ -280,9 +281,52 @@ static enum MHD_Result check_request(struct server *sv, struct MHD_Connection *c
     return MHD_YES;
 }
 
+/* /metrics: the recorder's own snapshot, or every running run's in the
+ * store; OpenMetrics when the scraper asks for it (Prometheus does). */
+static enum MHD_Result serve_metrics(struct server *sv, struct MHD_Connection *conn)
+{
+    struct expo_set set;
+    expo_set_init(&set);
+    struct strbuf err, body;
+    strbuf_init(&err);
+    strbuf_init(&body);
+    int rc;
+    if (sv->cfg->metrics) {
+        rc = sv->cfg->metrics(sv->cfg->metrics_arg, &set);
+    } else {
+        struct store *s = thread_store(sv, &err);
+        rc = s ? serve_gather_metrics(s, clock_realtime_ns(), &set) : -EIO;
+    }
+    const char *accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+    int om = expo_accepts_openmetrics(accept);
+    if (rc >= 0)
+        expo_set_write(&set, om, &body);
+    expo_set_release(&set);
+    strbuf_release(&err);
+    if (rc < 0 || strbuf_failed(&body)) {
+        strbuf_release(&body);
+        return send_error(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+                          rc == -ENOMEM ? "out of memory" : "no metrics yet");
+    }
+    size_t len = body.len;
+    char *text = strbuf_detach(&body);
+    struct MHD_Response *resp =
+        text ? MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE) : NULL;
+    if (!resp) {
+        free(text);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    return respond(conn, MHD_HTTP_OK, om ? EXPO_CONTENT_OPENMETRICS : EXPO_CONTENT_TEXT, resp, 0);
+}
+
 static enum MHD_Result serve_request(struct server *sv, struct MHD_Connection *conn,
                                      const char *url)
 {
+    if (strcmp(url, "/metrics") == 0)
+        return serve_metrics(sv, conn);
+    if (sv->cfg->metrics) /* the recorder's: nothing else */
+        return send_error(conn, MHD_HTTP_NOT_FOUND, "not found: this server has /metrics only");
     if (strncmp(url, "/api/", 5) == 0)
         return serve_api(sv, conn, url);
     /* assets by exact name from the table: a path with '/' or '..' in it
@@ -393,10 +437,10 @@ static int resolve_listen(const char *listen, struct sockaddr_storage *out, sock
     return 0;
 }
 
-static void print_listening(struct MHD_Daemon *d, const struct serve_config *c)
+static void daemon_address(struct MHD_Daemon *d, char *buf, size_t cap)
 {
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_LISTEN_FD);
-    struct sockaddr_storage ss;
+    struct sockaddr_storage ss = {0};
     socklen_t len = sizeof(ss);
     char host[INET6_ADDRSTRLEN] = "?";
     int port = 0;
@@ -412,11 +456,18 @@ static void print_listening(struct MHD_Daemon *d, const struct serve_config *c)
         }
     }
     int v6 = ss.ss_family == AF_INET6;
+    snprintf(buf, cap, "http://%s%s%s:%d", v6 ? "[" : "", host, v6 ? "]" : "", port);
+}
+
+static void print_listening(struct MHD_Daemon *d, const struct serve_config *c)
+{
+    char addr[INET6_ADDRSTRLEN + 32];
+    daemon_address(d, addr, sizeof(addr));
     struct strbuf shown; /* the store without its password */
     strbuf_init(&shown);
     store_uri_redact(c->store_uri, &shown);
-    fprintf(stderr, "strobe: serving http://%s%s%s:%d/ from store '%s'%s\n", v6 ? "[" : "", host,
-            v6 ? "]" : "", port, shown.buf, c->token ? " (token required)" : "");
+    fprintf(stderr, "strobe: serving %s/ from store '%s'%s\n", addr, shown.buf,
+            c->token ? " (token required)" : "");
     strbuf_release(&shown);
 }
 
@@ -437,19 +488,56 @@ static struct MHD_Daemon *start_daemon(struct server *sv, const struct sockaddr 
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
     if (sa->sa_family == AF_INET6)
         flags |= MHD_USE_IPv6;
+    /* a pool of one is the polling thread alone (libmicrohttpd warns of a
+     * pool that size) */
+    unsigned threads = sv->cfg->threads ? sv->cfg->threads : 4u;
     return MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, sv, MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_THREAD_POOL_SIZE,
-        sv->cfg->threads ? sv->cfg->threads : 4u, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-        (size_t)CONN_MEMORY, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONN_TIMEOUT_S,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONN_LIMIT, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-        (unsigned)PER_IP_CONN_LIMIT, MHD_OPTION_URI_LOG_CALLBACK, log_uri, NULL,
-        MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL, MHD_OPTION_END);
+        threads > 1 ? threads : 0u, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONN_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)CONN_LIMIT, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)PER_IP_CONN_LIMIT,
+        MHD_OPTION_URI_LOG_CALLBACK, log_uri, NULL, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL,
+        MHD_OPTION_END);
 }
 
-int serve_run(const struct serve_config *c)
+struct serve_handle {
+    struct server sv;
+};
+
+static void server_release(struct server *sv)
+{
+    ratelimit_release(&sv->rl);
+    pthread_key_delete(sv->store_key);
+    summary_cache_free(sv->cache);
+}
+
+/* A store that cannot be read fails now, not on the first request. */
+static int probe_store(const char *uri)
+{
+    struct strbuf err;
+    strbuf_init(&err);
+    struct store *probe;
+    int rc = store_open(uri, 1, &probe, &err);
+    if (rc < 0)
+        fprintf(stderr, "strobe: %s\n", err.buf);
+    else
+        store_close(probe);
+    strbuf_release(&err);
+    return rc;
+}
+
+int serve_start(const struct serve_config *c, struct serve_handle **out)
 {
     struct sockaddr_storage ss;
     socklen_t slen;
+    *out = NULL;
+    if (c->token &&
+        (!*c->token || strspn(c->token, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                        "0123456789-._~") != strlen(c->token))) {
+        /* it travels in a URL, a cookie and a header as it is */
+        fprintf(stderr, "strobe: --token must be letters, digits and - . _ ~ only\n");
+        return SERVE_EXIT_USAGE;
+    }
     if (resolve_listen(c->listen, &ss, &slen) < 0) {
         fprintf(stderr, "strobe: cannot listen on '%s': expected HOST:PORT or [ADDR]:PORT\n",
                 c->listen);
@@ -460,41 +548,56 @@ int serve_run(const struct serve_config *c)
                 c->listen);
         return SERVE_EXIT_USAGE;
     }
-    struct server sv = {.cfg = c};
-    /* fail now, not on the first request, when the store cannot be read */
-    struct strbuf err;
-    strbuf_init(&err);
-    struct store *probe;
-    if (store_open(c->store_uri, 1, &probe, &err) < 0) {
-        fprintf(stderr, "strobe: %s\n", err.buf);
-        strbuf_release(&err);
+    if (c->store_uri && probe_store(c->store_uri) < 0)
         return SERVE_EXIT_ERROR;
-    }
-    store_close(probe);
-    strbuf_release(&err);
-    if (summary_cache_new(&sv.cache) < 0 || pthread_key_create(&sv.store_key, close_store) != 0) {
+    struct serve_handle *h = calloc(1, sizeof(*h));
+    if (!h || (c->store_uri && summary_cache_new(&h->sv.cache) < 0) ||
+        pthread_key_create(&h->sv.store_key, close_store) != 0) {
         fprintf(stderr, "strobe: out of memory\n");
-        summary_cache_free(sv.cache);
+        if (h)
+            summary_cache_free(h->sv.cache);
+        free(h);
         return SERVE_EXIT_ERROR;
     }
-    ratelimit_init(&sv.rl, c->rate_per_s, c->burst);
+    h->sv.cfg = c;
+    ratelimit_init(&h->sv.rl, c->rate_per_s, c->burst);
+    h->sv.d = start_daemon(&h->sv, (struct sockaddr *)&ss);
+    if (!h->sv.d) {
+        fprintf(stderr, "strobe: cannot listen on '%s': %s\n", c->listen, strerror(errno));
+        server_release(&h->sv);
+        free(h);
+        return SERVE_EXIT_ERROR;
+    }
+    *out = h;
+    return SERVE_EXIT_OK;
+}
+
+void serve_address(const struct serve_handle *h, char *buf, size_t cap)
+{
+    daemon_address(h->sv.d, buf, cap);
+}
+
+void serve_stop(struct serve_handle *h)
+{
+    if (!h)
+        return;
+    MHD_stop_daemon(h->sv.d); /* joins the pool: every thread's store is closed by then */
+    server_release(&h->sv);
+    free(h);
+}
+
+int serve_run(const struct serve_config *c)
+{
     sigset_t set;
     block_stop_signals(&set);
-    int status = SERVE_EXIT_OK;
-    struct MHD_Daemon *d = start_daemon(&sv, (struct sockaddr *)&ss);
-    if (!d) {
-        fprintf(stderr, "strobe: cannot listen on '%s': %s\n", c->listen, strerror(errno));
-        status = SERVE_EXIT_ERROR;
-        goto out;
-    }
-    print_listening(d, c);
+    struct serve_handle *h;
+    int status = serve_start(c, &h);
+    if (status != SERVE_EXIT_OK)
+        return status;
+    print_listening(h->sv.d, c);
     int sig = 0;
     sigwait(&set, &sig);
     fprintf(stderr, "strobe: stopping (signal %d)\n", sig);
-    MHD_stop_daemon(d); /* joins the pool: every thread's store is closed by then */
-out:
-    ratelimit_release(&sv.rl);
-    pthread_key_delete(sv.store_key);
-    summary_cache_free(sv.cache);
-    return status;
+    serve_stop(h);
+    return SERVE_EXIT_OK;
 }

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "common/strbuf.h"
+#include "serve/expo.h"
 #include "store/store.h"
 
 /* What the server takes from the command line's code (src/cli/), so that
@@ -29,6 +30,11 @@ struct serve_config {
     double rate_per_s;  /* requests per second per client, sustained */
     double burst;       /* requests a client may send at once */
     struct serve_hooks hooks;
+    /* strobe run --listen: no store; /metrics is all there is, and gets the
+     * families from this callback (any of the server's threads). 0, or
+     * negative when there is nothing yet (503). */
+    int (*metrics)(void *arg, struct expo_set *set);
+    void *metrics_arg;
 };
 
 /* Exit statuses of serve_run (the CLI's). */
@@ -43,5 +49,22 @@ struct serve_config {
  * address without a token. Returns an exit status.
  */
 int serve_run(const struct serve_config *c);
+
+/* What serve_run is made of, for a server that runs beside other work (the
+ * recorder's --listen). serve_start checks the address as serve_run does
+ * (one line on stderr and SERVE_EXIT_USAGE or SERVE_EXIT_ERROR when it
+ * fails) and starts serving; c must outlive the server. */
+struct serve_handle;
+int serve_start(const struct serve_config *c, struct serve_handle **out);
+/* "http://HOST:PORT" of the listening socket into buf. */
+void serve_address(const struct serve_handle *h, char *buf, size_t cap);
+/* Stop (in-flight requests finish) and free; NULL does nothing. */
+void serve_stop(struct serve_handle *h);
+
+/* The stored snapshots of every running run in s (serve/expo.h) into set;
+ * those older than EXPO_STALE_NS at now_ns are left out, as are garbled
+ * ones. The number gathered, or negative (s's error). */
+int serve_gather_metrics(struct store *s, int64_t now_ns, struct expo_set *set);
+#define EXPO_STALE_NS (60 * 1000000000LL)
 
 #endif

@@ -419,6 +419,14 @@ static int node_text(const struct run_text_record *t, void *arg)
     return rc;
 }
 
+/* A run's own text: a job's nodes keep theirs in their own runs. */
+static int view_run_text_get(struct store *base, const char *run_id, const char *kind,
+                             run_text_fn *fn, void *arg)
+{
+    struct job_view *v = view_of(base);
+    return synced(v, v->inner->ops->run_text_get(v->inner, run_id, kind, fn, arg));
+}
+
 /* The job's own texts, then each node's as KIND@NODE ("stdout@n1"). */
 static int view_run_texts_query(struct store *base, const char *run_id, run_text_fn *fn, void *arg)
 {
@@ -495,6 +503,7 @@ static const struct store_ops view_ops = {
     .run_text_put = view_run_text_put,
     .run_attrs_put = view_run_attrs_put,
     .run_texts_query = view_run_texts_query,
+    .run_text_get = view_run_text_get,
     .blocks_range_query = view_blocks_range_query,
     .series_find = view_series_find,
     .runs_where = view_runs_where,

@@ -206,6 +206,7 @@ enum {
     ST_RUNS_EXPERIMENT,
     ST_RUNS_OF_PARENT,
     ST_RUNS_OF_JOIN_KEY,
+    ST_RUNS_OF_STATUS,
     ST_RUNS_OF_ID,
     ST_JOIN_LOCK,
     ST_TRY_LEAD,
@@ -227,6 +228,7 @@ enum {
     ST_FINDINGS_OF_RUN,
     ST_RUN_TEXT_PUT,
     ST_RUN_TEXTS_OF_RUN,
+    ST_RUN_TEXT_OF_KIND,
     ST_BLOCKS_IN_RANGE,
     ST_SERIES_FIND,
     ST_BLOCK_DATA,
@@ -301,6 +303,8 @@ static const char *const statements[ST_COUNT] = {
     [ST_RUNS_OF_JOIN_KEY] = "SELECT " RUN_COLUMNS " FROM runs WHERE join_key=$1"
                             " ORDER BY start_ns DESC, id COLLATE \"C\"",
     [ST_RUNS_OF_ID] = "SELECT " RUN_COLUMNS " FROM runs WHERE id=$1",
+    [ST_RUNS_OF_STATUS] = "SELECT " RUN_COLUMNS " FROM runs WHERE status=$1"
+                          " ORDER BY start_ns DESC, id COLLATE \"C\"",
     /* a transaction lock in a key space of strobe's own (the first key) */
     [ST_JOIN_LOCK] = "SELECT pg_advisory_xact_lock(1937010277, hashtext($1))",
     /* a session lock: held until this connection ends */
@@ -369,6 +373,7 @@ static const char *const statements[ST_COUNT] = {
                         " text=excluded.text",
     [ST_RUN_TEXTS_OF_RUN] = "SELECT kind, bytes, text FROM run_texts WHERE run_id=$1"
                             " ORDER BY kind COLLATE \"C\"",
+    [ST_RUN_TEXT_OF_KIND] = "SELECT kind, bytes, text FROM run_texts WHERE run_id=$1 AND kind=$2",
     /* as sqlite.c's: the scan starts at the last block starting at or
      * before from_ns, found in the (series_id, start_ns) index */
     [ST_BLOCKS_IN_RANGE] =
@@ -1277,7 +1282,8 @@ static int pg_runs_where(struct store *base, enum run_key key, const char *value
 {
     static const int which[] = {[RUNS_OF_PARENT] = ST_RUNS_OF_PARENT,
                                 [RUNS_OF_JOIN_KEY] = ST_RUNS_OF_JOIN_KEY,
-                                [RUNS_OF_ID] = ST_RUNS_OF_ID};
+                                [RUNS_OF_ID] = ST_RUNS_OF_ID,
+                                [RUNS_OF_STATUS] = ST_RUNS_OF_STATUS};
     return query_runs((struct pg_store *)base, which[key], value, fn, arg);
 }
 
@@ -2026,13 +2032,9 @@ static int pg_run_text_put(struct store *base, const char *run_id, const struct 
     return exec_done((struct pg_store *)base, ST_RUN_TEXT_PUT, &p, "cannot keep the run's texts");
 }
 
-static int pg_run_texts_query(struct store *base, const char *run_id, run_text_fn *fn, void *arg)
+/* Each row of res (kind, bytes, text) to fn; res is cleared. */
+static int texts_rows(PGresult *res, run_text_fn *fn, void *arg)
 {
-    PGresult *res;
-    int rc = exec_of_run((struct pg_store *)base, ST_RUN_TEXTS_OF_RUN, run_id,
-                         "cannot read the run's texts", &res);
-    if (rc < 0)
-        return rc;
     int stop = 0;
     for (int i = 0; !stop && i < PQntuples(res); i++) {
         struct run_text_record t = {
@@ -2045,6 +2047,26 @@ static int pg_run_texts_query(struct store *base, const char *run_id, run_text_f
     }
     PQclear(res);
     return stop < 0 ? stop : 0;
+}
+
+static int pg_run_texts_query(struct store *base, const char *run_id, run_text_fn *fn, void *arg)
+{
+    PGresult *res;
+    int rc = exec_of_run((struct pg_store *)base, ST_RUN_TEXTS_OF_RUN, run_id,
+                         "cannot read the run's texts", &res);
+    return rc < 0 ? rc : texts_rows(res, fn, arg);
+}
+
+static int pg_run_text_get(struct store *base, const char *run_id, const char *kind,
+                           run_text_fn *fn, void *arg)
+{
+    struct pg_params p = {0};
+    param_text(&p, run_id);
+    param_text(&p, kind);
+    PGresult *res;
+    int rc = exec_stmt((struct pg_store *)base, ST_RUN_TEXT_OF_KIND, &p,
+                       "cannot read the run's texts", &res);
+    return rc < 0 ? rc : texts_rows(res, fn, arg);
 }
 
 /* ---- campaigns ------------------------------------------------------------ */
@@ -2216,6 +2238,7 @@ static const struct store_ops pg_ops = {
     .run_text_put = pg_run_text_put,
     .run_attrs_put = pg_run_attrs_put,
     .run_texts_query = pg_run_texts_query,
+    .run_text_get = pg_run_text_get,
     .blocks_range_query = pg_blocks_range_query,
     .series_find = pg_series_find,
     .runs_where = pg_runs_where,

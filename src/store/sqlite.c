@@ -33,6 +33,7 @@ enum {
     ST_RUNS_EXPERIMENT,
     ST_RUNS_OF_PARENT,
     ST_RUNS_OF_JOIN_KEY,
+    ST_RUNS_OF_STATUS,
     ST_RUNS_OF_ID,
     ST_ATTRS_OF_RUN,
     ST_SERIES_OF_RUN,
@@ -51,6 +52,7 @@ enum {
     ST_FINDINGS_OF_RUN,
     ST_RUN_TEXT_PUT,
     ST_RUN_TEXTS_OF_RUN,
+    ST_RUN_TEXT_OF_KIND,
     ST_BLOCKS_IN_RANGE,
     ST_SERIES_FIND,
     ST_BLOCK_DATA,
@@ -101,6 +103,8 @@ static const char *const statements[ST_COUNT] = {
     [ST_RUNS_OF_JOIN_KEY] =
         "SELECT " RUN_COLUMNS " FROM runs WHERE join_key=?1 ORDER BY start_ns DESC, id",
     [ST_RUNS_OF_ID] = "SELECT " RUN_COLUMNS " FROM runs WHERE id=?1",
+    [ST_RUNS_OF_STATUS] =
+        "SELECT " RUN_COLUMNS " FROM runs WHERE status=?1 ORDER BY start_ns DESC, id",
     [ST_RUNS_EXPERIMENT] =
         "SELECT " RUN_COLUMNS " FROM runs WHERE experiment=?1 ORDER BY start_ns DESC, id",
     [ST_ATTRS_OF_RUN] = "SELECT kind, key, value FROM run_attrs WHERE run_id=?1 ORDER BY kind, key",
@@ -145,6 +149,7 @@ static const char *const statements[ST_COUNT] = {
     [ST_RUN_TEXT_PUT] = "INSERT OR REPLACE INTO run_texts(run_id, kind, bytes, text)"
                         " VALUES(?1,?2,?3,?4)",
     [ST_RUN_TEXTS_OF_RUN] = "SELECT kind, bytes, text FROM run_texts WHERE run_id=?1 ORDER BY kind",
+    [ST_RUN_TEXT_OF_KIND] = "SELECT kind, bytes, text FROM run_texts WHERE run_id=?1 AND kind=?2",
     /* blocks of a series do not overlap, so the first one reaching from_ns
      * is the last one starting at or before it: found in the (series_id,
      * start_ns) index, and the scan starts there rather than at the first */
@@ -641,7 +646,8 @@ static int sqlite_runs_where(struct store *base, enum run_key key, const char *v
 {
     static const int which[] = {[RUNS_OF_PARENT] = ST_RUNS_OF_PARENT,
                                 [RUNS_OF_JOIN_KEY] = ST_RUNS_OF_JOIN_KEY,
-                                [RUNS_OF_ID] = ST_RUNS_OF_ID};
+                                [RUNS_OF_ID] = ST_RUNS_OF_ID,
+                                [RUNS_OF_STATUS] = ST_RUNS_OF_STATUS};
     return query_runs((struct sqlite_store *)base, which[key], value, fn, arg);
 }
 
@@ -1109,13 +1115,9 @@ static int sqlite_run_text_put(struct store *base, const char *run_id,
     return step_done(s, q, "cannot keep the run's texts");
 }
 
-static int sqlite_run_texts_query(struct store *base, const char *run_id, run_text_fn *fn,
-                                  void *arg)
+/* Each row of q (kind, bytes, text) to fn. */
+static int texts_rows(struct sqlite_store *s, sqlite3_stmt *q, run_text_fn *fn, void *arg)
 {
-    struct sqlite_store *s = (struct sqlite_store *)base;
-    sqlite3_stmt *q = run_query(s, ST_RUN_TEXTS_OF_RUN, run_id);
-    if (!q)
-        return map_rc(s, sqlite3_errcode(s->db), "cannot read the run's texts");
     int rc, stop = 0;
     while (!stop && (rc = sqlite3_step(q)) == SQLITE_ROW) {
         struct run_text_record t = {
@@ -1127,6 +1129,27 @@ static int sqlite_run_texts_query(struct store *base, const char *run_id, run_te
         stop = fn(&t, arg);
     }
     return finish_query(s, q, rc, stop, "cannot read the run's texts");
+}
+
+static int sqlite_run_texts_query(struct store *base, const char *run_id, run_text_fn *fn,
+                                  void *arg)
+{
+    struct sqlite_store *s = (struct sqlite_store *)base;
+    sqlite3_stmt *q = run_query(s, ST_RUN_TEXTS_OF_RUN, run_id);
+    if (!q)
+        return map_rc(s, sqlite3_errcode(s->db), "cannot read the run's texts");
+    return texts_rows(s, q, fn, arg);
+}
+
+static int sqlite_run_text_get(struct store *base, const char *run_id, const char *kind,
+                               run_text_fn *fn, void *arg)
+{
+    struct sqlite_store *s = (struct sqlite_store *)base;
+    sqlite3_stmt *q = run_query(s, ST_RUN_TEXT_OF_KIND, run_id);
+    if (!q)
+        return map_rc(s, sqlite3_errcode(s->db), "cannot read the run's texts");
+    bind_text(q, 2, kind);
+    return texts_rows(s, q, fn, arg);
 }
 
 static int sqlite_run_delete(struct store *base, const char *run_id)
@@ -1329,6 +1352,7 @@ static const struct store_ops sqlite_ops = {
     .run_text_put = sqlite_run_text_put,
     .run_attrs_put = sqlite_run_attrs_put,
     .run_texts_query = sqlite_run_texts_query,
+    .run_text_get = sqlite_run_text_get,
     .blocks_range_query = sqlite_blocks_range_query,
     .series_find = sqlite_series_find,
     .runs_where = sqlite_runs_where,

@@ -210,6 +210,7 @@ enum run_key {
     RUNS_OF_PARENT,   /* a job's node runs: parent_id = value */
     RUNS_OF_JOIN_KEY, /* jobs that nodes joined on key value */
     RUNS_OF_ID,       /* the run of id value: one index lookup */
+    RUNS_OF_STATUS,   /* runs whose status is value ("running": serve's /metrics, top) */
 };
 
 /* One block to write (blocks_put): its series, summary and encoded data. */
@@ -278,6 +279,10 @@ struct store_ops {
     /* Texts: one per kind and run, replaced when put again. */
     int (*run_text_put)(struct store *s, const char *run_id, const struct run_text_record *t);
     int (*run_texts_query)(struct store *s, const char *run_id, run_text_fn *fn, void *arg);
+    /* The text of one kind (fn is not called when there is none): a reader
+     * of one small text need not read a job's logs (serve's /metrics). */
+    int (*run_text_get)(struct store *s, const char *run_id, const char *kind, run_text_fn *fn,
+                        void *arg);
     /* Insert or replace each attribute of l, of kind "tag" or "param", of
      * a run already in the store (strobe ctl tag on a running run). */
     int (*run_attrs_put)(struct store *s, const char *run_id, const char *kind,

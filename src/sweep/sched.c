@@ -1249,7 +1249,8 @@ static void loop(struct sched *s)
                 if (s->active[i]->runs[k].rfd >= 0) {
                     owner[n] = &s->active[i]->runs[k];
                     owner_wl[n] = s->active[i];
-                    fds[n++] = (struct pollfd){.fd = owner[n - 1]->rfd, .events = POLLIN};
+                    fds[n] = (struct pollfd){.fd = owner[n]->rfd, .events = POLLIN};
+                    n++;
                 }
         int got = poll(fds, n, (int)next_wake_ms(s, clock_monotonic_ns()));
         if (got < 0 && errno != EINTR)

@@ -12,7 +12,8 @@ from strobetest import *
 OPTIONS = {
     "run": ("store name experiment workload tag param interval quiet proc-root proc-source "
             "sys-root collectors no-framework gpu-interval rules rule-param rule-interval "
-            "report no-report no-logs torch-profile spool on-finding stop-grace py-sample py-profile", "netpiqh"),
+            "report no-report no-logs torch-profile spool on-finding stop-grace py-sample py-profile "
+            "listen token", "netpiqh"),
     "ls": ("store experiment workload name status json", "ewnjh"),
     "show": ("store json", "jh"),
     "compare": ("store json", "jh"),
