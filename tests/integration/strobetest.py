@@ -392,15 +392,24 @@ class Prometheus:
             raise RuntimeError(f"prometheus {path}: {r.get('errorType')}: {r.get('error')}")
         return r["data"]
 
-    def query(self, promql):
+    def query(self, promql, at=None):
         """[(labels, value)] of an instant query (a vector; a scalar is one
-        row with no labels)."""
-        d = self.api("query", query=promql)
+        row with no labels), evaluated now or at unix time at."""
+        d = self.api("query", query=promql, **({"time": f"{at:.3f}"} if at else {}))
         if d["resultType"] == "vector":
             return [(x["metric"], float(x["value"][1])) for x in d["result"]]
         if d["resultType"] == "scalar":
             return [({}, float(d["result"][1]))]
         raise RuntimeError(f"{promql}: a {d['resultType']}, not a vector")
+
+    def range(self, promql, at=None):
+        """The values of a range selector's one series ("m[20s]"),
+        oldest first; [] when it matches no series. Raises when it
+        matches several."""
+        d = self.api("query", query=promql, **({"time": f"{at:.3f}"} if at else {}))
+        if d["resultType"] != "matrix" or len(d["result"]) > 1:
+            raise RuntimeError(f"{promql}: not one series: {d}")
+        return [float(v) for _, v in d["result"][0]["values"]] if d["result"] else []
 
     def targets(self):
         """[(scrapeUrl, health, lastError)] of the active targets."""

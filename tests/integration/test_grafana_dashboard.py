@@ -87,6 +87,7 @@ while not os.path.exists({release!r}):
     with strobe.span("forward"):
         sum(range(30000))
     strobe.log("samples_per_s", 640.0)
+    strobe.log("throughput", 10.0)
     strobe.log("loss", 0.5)
 os.wait()
 """

@@ -14,6 +14,7 @@ span, and `strobe show --json` after the run.
 
 Then `strobe serve` on the same store, with two running runs; the
 loopback rule (`--listen 0.0.0.0:P` needs --token) and token checks."""
+import atexit
 import json
 import os
 import socket
@@ -112,10 +113,13 @@ def start_job(tag, listen=None, opts=(), env=None):
     cmd += [*opts, "--", PYTHON, script, str(STEPS), out, release, APP, COMM]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          env=env or GPU_ENV)
+    atexit.register(finish, p, release)  # a test that fails half way leaves no job behind
     return p, out, release
 
 
 def finish(p, release):
+    if p.returncode is not None:
+        return p.returncode, ""
     open(release, "w").close()
     try:
         out, err = p.communicate(timeout=60)
@@ -139,15 +143,15 @@ def samples(text):
     return {(n, frozenset(lab.items())): v for n, lab, v in got}, got
 
 
-def pick(got, name, **want):
-    """The values of name's samples whose labels include want ("" means
+def pick(got, metric, /, **want):
+    """The values of metric's samples whose labels include want ("" means
     the label is absent), as [(labels, value)]."""
-    return [(lab, v) for n, lab, v in got if n == name and
+    return [(lab, v) for n, lab, v in got if n == metric and
             all(lab.get(k, "") == w for k, w in want.items())]
 
 
-def one(got, name, **want):
-    xs = pick(got, name, **want)
+def one(got, metric, /, **want):
+    xs = pick(got, metric, **want)
     return xs[0][1] if len(xs) == 1 else None
 
 
@@ -302,6 +306,7 @@ check("a second run holds", rep2 is not None)
 sport = free_port()
 srv = subprocess.Popen([STROBE, "serve", "--store", db, "--listen", f"127.0.0.1:{sport}"],
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+atexit.register(srv.kill)
 sbase = f"http://127.0.0.1:{sport}"
 stext, sgot = live(sbase, lambda g: len(pick(g, "strobe_run_info")) == 2 and
                    all(one(g, "strobe_last_step", run_name=n) == STEPS for n in (NAME, "second")))
@@ -353,6 +358,7 @@ tj = subprocess.Popen([STROBE, "run", "--quiet", "--no-report", "--store", db, "
                        f"0.0.0.0:{port}", "--token", tok, "--", PYTHON, "-c",
                        f"import os,time\nwhile not os.path.exists({hold!r}): time.sleep(0.05)"],
                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+atexit.register(finish, tj, hold)
 tbase = f"http://127.0.0.1:{port}"
 wait_for(lambda: scrape(tbase, token=tok)[0] == 200 or tj.poll() is not None, timeout=60, step=0.2)
 st_ok, _, body = scrape(tbase, token=tok)

@@ -4,6 +4,7 @@ a PostgreSQL store of the test's own; `strobe serve` on that store serves
 both nodes' series on /metrics, each with its node label, and promtool
 and the strict OpenMetrics parser accept it. Each node's main process is
 found under its own node, by the pid it wrote itself."""
+import atexit
 import os
 import subprocess
 
@@ -44,6 +45,8 @@ with pg_server() as uri:
                                        "--join", "om-job", "--node", n, "--", PYTHON, "-c", HOLD,
                                        os.path.join(tmp, f"pid-{n}")],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+        atexit.register(procs[-1].kill)  # a test that fails half way leaves no recorder behind
+    atexit.register(lambda: open(release, "w").close())
     wait_for(lambda: all(os.path.exists(os.path.join(tmp, f"pid-{n}")) for n in "ab") or
              any(p.poll() is not None for p in procs), timeout=120)
     pids = {}
@@ -53,6 +56,7 @@ with pg_server() as uri:
     port = free_port()
     srv = subprocess.Popen([STROBE, "serve", "--store", uri, "--listen", f"127.0.0.1:{port}"],
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    atexit.register(srv.kill)
     base = f"http://127.0.0.1:{port}"
     got = []
 
