@@ -489,15 +489,16 @@ static struct MHD_Daemon *start_daemon(struct server *sv, const struct sockaddr 
     if (sa->sa_family == AF_INET6)
         flags |= MHD_USE_IPv6;
     /* a pool of one is the polling thread alone (libmicrohttpd warns of a
-     * pool that size) */
+     * pool that size, and of size 0: the logger comes first, so that the
+     * warning of a pool of 0 goes to it and not to the job's stderr) */
     unsigned threads = sv->cfg->threads ? sv->cfg->threads : 4u;
     return MHD_start_daemon(
-        flags, 0, NULL, NULL, on_request, sv, MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_THREAD_POOL_SIZE,
-        threads > 1 ? threads : 0u, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONN_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)CONN_LIMIT, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)PER_IP_CONN_LIMIT,
-        MHD_OPTION_URI_LOG_CALLBACK, log_uri, NULL, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL,
-        MHD_OPTION_END);
+        flags, 0, NULL, NULL, on_request, sv, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL,
+        MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_THREAD_POOL_SIZE, threads > 1 ? threads : 0u,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY, MHD_OPTION_CONNECTION_TIMEOUT,
+        (unsigned)CONN_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONN_LIMIT,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)PER_IP_CONN_LIMIT,
+        MHD_OPTION_URI_LOG_CALLBACK, log_uri, NULL, MHD_OPTION_END);
 }
 
 struct serve_handle {
