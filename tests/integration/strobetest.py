@@ -161,6 +161,27 @@ def wait_for(pred, timeout=10.0, step=0.05):
     return pred()
 
 
+# ---- the test NVML (tests/nvml) -------------------------------------------------
+FAKE_NVML = os.path.join(os.path.dirname(os.path.abspath(STROBE)), "tests", "libnvidia-ml-fake.so")
+GiB = 1 << 30
+
+
+def work_dir(tag):
+    """A folder of this test's own under TMP."""
+    d = os.path.join(TMP, f"strobe-{tag}-{os.getpid()}")
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def fake_gpu_env(folder, scenario):
+    """The environment of a job whose GPUs are the test NVML playing
+    scenario (tests/nvml/README.md), written to folder/gpu.scenario."""
+    path = os.path.join(folder, "gpu.scenario")
+    with open(path, "w") as f:
+        f.write(scenario)
+    return dict(os.environ, STROBE_NVML_LIB=FAKE_NVML, STROBE_FAKE_NVML=path)
+
+
 # ---- the example workloads (examples/*.py) -----------------------------------
 EXAMPLES = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
 
@@ -259,9 +280,11 @@ OPENMETRICS_ACCEPT = "application/openmetrics-text; version=1.0.0,text/plain;ver
 
 
 def free_port():
-    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    """A TCP port that no socket holds now, on any address: a port free on
+    127.0.0.1 alone may be another address' in TIME_WAIT, which a bind to
+    0.0.0.0 then fails on (EADDRINUSE)."""
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind(("0.0.0.0", 0))
         return s.getsockname()[1]
 
 

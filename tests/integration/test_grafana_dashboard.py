@@ -10,15 +10,11 @@ import os
 import re
 import subprocess
 
-from strobetest import (PYTHON, STROBE, TMP, Prometheus, check, done, free_port, prom_samples,
-                        scrape, show, wait_for)
+from strobetest import (PYTHON, STROBE, GiB, Prometheus, check, done, fake_gpu_env, free_port,
+                        prom_samples, scrape, show, wait_for, work_dir)
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-BUILD = os.path.dirname(os.path.abspath(STROBE))
-FAKE = os.path.join(BUILD, "tests", "libnvidia-ml-fake.so")
-GiB = 1 << 30
-tmp = os.path.join(TMP, f"strobe-grafana-{os.getpid()}")
-os.makedirs(tmp, exist_ok=True)
+tmp = work_dir("grafana")
 db = os.path.join(tmp, "g.db")
 NAME = "grafana-job"
 # the host's own devices: a machine without a disk or a network interface
@@ -91,16 +87,13 @@ while not os.path.exists({release!r}):
     strobe.log("loss", 0.5)
 os.wait()
 """
-scenario = os.path.join(tmp, "gpu.scenario")
-with open(scenario, "w") as f:
-    f.write(SCENARIO)
 port = free_port()
 job = subprocess.Popen([STROBE, "run", "--quiet", "--no-report", "--store", db, "--name", NAME,
                         "--listen", f"127.0.0.1:{port}", "--rule-interval", "1s",
                         "--rule-param", "LowGPUUtilization.patience=5",
                         "--rule-param", "LowGPUUtilization.window=10", "--", PYTHON, "-c", JOB],
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                       env=dict(os.environ, STROBE_NVML_LIB=FAKE, STROBE_FAKE_NVML=scenario))
+                       env=fake_gpu_env(tmp, SCENARIO))
 base = f"http://127.0.0.1:{port}"
 
 

@@ -20,14 +20,11 @@ import os
 import socket
 import subprocess
 
-from strobetest import (PYTHON, STROBE, TMP, check, done, free_port, near, openmetrics_parse,
-                        prom_samples, promtool_check, scrape, show, strobe, wait_for)
+from strobetest import (PYTHON, STROBE, GiB, check, done, fake_gpu_env, free_port, near,
+                        openmetrics_parse, prom_samples, promtool_check, scrape, show, strobe, wait_for,
+                        work_dir)
 
-BUILD = os.path.dirname(os.path.abspath(STROBE))
-FAKE = os.path.join(BUILD, "tests", "libnvidia-ml-fake.so")
-GiB = 1 << 30
-tmp = os.path.join(TMP, f"strobe-om-{os.getpid()}")
-os.makedirs(tmp, exist_ok=True)
+tmp = work_dir("om")
 db = os.path.join(tmp, "om.db")
 
 NAME = 'q"uo\\te {x="y"} # ünï 🚀'
@@ -97,10 +94,7 @@ for pid in kids:
 script = os.path.join(tmp, "job.py")
 with open(script, "w") as f:
     f.write(WORKLOAD)
-scenario = os.path.join(tmp, "gpu.scenario")
-with open(scenario, "w") as f:
-    f.write(SCENARIO)
-GPU_ENV = dict(os.environ, STROBE_NVML_LIB=FAKE, STROBE_FAKE_NVML=scenario)
+GPU_ENV = fake_gpu_env(tmp, SCENARIO)
 
 
 def start_job(tag, listen=None, opts=(), env=None):

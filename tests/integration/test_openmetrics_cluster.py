@@ -8,16 +8,15 @@ import atexit
 import os
 import subprocess
 
-from strobetest import (PYTHON, STROBE, TMP, check, done, free_port, openmetrics_parse, pg_missing,
-                        pg_server, prom_samples, promtool_check, scrape, skip, wait_for)
+from strobetest import (PYTHON, STROBE, check, done, free_port, openmetrics_parse, pg_missing,
+                        pg_server, prom_samples, promtool_check, scrape, skip, wait_for, work_dir)
 
 why = pg_missing()
 if why:
     skip("OpenMetrics of a cluster job in PostgreSQL", why)
     done()
 
-tmp = os.path.join(TMP, f"strobe-omc-{os.getpid()}")
-os.makedirs(tmp, exist_ok=True)
+tmp = work_dir("omc")
 release = os.path.join(tmp, "release")
 HOLD = f"""
 import os, sys, time

@@ -15,11 +15,10 @@ import subprocess
 import threading
 import time
 
-from strobetest import (PYTHON, STROBE, TMP, Prometheus, check, done, free_port, near, scrape,
-                        wait_for)
+from strobetest import (PYTHON, STROBE, Prometheus, check, done, free_port, near, scrape,
+                        wait_for, work_dir)
 
-tmp = os.path.join(TMP, f"strobe-prom-{os.getpid()}")
-os.makedirs(tmp, exist_ok=True)
+tmp = work_dir("prom")
 db = os.path.join(tmp, "prom.db")
 TOKEN = "prom-secret"
 release = os.path.join(tmp, "release")
