@@ -77,6 +77,7 @@ int cmd_flame(struct cli_ctx *c, int argc, char **argv);
 int cli_parse_steps(const char *arg, uint32_t *from, uint32_t *to);
 int cmd_serve(struct cli_ctx *c, int argc, char **argv);
 int cmd_metrics(struct cli_ctx *c, int argc, char **argv);
+int cmd_top(struct cli_ctx *c, int argc, char **argv);
 /* strobe show --json of r, appended to out (cmd_show.c; strobe serve's run
  * view). 0, or negative with s->err set. */
 int cli_show_json(struct store *s, const struct run_record *r, struct strbuf *out);

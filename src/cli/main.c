@@ -39,6 +39,7 @@ static const struct command {
     {"sweep", cmd_sweep, CLI_STORE_URI,
      "run a campaign from an experiment file (radT's CSV or YAML)"},
     {"serve", cmd_serve, CLI_STORE_URI, "serve the store's runs as a JSON API and dashboard"},
+    {"top", cmd_top, CLI_STORE_READ, "the running runs, live: CPU, memory, GPU, steps, findings"},
     {"metrics", cmd_metrics, 0, "list the metrics strobe records: unit, kind, labels, help"},
 };
 

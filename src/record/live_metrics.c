@@ -10,8 +10,9 @@
 #include "common/metrics.h"
 #include "serve/expo.h"
 
-/* A series not appended to for this long is left out of the snapshot: a
- * disk or a GPU process that went away. */
+/* A series not appended to for this long (or three of the recorder's
+ * intervals, when longer) is left out of the snapshot: a disk or a GPU
+ * process that went away. */
 #define STALE_NS      (30 * NS_PER_S)
 #define RATE_WINDOW_S 10 /* steps per second: steps that ended in the last 10 s */
 
@@ -214,7 +215,9 @@ int live_metrics_open(struct live_metrics *lm, struct series_table *series, stru
     lm->series = series;
     lm->sink = sink;
     lm->tree = tree;
-    expo_label_add(&lm->run_labels, "run_id", run->id);
+    /* a node of a job is the job's run: strobe show JOB, the dashboard's
+     * run page; the node label tells the nodes apart */
+    expo_label_add(&lm->run_labels, "run_id", run->parent_id ? run->parent_id : run->id);
     expo_label_add(&lm->run_labels, "run_name", run->name ? run->name : "");
     expo_label_add(&lm->run_labels, "experiment", run->experiment ? run->experiment : "");
     expo_label_add(&lm->run_labels, "node", node ? node : "");
@@ -315,8 +318,9 @@ static void series_labels(const struct live_metrics *lm, const struct series *s,
 static int series_live(const struct live_metrics *lm, uint32_t i, int64_t now_ns)
 {
     const struct series *s = &lm->series->items[i];
+    int64_t stale = lm->interval_ns * 3 > STALE_NS ? lm->interval_ns * 3 : STALE_NS;
     return i < lm->ns && lm->s[i].has && lm->s[i].metric >= 0 && s->open_buf &&
-           now_ns - lm->s[i].last_ns <= STALE_NS;
+           now_ns - lm->s[i].last_ns <= stale;
 }
 
 /* A rate's counter: its help says what it sums. */

@@ -65,6 +65,7 @@ struct live_metrics {
     pthread_mutex_t lock;     /* guards published */
     struct strbuf published;  /* a copy of snap for the HTTP thread */
     int publish;              /* --listen is on: keep published */
+    int64_t interval_ns;      /* the recorder's sampling interval (staleness is three) */
 };
 
 /* Ready lm, with nothing published yet (publish: keep a copy of each

@@ -50,6 +50,7 @@
 #define LIVE_INTERVAL_NS  NS_PER_S
 /* how often the live metrics' snapshot goes into the store (record/
  * live_metrics.h): a PostgreSQL server takes every node's, so less often */
+#define SNAP_EVERY_NS        NS_PER_S /* taken this often, and served */
 #define SNAP_STORE_NS        NS_PER_S
 #define SNAP_STORE_PG_NS     (5 * NS_PER_S)
 #define FINAL_RETRIES        10
@@ -86,7 +87,7 @@ struct recorder {
     int metrics_open;
     struct serve_config http_cfg; /* --listen */
     struct serve_handle *http;    /* its server, or NULL */
-    int64_t snap_store_every_ns, snap_stored_ns;
+    int64_t snap_store_every_ns, snap_stored_ns, snap_taken_ns;
     struct on_finding actions;          /* --on-finding */
     struct torch_profile torch_profile; /* --torch-profile's trace directory */
     struct control ctl;                 /* strobe ctl's socket (record/control.h) */
@@ -187,7 +188,7 @@ static int start_listening(struct recorder *r)
     int st = serve_start(&r->http_cfg, &r->http);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (st != SERVE_EXIT_OK)
-        return st == SERVE_EXIT_USAGE ? -EINVAL : -EIO; /* said */
+        return -EINVAL; /* said */
     char addr[96];
     serve_address(r->http, addr, sizeof(addr));
     log_note("metrics at %s/metrics%s", addr, o->listen_token ? " (token required)" : "");
@@ -906,19 +907,32 @@ static void take_py_blocks(struct recorder *r)
     batch_add_py_blocks(&r->batch, out, n);
 }
 
-/* The live metrics as of now: served at once, stored every
- * snap_store_every_ns (with the batch under way). */
+/* A new snapshot of the live metrics, once a second (force: now), on
+ * whichever timer comes: at a long --interval, steps and findings still
+ * reach --listen within a second. */
+static void refresh_snapshot(struct recorder *r, int64_t mono, int force)
+{
+    if (!r->metrics_open || (!force && mono - r->snap_taken_ns < SNAP_EVERY_NS))
+        return;
+    struct run_record counters;
+    memset(&counters, 0, sizeof(counters));
+    fill_counters(r, &counters);
+    r->metrics.interval_ns = r->interval_ns; /* strobe ctl interval may change it */
+    int64_t now = r->start_real_ns + (mono - r->start_mono_ns);
+    if (live_metrics_snapshot(&r->metrics, &counters, r->run.start_ns, now) == 0)
+        r->snap_taken_ns = mono;
+}
+
+/* The newest snapshot into the batch under way, every snap_store_every_ns
+ * and at the end. */
 static void take_snapshot(struct recorder *r)
 {
     strbuf_reset(&r->batch.live_snap);
-    if (!r->metrics_open)
-        return;
     int64_t mono = clock_monotonic_ns();
-    int64_t now = r->start_real_ns + (mono - r->start_mono_ns);
-    if (live_metrics_snapshot(&r->metrics, &r->batch.run, r->run.start_ns, now) < 0)
+    int last = r->batch.run.end_ns != 0;
+    if (!r->metrics_open || (mono - r->snap_stored_ns < r->snap_store_every_ns && !last))
         return;
-    if (mono - r->snap_stored_ns < r->snap_store_every_ns && r->batch.run.end_ns == 0)
-        return;
+    refresh_snapshot(r, mono, last);
     r->snap_stored_ns = mono;
     strbuf_add(&r->batch.live_snap, r->metrics.snap.buf, r->metrics.snap.len);
 }
@@ -1006,6 +1020,7 @@ static void on_timer(struct recorder *r)
     live_rules_tick(&r->rules, r->start_real_ns + (now - r->start_mono_ns));
     on_finding_tick(&r->actions, now);
     control_tick(&r->ctl, now);
+    refresh_snapshot(r, now, 0);
     if (now - r->last_flush_ns >= FLUSH_INTERVAL_NS) {
         flush(r);
         r->last_flush_ns = now;
@@ -1029,6 +1044,7 @@ static void on_drain_timer(struct recorder *r)
         py_sampler_step(r->py, r->events.last_step);
     on_finding_tick(&r->actions, now); /* a stop's SIGKILL within 100 ms of its time */
     control_tick(&r->ctl, now);
+    refresh_snapshot(r, now, 0);
 }
 
 static void on_signal(struct recorder *r)
@@ -1527,11 +1543,8 @@ int recorder_run(const struct recorder_opts *o)
     raise_fd_limit(&r); /* before the tree sets its fd budget */
     proc_tree_init(&r.tree, &r.env);
     live_metrics_init(&r.metrics, o->listen != NULL);
-    int lrc = start_listening(&r);
-    if (lrc < 0) {
-        exit_status = lrc == -EINVAL ? RECORDER_EXIT_USAGE : RECORDER_EXIT_SELF;
+    if (start_listening(&r) < 0) /* exit 125, as strobe run's other refusals */
         goto out;
-    }
     if (series_table_init(&r.series) < 0 || open_roots(&r) < 0 ||
         choose_proc_source(&r.tree, o->proc_source) < 0 || open_store_and_prepare(&r) < 0 ||
         (!o->start_gate && insert_run(&r) < 0))

@@ -46,7 +46,6 @@
 
 /* strobe's own failure (bad usage, store unusable): the job never started. */
 #define RECORDER_EXIT_SELF   125
-#define RECORDER_EXIT_USAGE  2 /* --listen refused: a bad address, or off loopback with no token */
 #define RECORDER_EXIT_NOEXEC 127
 
 struct recorder_opts {

@@ -488,17 +488,20 @@ static struct MHD_Daemon *start_daemon(struct server *sv, const struct sockaddr 
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
     if (sa->sa_family == AF_INET6)
         flags |= MHD_USE_IPv6;
-    /* a pool of one is the polling thread alone (libmicrohttpd warns of a
-     * pool that size, and of size 0: the logger comes first, so that the
-     * warning of a pool of 0 goes to it and not to the job's stderr) */
+    /* a pool of one is the polling thread alone: no pool option at all
+     * (libmicrohttpd warns of a pool of one, or of none) */
     unsigned threads = sv->cfg->threads ? sv->cfg->threads : 4u;
+    struct MHD_OptionItem pool[] = {
+        {threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END, threads, NULL},
+        {MHD_OPTION_END, 0, NULL},
+    };
     return MHD_start_daemon(
-        flags, 0, NULL, NULL, on_request, sv, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL,
-        MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_THREAD_POOL_SIZE, threads > 1 ? threads : 0u,
-        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY, MHD_OPTION_CONNECTION_TIMEOUT,
-        (unsigned)CONN_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT, (unsigned)CONN_LIMIT,
-        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)PER_IP_CONN_LIMIT,
-        MHD_OPTION_URI_LOG_CALLBACK, log_uri, NULL, MHD_OPTION_END);
+        flags, 0, NULL, NULL, on_request, sv, MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_ARRAY, pool,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONN_MEMORY,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONN_TIMEOUT_S, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)CONN_LIMIT, MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)PER_IP_CONN_LIMIT,
+        MHD_OPTION_URI_LOG_CALLBACK, log_uri, NULL, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL,
+        MHD_OPTION_END);
 }
 
 struct serve_handle {

@@ -31,6 +31,7 @@ OPTIONS = {
     "flame": ("store role phase steps idle pid format output", "foh"),
     "serve": ("store listen token threads rate burst", "h"),
     "metrics": ("json markdown", "h"),
+    "top": ("store once json", "jh"),
     "sweep": ("store dry-run rerun parallel write-back python quiet", "nqh"),
     "sweep status": ("store json", "h"),
 }
