@@ -341,10 +341,15 @@ srv.wait(timeout=30)
 
 # ---- loopback only unless --token ----------------------------------------------------
 marker = os.path.join(tmp, "ran")
+runs_before = strobe("ls", "--json", store=db).stdout
 p = strobe("run", "--quiet", "--listen", f"0.0.0.0:{free_port()}", "--", "touch", marker, store=db)
-check("--listen 0.0.0.0 without --token: refused in one line, exit 2, the job not started",
-      p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and not os.path.exists(marker),
+check("run --listen 0.0.0.0 without --token: refused in one line, exit 125, the job not started, "
+      "nothing stored", p.returncode == 125 and len(p.stderr.strip().splitlines()) == 1 and
+      not os.path.exists(marker) and strobe("ls", "--json", store=db).stdout == runs_before,
       (p.returncode, p.stderr))
+p = strobe("serve", "--listen", f"0.0.0.0:{free_port()}", store=db, timeout=30)
+check("serve --listen 0.0.0.0 without --token: refused in one line, exit 2",
+      p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, (p.returncode, p.stderr))
 port = free_port()
 tok = "s3cret-token"
 hold = os.path.join(tmp, "tok.release")
