@@ -7,10 +7,14 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 
 STROBE = os.environ.get("STROBE", "build/strobe")
 PYTHON = os.environ.get("PYTHON", "/usr/bin/python3")
@@ -157,6 +161,27 @@ def wait_for(pred, timeout=10.0, step=0.05):
     return pred()
 
 
+# ---- the test NVML (tests/nvml) -------------------------------------------------
+FAKE_NVML = os.path.join(os.path.dirname(os.path.abspath(STROBE)), "tests", "libnvidia-ml-fake.so")
+GiB = 1 << 30
+
+
+def work_dir(tag):
+    """A folder of this test's own under TMP."""
+    d = os.path.join(TMP, f"strobe-{tag}-{os.getpid()}")
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def fake_gpu_env(folder, scenario):
+    """The environment of a job whose GPUs are the test NVML playing
+    scenario (tests/nvml/README.md), written to folder/gpu.scenario."""
+    path = os.path.join(folder, "gpu.scenario")
+    with open(path, "w") as f:
+        f.write(scenario)
+    return dict(os.environ, STROBE_NVML_LIB=FAKE_NVML, STROBE_FAKE_NVML=path)
+
+
 # ---- the example workloads (examples/*.py) -----------------------------------
 EXAMPLES = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples"))
 
@@ -246,3 +271,187 @@ def psql(uri, sql):
     if p.returncode != 0:
         raise RuntimeError(f"psql: {sql}: {p.stderr.strip()}")
     return p.stdout
+
+
+# ---- Prometheus and the OpenMetrics exposition ---------------------------------
+PROMETHEUS = "/usr/bin/prometheus"
+PROMTOOL = "/usr/bin/promtool"
+OPENMETRICS_ACCEPT = "application/openmetrics-text; version=1.0.0,text/plain;version=0.0.4;q=0.5"
+
+
+def free_port():
+    """A TCP port that no socket holds now, on any address: a port free on
+    127.0.0.1 alone may be another address' in TIME_WAIT, which a bind to
+    0.0.0.0 then fails on (EADDRINUSE)."""
+    with socket.socket() as s:
+        s.bind(("0.0.0.0", 0))
+        return s.getsockname()[1]
+
+
+def http_get(url, headers=None, timeout=10):
+    """(status, {header: value} lower-cased, body text) of a GET; status 0
+    with the error as body when nothing answers."""
+    req = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read().decode("utf-8")
+    except urllib.error.HTTPError as e:
+        return e.code, {k.lower(): v for k, v in e.headers.items()}, e.read().decode("utf-8", "replace")
+    except OSError as e:
+        return 0, {}, str(e)
+
+
+def scrape(base, openmetrics=False, token=None):
+    """GET base + /metrics as Prometheus would (openmetrics) or as a plain
+    client; (status, headers, body)."""
+    h = {"Accept": OPENMETRICS_ACCEPT} if openmetrics else {}
+    if token:
+        h["Authorization"] = f"Bearer {token}"
+    return http_get(base.rstrip("/") + "/metrics", h)
+
+
+def promtool_check(text):
+    """(ok, what promtool said) of `promtool check metrics` on text (stdin).
+    Lint problems (a counter without _total, say) fail it, as errors do."""
+    p = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True, text=True,
+                       timeout=60)
+    return p.returncode == 0 and not p.stdout.strip() and not p.stderr.strip(), \
+        (p.stdout + p.stderr).strip()
+
+
+def openmetrics_parse(text):
+    """The families of text, parsed by prometheus_client's strict
+    OpenMetrics parser (it refuses what the standard does: a missing # EOF,
+    bad escapes, a counter sample without _total, ...). Raises ValueError."""
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families
+    return list(text_string_to_metric_families(text))
+
+
+def prom_samples(text):
+    """[(name, {label: value}, value)] of an exposition in either format,
+    read by prometheus_client's text parser (the 0.0.4 one reads both)."""
+    from prometheus_client.parser import text_string_to_metric_families
+    return [(s.name, dict(s.labels), s.value) for f in text_string_to_metric_families(text)
+            for s in f.samples]
+
+
+class Prometheus:
+    """A Prometheus server of the test's own (Debian's /usr/bin/prometheus)
+    on 127.0.0.1 with a free port and a temporary TSDB, scraping its
+    targets every second: targets ["host:port", ...] as scrape job "strobe",
+    with `authorization: {credentials: token}` when token is given; or jobs
+    {job: (targets, token or None)}. Use as a context manager: ready on
+    entry, stopped on exit (SIGTERM; its exit status kept in .rc). It gets
+    SIGTERM too when the test dies (PR_SET_PDEATHSIG)."""
+
+    def __init__(self, targets=(), token=None, jobs=None):
+        self.dir = tempfile.mkdtemp(prefix="prom-", dir=TMP)
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.rc = None
+        scrapes = []
+        for job, (where, tok) in (jobs or {"strobe": (targets, token)}).items():
+            cfg = {"job_name": job, "scrape_interval": "1s", "scrape_timeout": "1s",
+                   "static_configs": [{"targets": list(where)}]}
+            if tok:
+                cfg["authorization"] = {"credentials": tok}
+            scrapes.append(cfg)
+        self.config = os.path.join(self.dir, "prometheus.yml")
+        with open(self.config, "w") as f:  # JSON is YAML
+            json.dump({"global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+                       "scrape_configs": scrapes}, f)
+
+    def __enter__(self):
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        self.log = open(os.path.join(self.dir, "log"), "w+")
+        self.p = subprocess.Popen(
+            [PROMETHEUS, f"--config.file={self.config}", f"--storage.tsdb.path={self.dir}/data",
+             f"--web.listen-address=127.0.0.1:{self.port}", "--web.enable-lifecycle"],
+            stdout=self.log, stderr=subprocess.STDOUT, cwd=self.dir,
+            preexec_fn=lambda: libc.prctl(1, signal.SIGTERM))  # PR_SET_PDEATHSIG
+        atexit.register(self._kill)
+        if not wait_for(lambda: self.p.poll() is not None or
+                        http_get(self.base + "/-/ready", timeout=2)[0] == 200, timeout=60, step=0.2):
+            self._kill()
+            raise RuntimeError("prometheus not ready in 60 s: " + self.output()[-2000:])
+        if self.p.poll() is not None:
+            raise RuntimeError(f"prometheus exited with {self.p.returncode}: " + self.output()[-2000:])
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def _kill(self):
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+
+    def stop(self):
+        """SIGTERM, and its exit status (0: a clean stop)."""
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGTERM)
+            try:
+                self.p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self._kill()
+        self.rc = self.p.returncode
+        return self.rc
+
+    def output(self):
+        self.log.flush()
+        with open(self.log.name) as f:
+            return f.read()
+
+    def api(self, path, **params):
+        """The data of a /api/v1 answer; raises with Prometheus' error."""
+        status, _, body = http_get(self.base + "/api/v1/" + path + "?" + urllib.parse.urlencode(params),
+                                   timeout=30)
+        try:
+            r = json.loads(body)
+        except ValueError:
+            raise RuntimeError(f"prometheus {path}: HTTP {status}: {body[:300]}")
+        if r.get("status") != "success":
+            raise RuntimeError(f"prometheus {path}: {r.get('errorType')}: {r.get('error')}")
+        return r["data"]
+
+    def query(self, promql, at=None):
+        """[(labels, value)] of an instant query (a vector; a scalar is one
+        row with no labels), evaluated now or at unix time at."""
+        d = self.api("query", query=promql, **({"time": f"{at:.3f}"} if at else {}))
+        if d["resultType"] == "vector":
+            return [(x["metric"], float(x["value"][1])) for x in d["result"]]
+        if d["resultType"] == "scalar":
+            return [({}, float(d["result"][1]))]
+        raise RuntimeError(f"{promql}: a {d['resultType']}, not a vector")
+
+    def range(self, promql, at=None):
+        """The values of a range selector's one series ("m[20s]"),
+        oldest first; [] when it matches no series. Raises when it
+        matches several."""
+        d = self.api("query", query=promql, **({"time": f"{at:.3f}"} if at else {}))
+        if d["resultType"] != "matrix" or len(d["result"]) > 1:
+            raise RuntimeError(f"{promql}: not one series: {d}")
+        return [float(v) for _, v in d["result"][0]["values"]] if d["result"] else []
+
+    def targets(self):
+        """[(scrapeUrl, health, lastError)] of the active targets."""
+        return [(t["scrapeUrl"], t["health"], t["lastError"]) for t in self.api("targets")["activeTargets"]]
+
+    def wait_up(self, timeout=60):
+        """Whether every target has been scraped and is up."""
+        def up():
+            t = self.targets()
+            return bool(t) and all(h == "up" for _, h, _ in t)
+        return wait_for(up, timeout=timeout, step=0.5)
+
+    def wait_query(self, promql, pred=bool, timeout=60):
+        """The first answer of promql that pred accepts, polled each 0.5 s;
+        the last answer when none did in timeout seconds."""
+        got = []
+
+        def ok():
+            got[:] = [self.query(promql)]
+            return pred(got[0])
+        wait_for(ok, timeout=timeout, step=0.5)
+        return got[0] if got else []
