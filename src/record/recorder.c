@@ -919,8 +919,13 @@ static void refresh_snapshot(struct recorder *r, int64_t mono, int force)
     fill_counters(r, &counters);
     r->metrics.interval_ns = r->interval_ns; /* strobe ctl interval may change it */
     int64_t now = r->start_real_ns + (mono - r->start_mono_ns);
-    if (live_metrics_snapshot(&r->metrics, &counters, r->run.start_ns, now) == 0)
-        r->snap_taken_ns = mono;
+    if (live_metrics_snapshot(&r->metrics, &counters, r->run.start_ns, now) != 0)
+        return;
+    /* on a grid of seconds, not a second after the last: taken at the
+     * first tick past each, they were 1.0 to 1.1 s apart, and a scrape a
+     * second saw the same one twice now and then */
+    int on_grid = r->snap_taken_ns && mono - r->snap_taken_ns < 2 * SNAP_EVERY_NS;
+    r->snap_taken_ns = on_grid ? r->snap_taken_ns + SNAP_EVERY_NS : mono;
 }
 
 /* The newest snapshot into the batch under way, every snap_store_every_ns
