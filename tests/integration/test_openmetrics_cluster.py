@@ -3,12 +3,14 @@
 a PostgreSQL store of the test's own; `strobe serve` on that store serves
 both nodes' series on /metrics, each with its node label, and promtool
 and the strict OpenMetrics parser accept it. Each node's main process is
-found under its own node, by the pid it wrote itself."""
+found under its own node, by the pid it wrote itself. Both nodes' samples
+carry the job's run id, and `strobe top` on the store lists both nodes."""
 import atexit
+import json
 import os
 import subprocess
 
-from strobetest import (PYTHON, STROBE, check, done, free_port, openmetrics_parse, pg_missing,
+from strobetest import (PYTHON, STROBE, check, done, free_port, openmetrics_parse, pg_missing, strobe,
                         pg_server, prom_samples, promtool_check, scrape, skip, wait_for, work_dir)
 
 why = pg_missing()
@@ -74,6 +76,16 @@ with pg_server() as uri:
     check("serve /metrics: a strobe_run_info for each node", info == ["a", "b"], info)
     check("both nodes' CPU series", sorted({lab.get("node") for name, lab, _ in got
                                            if name == "strobe_cpu_util_ratio"}) == ["a", "b"])
+    # a node's samples carry the job's run id: the run a user opens
+    job = strobe("show", "--json", "last", store=uri)
+    job_id = json.loads(job.stdout)["id"] if job.returncode == 0 else None
+    ids = {lab.get("run_id") for name, lab, _ in got if name == "strobe_run_info"}
+    check("both nodes' samples carry the job's run id", ids == {job_id}, (ids, job_id))
+    # strobe top on the same PostgreSQL store: a row per node
+    top = strobe("top", "--once", "--json", store=uri)
+    rows = json.loads(top.stdout)["runs"] if top.returncode == 0 else []
+    check("strobe top lists each node of the job", sorted(r["node"] for r in rows) == ["a", "b"],
+          top.stdout + top.stderr)
     status, _, text = scrape(base)
     ok, said = promtool_check(text)
     check("promtool check metrics passes on a cluster's /metrics", status == 200 and ok, said[:2000])
