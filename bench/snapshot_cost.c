@@ -9,7 +9,9 @@
  *
  * Prints one JSON object: series, samples and bytes of a snapshot, the
  * median CPU time of one snapshot (thread clock, N repetitions, 2000 by
- * default), and the tap's cost per point against a table with no tap.
+ * default), the tap's cost per point against a table with no tap, and per
+ * span the event sink hands over (steps and phases of 8 ranks, a thread's
+ * spans in a row, as a drain gives them).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -120,6 +122,25 @@ static double fill(struct series_table *t, int64_t t0)
     return (double)(clock_thread_cpu_ns() - start) / ((double)POINTS_PER_SERIES * t->count);
 }
 
+#define SPANS (1 << 20)
+
+/* ns per span through the sink's tap: each rank's 4 phases and its step,
+ * 1000 spans of one process at a time. */
+static double spans(struct event_sink *sink)
+{
+    static const char *const names[] = {"data", "forward", "backward", "optimizer", "step"};
+    for (int r = 0; r < 8; r++)
+        sink->proc_tap(sink->tap_arg, 2000 + r, r, -1);
+    int64_t start = clock_thread_cpu_ns();
+    for (int i = 0; i < SPANS; i++) {
+        int n = i % 5;
+        int64_t t = (int64_t)i * 1000;
+        sink->span_tap(sink->tap_arg, 2000 + (i / 1000) % 8, 2000, t, t + 900, (uint32_t)n + 1,
+                       names[n]);
+    }
+    return (double)(clock_thread_cpu_ns() - start) / SPANS;
+}
+
 int main(int argc, char **argv)
 {
     int reps = 2000;
@@ -152,6 +173,7 @@ int main(int argc, char **argv)
     if (live_metrics_open(&lm, &t, &sink, &tree, &run, "node-1") < 0)
         return 1;
     double tapped_ns = fill(&t, t0);
+    double span_ns = spans(&sink);
     int64_t now = t0 + (int64_t)POINTS_PER_SERIES * 100 * NS_PER_MS;
     int64_t *took = malloc(sizeof(*took) * (size_t)reps);
     for (int r = 0; r < reps; r++) {
@@ -164,9 +186,10 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < lm.snap.len; i++)
         samples += lm.snap.buf[i] == '\n' && i + 1 < lm.snap.len && lm.snap.buf[i + 1] == 'S';
     printf("{\"series\": %u, \"samples\": %zu, \"bytes\": %zu, \"snapshot_us_p50\": %.1f, "
-           "\"snapshot_us_p90\": %.1f, \"point_ns_bare\": %.2f, \"point_ns_tapped\": %.2f}\n",
+           "\"snapshot_us_p90\": %.1f, \"point_ns_bare\": %.2f, \"point_ns_tapped\": %.2f, "
+           "\"span_ns\": %.2f}\n",
            t.count, samples, lm.snap.len, (double)took[reps / 2] / 1e3,
-           (double)took[reps * 9 / 10] / 1e3, bare_ns, tapped_ns);
+           (double)took[reps * 9 / 10] / 1e3, bare_ns, tapped_ns, span_ns);
     free(took);
     live_metrics_close(&lm);
     run_record_release(&run);

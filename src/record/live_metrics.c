@@ -84,11 +84,16 @@ static void on_point(void *arg, uint32_t index, int64_t ts_ns, double value)
 
 /* ---- per process and per rank ----------------------------------------------------------- */
 
-static struct live_proc *proc_find(const struct live_metrics *lm, pid_t pid)
+static struct live_proc *proc_find(struct live_metrics *lm, pid_t pid)
 {
+    /* a drain hands over one thread's spans in a row: the last hit first */
+    if (lm->last_proc < lm->nprocs && lm->procs[lm->last_proc].pid == pid)
+        return &lm->procs[lm->last_proc];
     for (uint32_t i = 0; i < lm->nprocs; i++)
-        if (lm->procs[i].pid == pid)
+        if (lm->procs[i].pid == pid) {
+            lm->last_proc = i;
             return &lm->procs[i];
+        }
     return NULL;
 }
 
@@ -153,12 +158,40 @@ static struct live_rank *rank_get(struct live_metrics *lm, int64_t rank)
     return r;
 }
 
-static int phase_of(const char *name)
+#define PH_STEP PH_COUNT /* a phase_of answer: the step itself */
+
+static int phase_of_name(const char *name)
 {
+    if (strcmp(name, "step") == 0)
+        return PH_STEP;
     for (int p = 0; p < PH_COMM; p++)
         if (strcmp(name, live_phase_names[p]) == 0)
             return p;
     return strncmp(name, "comm:", 5) == 0 ? PH_COMM : -1;
+}
+
+/* What a span of name id stands for: a phase, PH_STEP, or -1. Kept per id
+ * (they are the sink's, name_base + 1 up), so that the drain, which calls
+ * the tap for every span, compares each name once. */
+static int phase_of(struct live_metrics *lm, uint32_t name_id, const char *name)
+{
+    uint32_t i = name_id - lm->sink->name_base - 1;
+    if (name_id <= lm->sink->name_base || i >= EVENT_NAMES_MAX)
+        return phase_of_name(name);
+    if (i >= lm->nphase) {
+        uint32_t n = lm->nphase ? lm->nphase : 64;
+        while (n <= i)
+            n *= 2;
+        int8_t *p = realloc(lm->phase, n);
+        if (!p)
+            return phase_of_name(name);
+        memset(p + lm->nphase, -2, n - lm->nphase);
+        lm->phase = p;
+        lm->nphase = n;
+    }
+    if (lm->phase[i] == -2)
+        lm->phase[i] = (int8_t)phase_of_name(name);
+    return lm->phase[i];
 }
 
 static void add_step(struct live_rank *r, int64_t start_ns, int64_t end_ns)
@@ -184,14 +217,14 @@ static void on_span(void *arg, pid_t pid, pid_t tid, int64_t start_ns, int64_t e
     struct live_metrics *lm = arg;
     if (lm->next_span)
         lm->next_span(lm->next_sink_arg, pid, tid, start_ns, end_ns, name_id, name);
-    int is_step = strcmp(name, "step") == 0, phase = is_step ? -1 : phase_of(name);
-    if ((!is_step && phase < 0) || end_ns < start_ns)
+    int phase = phase_of(lm, name_id, name);
+    if (phase < 0 || end_ns < start_ns)
         return;
     const struct live_proc *p = proc_find(lm, pid);
     struct live_rank *r = rank_get(lm, p ? p->rank : -1);
     if (!r)
         return;
-    if (is_step)
+    if (phase == PH_STEP)
         add_step(r, start_ns, end_ns);
     else
         r->phase_s[phase] += (double)(end_ns - start_ns) / 1e9;
@@ -263,7 +296,7 @@ static const struct proc_entry *tree_find(const struct proc_tree *t, pid_t pid)
 }
 
 /* A process's comm, role and rank, after its pid. */
-static void add_proc_labels(const struct live_metrics *lm, pid_t pid, struct strbuf *o)
+static void add_proc_labels(struct live_metrics *lm, pid_t pid, struct strbuf *o)
 {
     const struct proc_entry *e = tree_find(lm->tree, pid);
     const struct live_proc *p = proc_find(lm, pid);
@@ -284,7 +317,7 @@ static void add_proc_labels(const struct live_metrics *lm, pid_t pid, struct str
 /* A series' stored labels ("gpu=0,pid=42", %XX escaped) as exposition
  * labels, with a process's comm, role and rank; a family member's name as
  * name="...". */
-static void series_labels(const struct live_metrics *lm, const struct series *s, int family,
+static void series_labels(struct live_metrics *lm, const struct series *s, int family,
                           struct strbuf *o)
 {
     struct strbuf key, val;
@@ -576,6 +609,7 @@ void live_metrics_close(struct live_metrics *lm)
     free(lm->s);
     free(lm->ranks);
     free(lm->procs);
+    free(lm->phase);
     strbuf_release(&lm->run_labels);
     strbuf_release(&lm->snap);
     strbuf_release(&lm->published);
