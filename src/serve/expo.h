@@ -35,8 +35,9 @@
 #include <stdint.h>
 
 #include "common/strbuf.h"
+#include "store/store.h" /* RUN_TEXT_SNAPSHOT */
 
-#define EXPO_TEXT_KIND           "metrics" /* the run text a recorder keeps its snapshot in */
+#define EXPO_TEXT_KIND           RUN_TEXT_SNAPSHOT /* the run text a recorder keeps its snapshot in */
 #define EXPO_SNAPSHOT_MAGIC      "strobe-snapshot 1"
 #define EXPO_CONTENT_OPENMETRICS "application/openmetrics-text; version=1.0.0; charset=utf-8"
 #define EXPO_CONTENT_TEXT        "text/plain; version=0.0.4; charset=utf-8"

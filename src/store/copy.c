@@ -108,6 +108,8 @@ static int tally_finding(const struct finding_record *f, void *arg)
 static int tally_text(const struct run_text_record *tx, void *arg)
 {
     struct store_copy_tally *t = arg;
+    if (strcmp(tx->kind, RUN_TEXT_SNAPSHOT) == 0)
+        return 0; /* it shrinks as processes end: neither progress nor a change */
     t->texts++;
     /* the size written, not the size kept: a cut text keeps its length
      * as the job writes on */
@@ -776,7 +778,9 @@ static int merge_text(const struct run_text_record *t, void *arg)
 {
     struct merge_ctx *m = arg;
     const struct held_row *h = held_find(&m->held, 0, 0, 0, t->kind);
-    if (h && h->size >= t->bytes)
+    /* a snapshot goes with the run record: the newer run's is the one */
+    int snapshot = strcmp(t->kind, RUN_TEXT_SNAPSHOT) == 0;
+    if (h && (snapshot ? !m->t->run : h->size >= t->bytes))
         return 0;
     m->t->texts++;
     return copy_text(t, &m->c);

@@ -38,7 +38,8 @@
  *   event blocks  inserted when the destination has none of that thread
  *                 (pid, tid) starting then; they have no key to upsert by,
  *                 so the destination's are read first
- *   texts         put when missing, or when the source's saw more bytes
+ *   texts         put when missing, or when the source's saw more bytes;
+ *                 the live metrics' snapshot when the record moved forward
  *   rules         settings, results and findings replaced, whole, when
  *                 the source's evaluation is newer
  *

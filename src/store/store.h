@@ -48,6 +48,11 @@ void kv_list_json(struct json_writer *jw, const struct kv_list *l);
 /* Shown, never stored: running in the store, its recorder gone (run_record_status). */
 #define RUN_LOST "lost"
 
+/* The run text that holds the live metrics' latest snapshot (serve/expo.h):
+ * replaced whole every second, so its size says nothing of how far a run
+ * has come (strobe copy judges by the run record instead). */
+#define RUN_TEXT_SNAPSHOT "metrics"
+
 /* One run's catalog row. Strings are owned (run_record_release frees). */
 struct run_record {
     char id[RUN_ID_LEN + 1];
