@@ -36,8 +36,7 @@
 #include "common/array.h"
 #include "common/fmt.h"
 #include "common/json_writer.h"
-#include "serve/expo.h"
-#include "serve/serve.h" /* EXPO_STALE_NS: stale as /metrics says */
+#include "serve/expo.h" /* EXPO_STALE_NS: stale as /metrics says */
 
 #define LABEL_CAP 256 /* a label value top keeps; longer ones are cut */
 

@@ -350,11 +350,16 @@ static int add_line(const char *line, size_t len, void *arg)
     return sample_add(a->set, a->fam, line + 2, len - 2);
 }
 
-int expo_set_add_snapshot(struct expo_set *set, const char *text, size_t len, int64_t *ts_ns)
+int expo_snapshot_time(const char *text, size_t len, int64_t *ts_ns)
 {
     const char *nl = memchr(text, '\n', len);
+    return parse_head(text, nl ? (size_t)(nl - text) : len, ts_ns) < 0 ? -EINVAL : 0;
+}
+
+int expo_set_add_snapshot(struct expo_set *set, const char *text, size_t len, int64_t *ts_ns)
+{
     int64_t ts;
-    if (parse_head(text, nl ? (size_t)(nl - text) : len, &ts) < 0)
+    if (expo_snapshot_time(text, len, &ts) < 0)
         return -EINVAL;
     int have_family = 0;
     int rc = each_line(text, len, check_line, &have_family);

@@ -84,6 +84,14 @@ void expo_set_release(struct expo_set *set);
  * -ENOMEM. */
 int expo_set_add_snapshot(struct expo_set *set, const char *text, size_t len, int64_t *ts_ns);
 
+/* A snapshot older than this lost its recorder: /metrics leaves it out,
+ * strobe top says "stale". */
+#define EXPO_STALE_NS (60 * 1000000000LL)
+
+/* The time a snapshot was taken, from its first line alone: 0, or -EINVAL
+ * when text does not start as a snapshot of this version. */
+int expo_snapshot_time(const char *text, size_t len, int64_t *ts_ns);
+
 /* The family named name, or NULL. */
 const struct expo_family *expo_set_find(const struct expo_set *set, const char *name);
 

@@ -23,17 +23,11 @@ struct gather {
 static int take_snapshot(const struct run_text_record *t, void *arg)
 {
     struct gather *g = arg;
-    struct expo_set one;
     int64_t ts = 0;
-    /* checked on its own first: a stale one must add nothing */
-    expo_set_init(&one);
-    int rc = expo_set_add_snapshot(&one, t->data, t->len, &ts);
-    expo_set_release(&one);
-    if (rc == -ENOMEM)
-        g->err = rc;
-    if (rc < 0 || g->now_ns - ts > EXPO_STALE_NS)
+    /* its time from the first line: a stale one is not read further */
+    if (expo_snapshot_time(t->data, t->len, &ts) < 0 || g->now_ns - ts > EXPO_STALE_NS)
         return 0;
-    rc = expo_set_add_snapshot(g->set, t->data, t->len, NULL);
+    int rc = expo_set_add_snapshot(g->set, t->data, t->len, NULL);
     if (rc == 0)
         g->n++;
     else if (rc == -ENOMEM)

@@ -65,6 +65,5 @@ void serve_stop(struct serve_handle *h);
  * those older than EXPO_STALE_NS at now_ns are left out, as are garbled
  * ones. The number gathered, or negative (s's error). */
 int serve_gather_metrics(struct store *s, int64_t now_ns, struct expo_set *set);
-#define EXPO_STALE_NS (60 * 1000000000LL)
 
 #endif
