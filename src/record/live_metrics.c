@@ -276,15 +276,22 @@ void live_metrics_set_rules(struct live_metrics *lm, const struct rules_engine *
 
 /* ---- the snapshot ----------------------------------------------------------------------- */
 
-/* Labels of a sample: the run's, then extra (rendered, may be ""). */
-static void labels_with(const struct live_metrics *lm, const char *extra, struct strbuf *o)
+/* Labels of a sample appended to o: the run's, then extra (rendered, may
+ * be ""). */
+static void labels_with_onto(const struct live_metrics *lm, const char *extra, struct strbuf *o)
 {
-    strbuf_reset(o);
     strbuf_add(o, lm->run_labels.buf, lm->run_labels.len);
     if (*extra) {
         strbuf_addch(o, ',');
         strbuf_adds(o, extra);
     }
+}
+
+/* The same into o, emptied first. */
+static void labels_with(const struct live_metrics *lm, const char *extra, struct strbuf *o)
+{
+    strbuf_reset(o);
+    labels_with_onto(lm, extra, o);
 }
 
 static const struct proc_entry *tree_find(const struct proc_tree *t, pid_t pid)
@@ -367,33 +374,63 @@ static void snap_total_family(struct live_metrics *lm, const struct metric_prom 
 
 /* Every live series of the catalog metric id: the gauge, then the counter
  * its integral makes. */
-static void snap_metric(struct live_metrics *lm, enum metric_id id, int64_t now_ns,
-                        struct strbuf *extra, struct strbuf *labels)
+/* The live series of metric id, from its group (group_by_metric): the
+ * gauge, then the counter its integral makes, whose samples take the
+ * labels the gauge's rendered (kept in rendered, NUL after each). */
+static void snap_metric(struct live_metrics *lm, enum metric_id id, const uint32_t *idx, uint32_t n,
+                        struct strbuf *extra, struct strbuf *rendered)
 {
+    if (!n)
+        return;
     struct metric_prom pm;
     metric_prom(id, &pm);
     const struct metric_info *mi = metric_info(id);
     int family = metric_is_family(id);
-    for (int pass = 0; pass < (pm.total_name[0] ? 2 : 1); pass++) {
-        int header = 0;
-        for (uint32_t i = 0; i < lm->series->count && i < lm->ns; i++) {
-            if (lm->s[i].metric != (int32_t)id || !series_live(lm, i, now_ns))
-                continue;
-            if (!header) {
-                if (pass == 0)
-                    expo_snap_family(&lm->snap, pm.name, pm.counter ? EXPO_COUNTER : EXPO_GAUGE,
-                                     pm.unit, mi->help);
-                else
-                    snap_total_family(lm, &pm, mi->help);
-                header = 1;
-            }
-            strbuf_reset(extra);
-            series_labels(lm, &lm->series->items[i], family, extra);
-            labels_with(lm, extra->buf ? extra->buf : "", labels);
-            double v = pass == 0 ? lm->s[i].last * pm.scale : lm->s[i].total * pm.total_scale;
-            expo_snap_sample(&lm->snap, pm.counter || pass ? "_total" : "", labels->buf, v);
-        }
+    expo_snap_family(&lm->snap, pm.name, pm.counter ? EXPO_COUNTER : EXPO_GAUGE, pm.unit, mi->help);
+    strbuf_reset(rendered);
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t i = idx[k];
+        strbuf_reset(extra);
+        series_labels(lm, &lm->series->items[i], family, extra);
+        size_t at = rendered->len;
+        labels_with_onto(lm, extra->buf ? extra->buf : "", rendered);
+        expo_snap_sample(&lm->snap, pm.counter ? "_total" : "", rendered->buf + at,
+                         lm->s[i].last * pm.scale);
+        strbuf_addch(rendered, '\0');
     }
+    if (!pm.total_name[0] || strbuf_failed(rendered))
+        return;
+    snap_total_family(lm, &pm, mi->help);
+    const char *labels = rendered->buf;
+    for (uint32_t k = 0; k < n; k++, labels += strlen(labels) + 1)
+        expo_snap_sample(&lm->snap, "_total", labels, lm->s[idx[k]].total * pm.total_scale);
+}
+
+/* The live series' indexes grouped by metric, in table order within each:
+ * metric id's are order[first[id]..first[id + 1]). One pass over the
+ * table, where a pass per metric of the catalog was sixty. */
+static int group_by_metric(struct live_metrics *lm, int64_t now_ns, uint32_t first[])
+{
+    uint32_t n = lm->series->count < lm->ns ? lm->series->count : lm->ns;
+    if (n > lm->order_cap) {
+        uint32_t *p = realloc(lm->order, n * sizeof(*p));
+        if (!p)
+            return -ENOMEM;
+        lm->order = p;
+        lm->order_cap = n;
+    }
+    memset(first, 0, (METRIC_COUNT + 1) * sizeof(first[0]));
+    for (uint32_t i = 0; i < n; i++)
+        if (series_live(lm, i, now_ns))
+            first[lm->s[i].metric + 1]++;
+    for (int id = 0; id < METRIC_COUNT; id++)
+        first[id + 1] += first[id];
+    uint32_t at[METRIC_COUNT];
+    memcpy(at, first, sizeof(at));
+    for (uint32_t i = 0; i < n; i++)
+        if (series_live(lm, i, now_ns))
+            lm->order[at[lm->s[i].metric]++] = i;
+    return 0;
 }
 
 static void rank_labels(const struct live_metrics *lm, const struct live_rank *r, const char *more,
@@ -568,8 +605,11 @@ int live_metrics_snapshot(struct live_metrics *lm, const struct run_record *run,
     strbuf_reset(&lm->snap);
     expo_snap_begin(&lm->snap, now_ns);
     snap_run(lm, run, start_ns, now_ns);
-    for (int id = 0; id < METRIC_COUNT; id++)
-        snap_metric(lm, (enum metric_id)id, now_ns, &extra, &labels);
+    uint32_t first[METRIC_COUNT + 1];
+    if (group_by_metric(lm, now_ns, first) == 0)
+        for (int id = 0; id < METRIC_COUNT; id++)
+            snap_metric(lm, (enum metric_id)id, lm->order + first[id], first[id + 1] - first[id],
+                        &extra, &labels);
     snap_steps(lm, now_ns, &extra, &labels);
     snap_findings(lm, &extra, &labels);
     strbuf_release(&extra);
@@ -610,6 +650,7 @@ void live_metrics_close(struct live_metrics *lm)
     free(lm->ranks);
     free(lm->procs);
     free(lm->phase);
+    free(lm->order);
     strbuf_release(&lm->run_labels);
     strbuf_release(&lm->snap);
     strbuf_release(&lm->published);

@@ -63,6 +63,8 @@ struct live_metrics {
     uint32_t last_proc; /* procs[] index of the last pid found */
     int8_t *phase;      /* per event name id, what its spans stand for; -2 not known yet */
     uint32_t nphase;
+    uint32_t *order; /* a snapshot's live series, grouped by metric */
+    uint32_t order_cap;
     struct strbuf run_labels; /* run_id="..",run_name="..",experiment="..",node=".." */
     struct strbuf snap;       /* the last snapshot */
     pthread_mutex_t lock;     /* guards published */
